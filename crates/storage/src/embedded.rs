@@ -1,0 +1,413 @@
+//! The embedded backend: etcd's MVCC semantics on redb, in one data directory.
+//!
+//! How it works:
+//! - **Writes** go to one committer thread ([`committer`]). It takes every request waiting,
+//!   checks each against the latest state (create needs the key absent, update and delete need
+//!   the expected mod revision), gives each accepted write the next revision, writes the whole
+//!   batch in one redb transaction and commits it with one fsync (group commit). Only then does
+//!   it apply the batch to memory, publish it to watchers and answer the writers, so a write is
+//!   never acknowledged or visible before it is durable.
+//! - **Reads at the latest revision** are served from memory: every live key's latest version
+//!   is kept in a `BTreeMap` (values are shared `Bytes`, so a list copies no payload).
+//! - **Reads at past revisions** and **watch replay** read redb's history ([`history`]).
+//! - **Watches** ([`watch`]) follow a broadcast of committed batches; one that falls behind
+//!   replays the log from disk and catches up, so a slow watcher neither misses events nor
+//!   holds back the others.
+//! - **Compaction** deletes superseded versions and log entries at or before the compacted
+//!   revision, in chunks between write batches; redb reuses the freed pages.
+//!
+//! After a crash, redb's commit protocol (checksummed 1-phase commit with one fsync) rolls back
+//! to the last durable transaction; the latest state is then rebuilt from `history`.
+
+mod committer;
+mod history;
+mod tables;
+mod watch;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use parking_lot::RwLock;
+use redb::{Database, ReadableTable};
+use tokio::sync::{broadcast, oneshot};
+
+use self::committer::{Committer, Op, Outcome, Request, Write};
+use self::tables::{HISTORY, LOG, META, META_COMPACTED, META_REVISION};
+use crate::{
+    DeleteResponse, Event, GetResponse, KeyValue, ListOptions, ListResponse, Result, Revision,
+    StorageError, Store, WatchOptions, WatchStream, decode_continue, encode_continue,
+};
+
+/// The name of the database file inside the data directory.
+const DB_FILE: &str = "kapi.redb";
+
+/// Settings of the embedded store.
+#[derive(Clone, Debug)]
+pub struct EmbeddedConfig {
+    /// The directory that holds the database file; created if missing.
+    pub data_dir: PathBuf,
+    /// How often every watch gets a progress notification.
+    pub progress_interval: Duration,
+    /// How many committed batches are buffered for watchers. A watcher further behind than
+    /// this catches up by reading the log from disk.
+    pub watch_buffer: usize,
+}
+
+impl EmbeddedConfig {
+    /// The defaults for a data directory: progress every 5 seconds, 512 batches buffered.
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        EmbeddedConfig {
+            data_dir: data_dir.into(),
+            progress_interval: Duration::from_secs(5),
+            watch_buffer: 512,
+        }
+    }
+}
+
+/// What watchers are sent, in commit order.
+#[derive(Clone, Debug)]
+enum Notification {
+    /// The changes of one committed batch, in revision order.
+    Events(Arc<[Event]>),
+    /// Every change up to this revision has been published.
+    Progress(Revision),
+}
+
+/// The latest state, shared by readers and the committer.
+struct State {
+    /// The revision of the last committed write.
+    revision: Revision,
+    /// History before this revision is gone.
+    compacted: Revision,
+    /// The latest version of every live key.
+    latest: BTreeMap<Arc<str>, KeyValue>,
+    /// Where committed batches and progress go, in commit order (sent under this state's
+    /// lock); `None` once the store is closed, which ends every watch.
+    notifications: Option<broadcast::Sender<Notification>>,
+}
+
+impl State {
+    fn notify(&self, notification: Notification) {
+        if let Some(sender) = &self.notifications {
+            let _ = sender.send(notification);
+        }
+    }
+}
+
+/// What the store, its committer thread and its watchers share.
+struct Shared {
+    db: Database,
+    state: RwLock<State>,
+}
+
+impl Shared {
+    /// Publishes a progress notification with the current revision. Taken under the state
+    /// lock, so it is ordered after every batch already applied and before any later one.
+    fn publish_progress(&self) {
+        let state = self.state.read();
+        state.notify(Notification::Progress(state.revision));
+    }
+
+    /// Fails with [`StorageError::Compacted`] if `revision`'s history is gone.
+    fn check_retained(&self, revision: Revision) -> Result<()> {
+        let compacted = self.state.read().compacted;
+        if revision < compacted {
+            return Err(StorageError::Compacted {
+                requested: revision,
+                compacted,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The embedded store. Dropping it finishes the queued writes, stops the committer and ends
+/// every watch; the database file is closed once the last watch stream is dropped too.
+pub struct EmbeddedStore {
+    shared: Arc<Shared>,
+    requests: Option<mpsc::Sender<Request>>,
+    committer: Option<JoinHandle<()>>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl EmbeddedStore {
+    /// Opens (or creates) the store in `config.data_dir`, recovering from a crash if needed.
+    /// Must be called inside a tokio runtime (the progress ticker runs on it).
+    pub fn open(config: EmbeddedConfig) -> Result<EmbeddedStore> {
+        std::fs::create_dir_all(&config.data_dir).map_err(StorageError::internal)?;
+        let db = Database::create(config.data_dir.join(DB_FILE)).map_err(StorageError::internal)?;
+        let state = load_state(&db, config.watch_buffer)?;
+        tracing::debug!(
+            revision = state.revision,
+            keys = state.latest.len(),
+            "embedded store opened"
+        );
+        let shared = Arc::new(Shared {
+            db,
+            state: RwLock::new(state),
+        });
+        let (requests, receiver) = mpsc::channel();
+        let committer = Committer::spawn(shared.clone(), receiver)?;
+        let ticker = spawn_ticker(Arc::downgrade(&shared), config.progress_interval);
+        Ok(EmbeddedStore {
+            shared,
+            requests: Some(requests),
+            committer: Some(committer),
+            ticker,
+        })
+    }
+
+    /// Sends `op` to the committer and waits for its outcome.
+    async fn submit(&self, op: Op) -> Result<Outcome> {
+        let (reply, outcome) = oneshot::channel();
+        let closed = || StorageError::Internal("the store's committer has stopped".into());
+        self.requests
+            .as_ref()
+            .ok_or_else(closed)?
+            .send(Request { op, reply })
+            .map_err(|_| closed())?;
+        outcome.await.map_err(|_| closed())?
+    }
+
+    /// Runs a history read on the blocking pool.
+    async fn read_history<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&Shared) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || read(&shared))
+            .await
+            .map_err(StorageError::internal)?
+    }
+
+    /// Resolves the revision and start key of a list request.
+    fn list_position(&self, prefix: &str, options: &ListOptions) -> Result<(Revision, String)> {
+        let current = self.shared.state.read().revision;
+        let (revision, start) = match (&options.continue_token, options.revision) {
+            (Some(_), Some(_)) => {
+                return Err(StorageError::InvalidRequest(
+                    "a list with a continue token cannot also name a revision".into(),
+                ));
+            }
+            (Some(token), None) => decode_continue(prefix, token)?,
+            (None, revision) => (revision.unwrap_or(current), prefix.to_string()),
+        };
+        check_not_future(revision, current)?;
+        self.shared.check_retained(revision)?;
+        Ok((revision, start))
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        self.ticker.abort();
+        // Closing the channel ends the committer once it has answered what is queued.
+        drop(self.requests.take());
+        if let Some(committer) = self.committer.take() {
+            let _ = committer.join();
+        }
+        self.shared.state.write().notifications = None;
+    }
+}
+
+#[async_trait]
+impl Store for EmbeddedStore {
+    async fn current_revision(&self) -> Result<Revision> {
+        Ok(self.shared.state.read().revision)
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision> {
+        match self
+            .submit(Op::Write(Write::Create(key.into(), value)))
+            .await?
+        {
+            Outcome::Written(revision) => Ok(revision),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn get(&self, key: &str, revision: Option<Revision>) -> Result<GetResponse> {
+        let revision = {
+            let state = self.shared.state.read();
+            let revision = revision.unwrap_or(state.revision);
+            check_not_future(revision, state.revision)?;
+            if revision == state.revision {
+                let kv = state.latest.get(key).cloned();
+                return Ok(GetResponse { kv, revision });
+            }
+            revision
+        };
+        let key: Arc<str> = key.into();
+        self.read_history(move |shared| history::get(shared, key, revision))
+            .await
+    }
+
+    async fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListResponse> {
+        let (revision, start) = self.list_position(prefix, options)?;
+        let limit = options.limit.filter(|&limit| limit > 0);
+        let page = {
+            let state = self.shared.state.read();
+            (state.revision == revision).then(|| list_latest(&state, prefix, &start, limit))
+        };
+        let page = match page {
+            Some(page) => page,
+            None => {
+                let prefix = prefix.to_string();
+                self.read_history(move |shared| {
+                    history::list(shared, &prefix, &start, revision, limit)
+                })
+                .await?
+            }
+        };
+        Ok(page.into_response(prefix, revision))
+    }
+
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision> {
+        match self
+            .submit(Op::Write(Write::Update(key.into(), value, expected)))
+            .await?
+        {
+            Outcome::Written(revision) => Ok(revision),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<DeleteResponse> {
+        match self
+            .submit(Op::Write(Write::Delete(key.into(), expected)))
+            .await?
+        {
+            Outcome::Deleted(response) => Ok(response),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    async fn watch(&self, key: &str, options: WatchOptions) -> Result<WatchStream> {
+        watch::start(self.shared.clone(), key.into(), options)
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.shared.publish_progress();
+        Ok(())
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        match self.submit(Op::Compact(revision)).await? {
+            Outcome::Compacted => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+/// One page of a list, before it becomes a [`ListResponse`].
+struct Page {
+    kvs: Vec<KeyValue>,
+    /// How many keys under the prefix follow the page.
+    remaining: u64,
+}
+
+impl Page {
+    fn into_response(self, prefix: &str, revision: Revision) -> ListResponse {
+        let continue_token = match (self.remaining, self.kvs.last()) {
+            (0, _) | (_, None) => None,
+            (_, Some(last)) => Some(encode_continue(
+                prefix,
+                &format!("{}\0", last.key),
+                revision,
+            )),
+        };
+        ListResponse {
+            kvs: self.kvs,
+            revision,
+            continue_token,
+            remaining: self.remaining,
+        }
+    }
+}
+
+/// Lists from memory: the keys under `prefix` from `start` on, at most `limit`.
+fn list_latest(state: &State, prefix: &str, start: &str, limit: Option<usize>) -> Page {
+    let mut items = state
+        .latest
+        .range::<str, _>((Bound::Included(start), Bound::Unbounded))
+        .take_while(|(key, _)| key.starts_with(prefix))
+        .map(|(_, kv)| kv);
+    let kvs: Vec<KeyValue> = items
+        .by_ref()
+        .take(limit.unwrap_or(usize::MAX))
+        .cloned()
+        .collect();
+    Page {
+        kvs,
+        remaining: items.count() as u64,
+    }
+}
+
+/// Fails with [`StorageError::FutureRevision`] if `revision` is after `current`.
+fn check_not_future(revision: Revision, current: Revision) -> Result<()> {
+    if revision > current {
+        return Err(StorageError::FutureRevision {
+            requested: revision,
+            current,
+        });
+    }
+    Ok(())
+}
+
+fn unexpected(outcome: Outcome) -> StorageError {
+    StorageError::Internal(format!("unexpected committer outcome {outcome:?}"))
+}
+
+/// Reads the revisions from `meta` and rebuilds the latest state from `history`, creating
+/// the tables on first open. An empty store starts at revision 1, as etcd does.
+fn load_state(db: &Database, watch_buffer: usize) -> Result<State> {
+    let txn = db.begin_write().map_err(StorageError::internal)?;
+    let state = {
+        let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
+        txn.open_table(LOG).map_err(StorageError::internal)?;
+        let history = txn.open_table(HISTORY).map_err(StorageError::internal)?;
+        let read = |name| -> Result<Option<u64>> {
+            Ok(meta
+                .get(name)
+                .map_err(StorageError::internal)?
+                .map(|v| v.value()))
+        };
+        let revision = read(META_REVISION)?.unwrap_or(1) as Revision;
+        let compacted = read(META_COMPACTED)?.unwrap_or(0) as Revision;
+        meta.insert(META_REVISION, revision as u64)
+            .map_err(StorageError::internal)?;
+        State {
+            revision,
+            compacted,
+            latest: history::latest_versions(&history)?,
+            notifications: Some(broadcast::channel(watch_buffer.max(1)).0),
+        }
+    };
+    txn.commit().map_err(StorageError::internal)?;
+    Ok(state)
+}
+
+/// Publishes a progress notification every `interval` until the store is gone.
+fn spawn_ticker(
+    shared: std::sync::Weak<Shared>,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            ticker.tick().await;
+            match shared.upgrade() {
+                Some(shared) => shared.publish_progress(),
+                None => return,
+            }
+        }
+    })
+}

@@ -1,0 +1,249 @@
+//! Reads of redb's history: the latest state at startup, gets and lists at past revisions,
+//! and the log replay that watches use to catch up.
+//!
+//! Every read at a past revision checks the compacted revision before and after it reads:
+//! compaction marks the revision compacted before it deletes anything, so a read that still
+//! sees its revision retained afterwards read nothing that compaction had touched.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable};
+
+use super::tables::{
+    HISTORY, LOG, LogEntry, Version, decode_log, decode_version, key_value, prefix_end,
+};
+use super::{Page, Shared};
+use crate::{Event, EventKind, GetResponse, KeyValue, Result, Revision, StorageError};
+
+type HistoryTable = ReadOnlyTable<(&'static [u8], u64), &'static [u8]>;
+
+/// The latest version of every live key: per key, the last history entry, unless it is a
+/// tombstone.
+pub(super) fn latest_versions(
+    history: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
+) -> Result<BTreeMap<Arc<str>, KeyValue>> {
+    let mut latest = BTreeMap::new();
+    let entries = history.iter().map_err(StorageError::internal)?;
+    fold_versions(entries, Revision::MAX, |kv| {
+        latest.insert(kv.key.clone(), kv);
+    })?;
+    Ok(latest)
+}
+
+/// `key` as it was at `revision`.
+pub(super) fn get(shared: &Shared, key: Arc<str>, revision: Revision) -> Result<GetResponse> {
+    let kv = retained_read(shared, revision, |txn| {
+        let history = open_history(txn)?;
+        version_at(&history, &key, revision)
+    })?;
+    Ok(GetResponse { kv, revision })
+}
+
+/// The keys under `prefix` from `start` on as they were at `revision`, at most `limit`.
+pub(super) fn list(
+    shared: &Shared,
+    prefix: &str,
+    start: &str,
+    revision: Revision,
+    limit: Option<usize>,
+) -> Result<Page> {
+    retained_read(shared, revision, |txn| {
+        let history = open_history(txn)?;
+        let end = prefix_end(prefix.as_bytes());
+        let from = (start.as_bytes(), 0u64);
+        let range = match &end {
+            Some(end) => history.range(from..(end.as_slice(), 0u64)),
+            None => history.range(from..),
+        }
+        .map_err(StorageError::internal)?;
+        let mut page = Page {
+            kvs: Vec::new(),
+            remaining: 0,
+        };
+        let limit = limit.unwrap_or(usize::MAX);
+        fold_versions(range, revision, |kv| {
+            if page.kvs.len() < limit {
+                page.kvs.push(kv);
+            } else {
+                page.remaining += 1;
+            }
+        })?;
+        Ok(page)
+    })
+}
+
+/// Replays the log after `after`: up to `chunk` log entries, keeping the changes `wanted`
+/// accepts. Returns them, the last revision scanned, and whether the log ended before the
+/// chunk was full (the caller has then caught up with what was committed).
+pub(super) fn replay(
+    shared: &Shared,
+    after: Revision,
+    chunk: usize,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<(Vec<Event>, Revision, bool)> {
+    retained_read(shared, after, |txn| {
+        let log = txn.open_table(LOG).map_err(StorageError::internal)?;
+        let history = open_history(txn)?;
+        let mut events = Vec::new();
+        let mut last = after;
+        let mut scanned = 0;
+        for entry in log
+            .range((after as u64 + 1)..)
+            .map_err(StorageError::internal)?
+            .take(chunk)
+        {
+            let (revision, raw) = entry.map_err(StorageError::internal)?;
+            last = revision.value() as Revision;
+            scanned += 1;
+            let entry = decode_log(raw.value()).ok_or_else(|| corrupt("log entry"))?;
+            if wanted(&entry.key) {
+                events.push(replayed_event(&history, entry, last)?);
+            }
+        }
+        Ok((events, last, scanned < chunk))
+    })
+}
+
+/// Rebuilds the event of one log entry from the versions it wrote and replaced.
+fn replayed_event(history: &HistoryTable, entry: LogEntry, revision: Revision) -> Result<Event> {
+    let prev_kv = match entry.prev_revision {
+        0 => None,
+        prev => Some(
+            exact_version(history, &entry.key, prev)?.ok_or_else(|| corrupt("previous version"))?,
+        ),
+    };
+    let kv = match entry.kind {
+        EventKind::Put => {
+            exact_version(history, &entry.key, revision)?.ok_or_else(|| corrupt("version"))?
+        }
+        EventKind::Delete => KeyValue {
+            key: entry.key,
+            value: Default::default(),
+            create_revision: 0,
+            mod_revision: revision,
+        },
+    };
+    Ok(Event {
+        kind: entry.kind,
+        kv,
+        prev_kv,
+    })
+}
+
+/// Runs `read` on a snapshot, failing with [`StorageError::Compacted`] if `revision`'s history
+/// was compacted before or while it ran.
+fn retained_read<T>(
+    shared: &Shared,
+    revision: Revision,
+    read: impl FnOnce(&ReadTransaction) -> Result<T>,
+) -> Result<T> {
+    shared.check_retained(revision)?;
+    let txn = shared.db.begin_read().map_err(StorageError::internal)?;
+    let value = read(&txn)?;
+    shared.check_retained(revision)?;
+    Ok(value)
+}
+
+fn open_history(txn: &ReadTransaction) -> Result<HistoryTable> {
+    txn.open_table(HISTORY).map_err(StorageError::internal)
+}
+
+/// The version of `key` that was current at `revision`, if the key existed then.
+fn version_at(history: &HistoryTable, key: &str, revision: Revision) -> Result<Option<KeyValue>> {
+    let key_bytes = key.as_bytes();
+    let last = history
+        .range((key_bytes, 0u64)..=(key_bytes, revision as u64))
+        .map_err(StorageError::internal)?
+        .next_back()
+        .transpose()
+        .map_err(StorageError::internal)?;
+    match last {
+        Some((found, raw)) => Ok(key_value(
+            Arc::from(key),
+            found.value().1 as Revision,
+            decode(raw.value())?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The version of `key` written at exactly `revision`, if it was a put.
+fn exact_version(
+    history: &HistoryTable,
+    key: &str,
+    revision: Revision,
+) -> Result<Option<KeyValue>> {
+    let raw = history
+        .get((key.as_bytes(), revision as u64))
+        .map_err(StorageError::internal)?;
+    match raw {
+        Some(raw) => Ok(key_value(Arc::from(key), revision, decode(raw.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// Walks key-ordered history entries and calls `visit` with each key's version at
+/// `revision` (its last entry at or before it), skipping keys that did not exist then.
+fn fold_versions<'a>(
+    entries: impl Iterator<Item = Result<HistoryEntry<'a>, redb::StorageError>>,
+    revision: Revision,
+    mut visit: impl FnMut(KeyValue),
+) -> Result<()> {
+    // The key being walked and its best version so far.
+    let mut walked: Option<(Vec<u8>, Option<(Revision, Vec<u8>)>)> = None;
+    for entry in entries {
+        let (key, raw) = entry.map_err(StorageError::internal)?;
+        let (key, rev) = key.value();
+        let rev = rev as Revision;
+        if walked
+            .as_ref()
+            .is_none_or(|(walked_key, _)| walked_key != key)
+        {
+            if let Some(done) = walked.replace((key.to_vec(), None)) {
+                visit_version(done, &mut visit)?;
+            }
+        }
+        if rev <= revision {
+            if let Some((_, best)) = walked.as_mut() {
+                *best = Some((rev, raw.value().to_vec()));
+            }
+        }
+    }
+    match walked {
+        Some(done) => visit_version(done, &mut visit),
+        None => Ok(()),
+    }
+}
+
+/// One history entry as redb's iterators yield it.
+type HistoryEntry<'a> = (
+    redb::AccessGuard<'a, (&'static [u8], u64)>,
+    redb::AccessGuard<'a, &'static [u8]>,
+);
+
+fn visit_version(
+    (key, best): (Vec<u8>, Option<(Revision, Vec<u8>)>),
+    visit: &mut impl FnMut(KeyValue),
+) -> Result<()> {
+    if let Some((revision, raw)) = best {
+        if let Some(kv) = key_value(utf8_key(&key)?, revision, decode(&raw)?) {
+            visit(kv);
+        }
+    }
+    Ok(())
+}
+
+fn decode(raw: &[u8]) -> Result<Version> {
+    decode_version(raw).ok_or_else(|| corrupt("history value"))
+}
+
+fn utf8_key(key: &[u8]) -> Result<Arc<str>> {
+    std::str::from_utf8(key)
+        .map(Arc::from)
+        .map_err(|_| corrupt("key"))
+}
+
+fn corrupt(what: &str) -> StorageError {
+    StorageError::Internal(format!("embedded store: corrupt {what}"))
+}
