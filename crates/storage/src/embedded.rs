@@ -196,7 +196,10 @@ impl EmbeddedStore {
                 ));
             }
             (Some(token), None) => decode_continue(prefix, token)?,
-            (None, revision) => (revision.unwrap_or(current), prefix.to_string()),
+            (None, revision) => (
+                revision.filter(|&r| r > 0).unwrap_or(current),
+                prefix.to_string(),
+            ),
         };
         check_not_future(revision, current)?;
         self.shared.check_retained(revision)?;
@@ -235,7 +238,8 @@ impl Store for EmbeddedStore {
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<GetResponse> {
         let revision = {
             let state = self.shared.state.read();
-            let revision = revision.unwrap_or(state.revision);
+            // Revision 0 means the latest, as in etcd.
+            let revision = revision.filter(|&r| r > 0).unwrap_or(state.revision);
             check_not_future(revision, state.revision)?;
             if revision == state.revision {
                 let kv = state.latest.get(key).cloned();

@@ -25,6 +25,7 @@ mod compactor;
 mod continue_token;
 mod embedded;
 mod error;
+mod etcd;
 mod update;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub use compactor::Compactor;
 pub use continue_token::{decode_continue, encode_continue};
 pub use embedded::{EmbeddedConfig, EmbeddedStore};
 pub use error::{Result, StorageError};
+pub use etcd::{EtcdConfig, EtcdStore};
 pub use update::guaranteed_update;
 
 /// A global store revision. Revisions start at 1 on an empty store; 0 is never a revision
@@ -66,8 +68,8 @@ pub struct GetResponse {
 /// How to list a prefix.
 #[derive(Clone, Debug, Default)]
 pub struct ListOptions {
-    /// Read at this revision instead of the latest. Not allowed with `continue_token`, which
-    /// carries the revision of the first page.
+    /// Read at this revision instead of the latest (0 means the latest, as in etcd). Not
+    /// allowed with `continue_token`, which carries the revision of the first page.
     pub revision: Option<Revision>,
     /// At most this many items; `None` or `Some(0)` for all.
     pub limit: Option<usize>,
@@ -161,7 +163,8 @@ pub trait Store: Send + Sync + 'static {
     /// revision, which is the key's create and mod revision.
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision>;
 
-    /// Reads `key` at the latest revision or at a past one still retained.
+    /// Reads `key` at the latest revision (`None` or `Some(0)`, as etcd reads revision 0) or
+    /// at a past one still retained.
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<GetResponse>;
 
     /// Lists the keys that start with `prefix`, in key order, one consistent revision for all
@@ -178,7 +181,8 @@ pub trait Store: Send + Sync + 'static {
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<DeleteResponse>;
 
     /// Watches `key` (or every key under it, with `options.prefix`) from `options.after`.
-    /// Fails at once with [`StorageError::Compacted`] when that history is gone.
+    /// Fails with [`StorageError::Compacted`] when `options.after` is older than the compacted
+    /// revision (the change at the compacted revision itself can no longer be replayed).
     async fn watch(&self, key: &str, options: WatchOptions) -> Result<WatchStream>;
 
     /// Makes every open watch send a [`WatchResponse::Progress`] with the current revision once

@@ -1,6 +1,8 @@
 //! Test support shared by kapi's crates: free loopback ports and real etcd processes started
 //! by the tests themselves.
 
+pub mod etcd;
+
 use std::net::TcpListener;
 
 /// A loopback TCP port that was free a moment ago (the OS picked it).

@@ -190,28 +190,24 @@ fn fold_versions<'a>(
     revision: Revision,
     mut visit: impl FnMut(KeyValue),
 ) -> Result<()> {
-    // The key being walked and its best version so far.
-    let mut walked: Option<(Vec<u8>, Option<(Revision, Vec<u8>)>)> = None;
+    let mut walked: Option<WalkedKey> = None;
     for entry in entries {
         let (key, raw) = entry.map_err(StorageError::internal)?;
         let (key, rev) = key.value();
         let rev = rev as Revision;
-        if walked
-            .as_ref()
-            .is_none_or(|(walked_key, _)| walked_key != key)
+        if walked.as_ref().is_none_or(|walked| walked.key != key)
+            && let Some(done) = walked.replace(WalkedKey::new(key))
         {
-            if let Some(done) = walked.replace((key.to_vec(), None)) {
-                visit_version(done, &mut visit)?;
-            }
+            done.visit(&mut visit)?;
         }
-        if rev <= revision {
-            if let Some((_, best)) = walked.as_mut() {
-                *best = Some((rev, raw.value().to_vec()));
-            }
+        if rev <= revision
+            && let Some(walked) = walked.as_mut()
+        {
+            walked.best = Some((rev, raw.value().to_vec()));
         }
     }
     match walked {
-        Some(done) => visit_version(done, &mut visit),
+        Some(done) => done.visit(&mut visit),
         None => Ok(()),
     }
 }
@@ -222,16 +218,29 @@ type HistoryEntry<'a> = (
     redb::AccessGuard<'a, &'static [u8]>,
 );
 
-fn visit_version(
-    (key, best): (Vec<u8>, Option<(Revision, Vec<u8>)>),
-    visit: &mut impl FnMut(KeyValue),
-) -> Result<()> {
-    if let Some((revision, raw)) = best {
-        if let Some(kv) = key_value(utf8_key(&key)?, revision, decode(&raw)?) {
-            visit(kv);
+/// The key [`fold_versions`] is walking and its best version so far (revision, raw value).
+struct WalkedKey {
+    key: Vec<u8>,
+    best: Option<(Revision, Vec<u8>)>,
+}
+
+impl WalkedKey {
+    fn new(key: &[u8]) -> Self {
+        WalkedKey {
+            key: key.to_vec(),
+            best: None,
         }
     }
-    Ok(())
+
+    /// Calls `visit` with the key's version, unless it did not exist (or was deleted) then.
+    fn visit(self, visit: &mut impl FnMut(KeyValue)) -> Result<()> {
+        if let Some((revision, raw)) = self.best
+            && let Some(kv) = key_value(utf8_key(&self.key)?, revision, decode(&raw)?)
+        {
+            visit(kv);
+        }
+        Ok(())
+    }
 }
 
 fn decode(raw: &[u8]) -> Result<Version> {
