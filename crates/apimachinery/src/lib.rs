@@ -1,0 +1,20 @@
+//! kapi's object model, the equivalent of k8s.io/apimachinery plus the apiserver's request
+//! info: `Status` errors, group/version/kind names, label and field selectors, name and
+//! metadata validation, and RequestInfo. It knows nothing of storage or HTTP.
+//!
+//! Messages, reasons and codes are upstream's exactly: clients and tests compare them.
+
+#![warn(missing_docs)]
+
+pub mod fields;
+mod gofmt;
+pub mod labels;
+pub mod meta;
+pub mod request_info;
+pub mod schema;
+pub mod selection;
+pub mod status;
+pub mod validation;
+
+pub use gofmt::quote;
+pub use status::{ApiError, Status, StatusCause, StatusDetails};
