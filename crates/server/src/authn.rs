@@ -1,0 +1,194 @@
+//! Authentication: who sent a request.
+//!
+//! As kube-apiserver: a list of [`Authenticator`]s is tried in order and the first that
+//! recognizes the request wins (upstream's union authenticator); a recognized user gets the
+//! group `system:authenticated`; a request nobody recognizes is `system:anonymous` in group
+//! `system:unauthenticated` when anonymous requests are allowed, but a request whose
+//! credentials failed (an authenticator returned an error) is rejected, not downgraded.
+
+pub mod x509;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use x509::X509Authenticator;
+
+/// The name of unauthenticated requests.
+pub const ANONYMOUS: &str = "system:anonymous";
+/// The group of every authenticated user.
+pub const ALL_AUTHENTICATED: &str = "system:authenticated";
+/// The group of unauthenticated requests.
+pub const ALL_UNAUTHENTICATED: &str = "system:unauthenticated";
+/// The group that bypasses authorization and the in-flight limit.
+pub const SYSTEM_PRIVILEGED_GROUP: &str = "system:masters";
+/// The `extra` key identifying the credential a user authenticated with.
+pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";
+
+/// An authenticated identity (upstream's `user.Info`). Requests that passed authentication
+/// carry it as a request extension.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The identity of unauthenticated requests.
+    pub fn anonymous() -> Self {
+        UserInfo {
+            name: ANONYMOUS.into(),
+            groups: vec![ALL_UNAUTHENTICATED.into()],
+            ..UserInfo::default()
+        }
+    }
+
+    /// Whether the user is in `group`.
+    pub fn in_group(&self, group: &str) -> bool {
+        self.groups.iter().any(|g| g == group)
+    }
+
+    /// Whether this is an unauthenticated request (by name or group, as upstream checks).
+    pub fn is_anonymous(&self) -> bool {
+        self.name == ANONYMOUS || self.in_group(ALL_UNAUTHENTICATED)
+    }
+
+    /// Adds `system:authenticated` unless the user is anonymous or already in one of the two
+    /// catch-all groups (upstream's `AuthenticatedGroupAdder`).
+    fn with_authenticated_group(mut self) -> Self {
+        if self.name != ANONYMOUS
+            && !self.in_group(ALL_AUTHENTICATED)
+            && !self.in_group(ALL_UNAUTHENTICATED)
+        {
+            self.groups.push(ALL_AUTHENTICATED.into());
+        }
+        self
+    }
+}
+
+/// Credentials were presented but are not valid. The reason is logged, never sent.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AuthenticationError(pub String);
+
+/// One way of recognizing a request's sender (client certificates, tokens, ...).
+#[async_trait]
+pub trait Authenticator: Send + Sync {
+    /// The user the request's credentials prove, `Ok(None)` when the request carries no
+    /// credentials of this kind, or an error when they are invalid.
+    async fn authenticate(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<Option<UserInfo>, AuthenticationError>;
+}
+
+/// The authenticators of a server in order, and whether anonymous requests are allowed.
+#[derive(Clone)]
+pub struct Authentication {
+    authenticators: Vec<Arc<dyn Authenticator>>,
+    anonymous: bool,
+}
+
+impl Authentication {
+    /// Tries `authenticators` in order; unrecognized requests are anonymous if `anonymous`.
+    pub fn new(authenticators: Vec<Arc<dyn Authenticator>>, anonymous: bool) -> Self {
+        Authentication {
+            authenticators,
+            anonymous,
+        }
+    }
+
+    /// The user of a request, or an error when it must be answered 401.
+    pub async fn authenticate(
+        &self,
+        request: &http::request::Parts,
+    ) -> Result<UserInfo, AuthenticationError> {
+        let mut errors = Vec::new();
+        for authenticator in &self.authenticators {
+            match authenticator.authenticate(request).await {
+                Ok(Some(user)) => return Ok(user.with_authenticated_group()),
+                Ok(None) => {}
+                Err(err) => errors.push(err.0),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(AuthenticationError(aggregate(&errors)));
+        }
+        if self.anonymous {
+            return Ok(UserInfo::anonymous());
+        }
+        Err(AuthenticationError("no credentials".into()))
+    }
+}
+
+/// Joins several errors as upstream's aggregate error prints them.
+fn aggregate(errors: &[String]) -> String {
+    match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(Result<Option<UserInfo>, AuthenticationError>);
+
+    #[async_trait]
+    impl Authenticator for Fixed {
+        async fn authenticate(
+            &self,
+            _: &http::request::Parts,
+        ) -> Result<Option<UserInfo>, AuthenticationError> {
+            self.0.clone()
+        }
+    }
+
+    fn parts() -> http::request::Parts {
+        http::Request::new(()).into_parts().0
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn first_recognizer_wins_and_gets_the_authenticated_group() {
+        let chain = Authentication::new(
+            vec![
+                Arc::new(Fixed(Ok(None))),
+                Arc::new(Fixed(Ok(Some(user("alice", &["dev"]))))),
+            ],
+            true,
+        );
+        let alice = chain.authenticate(&parts()).await.unwrap();
+        assert_eq!(alice.groups, ["dev", ALL_AUTHENTICATED]);
+    }
+
+    #[tokio::test]
+    async fn unrecognized_requests_are_anonymous_unless_credentials_failed() {
+        let anonymous = Authentication::new(vec![Arc::new(Fixed(Ok(None)))], true);
+        assert_eq!(
+            anonymous.authenticate(&parts()).await.unwrap(),
+            UserInfo::anonymous()
+        );
+
+        let failing = Arc::new(Fixed(Err(AuthenticationError("bad cert".into()))));
+        let failed = Authentication::new(vec![failing], true);
+        assert_eq!(
+            failed.authenticate(&parts()).await.unwrap_err().0,
+            "bad cert"
+        );
+
+        let closed = Authentication::new(vec![], false);
+        assert!(closed.authenticate(&parts()).await.is_err());
+    }
+}

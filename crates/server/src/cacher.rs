@@ -1,0 +1,469 @@
+//! The watch cache: kube-apiserver's Cacher for one stored collection.
+//!
+//! A reflector lists the collection's key prefix and then watches it from the list's
+//! revision, keeping in memory every object (as its stored bytes, shared with the embedded
+//! store's own copy, plus its parsed labels and selectable fields) and a window of recent
+//! events. LISTs and GETs that may be served from memory are, and every client watch of the
+//! collection is fed from the one storage watch, so N watchers cost one storage watch and one
+//! decode per change.
+//!
+//! Freshness: the cache's revision advances with every event and with the storage's progress
+//! notifications. A read that must be as fresh as the storage (resourceVersion "") waits until
+//! the cache reaches the storage's current revision, asking the storage for a progress
+//! notification when the cache is idle, as kube-apiserver's consistent reads from cache do.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use kapi_storage::{
+    Event as StorageEvent, EventKind, KeyValue, ListOptions, Revision, StorageError, Store,
+    WatchOptions, WatchResponse,
+};
+use parking_lot::RwLock;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+/// How many recent events the cache keeps for watches that resume from a revision.
+const EVENT_WINDOW: usize = 10_000;
+/// How many batches of events a client watch may fall behind before it is re-fed from the
+/// window (or ended, if the window has moved past it).
+const WATCHER_BUFFER: usize = 1024;
+/// The page size of the reflector's initial list.
+const LIST_PAGE: usize = 10_000;
+
+/// Returns an object's selectable fields (besides name and namespace).
+pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(&'static str, String)> + Send + Sync>;
+
+/// One object as the cache holds it.
+#[derive(Debug)]
+pub struct CachedObject {
+    pub key: Arc<str>,
+    /// The stored bytes (see [`crate::codec`]).
+    pub stored: Bytes,
+    /// The object's resourceVersion (for a deletion event: the deletion's revision).
+    pub revision: Revision,
+    pub name: String,
+    pub namespace: String,
+    pub labels: BTreeMap<String, String>,
+    /// Selectable fields besides metadata.name and metadata.namespace.
+    pub fields: Vec<(&'static str, String)>,
+}
+
+impl CachedObject {
+    /// The value of a field selector's field for this object.
+    pub fn field(&self, field: &str) -> Option<String> {
+        match field {
+            "metadata.name" => Some(self.name.clone()),
+            "metadata.namespace" => Some(self.namespace.clone()),
+            _ => self
+                .fields
+                .iter()
+                .find(|(name, _)| *name == field)
+                .map(|(_, value)| value.clone()),
+        }
+    }
+
+    /// The same object at another revision (deletion events carry the last state).
+    fn at_revision(&self, revision: Revision) -> CachedObject {
+        CachedObject {
+            key: self.key.clone(),
+            stored: self.stored.clone(),
+            revision,
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            labels: self.labels.clone(),
+            fields: self.fields.clone(),
+        }
+    }
+}
+
+/// The type of a watch event, as the API names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change of the collection.
+#[derive(Debug)]
+pub struct CacheEvent {
+    pub type_: EventType,
+    /// The object after the change; for a deletion, its last state at the deletion's revision.
+    pub object: Arc<CachedObject>,
+    /// The object before the change (modifications and deletions).
+    pub prev: Option<Arc<CachedObject>>,
+}
+
+impl CacheEvent {
+    pub fn revision(&self) -> Revision {
+        self.object.revision
+    }
+}
+
+/// What cache watchers receive.
+#[derive(Clone, Debug)]
+pub enum CacheNotification {
+    Events(Arc<[Arc<CacheEvent>]>),
+    /// Every change up to this revision has been sent.
+    Progress(Revision),
+}
+
+/// Why the cache cannot serve a request.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The resource version is older than the cache's event window.
+    #[error("too old resource version: {requested} ({oldest})")]
+    TooOld {
+        requested: Revision,
+        oldest: Revision,
+    },
+    /// The cache did not reach the revision in time.
+    #[error("too large resource version: {requested}, current: {current}")]
+    TooLarge {
+        requested: Revision,
+        current: Revision,
+    },
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+struct CacheState {
+    /// Every change up to this revision is applied.
+    revision: Revision,
+    objects: BTreeMap<Arc<str>, Arc<CachedObject>>,
+    /// Recent events, oldest first.
+    window: VecDeque<Arc<CacheEvent>>,
+    /// Every event after this revision is in `window`.
+    window_start: Revision,
+    /// Where events go; replaced (ending every watcher) when the cache is re-listed.
+    notifications: broadcast::Sender<CacheNotification>,
+}
+
+/// The watch cache of one key prefix.
+pub struct Cacher {
+    store: Arc<dyn Store>,
+    /// The collection's key prefix, ending in `/`.
+    prefix: String,
+    fields: FieldsFn,
+    state: RwLock<CacheState>,
+    /// The cache's revision, for waiters (0 until the first list is loaded).
+    revision: watch::Sender<Revision>,
+}
+
+/// A snapshot of the objects matching a request, at one revision.
+pub struct Snapshot {
+    pub revision: Revision,
+    pub objects: Vec<Arc<CachedObject>>,
+}
+
+/// A subscription to the cache's events, positioned after `revision`.
+pub struct Subscription {
+    /// Events after the requested revision that were already in the window.
+    pub backlog: Vec<Arc<CacheEvent>>,
+    /// The current objects, for watches that start with the current state.
+    pub initial: Vec<Arc<CachedObject>>,
+    /// The revision the subscription starts after.
+    pub revision: Revision,
+    pub receiver: broadcast::Receiver<CacheNotification>,
+}
+
+impl Cacher {
+    /// Creates the cache of `prefix` and starts its reflector on the current runtime.
+    pub fn start(store: Arc<dyn Store>, prefix: String, fields: FieldsFn) -> Arc<Cacher> {
+        let cacher = Arc::new(Cacher {
+            store,
+            prefix,
+            fields,
+            state: RwLock::new(CacheState {
+                revision: 0,
+                objects: BTreeMap::new(),
+                window: VecDeque::new(),
+                window_start: 0,
+                notifications: broadcast::channel(WATCHER_BUFFER).0,
+            }),
+            revision: watch::channel(0).0,
+        });
+        tokio::spawn(reflect(Arc::downgrade(&cacher)));
+        cacher
+    }
+
+    /// The key prefix this cache holds.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Waits until the cache has applied every change up to `revision`, asking the storage for
+    /// progress while it waits. Fails with [`CacheError::TooLarge`] after `timeout`.
+    pub async fn wait_for(&self, revision: Revision, timeout: Duration) -> Result<(), CacheError> {
+        let mut current = self.revision.subscribe();
+        if *current.borrow() >= revision {
+            return Ok(());
+        }
+        let _ = self.store.request_progress().await;
+        let reached = tokio::time::timeout(timeout, current.wait_for(|rv| *rv >= revision))
+            .await
+            .is_ok_and(|waited| waited.is_ok());
+        if reached {
+            return Ok(());
+        }
+        Err(CacheError::TooLarge {
+            requested: revision,
+            current: *self.revision.borrow(),
+        })
+    }
+
+    /// Waits until the cache is as fresh as the storage is now.
+    pub async fn wait_fresh(&self, timeout: Duration) -> Result<Revision, CacheError> {
+        let current = self.store.current_revision().await?;
+        self.wait_for(current, timeout).await?;
+        Ok(current)
+    }
+
+    /// The cache's current revision.
+    pub fn revision(&self) -> Revision {
+        self.state.read().revision
+    }
+
+    /// The object stored under `key`, as the cache has it now.
+    pub fn get(&self, key: &str) -> (Option<Arc<CachedObject>>, Revision) {
+        let state = self.state.read();
+        (state.objects.get(key).cloned(), state.revision)
+    }
+
+    /// The objects whose keys start with `prefix` and that `keep` accepts, now.
+    pub fn list(&self, prefix: &str, keep: impl Fn(&CachedObject) -> bool) -> Snapshot {
+        let state = self.state.read();
+        let objects = state
+            .objects
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix))
+            .filter(|(_, object)| keep(object))
+            .map(|(_, object)| object.clone())
+            .collect();
+        Snapshot {
+            revision: state.revision,
+            objects,
+        }
+    }
+
+    /// Subscribes to the events after `after` (`None`: after the current revision, with the
+    /// current objects under `prefix` as the initial state).
+    pub fn subscribe(
+        &self,
+        after: Option<Revision>,
+        prefix: &str,
+    ) -> Result<Subscription, CacheError> {
+        let state = self.state.read();
+        let receiver = state.notifications.subscribe();
+        let Some(after) = after else {
+            let initial = state
+                .objects
+                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+                .take_while(|(key, _)| key.starts_with(prefix))
+                .map(|(_, object)| object.clone())
+                .collect();
+            return Ok(Subscription {
+                backlog: Vec::new(),
+                initial,
+                revision: state.revision,
+                receiver,
+            });
+        };
+        if after < state.window_start {
+            return Err(CacheError::TooOld {
+                requested: after,
+                oldest: state.window_start,
+            });
+        }
+        let backlog = state
+            .window
+            .iter()
+            .filter(|event| event.revision() > after)
+            .cloned()
+            .collect();
+        Ok(Subscription {
+            backlog,
+            initial: Vec::new(),
+            revision: after.max(state.revision),
+            receiver,
+        })
+    }
+
+    /// Makes a cache object from a stored key-value.
+    pub fn cache_object(&self, kv: &KeyValue) -> CachedObject {
+        let parsed: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        let meta = &parsed["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let labels = meta["labels"]
+            .as_object()
+            .map(|labels| labels.iter().map(|(k, v)| (k.clone(), text(v))).collect())
+            .unwrap_or_default();
+        CachedObject {
+            key: kv.key.clone(),
+            stored: kv.value.clone(),
+            revision: kv.mod_revision,
+            name: text(&meta["name"]),
+            namespace: text(&meta["namespace"]),
+            labels,
+            fields: (self.fields)(&parsed),
+        }
+    }
+
+    /// Replaces the cache's content with a fresh list at `revision`, ending every watcher
+    /// (they resume from their last revision, as after any watch error).
+    fn replace(&self, kvs: Vec<KeyValue>, revision: Revision) {
+        let objects = kvs
+            .iter()
+            .map(|kv| (kv.key.clone(), Arc::new(self.cache_object(kv))))
+            .collect();
+        let mut state = self.state.write();
+        state.objects = objects;
+        state.revision = revision;
+        state.window.clear();
+        state.window_start = revision;
+        state.notifications = broadcast::channel(WATCHER_BUFFER).0;
+        drop(state);
+        self.revision.send_replace(revision);
+    }
+
+    /// Applies a batch of storage events and publishes them.
+    fn apply(&self, events: Vec<StorageEvent>) {
+        let Some(last) = events.last().map(StorageEvent::revision) else {
+            return;
+        };
+        let converted: Vec<Arc<CacheEvent>> = events
+            .iter()
+            .map(|event| Arc::new(self.cache_event(event)))
+            .collect();
+        let mut state = self.state.write();
+        for event in &converted {
+            match event.type_ {
+                EventType::Deleted => state.objects.remove(&event.object.key),
+                _ => state
+                    .objects
+                    .insert(event.object.key.clone(), event.object.clone()),
+            };
+            if state.window.len() == EVENT_WINDOW
+                && let Some(dropped) = state.window.pop_front()
+            {
+                state.window_start = dropped.revision();
+            }
+            state.window.push_back(event.clone());
+        }
+        state.revision = last;
+        let _ = state
+            .notifications
+            .send(CacheNotification::Events(converted.into()));
+        drop(state);
+        self.revision.send_replace(last);
+    }
+
+    /// Records a storage progress notification.
+    fn progress(&self, revision: Revision) {
+        let mut state = self.state.write();
+        if revision <= state.revision {
+            return;
+        }
+        state.revision = revision;
+        let _ = state
+            .notifications
+            .send(CacheNotification::Progress(revision));
+        drop(state);
+        self.revision.send_replace(revision);
+    }
+
+    fn cache_event(&self, event: &StorageEvent) -> CacheEvent {
+        let prev = event
+            .prev_kv
+            .as_ref()
+            .map(|kv| Arc::new(self.cache_object(kv)));
+        match (event.kind, &prev) {
+            (EventKind::Delete, Some(prev)) => CacheEvent {
+                type_: EventType::Deleted,
+                object: Arc::new(prev.at_revision(event.revision())),
+                prev: Some(prev.clone()),
+            },
+            _ => CacheEvent {
+                type_: if event.is_create() {
+                    EventType::Added
+                } else {
+                    EventType::Modified
+                },
+                object: Arc::new(self.cache_object(&event.kv)),
+                prev,
+            },
+        }
+    }
+
+    /// Lists the prefix (all pages at one revision) and loads the result.
+    async fn relist(&self) -> Result<Revision, StorageError> {
+        let mut kvs = Vec::new();
+        let mut options = ListOptions {
+            limit: Some(LIST_PAGE),
+            ..Default::default()
+        };
+        loop {
+            let page = self.store.list(&self.prefix, &options).await?;
+            kvs.extend(page.kvs);
+            match page.continue_token {
+                Some(token) => options.continue_token = Some(token),
+                None => {
+                    self.replace(kvs, page.revision);
+                    return Ok(page.revision);
+                }
+            }
+        }
+    }
+}
+
+/// The reflector: list, then watch from the list's revision; on any error, start over.
+async fn reflect(cacher: std::sync::Weak<Cacher>) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let Some(strong) = cacher.upgrade() else {
+            return;
+        };
+        let result = list_and_watch(&strong).await;
+        drop(strong);
+        match result {
+            Ok(()) => return,
+            Err(err) => {
+                tracing::warn!(%err, "watch cache reflector restarting");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// One list-and-watch cycle. Returns Ok when the storage ended the watch because it closed.
+async fn list_and_watch(cacher: &Cacher) -> Result<(), StorageError> {
+    let revision = cacher.relist().await?;
+    let options = WatchOptions {
+        prefix: true,
+        after: Some(revision),
+    };
+    let mut watch = cacher.store.watch(&cacher.prefix, options).await?;
+    while let Some(item) = watch.next().await {
+        match item? {
+            WatchResponse::Events(events) => cacher.apply(events),
+            WatchResponse::Progress(revision) => cacher.progress(revision),
+        }
+    }
+    Ok(())
+}

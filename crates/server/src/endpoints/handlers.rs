@@ -1,0 +1,550 @@
+//! The verb handlers: get, list, watch, create, update, patch, delete and deletecollection,
+//! for every resource and its subresources, as kube-apiserver's endpoints/handlers do.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use kapi_apimachinery::request_info::RequestInfo;
+use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
+use kapi_patch::PatchType;
+use serde_json::{Value, json};
+
+use super::negotiation::{self, Output};
+use super::params::{self, Query};
+use super::render::{IncludeObject, Renderer};
+use super::watch::{self, WatchRequest};
+use super::{Apis, MAX_BODY, Served, header_str, not_found, response};
+use crate::admission::{self, AdmissionRequest, Operation};
+use crate::body::{Body, BoxError};
+use crate::object;
+use crate::registry::{DeleteOutcome, ReadVersion, Write};
+use crate::resource::{ResourceDefinition, Subresource, SubresourceKind, Verbs};
+
+/// One resource request, resolved.
+struct Context<'a> {
+    apis: &'a Apis,
+    served: Served,
+    info: &'a RequestInfo,
+    subresource: Option<Subresource>,
+    query: Query,
+    /// The namespace of a namespaced resource ("" otherwise).
+    namespace: String,
+    accept: Option<String>,
+    content_type: Option<String>,
+}
+
+impl Context<'_> {
+    fn definition(&self) -> &Arc<ResourceDefinition> {
+        &self.served.definition
+    }
+
+    fn renderer(&self, output: Output) -> Result<Renderer<'_>, ApiError> {
+        Ok(Renderer {
+            definition: self.definition(),
+            output,
+            include_object: IncludeObject::parse(self.query.get("includeObject"))?,
+        })
+    }
+
+    /// Renders one served object with `status`.
+    fn respond_object(
+        &self,
+        status: StatusCode,
+        object: Value,
+    ) -> Result<Response<Body>, ApiError> {
+        let output = negotiation::negotiate(self.accept.as_deref(), false)?;
+        let body = self.renderer(output)?.value(object)?;
+        Ok(response(status, content_type(output), body))
+    }
+
+    async fn admit(
+        &self,
+        operation: Operation,
+        name: &str,
+        object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let request = AdmissionRequest {
+            operation,
+            definition: self.definition(),
+            subresource: self.subresource.as_ref().map_or("", |sub| sub.name),
+            namespace: &self.namespace,
+            name,
+            object,
+            old_object: None,
+            dry_run: self.query.get("dryRun").is_some(),
+        };
+        admission::admit(self.apis.admission(), &request).await
+    }
+}
+
+/// Dispatches a resource request to its verb's handler.
+pub(super) async fn resource<B>(
+    apis: &Apis,
+    info: &RequestInfo,
+    request: Request<B>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let key = (
+        info.api_group.clone(),
+        info.api_version.clone(),
+        info.resource.clone(),
+    );
+    let served = apis.served.get(&key).cloned().ok_or_else(not_found)?;
+    let definition = served.definition.clone();
+    let subresource = match info.subresource.as_str() {
+        "" => None,
+        name => Some(
+            definition
+                .subresource(name)
+                .cloned()
+                .ok_or_else(not_found)?,
+        ),
+    };
+    let namespace = scoped_namespace(&definition, info)?;
+    let verbs = subresource
+        .as_ref()
+        .map_or(definition.verbs, |sub| sub.verbs);
+    if !verb_flag(&info.verb).is_some_and(|verb| verbs.contains(verb)) {
+        return Err(ApiError::method_not_supported(
+            &definition.group_resource(),
+            &info.verb,
+        ));
+    }
+    let context = Context {
+        apis,
+        served,
+        info,
+        subresource,
+        query: Query::parse(request.uri().query()),
+        namespace,
+        accept: header_str(&request, header::ACCEPT).map(str::to_string),
+        content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
+    };
+    let body = request.into_body();
+    match info.verb.as_str() {
+        "get" => get(&context).await,
+        "list" => list(&context).await,
+        "watch" => watch_(&context).await,
+        "create" => create(&context, read_body(body).await?).await,
+        "update" => update(&context, read_body(body).await?).await,
+        "patch" => patch(&context, read_body(body).await?).await,
+        "delete" => delete(&context, read_body(body).await?).await,
+        "deletecollection" => delete_collection(&context, read_body(body).await?).await,
+        _ => Err(ApiError::method_not_supported(
+            &definition.group_resource(),
+            &info.verb,
+        )),
+    }
+}
+
+/// The namespace a request acts in: the path's for namespaced resources; none for cluster-
+/// scoped ones, whose paths cannot name one (except namespaces themselves).
+fn scoped_namespace(
+    definition: &ResourceDefinition,
+    info: &RequestInfo,
+) -> Result<String, ApiError> {
+    if definition.namespaced {
+        let across_namespaces = matches!(info.verb.as_str(), "list" | "watch");
+        if info.namespace.is_empty() && !across_namespaces {
+            return Err(not_found());
+        }
+        return Ok(info.namespace.clone());
+    }
+    if !info.namespace.is_empty() && info.resource != "namespaces" {
+        return Err(not_found());
+    }
+    Ok(String::new())
+}
+
+fn verb_flag(verb: &str) -> Option<Verbs> {
+    Some(match verb {
+        "get" => Verbs::GET,
+        "list" => Verbs::LIST,
+        "watch" => Verbs::WATCH,
+        "create" => Verbs::CREATE,
+        "update" => Verbs::UPDATE,
+        "patch" => Verbs::PATCH,
+        "delete" => Verbs::DELETE,
+        "deletecollection" => Verbs::DELETECOLLECTION,
+        _ => return None,
+    })
+}
+
+/// Reads a request body, at most 3 MiB.
+async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(
+            ApiError::request_entity_too_large(format!("limit is {MAX_BODY}")),
+        ),
+        Err(err) => Err(ApiError::bad_request(err.to_string())),
+    }
+}
+
+/// The Content-Type of a negotiated output, with its parameters as upstream sends them.
+fn content_type(output: Output) -> &'static str {
+    match output {
+        Output::Json => "application/json",
+        Output::Yaml => "application/yaml",
+        Output::Table { v1beta1: false } => "application/json;as=Table;v=v1;g=meta.k8s.io",
+        Output::Table { v1beta1: true } => "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
+        Output::PartialMetadata { .. } => "application/json",
+    }
+}
+
+async fn get(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
+    let output = negotiation::negotiate(context.accept.as_deref(), false)?;
+    let version = params::get_version(&context.query)?;
+    let resource = context.definition().group_resource();
+    let item = context
+        .served
+        .registry
+        .get(&resource, &context.namespace, &context.info.name, &version)
+        .await?;
+    let body = context.renderer(output)?.object(&item)?;
+    Ok(response(StatusCode::OK, content_type(output), body))
+}
+
+async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
+    let output = negotiation::negotiate(context.accept.as_deref(), true)?;
+    let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
+    let params = params::list_params(&context.query, context.definition(), namespace, false)?;
+    let resource = context.definition().group_resource();
+    let result = context.served.registry.list(&resource, &params).await?;
+    let body = context.renderer(output)?.list(&result)?;
+    Ok(response(StatusCode::OK, content_type(output), body))
+}
+
+async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
+    let accept = context.accept.as_deref();
+    let output =
+        negotiation::negotiate(accept, false).or_else(|_| negotiation::negotiate(accept, true))?;
+    let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
+    let params = params::watch_params(&context.query, context.definition(), namespace)?;
+    let registry = &context.served.registry;
+    let request = WatchRequest {
+        definition: context.definition().clone(),
+        cacher: registry.cacher().clone(),
+        prefix: registry.collection_prefix(namespace),
+        name: Some(context.info.name.clone()).filter(|name| !name.is_empty()),
+        params,
+        output,
+        include_object: IncludeObject::parse(context.query.get("includeObject"))?,
+        bookmark_interval: context.apis.bookmark_interval,
+    };
+    let body = match watch::serve(request).await {
+        Ok(body) => body,
+        // As upstream, a watch that cannot start still answers 200, with one ERROR event.
+        Err(err) if err.code() == 410 => crate::body::full(watch::error_frame(&err)),
+        Err(err) => return Err(err),
+    };
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    Ok(response)
+}
+
+/// Decodes an object body and checks its apiVersion and kind against the endpoint's,
+/// filling them in when absent.
+fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> {
+    let mut object = negotiation::decode_body(context.content_type.as_deref(), body)?;
+    let definition = context.definition();
+    let expected_version = definition.group_version.api_version();
+    let expected_kind = definition.kind;
+    match object["apiVersion"].as_str() {
+        None | Some("") => object["apiVersion"] = Value::from(expected_version.clone()),
+        Some(version) if version == expected_version => {}
+        Some(version) => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({version}) does not match the expected API version ({expected_version})"
+            )));
+        }
+    }
+    match object["kind"].as_str() {
+        None | Some("") => object["kind"] = Value::from(expected_kind),
+        Some(kind) if kind == expected_kind => {}
+        Some(kind) => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({kind}) does not match the expected kind ({expected_kind})"
+            )));
+        }
+    }
+    Ok(object)
+}
+
+/// The stored form of a served object, or 400 if it cannot be converted.
+fn stored_form(definition: &ResourceDefinition, object: Value) -> Result<Value, ApiError> {
+    definition.stored_form(object).map_err(ApiError::bad_request)
+}
+
+async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&context.query, "CreateOptions")?;
+    let definition = context.definition();
+    let object = stored_form(definition, decode_object(context, &body)?)?;
+    context
+        .admit(Operation::Create, object::name(&object), Some(&object))
+        .await?;
+    let created = context
+        .served
+        .registry
+        .create(definition, &context.namespace, object, dry_run)
+        .await?;
+    context.respond_object(StatusCode::CREATED, definition.served_form(created))
+}
+
+/// Checks that the body's name and namespace are the URL's, as upstream's checkName.
+fn check_name(context: &Context<'_>, object: &Value) -> Result<(), ApiError> {
+    let (name, url_name) = (object::name(object), context.info.name.as_str());
+    if name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        )));
+    }
+    let namespace = object::namespace(object);
+    if context.definition().namespaced && !namespace.is_empty() && namespace != context.namespace {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
+            context.namespace
+        )));
+    }
+    Ok(())
+}
+
+async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&context.query, "UpdateOptions")?;
+    let definition = context.definition();
+    let provided = decode_object(context, &body)?;
+    check_name(context, &provided)?;
+    let provided = stored_form(definition, provided)?;
+    let name = context.info.name.clone();
+    let resource = definition.group_resource();
+    let exists = context
+        .served
+        .registry
+        .get(
+            &resource,
+            &context.namespace,
+            &name,
+            &ReadVersion::MostRecent,
+        )
+        .await
+        .is_ok();
+    // A PUT that creates is admitted as a create, as upstream does.
+    let operation = if exists {
+        Operation::Update
+    } else {
+        Operation::Create
+    };
+    context.admit(operation, &name, Some(&provided)).await?;
+    let subresource = context.subresource.clone();
+    let write = Write {
+        subresource: subresource.as_ref().map(|sub| &sub.kind),
+        dry_run,
+    };
+    let (object, created) = context
+        .served
+        .registry
+        .update(definition, &context.namespace, &name, write, |current| {
+            Ok(match current {
+                Some(current) => {
+                    written(definition, subresource.as_ref(), current, provided.clone())
+                }
+                None => provided.clone(),
+            })
+        })
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    context.respond_object(status, definition.served_form(object))
+}
+
+/// What a write of `new` through the resource or one of its subresources changes of
+/// `current`: a status write changes only the status, a finalize write only the finalizers,
+/// and a write of the resource itself keeps the status when the resource has a status
+/// subresource. The written object's resourceVersion is kept as the precondition.
+fn written(
+    definition: &ResourceDefinition,
+    subresource: Option<&Subresource>,
+    current: &Value,
+    new: Value,
+) -> Value {
+    let carry = |mut base: Value, pointer: &str, from: &Value| {
+        let value = from.pointer(pointer).cloned();
+        let (parent, field) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+        if let Some(target) = base.pointer_mut(parent).and_then(Value::as_object_mut) {
+            match value {
+                Some(value) => target.insert(field.to_string(), value),
+                None => target.remove(field),
+            };
+        }
+        base
+    };
+    let with_version = |mut object: Value, from: &Value| {
+        let version = object::resource_version(from).to_string();
+        object::set_meta(&mut object, "resourceVersion", Value::from(version));
+        object
+    };
+    match subresource.map(|sub| &sub.kind) {
+        Some(SubresourceKind::Status) => {
+            with_version(carry(current.clone(), "/status", &new), &new)
+        }
+        Some(SubresourceKind::Finalize) => {
+            let mut base = current.clone();
+            if base.get("spec").is_none() {
+                base["spec"] = json!({});
+            }
+            with_version(carry(base, "/spec/finalizers", &new), &new)
+        }
+        None if definition.subresource("status").is_some() => carry(new, "/status", current),
+        None => new,
+    }
+}
+
+async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&context.query, "PatchOptions")?;
+    let content_type = context.content_type.as_deref().unwrap_or_default();
+    let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
+        ApiError::unsupported_media_type([
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/strategic-merge-patch+json",
+        ])
+    })?;
+    kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
+    let definition = context.definition();
+    let name = context.info.name.clone();
+    context.admit(Operation::Update, &name, None).await?;
+    let resource = definition.group_resource();
+    let subresource = context.subresource.clone();
+    let schema = patch_schema(definition);
+    let write = Write {
+        subresource: subresource.as_ref().map(|sub| &sub.kind),
+        dry_run,
+    };
+    let (object, _) = context
+        .served
+        .registry
+        .update(definition, &context.namespace, &name, write, |current| {
+            let current = current.ok_or_else(|| ApiError::not_found(&resource, &name))?;
+            let served = definition.served_form(current.clone());
+            let patched = kapi_patch::apply(patch_type, &served, &body, &schema)
+                .map_err(|err| patch_error(&err))?;
+            if object::name(&patched) != name {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({}) does not match the name on the URL ({name})",
+                    object::name(&patched)
+                )));
+            }
+            let patched = stored_form(definition, patched)?;
+            Ok(written(definition, subresource.as_ref(), current, patched))
+        })
+        .await?;
+    context.respond_object(StatusCode::OK, definition.served_form(object))
+}
+
+/// The list and map semantics strategic merge patch uses for a resource.
+fn patch_schema(definition: &ResourceDefinition) -> Box<dyn kapi_patch::PatchSchema + Send + Sync> {
+    match kapi_patch::TableSchema::for_resource(&definition.group_version.group, definition.plural)
+    {
+        Some(schema) => Box::new(schema),
+        None => Box::new(kapi_patch::MetadataSchema),
+    }
+}
+
+/// The API error of a failed patch, as upstream's patch handler answers it.
+fn patch_error(err: &kapi_patch::PatchError) -> ApiError {
+    let mut status = Status::failure(err.status_code(), err.reason(), err.message());
+    if err.has_details() {
+        let causes = err
+            .causes()
+            .into_iter()
+            .map(|cause| StatusCause {
+                reason: cause.reason.to_string(),
+                message: cause.message,
+                field: cause.field.to_string(),
+            })
+            .collect();
+        status = status.with_details(StatusDetails {
+            causes,
+            ..Default::default()
+        });
+    }
+    ApiError::from(status)
+}
+
+async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
+    let params = params::delete_params(&context.query, &body)?;
+    let definition = context.definition();
+    let name = context.info.name.clone();
+    context.admit(Operation::Delete, &name, None).await?;
+    let outcome = context
+        .served
+        .registry
+        .delete(definition, &context.namespace, &name, &params)
+        .await?;
+    match outcome {
+        DeleteOutcome::Deleted(object) if !definition.strategy.return_deleted_object() => {
+            let details = StatusDetails {
+                name: name.clone(),
+                group: definition.group_version.group.clone(),
+                kind: definition.plural.to_string(),
+                uid: object::uid(&object).to_string(),
+                ..Default::default()
+            };
+            let status = Status::success().with_details(details);
+            let body = serde_json::to_vec(&status).map_err(ApiError::internal)?;
+            Ok(response(StatusCode::OK, "application/json", body))
+        }
+        DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object) => {
+            context.respond_object(StatusCode::OK, definition.served_form(object))
+        }
+    }
+}
+
+async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
+    let delete_params = params::delete_params(&context.query, &body)?;
+    let definition = context.definition();
+    let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
+    let mut list_params = params::list_params(&context.query, definition, namespace, false)?;
+    list_params.limit = None;
+    list_params.continue_token = None;
+    list_params.version = ReadVersion::MostRecent;
+    let registry = &context.served.registry;
+    let resource = definition.group_resource();
+    let listed = registry.list(&resource, &list_params).await?;
+    let mut deleted = Vec::new();
+    for item in &listed.items {
+        let object = item.decode()?;
+        let (ns, name) = (object::namespace(&object), object::name(&object));
+        context.admit(Operation::Delete, name, None).await?;
+        match registry.delete(definition, ns, name, &delete_params).await {
+            Ok(DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object)) => {
+                deleted.push(definition.served_form(object));
+            }
+            Err(err) if err.code() == 404 => {}
+            Err(err) => return Err(err),
+        }
+    }
+    let list = json!({
+        "kind": definition.list_kind,
+        "apiVersion": definition.group_version.api_version(),
+        "metadata": { "resourceVersion": listed.revision.to_string() },
+        "items": deleted,
+    });
+    let body = serde_json::to_vec(&list).map_err(ApiError::internal)?;
+    Ok(response(StatusCode::OK, "application/json", body))
+}

@@ -1,0 +1,333 @@
+//! The REST endpoints: one generic set of handlers for every resource, dispatched on the
+//! request's [`RequestInfo`] and driven by the resource's [`ResourceDefinition`], plus the
+//! discovery and OpenAPI documents computed from the same definitions.
+
+mod handlers;
+mod negotiation;
+mod params;
+mod render;
+mod watch;
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use kapi_apimachinery::request_info::{RequestInfo, RequestInfoFactory};
+use kapi_apimachinery::status::ApiError;
+use kapi_storage::Store;
+
+use crate::admission::AdmissionPlugin;
+use crate::body::{Body, BoxError};
+use crate::discovery;
+use crate::openapi;
+use crate::registry::Registry;
+use crate::resource::ResourceDefinition;
+
+pub use render::{NAME_DESCRIPTION, human_duration};
+
+/// The largest request body accepted, as kube-apiserver's 3 MiB.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A served resource: its definition and the registry of its stored collection.
+#[derive(Clone)]
+pub struct Served {
+    pub definition: Arc<ResourceDefinition>,
+    pub registry: Arc<Registry>,
+}
+
+/// Builds an [`ApiHandler`].
+pub struct ApiHandlerBuilder {
+    store: Arc<dyn Store>,
+    storage_prefix: String,
+    definitions: Vec<ResourceDefinition>,
+    server_address: String,
+    bookmark_interval: Duration,
+}
+
+impl ApiHandlerBuilder {
+    /// Serves `definitions` (in addition to those already added).
+    pub fn resources(mut self, definitions: impl IntoIterator<Item = ResourceDefinition>) -> Self {
+        self.definitions.extend(definitions);
+        self
+    }
+
+    /// The address `/api` advertises (`host:port`).
+    pub fn server_address(mut self, address: impl Into<String>) -> Self {
+        self.server_address = address.into();
+        self
+    }
+
+    /// How often watches that allow bookmarks get one (upstream: about a minute).
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval;
+        self
+    }
+
+    /// Creates the registries and their watch caches (which start filling at once).
+    pub fn build(self) -> ApiHandler {
+        let mut registries: HashMap<&'static str, Arc<Registry>> = HashMap::new();
+        let definitions: Vec<Arc<ResourceDefinition>> =
+            self.definitions.into_iter().map(Arc::new).collect();
+        let mut served = HashMap::new();
+        for definition in &definitions {
+            let registry = registries
+                .entry(definition.storage.key_prefix)
+                .or_insert_with(|| {
+                    let fields = storage_fields(definition, &definitions);
+                    Arc::new(Registry::new(
+                        definition.storage.clone(),
+                        self.store.clone(),
+                        &self.storage_prefix,
+                        fields,
+                    ))
+                })
+                .clone();
+            let gv = &definition.group_version;
+            let key = (
+                gv.group.clone(),
+                gv.version.clone(),
+                definition.plural.to_string(),
+            );
+            served.insert(
+                key,
+                Served {
+                    definition: definition.clone(),
+                    registry,
+                },
+            );
+        }
+        ApiHandler(Arc::new(Apis {
+            served,
+            definitions,
+            admission: std::sync::OnceLock::new(),
+            server_address: self.server_address,
+            bookmark_interval: self.bookmark_interval,
+            request_info: RequestInfoFactory::default(),
+        }))
+    }
+}
+
+/// The selectable fields of a stored collection come from the definition of its stored
+/// version.
+fn storage_fields(
+    definition: &Arc<ResourceDefinition>,
+    all: &[Arc<ResourceDefinition>],
+) -> crate::cacher::FieldsFn {
+    let stored = all
+        .iter()
+        .find(|d| {
+            d.storage.key_prefix == definition.storage.key_prefix
+                && d.group_version_kind() == definition.storage.storage_version
+        })
+        .unwrap_or(definition)
+        .clone();
+    Arc::new(move |object| stored.strategy.selectable_fields(object))
+}
+
+/// The route of every API request: discovery, OpenAPI and the resources' REST endpoints.
+#[derive(Clone)]
+pub struct ApiHandler(Arc<Apis>);
+
+struct Apis {
+    /// By (group, version, plural).
+    served: HashMap<(String, String, String), Served>,
+    definitions: Vec<Arc<ResourceDefinition>>,
+    admission: std::sync::OnceLock<Vec<Arc<dyn AdmissionPlugin>>>,
+    server_address: String,
+    bookmark_interval: Duration,
+    request_info: RequestInfoFactory,
+}
+
+impl Apis {
+    fn admission(&self) -> &[Arc<dyn AdmissionPlugin>] {
+        self.admission.get().map(Vec::as_slice).unwrap_or_default()
+    }
+}
+
+impl ApiHandler {
+    /// Starts building a handler over `store`, with keys under `storage_prefix` (kube-
+    /// apiserver's `--etcd-prefix`, `/registry` by default).
+    pub fn builder(store: Arc<dyn Store>, storage_prefix: impl Into<String>) -> ApiHandlerBuilder {
+        ApiHandlerBuilder {
+            store,
+            storage_prefix: storage_prefix.into(),
+            definitions: Vec::new(),
+            server_address: "127.0.0.1:6443".into(),
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+
+    /// The served resource `group`/`version`/`plural`.
+    pub fn served(&self, group: &str, version: &str, plural: &str) -> Option<&Served> {
+        self.0
+            .served
+            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// Sets the admission plugins, run in order on every write. They are set once, after
+    /// `build` (plugins may need the registries it creates), before serving; returns false
+    /// if they were set already.
+    pub fn set_admission(&self, plugins: Vec<Arc<dyn AdmissionPlugin>>) -> bool {
+        self.0.admission.set(plugins).is_ok()
+    }
+
+    /// Handles one request.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<Body>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let info = match request.extensions().get::<RequestInfo>() {
+            Some(info) => info.clone(),
+            None => {
+                let uri = request.uri();
+                let resolved =
+                    self.0
+                        .request_info
+                        .resolve(request.method().as_str(), uri.path(), uri.query());
+                match resolved {
+                    Ok(info) => info,
+                    Err(message) => return error_response(&ApiError::bad_request(message)),
+                }
+            }
+        };
+        let result = if info.is_resource_request {
+            handlers::resource(&self.0, &info, request).await
+        } else {
+            self.non_resource(&request)
+        };
+        result.unwrap_or_else(|err| error_response(&err))
+    }
+
+    /// Discovery and OpenAPI documents.
+    fn non_resource<B>(&self, request: &Request<B>) -> Result<Response<Body>, ApiError> {
+        let path = request.uri().path().trim_end_matches('/');
+        let accept = header_str(request, header::ACCEPT);
+        let defs = &self.0.definitions;
+        let document = match path.split('/').skip(1).collect::<Vec<_>>().as_slice() {
+            ["api"] => match negotiation::aggregated_discovery(accept) {
+                Some(version) => {
+                    return aggregated(request, discovery::aggregated(defs, true, version));
+                }
+                None => Some(discovery::api_versions(&self.0.server_address)),
+            },
+            ["apis"] => match negotiation::aggregated_discovery(accept) {
+                Some(version) => {
+                    return aggregated(request, discovery::aggregated(defs, false, version));
+                }
+                None => Some(discovery::api_group_list(defs)),
+            },
+            ["api", version] => discovery::api_resource_list(defs, "", version),
+            ["apis", group] => discovery::api_group(defs, group),
+            ["apis", group, version] => discovery::api_resource_list(defs, group, version),
+            ["openapi", "v2"] => Some(openapi::v2(defs)),
+            ["openapi", "v3"] => Some(openapi::v3_index(defs)),
+            ["openapi", "v3", "api", version] => openapi::v3_group_version(defs, "", version),
+            ["openapi", "v3", "apis", group, version] => {
+                openapi::v3_group_version(defs, group, version)
+            }
+            _ => None,
+        };
+        match document {
+            Some(document) => Ok(json_response(
+                StatusCode::OK,
+                serde_json::to_vec(&document).unwrap_or_default(),
+            )),
+            None => Err(not_found()),
+        }
+    }
+}
+
+impl<B> tower::Service<Request<B>> for ApiHandler
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Infallible>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let handler = self.clone();
+        Box::pin(async move { Ok(handler.handle(request).await) })
+    }
+}
+
+/// An aggregated discovery document, with its ETag (and 304 when the client has it).
+fn aggregated<B>(
+    request: &Request<B>,
+    document: serde_json::Value,
+) -> Result<Response<Body>, ApiError> {
+    let bytes = serde_json::to_vec(&document).map_err(ApiError::internal)?;
+    let etag = discovery::etag(&bytes);
+    let content_type = format!(
+        "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
+        document["apiVersion"]
+            .as_str()
+            .and_then(|v| v.rsplit('/').next())
+            .unwrap_or("v2")
+    );
+    let fresh = header_str(request, header::IF_NONE_MATCH) == Some(etag.as_str());
+    let mut response = if fresh {
+        Response::new(crate::body::empty())
+    } else {
+        Response::new(crate::body::full(bytes))
+    };
+    if fresh {
+        *response.status_mut() = StatusCode::NOT_MODIFIED;
+    }
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, header_value(&content_type));
+    headers.insert(header::ETAG, header_value(&etag));
+    Ok(response)
+}
+
+/// The 404 of a path nothing serves, as upstream's NotFound handler answers it.
+fn not_found() -> ApiError {
+    ApiError::new_generic(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+}
+
+fn header_str<B>(request: &Request<B>, name: header::HeaderName) -> Option<&str> {
+    request
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+}
+
+fn header_value(value: &str) -> HeaderValue {
+    HeaderValue::from_str(value).unwrap_or_else(|_| HeaderValue::from_static("application/json"))
+}
+
+/// A response with `body` and its content type.
+fn response(status: StatusCode, content_type: &str, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(crate::body::full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, header_value(content_type));
+    response
+}
+
+fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
+    response(status, "application/json", body)
+}
+
+/// The response for an error: its Status as JSON.
+fn error_response(err: &ApiError) -> Response<Body> {
+    crate::responses::api_error(err)
+}

@@ -1,0 +1,196 @@
+//! Content negotiation: which representation a response takes (from `Accept`) and how a
+//! request body is decoded (from `Content-Type`), as kube-apiserver negotiates them.
+//!
+//! kapi serves JSON (and YAML); the `as=Table` and `as=PartialObjectMetadata[List]`
+//! transformations of meta.k8s.io; and aggregated discovery. Protobuf is not offered: a client
+//! that accepts only protobuf gets 406, and client-go falls back to JSON when it also lists it.
+
+use kapi_apimachinery::status::ApiError;
+use serde_json::Value;
+
+/// The media types kapi can answer with, for 406 messages.
+const SERVED: [&str; 2] = ["application/json", "application/yaml"];
+
+/// What a response to a resource request looks like.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// meta.k8s.io Table (v1 or v1beta1).
+    Table {
+        v1beta1: bool,
+    },
+    /// meta.k8s.io PartialObjectMetadata(List) (v1 or v1beta1).
+    PartialMetadata {
+        v1beta1: bool,
+    },
+}
+
+/// One media range of an Accept header.
+struct MediaRange<'a> {
+    essence: &'a str,
+    params: Vec<(&'a str, &'a str)>,
+}
+
+impl<'a> MediaRange<'a> {
+    fn param(&self, name: &str) -> Option<&'a str> {
+        self.params
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| *value)
+    }
+}
+
+fn media_ranges(accept: &str) -> impl Iterator<Item = MediaRange<'_>> {
+    accept.split(',').filter_map(|range| {
+        let mut parts = range.split(';').map(str::trim);
+        let essence = parts.next().filter(|e| !e.is_empty())?;
+        let params = parts
+            .filter_map(|param| {
+                let (key, value) = param.split_once('=')?;
+                Some((key.trim(), value.trim().trim_matches('"')))
+            })
+            .collect();
+        Some(MediaRange { essence, params })
+    })
+}
+
+/// Chooses the output for a resource request from its Accept header. `list` says whether the
+/// response is a list (PartialObjectMetadataList) or one object (PartialObjectMetadata).
+pub fn negotiate(accept: Option<&str>, list: bool) -> Result<Output, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
+    for range in media_ranges(accept) {
+        if let Some(output) = output_for(&range, list) {
+            return Ok(output);
+        }
+    }
+    Err(ApiError::not_acceptable(SERVED))
+}
+
+fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
+    let json_like = matches!(
+        range.essence,
+        "application/json" | "application/*" | "*/*" | "application/yaml"
+    );
+    if !json_like {
+        return None;
+    }
+    let Some(as_kind) = range.param("as") else {
+        return Some(if range.essence == "application/yaml" {
+            Output::Yaml
+        } else {
+            Output::Json
+        });
+    };
+    if range.param("g") != Some("meta.k8s.io") {
+        return None;
+    }
+    let v1beta1 = match range.param("v") {
+        Some("v1") => false,
+        Some("v1beta1") => true,
+        _ => return None,
+    };
+    match as_kind {
+        "Table" => Some(Output::Table { v1beta1 }),
+        "PartialObjectMetadata" if !list => Some(Output::PartialMetadata { v1beta1 }),
+        "PartialObjectMetadataList" if list => Some(Output::PartialMetadata { v1beta1 }),
+        _ => None,
+    }
+}
+
+/// The aggregated discovery version a discovery request accepts, if any.
+pub fn aggregated_discovery(accept: Option<&str>) -> Option<&'static str> {
+    for range in media_ranges(accept?) {
+        if range.param("g") == Some("apidiscovery.k8s.io")
+            && range.param("as") == Some("APIGroupDiscoveryList")
+        {
+            match range.param("v") {
+                Some("v2") => return Some("v2"),
+                Some("v2beta1") => return Some("v2beta1"),
+                _ => {}
+            }
+        }
+        if matches!(range.essence, "application/json" | "*/*" | "application/*")
+            && range.param("as").is_none()
+        {
+            return None;
+        }
+    }
+    None
+}
+
+/// The format of a request body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyFormat {
+    Json,
+    Yaml,
+}
+
+/// Decodes an object body (create, update) as JSON or YAML per its Content-Type.
+pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    let format = match content_type.map(essence) {
+        None | Some("application/json") => BodyFormat::Json,
+        Some("application/yaml") => BodyFormat::Yaml,
+        Some(_) => return Err(ApiError::unsupported_media_type(SERVED)),
+    };
+    decode(format, body)
+}
+
+/// Decodes a body in `format` into a JSON value.
+pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
+    let decoded = match format {
+        BodyFormat::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
+        BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|err| err.to_string()),
+    };
+    match decoded {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(ApiError::bad_request(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        )),
+        Err(err) => Err(ApiError::bad_request(err)),
+    }
+}
+
+/// The media type without parameters, lowercased.
+pub fn essence(content_type: &str) -> &str {
+    content_type.split(';').next().unwrap_or_default().trim()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_get_accept_is_table() {
+        let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(
+            negotiate(Some(accept), true).unwrap(),
+            Output::Table { v1beta1: false }
+        );
+    }
+
+    #[test]
+    fn protobuf_only_is_not_acceptable() {
+        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), false).unwrap_err();
+        assert_eq!(err.code(), 406);
+        let both = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(negotiate(Some(both), false).unwrap(), Output::Json);
+    }
+
+    #[test]
+    fn partial_metadata_matches_list_or_object() {
+        let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert!(negotiate(Some(list), true).is_ok());
+        assert!(negotiate(Some(list), false).is_err());
+    }
+
+    #[test]
+    fn aggregated_discovery_v2() {
+        let accept =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_discovery(Some(accept)), Some("v2"));
+        assert_eq!(aggregated_discovery(Some("application/json")), None);
+    }
+}

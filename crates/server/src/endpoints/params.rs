@@ -1,0 +1,323 @@
+//! Query parameters of REST requests, parsed and validated as kube-apiserver does
+//! (ListOptions, GetOptions, DeleteOptions, CreateOptions / UpdateOptions / PatchOptions).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use kapi_apimachinery::fields::Selector as FieldSelector;
+use kapi_apimachinery::labels::Selector as LabelSelector;
+use kapi_apimachinery::schema::GroupKind;
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_storage::Revision;
+use serde_json::Value;
+
+use crate::registry::{DeleteParams, ListParams, ReadVersion};
+use crate::resource::ResourceDefinition;
+
+/// A request's query parameters (the first value of each).
+#[derive(Debug, Default)]
+pub struct Query(HashMap<String, String>);
+
+impl Query {
+    pub fn parse(query: Option<&str>) -> Query {
+        let mut params = HashMap::new();
+        for (key, value) in crate::query::pairs(query.unwrap_or_default()) {
+            params
+                .entry(key.into_owned())
+                .or_insert_with(|| value.into_owned());
+        }
+        Query(params)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    /// A boolean parameter: "true"/"1" (as Go's strconv.ParseBool accepts).
+    pub fn flag(&self, key: &str) -> bool {
+        matches!(
+            self.get(key),
+            Some("true" | "1" | "t" | "T" | "TRUE" | "True")
+        )
+    }
+}
+
+/// The options of a watch request besides the ones a list has.
+#[derive(Debug)]
+pub struct WatchParams {
+    pub list: ListParams,
+    /// The resourceVersion as given ("" unset, "0", or a revision).
+    pub resource_version: Option<Revision>,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: bool,
+    pub timeout: Option<Duration>,
+}
+
+/// Parses the resourceVersion and resourceVersionMatch of a read.
+fn read_version(query: &Query, errors: &mut FieldErrors, list: bool) -> ReadVersion {
+    let rv = query.get("resourceVersion");
+    let parsed = match rv {
+        None => None,
+        Some(text) => match text.parse::<Revision>() {
+            Ok(revision) if revision >= 0 => Some(revision),
+            _ => {
+                errors.push(FieldError::invalid(
+                    &Path::root("resourceVersion"),
+                    Value::String(text.to_string()),
+                    "must be a valid resource version",
+                ));
+                return ReadVersion::MostRecent;
+            }
+        },
+    };
+    let rv_match = query.get("resourceVersionMatch");
+    match (parsed, rv_match) {
+        (None, None) => ReadVersion::MostRecent,
+        (None, Some(_)) => {
+            errors.push(FieldError::forbidden(
+                &Path::root("resourceVersionMatch"),
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+            ReadVersion::MostRecent
+        }
+        (Some(0), None | Some("NotOlderThan")) => ReadVersion::Any,
+        (Some(0), Some("Exact")) => {
+            errors.push(FieldError::forbidden(
+                &Path::root("resourceVersionMatch"),
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+            ReadVersion::Any
+        }
+        (Some(revision), None) if list && query.get("limit").is_some() => {
+            // Legacy semantics: a list with a limit and a resourceVersion reads exactly there.
+            ReadVersion::Exact(revision)
+        }
+        (Some(revision), None | Some("NotOlderThan")) => ReadVersion::NotOlderThan(revision),
+        (Some(revision), Some("Exact")) => ReadVersion::Exact(revision),
+        (Some(_), Some(other)) => {
+            errors.push(FieldError::not_supported(
+                &Path::root("resourceVersionMatch"),
+                Value::String(other.to_string()),
+                ["Exact", "NotOlderThan", ""],
+            ));
+            ReadVersion::MostRecent
+        }
+    }
+}
+
+/// Parses and validates the parameters of a LIST (or the list part of a WATCH).
+pub fn list_params(
+    query: &Query,
+    definition: &ResourceDefinition,
+    namespace: Option<&str>,
+    watch: bool,
+) -> Result<ListParams, ApiError> {
+    let mut errors = FieldErrors::default();
+    let labels = match query.get("labelSelector") {
+        Some(text) => Some(LabelSelector::parse(text).map_err(ApiError::bad_request)?),
+        None => None,
+    };
+    let fields = match query.get("fieldSelector") {
+        Some(text) => Some(parse_field_selector(text, definition)?),
+        None => None,
+    };
+    let limit = match query.get("limit").map(str::parse::<i64>) {
+        None => None,
+        Some(Ok(limit)) if limit >= 0 => Some(limit as usize),
+        Some(_) => {
+            errors.push(FieldError::invalid(
+                &Path::root("limit"),
+                Value::String(query.get("limit").unwrap_or_default().to_string()),
+                "must be a non-negative integer",
+            ));
+            None
+        }
+    };
+    let version = read_version(query, &mut errors, !watch);
+    let continue_token = query.get("continue").map(str::to_string);
+    if continue_token.is_some()
+        && !watch
+        && query.get("resourceVersion").is_some_and(|rv| rv != "0")
+    {
+        errors.push(FieldError::forbidden(
+            &Path::root("resourceVersion"),
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    invalid_options("ListOptions", errors)?;
+    Ok(ListParams {
+        namespace: namespace.map(str::to_string),
+        labels,
+        fields,
+        limit: if watch { None } else { limit },
+        continue_token: if watch { None } else { continue_token },
+        version,
+    })
+}
+
+/// Parses a field selector and rejects fields the resource does not support, with
+/// upstream's message.
+fn parse_field_selector(
+    text: &str,
+    definition: &ResourceDefinition,
+) -> Result<FieldSelector, ApiError> {
+    let selector = FieldSelector::parse(text).map_err(ApiError::bad_request)?;
+    for requirement in selector.requirements() {
+        let field = requirement.field.as_str();
+        // metadata.namespace selects only where objects have one (upstream's
+        // ObjectMetaFieldsSet).
+        let common =
+            field == "metadata.name" || (field == "metadata.namespace" && definition.namespaced);
+        if !common && !definition.strategy.supports_field(field) {
+            return Err(ApiError::bad_request(format!(
+                "field label not supported: {field}"
+            )));
+        }
+    }
+    Ok(selector)
+}
+
+/// Parses and validates the parameters of a WATCH.
+pub fn watch_params(
+    query: &Query,
+    definition: &ResourceDefinition,
+    namespace: Option<&str>,
+) -> Result<WatchParams, ApiError> {
+    let list = list_params(query, definition, namespace, true)?;
+    let resource_version = match list.version {
+        ReadVersion::MostRecent => None,
+        ReadVersion::Any => Some(0),
+        ReadVersion::NotOlderThan(revision) | ReadVersion::Exact(revision) => Some(revision),
+    };
+    let allow_bookmarks = query.flag("allowWatchBookmarks");
+    let send_initial_events = query.flag("sendInitialEvents");
+    let mut errors = FieldErrors::default();
+    if send_initial_events {
+        if query.get("resourceVersionMatch") != Some("NotOlderThan") {
+            errors.push(FieldError::forbidden(&Path::root("sendInitialEvents"), 
+                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+            ));
+        }
+        if !allow_bookmarks {
+            errors.push(FieldError::required(
+                &Path::root("allowWatchBookmarks"),
+                "allowWatchBookmarks must be set to true when sendInitialEvents is set",
+            ));
+        }
+    } else if query.get("resourceVersionMatch").is_some()
+        && query.get("sendInitialEvents").is_none()
+    {
+        errors.push(FieldError::forbidden(
+            &Path::root("resourceVersionMatch"),
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ));
+    }
+    invalid_options("ListOptions", errors)?;
+    let timeout = match query.get("timeoutSeconds").map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(seconds)) => Some(Duration::from_secs(seconds)),
+        Some(Err(_)) => return Err(ApiError::bad_request("invalid timeoutSeconds")),
+    };
+    Ok(WatchParams {
+        list,
+        resource_version,
+        allow_bookmarks,
+        send_initial_events,
+        timeout,
+    })
+}
+
+/// Parses the resourceVersion of a GET.
+pub fn get_version(query: &Query) -> Result<ReadVersion, ApiError> {
+    let mut errors = FieldErrors::default();
+    let version = read_version(query, &mut errors, false);
+    invalid_options("GetOptions", errors)?;
+    Ok(version)
+}
+
+/// Whether the write is a dry run; only "All" is accepted, as upstream.
+pub fn dry_run(query: &Query, options_kind: &str) -> Result<bool, ApiError> {
+    match query.get("dryRun") {
+        None => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => {
+            let mut errors = FieldErrors::default();
+            errors.push(FieldError::not_supported(
+                &Path::root("dryRun"),
+                Value::String(other.to_string()),
+                ["All"],
+            ));
+            invalid_options(options_kind, errors).map(|()| false)
+        }
+    }
+}
+
+/// The delete options from the query and the optional DeleteOptions body.
+pub fn delete_params(query: &Query, body: &[u8]) -> Result<DeleteParams, ApiError> {
+    let options: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(body).map_err(|err| {
+            ApiError::bad_request(format!("unable to decode DeleteOptions: {err}"))
+        })?
+    };
+    let text = |key: &str| options[key].as_str().map(str::to_string);
+    let propagation_policy = query
+        .get("propagationPolicy")
+        .map(str::to_string)
+        .or_else(|| text("propagationPolicy"))
+        .or_else(|| match options["orphanDependents"].as_bool() {
+            Some(true) => Some("Orphan".to_string()),
+            Some(false) => Some("Background".to_string()),
+            None => None,
+        });
+    let mut errors = FieldErrors::default();
+    if let Some(policy) = &propagation_policy
+        && !matches!(policy.as_str(), "Orphan" | "Background" | "Foreground")
+    {
+        errors.push(FieldError::not_supported(
+            &Path::root("propagationPolicy"),
+            Value::String(policy.clone()),
+            ["Foreground", "Background", "Orphan", "nil"],
+        ));
+    }
+    let dry_run = query.get("dryRun").map(str::to_string).or_else(|| {
+        options["dryRun"]
+            .as_array()
+            .and_then(|values| values.first()?.as_str().map(str::to_string))
+    });
+    if let Some(value) = &dry_run
+        && value != "All"
+    {
+        errors.push(FieldError::not_supported(
+            &Path::root("dryRun"),
+            Value::String(value.clone()),
+            ["All"],
+        ));
+    }
+    invalid_options("DeleteOptions", errors)?;
+    Ok(DeleteParams {
+        precondition_uid: options["preconditions"]["uid"].as_str().map(str::to_string),
+        precondition_resource_version: options["preconditions"]["resourceVersion"]
+            .as_str()
+            .map(str::to_string),
+        propagation_policy,
+        dry_run: dry_run.is_some(),
+    })
+}
+
+/// Fails with 422 Invalid on the options kind (meta.k8s.io) when there are errors.
+fn invalid_options(kind: &str, errors: FieldErrors) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        &GroupKind::new("meta.k8s.io", kind),
+        "",
+        &errors,
+    ))
+}

@@ -1,0 +1,314 @@
+//! Rendering stored objects in the representation a client negotiated: JSON (fast path: the
+//! stored bytes with the resourceVersion spliced in, see [`crate::codec`]), YAML,
+//! meta.k8s.io Table, and PartialObjectMetadata.
+
+use kapi_apimachinery::status::ApiError;
+use serde_json::{Map, Value, json};
+
+use super::negotiation::Output;
+use crate::codec;
+use crate::registry::{Item, ListResult};
+use crate::resource::{PrinterColumn, ResourceDefinition};
+
+/// Which object a Table row carries (`includeObject`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IncludeObject {
+    None,
+    Metadata,
+    Object,
+}
+
+impl IncludeObject {
+    pub fn parse(value: Option<&str>) -> Result<IncludeObject, ApiError> {
+        match value {
+            None | Some("Metadata") => Ok(IncludeObject::Metadata),
+            Some("None") => Ok(IncludeObject::None),
+            Some("Object") => Ok(IncludeObject::Object),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "includeObject: Unsupported value: \"{other}\": supported values: \"Metadata\", \"None\", \"Object\""
+            ))),
+        }
+    }
+}
+
+/// Renders objects of one resource as one negotiated output.
+pub struct Renderer<'a> {
+    pub definition: &'a ResourceDefinition,
+    pub output: Output,
+    pub include_object: IncludeObject,
+}
+
+impl Renderer<'_> {
+    /// One object.
+    pub fn object(&self, item: &Item) -> Result<Vec<u8>, ApiError> {
+        if self.output == Output::Json && self.definition.converter.is_none() {
+            let mut out = Vec::with_capacity(item.stored.len() + 32);
+            codec::write_with_revision(&item.stored, item.revision, &mut out);
+            return Ok(out);
+        }
+        let object = self.served(item)?;
+        self.value(object)
+    }
+
+    /// One object already decoded into its served form.
+    pub fn value(&self, object: Value) -> Result<Vec<u8>, ApiError> {
+        let document = match self.output {
+            Output::Json | Output::Yaml => object,
+            Output::Table { v1beta1 } => {
+                let revision = object["metadata"]["resourceVersion"].clone();
+                let rows = vec![self.row(&object)];
+                self.table(v1beta1, json!({ "resourceVersion": revision }), rows)
+            }
+            Output::PartialMetadata { v1beta1 } => partial_metadata(&object, v1beta1),
+        };
+        encode(self.output, &document)
+    }
+
+    /// A list page.
+    pub fn list(&self, list: &ListResult) -> Result<Vec<u8>, ApiError> {
+        let meta = list_meta(list);
+        match self.output {
+            Output::Json if self.definition.converter.is_none() => Ok(self.json_list(list, &meta)),
+            Output::Json | Output::Yaml => {
+                let items = list
+                    .items
+                    .iter()
+                    .map(|item| self.served(item))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let document = json!({
+                    "kind": self.definition.list_kind,
+                    "apiVersion": self.definition.group_version.api_version(),
+                    "metadata": meta,
+                    "items": items,
+                });
+                encode(self.output, &document)
+            }
+            Output::Table { v1beta1 } => {
+                let mut rows = Vec::with_capacity(list.items.len());
+                for item in &list.items {
+                    rows.push(self.row(&self.served(item)?));
+                }
+                encode(self.output, &self.table(v1beta1, meta, rows))
+            }
+            Output::PartialMetadata { v1beta1 } => {
+                let mut items = Vec::with_capacity(list.items.len());
+                for item in &list.items {
+                    items.push(partial_metadata(&self.served(item)?, v1beta1));
+                }
+                let document = json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": meta_api_version(v1beta1),
+                    "metadata": meta,
+                    "items": items,
+                });
+                encode(self.output, &document)
+            }
+        }
+    }
+
+    /// The object of `item` in the served version, with its resourceVersion.
+    pub fn served(&self, item: &Item) -> Result<Value, ApiError> {
+        Ok(self.definition.served_form(item.decode()?))
+    }
+
+    /// A JSON list built from the stored bytes without parsing them.
+    fn json_list(&self, list: &ListResult, meta: &Value) -> Vec<u8> {
+        let size: usize = list.items.iter().map(|item| item.stored.len() + 40).sum();
+        let mut out = Vec::with_capacity(size + 256);
+        out.extend_from_slice(b"{\"kind\":");
+        codec::write_json(&mut out, &Value::from(self.definition.list_kind));
+        out.extend_from_slice(b",\"apiVersion\":");
+        codec::write_json(
+            &mut out,
+            &Value::from(self.definition.group_version.api_version()),
+        );
+        out.extend_from_slice(b",\"metadata\":");
+        codec::write_json(&mut out, meta);
+        out.extend_from_slice(b",\"items\":[");
+        for (index, item) in list.items.iter().enumerate() {
+            if index > 0 {
+                out.push(b',');
+            }
+            codec::write_with_revision(&item.stored, item.revision, &mut out);
+        }
+        out.extend_from_slice(b"]}");
+        out
+    }
+
+    /// A Table row for one served object.
+    fn row(&self, object: &Value) -> Value {
+        let cells = match &self.definition.table {
+            Some(table) => (table.cells)(object),
+            None => vec![
+                Value::from(object["metadata"]["name"].as_str().unwrap_or_default()),
+                object["metadata"]["creationTimestamp"].clone(),
+            ],
+        };
+        let mut row = Map::new();
+        row.insert("cells".into(), Value::Array(cells));
+        match self.include_object {
+            IncludeObject::None => {}
+            IncludeObject::Metadata => {
+                let v1beta1 = matches!(self.output, Output::Table { v1beta1: true });
+                row.insert("object".into(), partial_metadata(object, v1beta1));
+            }
+            IncludeObject::Object => {
+                row.insert("object".into(), object.clone());
+            }
+        }
+        Value::Object(row)
+    }
+
+    /// A Table document with `rows`.
+    pub fn table(&self, v1beta1: bool, meta: Value, rows: Vec<Value>) -> Value {
+        json!({
+            "kind": "Table",
+            "apiVersion": meta_api_version(v1beta1),
+            "metadata": meta,
+            "columnDefinitions": self.columns(),
+            "rows": rows,
+        })
+    }
+
+    fn columns(&self) -> Vec<Value> {
+        match &self.definition.table {
+            Some(table) => table.columns.iter().map(column_definition).collect(),
+            None => DEFAULT_COLUMNS.iter().map(column_definition).collect(),
+        }
+    }
+}
+
+/// The columns of a resource without printer columns, as upstream's default table convertor.
+const DEFAULT_COLUMNS: [PrinterColumn; 2] = [
+    PrinterColumn {
+        name: "Name",
+        type_: "string",
+        format: "name",
+        description: NAME_DESCRIPTION,
+        priority: 0,
+    },
+    PrinterColumn {
+        name: "Created At",
+        type_: "date",
+        format: "",
+        description: CREATED_AT_DESCRIPTION,
+        priority: 0,
+    },
+];
+
+/// ObjectMeta's documentation of `name`, which upstream uses to describe the Name column.
+pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+const CREATED_AT_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+fn column_definition(column: &PrinterColumn) -> Value {
+    json!({
+        "name": column.name,
+        "type": column.type_,
+        "format": column.format,
+        "description": column.description,
+        "priority": column.priority,
+    })
+}
+
+fn meta_api_version(v1beta1: bool) -> &'static str {
+    if v1beta1 {
+        "meta.k8s.io/v1beta1"
+    } else {
+        "meta.k8s.io/v1"
+    }
+}
+
+/// The PartialObjectMetadata of `object`.
+pub fn partial_metadata(object: &Value, v1beta1: bool) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": meta_api_version(v1beta1),
+        "metadata": object["metadata"].clone(),
+    })
+}
+
+/// The ListMeta of a list page.
+fn list_meta(list: &ListResult) -> Value {
+    let mut meta = Map::new();
+    meta.insert(
+        "resourceVersion".into(),
+        Value::from(list.revision.to_string()),
+    );
+    if let Some(token) = &list.continue_token {
+        meta.insert("continue".into(), Value::from(token.clone()));
+    }
+    if let Some(remaining) = list.remaining {
+        meta.insert("remainingItemCount".into(), Value::from(remaining));
+    }
+    Value::Object(meta)
+}
+
+/// Encodes a document as the output's media type.
+pub fn encode(output: Output, document: &Value) -> Result<Vec<u8>, ApiError> {
+    match output {
+        Output::Yaml => serde_yaml_ng::to_string(document)
+            .map(String::into_bytes)
+            .map_err(ApiError::internal),
+        _ => {
+            let mut out = Vec::new();
+            codec::write_json(&mut out, document);
+            Ok(out)
+        }
+    }
+}
+
+/// Formats a duration the way kubectl's AGE columns do (upstream's HumanDuration).
+pub fn human_duration(seconds: i64) -> String {
+    let seconds = seconds.max(0);
+    let (minutes, hours, days) = (seconds / 60, seconds / 3600, seconds / 86400);
+    let with_rest = |major: i64, unit: &str, minor: i64, minor_unit: &str| {
+        if minor == 0 {
+            format!("{major}{unit}")
+        } else {
+            format!("{major}{unit}{minor}{minor_unit}")
+        }
+    };
+    if seconds < 120 {
+        format!("{seconds}s")
+    } else if minutes < 10 {
+        with_rest(minutes, "m", seconds % 60, "s")
+    } else if minutes < 180 {
+        format!("{minutes}m")
+    } else if hours < 8 {
+        with_rest(hours, "h", minutes % 60, "m")
+    } else if hours < 48 {
+        format!("{hours}h")
+    } else if hours < 24 * 8 {
+        with_rest(days, "d", hours % 24, "h")
+    } else if days < 365 * 2 {
+        format!("{days}d")
+    } else if days < 365 * 8 {
+        with_rest(days / 365, "y", days % 365, "d")
+    } else {
+        format!("{}y", days / 365)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_duration;
+
+    #[test]
+    fn human_durations_as_kubectl_prints_them() {
+        let cases = [
+            (5, "5s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600 + 120, "3h2m"),
+            (9 * 3600, "9h"),
+            (3 * 86400 + 3600, "3d1h"),
+            (30 * 86400, "30d"),
+            (3 * 365 * 86400 + 86400, "3y1d"),
+        ];
+        for (seconds, expected) in cases {
+            assert_eq!(human_duration(seconds), expected, "{seconds}s");
+        }
+    }
+}

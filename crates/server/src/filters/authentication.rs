@@ -1,0 +1,124 @@
+//! Authentication (upstream's `WithAuthentication`): stores the request's
+//! [`UserInfo`](crate::authn::UserInfo) as an extension, or answers 401 `Unauthorized`.
+//!
+//! As upstream, once a request is authenticated its credentials and identity headers are
+//! removed so no handler can reuse them, and unauthenticated HTTP/2 requests close their
+//! connection after the response (the HTTP/2 denial-of-service mitigation), so anonymous
+//! clients cannot hold many streams open.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll};
+
+use http::header::AUTHORIZATION;
+use http::{HeaderMap, Request, Response, Version};
+use kapi_apimachinery::ApiError;
+use tower::{Layer, Service};
+
+use super::{FilterFuture, call, take_ready};
+use crate::authn::Authentication;
+use crate::body::Body;
+use crate::responses::api_error;
+use crate::serving::ConnectionInfo;
+
+/// The identity headers of the front-proxy protocol, cleared from authenticated requests.
+const IDENTITY_HEADERS: [&str; 3] = ["x-remote-user", "x-remote-uid", "x-remote-group"];
+/// The prefix of the front-proxy protocol's extra headers, cleared too.
+const IDENTITY_EXTRA_PREFIX: &str = "x-remote-extra-";
+
+/// Adds [`Authenticate`].
+#[derive(Clone)]
+pub struct AuthenticationLayer {
+    authentication: Authentication,
+}
+
+impl AuthenticationLayer {
+    /// Authenticates with `authentication`.
+    pub fn new(authentication: Authentication) -> Self {
+        AuthenticationLayer { authentication }
+    }
+}
+
+impl<S> Layer<S> for AuthenticationLayer {
+    type Service = Authenticate<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Authenticate {
+            inner,
+            authentication: self.authentication.clone(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct Authenticate<S> {
+    inner: S,
+    authentication: Authentication,
+}
+
+impl<S, B> Service<Request<B>> for Authenticate<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = FilterFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> FilterFuture {
+        let inner = take_ready(&mut self.inner);
+        let authentication = self.authentication.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            let user = authentication.authenticate(&parts).await;
+            let close = parts.version == Version::HTTP_2;
+            let close = close
+                .then(|| parts.extensions.get::<ConnectionInfo>().cloned())
+                .flatten();
+            let user = match user {
+                Ok(user) => user,
+                Err(err) => {
+                    tracing::warn!(%err, "Unable to authenticate the request");
+                    close_after_response(close.as_ref());
+                    return Ok(api_error(&ApiError::unauthorized("Unauthorized")));
+                }
+            };
+            clear_credentials(&mut parts.headers);
+            let anonymous = user.is_anonymous();
+            parts.extensions.insert(user);
+            let response = call(inner, Request::from_parts(parts, body)).await;
+            if anonymous {
+                close_after_response(close.as_ref());
+            }
+            Ok(response)
+        })
+    }
+}
+
+/// Asks the connection to close after this response, when it is to be closed.
+fn close_after_response(connection: Option<&ConnectionInfo>) {
+    if let Some(connection) = connection {
+        connection.close_after_response();
+    }
+}
+
+/// Removes the `Authorization` header and the front-proxy identity headers.
+fn clear_credentials(headers: &mut HeaderMap) {
+    headers.remove(AUTHORIZATION);
+    for name in IDENTITY_HEADERS {
+        headers.remove(name);
+    }
+    let extras: Vec<_> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with(IDENTITY_EXTRA_PREFIX))
+        .cloned()
+        .collect();
+    for name in extras {
+        headers.remove(name);
+    }
+}

@@ -1,0 +1,189 @@
+//! The in-flight limit (upstream's `WithMaxInFlightLimit`): at most `--max-requests-inflight`
+//! read-only (`get`, `list`, `watch`) and `--max-mutating-requests-inflight` other requests at
+//! once; long-running requests are not counted. Beyond the limit a request is answered 429
+//! with `Retry-After: 1`, unless its user is in `system:masters`. A limit of 0 is no limit.
+//!
+//! A request holds its slot until its response body has been sent, as upstream holds it
+//! until the handler has written everything.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use http::header::RETRY_AFTER;
+use http::{HeaderValue, Request, Response, StatusCode};
+use tower::{Layer, Service};
+
+use super::long_running::is_long_running;
+use super::{FilterFuture, call, request_info_of, request_uri, take_ready};
+use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
+use crate::body::{Body, with_guard};
+use crate::metrics::{Metrics, RequestLabels};
+use crate::responses::{internal_error, text_error};
+
+/// The verbs counted against the read-only limit.
+const READ_ONLY_VERBS: [&str; 3] = ["get", "list", "watch"];
+
+/// A counting semaphore that never waits.
+#[derive(Debug)]
+struct Slots {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+/// A taken slot, given back when dropped.
+struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.used.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl Slots {
+    /// Slots for `limit` requests; `None` for no limit.
+    fn new(limit: usize) -> Option<Arc<Self>> {
+        (limit > 0).then(|| {
+            Arc::new(Slots {
+                limit,
+                used: AtomicUsize::new(0),
+            })
+        })
+    }
+
+    /// Takes a slot if one is free.
+    fn try_take(self: &Arc<Self>) -> Option<Slot> {
+        let taken = self.used.fetch_add(1, Ordering::AcqRel);
+        if taken >= self.limit {
+            self.used.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Slot(self.clone()))
+    }
+}
+
+/// Adds [`MaxInFlight`].
+#[derive(Clone, Debug)]
+pub struct MaxInFlightLayer {
+    read_only: Option<Arc<Slots>>,
+    mutating: Option<Arc<Slots>>,
+    metrics: Arc<Metrics>,
+}
+
+impl MaxInFlightLayer {
+    /// Limits read-only and mutating requests separately; 0 disables a limit.
+    pub fn new(read_only: usize, mutating: usize, metrics: Arc<Metrics>) -> Self {
+        MaxInFlightLayer {
+            read_only: Slots::new(read_only),
+            mutating: Slots::new(mutating),
+            metrics,
+        }
+    }
+}
+
+impl<S> Layer<S> for MaxInFlightLayer {
+    type Service = MaxInFlight<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        MaxInFlight {
+            inner,
+            limits: self.clone(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone, Debug)]
+pub struct MaxInFlight<S> {
+    inner: S,
+    limits: MaxInFlightLayer,
+}
+
+/// What the limit decided for a request.
+enum Admission {
+    /// Not limited (long-running, no limit, or privileged).
+    Free,
+    /// Admitted in this slot.
+    Slot(Slot),
+    /// Refused with this response.
+    Refused(Response<Body>),
+}
+
+impl<S, B> Service<Request<B>> for MaxInFlight<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = FilterFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> FilterFuture {
+        let admission = self.limits.admit(&request);
+        let inner = take_ready(&mut self.inner);
+        Box::pin(async move {
+            match admission {
+                Admission::Free => Ok(call(inner, request).await),
+                Admission::Slot(slot) => Ok(call(inner, request)
+                    .await
+                    .map(|body| with_guard(body, slot))),
+                Admission::Refused(response) => Ok(response),
+            }
+        })
+    }
+}
+
+impl MaxInFlightLayer {
+    /// Decides whether `request` runs now.
+    fn admit<B>(&self, request: &Request<B>) -> Admission {
+        let Some(info) = request_info_of(request) else {
+            let error = "no RequestInfo found in context, handler chain must be wrong";
+            return Admission::Refused(internal_error(request_uri(request), error));
+        };
+        if is_long_running(info) {
+            return Admission::Free;
+        }
+        let slots = if READ_ONLY_VERBS.contains(&info.verb.as_str()) {
+            &self.read_only
+        } else {
+            &self.mutating
+        };
+        let Some(slots) = slots else {
+            return Admission::Free;
+        };
+        if let Some(slot) = slots.try_take() {
+            return Admission::Slot(slot);
+        }
+        let privileged = request
+            .extensions()
+            .get::<UserInfo>()
+            .is_some_and(|u| u.in_group(SYSTEM_PRIVILEGED_GROUP));
+        if privileged {
+            return Admission::Free;
+        }
+        let query = request.uri().query().unwrap_or("");
+        if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
+            self.metrics
+                .record_dropped(labels, StatusCode::TOO_MANY_REQUESTS.as_u16());
+        }
+        Admission::Refused(too_many_requests())
+    }
+}
+
+/// Upstream's 429: plain text and `Retry-After: 1`.
+fn too_many_requests() -> Response<Body> {
+    let mut response = text_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.",
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}

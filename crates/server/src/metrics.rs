@@ -1,0 +1,289 @@
+//! The server's Prometheus metrics and `/metrics`.
+//!
+//! The request metrics are upstream's stable ones, with its names, labels and buckets:
+//! `apiserver_request_total` and `apiserver_request_duration_seconds`. They count the requests
+//! upstream counts: resource requests that reached a route (component `apiserver`), the
+//! health endpoints' roots (subresource = the path, other labels empty), and the requests the
+//! in-flight limit rejected. `/metrics` answers in the OpenMetrics text format, which
+//! Prometheus reads.
+
+use std::time::Duration;
+
+use http::header::CONTENT_TYPE;
+use http::{HeaderMap, HeaderValue, Method, Response};
+use kapi_apimachinery::request_info::RequestInfo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::body::{Body, full};
+use crate::query;
+
+/// Upstream's buckets for `apiserver_request_duration_seconds`.
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+/// The health endpoints upstream instruments (their roots only).
+const HEALTH_PATHS: [&str; 3] = ["/healthz", "/livez", "/readyz"];
+/// The subresources upstream reports as `CONNECT`.
+const CONNECT_SUBRESOURCES: [&str; 5] = ["proxy", "attach", "exec", "portforward", "log"];
+/// The verbs upstream reports; anything else is `other`.
+const REPORTED_VERBS: [&str; 12] = [
+    "APPLY",
+    "CONNECT",
+    "CREATE",
+    "DELETE",
+    "DELETECOLLECTION",
+    "GET",
+    "LIST",
+    "PATCH",
+    "POST",
+    "PROXY",
+    "PUT",
+    "UPDATE",
+];
+
+/// The labels of one request, as upstream names them.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    verb: &'static str,
+    dry_run: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+}
+
+/// [`RequestLabels`] plus the response code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    verb: &'static str,
+    dry_run: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+    code: u16,
+}
+
+/// A histogram with upstream's request-duration buckets.
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+/// The metrics registry of a server. Other parts of kapi register their own metrics with
+/// [`Metrics::registry_mut`] before the server starts.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<CodeLabels, Counter>,
+    durations: Family<RequestLabels, Histogram, fn() -> Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A registry holding the request metrics.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<CodeLabels, Counter>::default();
+        let durations = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+            requests.clone(),
+        );
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+            durations.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            durations,
+        }
+    }
+
+    /// The registry, to add metrics to before the server starts.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Counts one finished request and observes its duration.
+    pub(crate) fn record(&self, labels: RequestLabels, code: u16, elapsed: Duration) {
+        self.durations
+            .get_or_create(&labels)
+            .observe(elapsed.as_secs_f64());
+        self.requests.get_or_create(&labels.with_code(code)).inc();
+    }
+
+    /// Counts one request rejected before it ran (upstream's `RecordDroppedRequest`).
+    pub(crate) fn record_dropped(&self, labels: RequestLabels, code: u16) {
+        self.requests.get_or_create(&labels.with_code(code)).inc();
+    }
+
+    /// `/metrics`: every registered metric in the OpenMetrics text format.
+    pub(crate) fn serve(&self) -> Response<Body> {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry)
+            .expect("writing to a String cannot fail");
+        let mut response = Response::new(full(text));
+        response.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        );
+        response
+    }
+}
+
+impl RequestLabels {
+    /// The labels upstream would record for this request, or `None` when upstream does not
+    /// instrument it (non-resource requests other than the health endpoints' roots).
+    pub(crate) fn of(
+        method: &Method,
+        query: &str,
+        headers: &HeaderMap,
+        info: &RequestInfo,
+    ) -> Option<RequestLabels> {
+        let instrumented_path =
+            !info.is_resource_request && HEALTH_PATHS.contains(&info.path.as_str());
+        if !info.is_resource_request && !instrumented_path {
+            return None;
+        }
+        let scope = scope(info);
+        let verb = reported_verb(method, scope, query, headers, info);
+        let (group, version, resource, subresource, component) = if info.is_resource_request {
+            (
+                &info.api_group,
+                &info.api_version,
+                &info.resource,
+                &info.subresource,
+                "apiserver",
+            )
+        } else {
+            (
+                &String::new(),
+                &String::new(),
+                &String::new(),
+                &info.path,
+                "",
+            )
+        };
+        Some(RequestLabels {
+            verb,
+            dry_run: dry_run(query),
+            group: group.clone(),
+            version: version.clone(),
+            resource: resource.clone(),
+            subresource: subresource.clone(),
+            scope,
+            component,
+        })
+    }
+
+    /// These labels plus a response code.
+    fn with_code(self, code: u16) -> CodeLabels {
+        CodeLabels {
+            verb: self.verb,
+            dry_run: self.dry_run,
+            group: self.group,
+            version: self.version,
+            resource: self.resource,
+            subresource: self.subresource,
+            scope: self.scope,
+            component: self.component,
+            code,
+        }
+    }
+}
+
+/// Upstream's `CleanScope`: `resource` for named objects and creates, `namespace`,
+/// `cluster`, or empty for non-resource requests.
+fn scope(info: &RequestInfo) -> &'static str {
+    if !info.name.is_empty() || info.verb == "create" {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else if info.is_resource_request {
+        "cluster"
+    } else {
+        ""
+    }
+}
+
+/// Upstream's reported verb: the HTTP method, GET of collections as LIST, `watch=true` as
+/// WATCH, apply patches as APPLY, connect subresources as CONNECT, unknown methods as `other`.
+fn reported_verb(
+    method: &Method,
+    scope: &str,
+    query: &str,
+    headers: &HeaderMap,
+    info: &RequestInfo,
+) -> &'static str {
+    if info.is_resource_request && CONNECT_SUBRESOURCES.contains(&info.subresource.as_str()) {
+        return "CONNECT";
+    }
+    let is_get = method == Method::GET || method == Method::HEAD;
+    if is_get && is_watch(query) {
+        return "WATCH";
+    }
+    if is_get {
+        return if scope != "resource" && !scope.is_empty() {
+            "LIST"
+        } else {
+            "GET"
+        };
+    }
+    if method == Method::PATCH
+        && headers
+            .get(CONTENT_TYPE)
+            .is_some_and(|v| v == "application/apply-patch+yaml")
+    {
+        return "APPLY";
+    }
+    REPORTED_VERBS
+        .iter()
+        .find(|v| **v == method.as_str())
+        .copied()
+        .unwrap_or("other")
+}
+
+/// Whether the query asks for a watch (`watch` present and not `0` or `false`).
+fn is_watch(query: &str) -> bool {
+    query::first(query, "watch").is_some_and(|v| {
+        let v = v.to_ascii_lowercase();
+        v != "0" && v != "false"
+    })
+}
+
+/// Upstream's `cleanDryRun`: empty without `dryRun`, `All` when every value is `All`,
+/// `invalid` otherwise.
+fn dry_run(query: &str) -> &'static str {
+    if !query.contains("dryRun") {
+        return "";
+    }
+    let mut values = query::pairs(query)
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v)
+        .peekable();
+    if values.peek().is_none() {
+        return "";
+    }
+    if values.all(|v| v == "All") {
+        "All"
+    } else {
+        "invalid"
+    }
+}

@@ -1,0 +1,95 @@
+//! The end of the chain: the non-resource endpoints this crate serves (`/healthz`, `/livez`,
+//! `/readyz` and their checks, `/version`, `/metrics`), and the route for everything else.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::request::Parts;
+use http::{Request, Response};
+use kapi_apimachinery::request_info::RequestInfo;
+use tower::Service;
+
+use crate::body::Body;
+use crate::filters::{FilterFuture, call, take_ready};
+use crate::healthz::HealthEndpoint;
+use crate::metrics::Metrics;
+use crate::version::VersionInfo;
+
+/// The endpoints served before the route.
+#[derive(Debug)]
+pub(crate) struct Endpoints {
+    pub(crate) health: [HealthEndpoint; 3],
+    pub(crate) version: VersionInfo,
+    pub(crate) metrics: Arc<Metrics>,
+}
+
+/// Serves [`Endpoints`], and passes other requests to the route.
+#[derive(Clone, Debug)]
+pub(crate) struct NonResourceRouter<R> {
+    endpoints: Arc<Endpoints>,
+    route: R,
+}
+
+impl<R> NonResourceRouter<R> {
+    /// Serves `endpoints` in front of `route`.
+    pub(crate) fn new(endpoints: Endpoints, route: R) -> Self {
+        NonResourceRouter {
+            endpoints: Arc::new(endpoints),
+            route,
+        }
+    }
+}
+
+impl Endpoints {
+    /// The response of the endpoint at `path` (decoded), or `None` when no endpoint is there.
+    async fn serve(&self, request: &Parts, path: &str) -> Option<Response<Body>> {
+        if path == "/metrics" {
+            return Some(self.metrics.serve());
+        }
+        if let Some(response) = self.version.serve(&request.method, path) {
+            return Some(response);
+        }
+        let query = request.uri.query().unwrap_or("");
+        for endpoint in &self.health {
+            if let Some(response) = endpoint.serve(path, query).await {
+                return Some(response);
+            }
+        }
+        None
+    }
+}
+
+impl<R, B> Service<Request<B>> for NonResourceRouter<R>
+where
+    R: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    R::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = FilterFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.route.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> FilterFuture {
+        let route = take_ready(&mut self.route);
+        let endpoints = self.endpoints.clone();
+        Box::pin(async move {
+            // Only the head is borrowed across awaits: bodies need not be Sync.
+            let (parts, body) = request.into_parts();
+            let served = match parts.extensions.get::<RequestInfo>() {
+                Some(info) if !info.is_resource_request => {
+                    endpoints.serve(&parts, &info.path).await
+                }
+                _ => None,
+            };
+            match served {
+                Some(response) => Ok(response),
+                None => Ok(call(route, Request::from_parts(parts, body)).await),
+            }
+        })
+    }
+}

@@ -1,0 +1,765 @@
+//! The generic registry: kube-apiserver's `genericregistry.Store` for every resource.
+//!
+//! It turns REST semantics into storage calls for one stored collection: object metadata
+//! filled on create (uid, creationTimestamp, generateName), optimistic concurrency on update
+//! (resourceVersion preconditions, a retry loop for unconditional updates and patches),
+//! graceful deletion with finalizers, and reads served from the watch cache or from storage
+//! according to the request's resourceVersion semantics. Per-type behaviour comes from the
+//! resource's [`Strategy`](crate::resource::Strategy). Objects here are in the stored version.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use kapi_apimachinery::fields::Selector as FieldSelector;
+use kapi_apimachinery::labels::Selector as LabelSelector;
+use kapi_apimachinery::meta;
+use kapi_apimachinery::schema::GroupResource;
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::{validate_object_meta, validate_object_meta_update};
+use kapi_storage::{KeyValue, ListOptions, Revision, StorageError, Store, encode_continue};
+use serde_json::Value;
+
+use crate::cacher::{CacheError, CachedObject, Cacher};
+use crate::codec;
+use crate::object;
+use crate::resource::{ResourceDefinition, StorageDefinition, SubresourceKind};
+
+/// How long a read waits for the watch cache to reach a requested revision.
+const CACHE_WAIT: Duration = Duration::from_secs(3);
+/// How many names a create with `generateName` tries before giving up.
+const GENERATE_NAME_ATTEMPTS: usize = 8;
+
+/// The message of a conflict on a stale resourceVersion, as upstream words it.
+const MODIFIED: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// A stored object as read: its stored bytes and resourceVersion.
+#[derive(Clone, Debug)]
+pub struct Item {
+    pub stored: Bytes,
+    pub revision: Revision,
+}
+
+impl Item {
+    /// The object, decoded, with its resourceVersion.
+    pub fn decode(&self) -> Result<Value, ApiError> {
+        codec::decode(&self.stored, self.revision).map_err(ApiError::internal)
+    }
+}
+
+impl From<&CachedObject> for Item {
+    fn from(object: &CachedObject) -> Self {
+        Item {
+            stored: object.stored.clone(),
+            revision: object.revision,
+        }
+    }
+}
+
+impl From<KeyValue> for Item {
+    fn from(kv: KeyValue) -> Self {
+        Item {
+            stored: kv.value,
+            revision: kv.mod_revision,
+        }
+    }
+}
+
+/// The `resourceVersion` and `resourceVersionMatch` of a read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ReadVersion {
+    /// Unset: the most recent state (a consistent read).
+    #[default]
+    MostRecent,
+    /// "0": any state the server has.
+    Any,
+    /// "N" (or NotOlderThan N): a state at least as new as N.
+    NotOlderThan(Revision),
+    /// Exact N: the state at N.
+    Exact(Revision),
+}
+
+/// What a LIST asks for.
+#[derive(Clone, Debug, Default)]
+pub struct ListParams {
+    pub namespace: Option<String>,
+    pub labels: Option<LabelSelector>,
+    pub fields: Option<FieldSelector>,
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub version: ReadVersion,
+}
+
+impl ListParams {
+    fn filters(&self) -> bool {
+        self.labels.as_ref().is_some_and(|s| !s.is_empty())
+            || self.fields.as_ref().is_some_and(|s| !s.is_empty())
+    }
+
+    /// Whether `object` passes the label and field selectors.
+    pub fn matches(&self, object: &CachedObject) -> bool {
+        self.labels
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&object.labels))
+            && self
+                .fields
+                .as_ref()
+                .is_none_or(|selector| selector.matches(|field| object.field(field)))
+    }
+}
+
+/// One page of a LIST.
+#[derive(Debug)]
+pub struct ListResult {
+    pub items: Vec<Item>,
+    pub revision: Revision,
+    pub continue_token: Option<String>,
+    /// Set only for unfiltered, paginated lists, as upstream's remainingItemCount.
+    pub remaining: Option<u64>,
+}
+
+/// How a DELETE ended.
+#[derive(Debug)]
+pub enum DeleteOutcome {
+    /// The object is gone; this was its last state.
+    Deleted(Value),
+    /// The object stays until its finalizers are removed; this is its state now.
+    Pending(Value),
+}
+
+/// How an update is written.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Write<'a> {
+    /// The subresource written through, if any.
+    pub subresource: Option<&'a SubresourceKind>,
+    pub dry_run: bool,
+}
+
+/// The options of a DELETE.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteParams {
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+    /// Orphan, Background or Foreground.
+    pub propagation_policy: Option<String>,
+    pub dry_run: bool,
+}
+
+/// The registry of one stored collection.
+pub struct Registry {
+    pub storage: Arc<StorageDefinition>,
+    store: Arc<dyn Store>,
+    cacher: Arc<Cacher>,
+    /// The collection's key prefix, ending in `/`.
+    prefix: String,
+}
+
+impl Registry {
+    /// The registry of `storage` under the key prefix `storage_prefix` (e.g. `/registry`).
+    pub fn new(
+        storage: Arc<StorageDefinition>,
+        store: Arc<dyn Store>,
+        storage_prefix: &str,
+        fields: crate::cacher::FieldsFn,
+    ) -> Registry {
+        let prefix = format!(
+            "{}/{}/",
+            storage_prefix.trim_end_matches('/'),
+            storage.key_prefix
+        );
+        let cacher = Cacher::start(store.clone(), prefix.clone(), fields);
+        Registry {
+            storage,
+            store,
+            cacher,
+            prefix,
+        }
+    }
+
+    pub fn cacher(&self) -> &Arc<Cacher> {
+        &self.cacher
+    }
+
+    /// The storage key of an object.
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        if self.storage.namespaced {
+            format!("{}{namespace}/{name}", self.prefix)
+        } else {
+            format!("{}{name}", self.prefix)
+        }
+    }
+
+    /// The key prefix of a namespace's objects, or of all of them.
+    pub fn collection_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace {
+            Some(namespace) if self.storage.namespaced => format!("{}{namespace}/", self.prefix),
+            _ => self.prefix.clone(),
+        }
+    }
+
+    /// GET: the object at the requested version.
+    pub async fn get(
+        &self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+        version: &ReadVersion,
+    ) -> Result<Item, ApiError> {
+        let key = self.key(namespace, name);
+        let found = match version {
+            ReadVersion::MostRecent | ReadVersion::Exact(_) => {
+                let revision = match version {
+                    ReadVersion::Exact(revision) => Some(*revision),
+                    _ => None,
+                };
+                let read = self.store.get(&key, revision).await;
+                read.map_err(|err| storage_error(err, resource, name))?
+                    .kv
+                    .map(Item::from)
+            }
+            ReadVersion::Any => self.cacher.get(&key).0.as_deref().map(Item::from),
+            ReadVersion::NotOlderThan(revision) => {
+                self.cacher
+                    .wait_for(*revision, CACHE_WAIT)
+                    .await
+                    .map_err(|err| cache_error(err, resource, name))?;
+                self.cacher.get(&key).0.as_deref().map(Item::from)
+            }
+        };
+        found.ok_or_else(|| ApiError::not_found(resource, name))
+    }
+
+    /// LIST: the matching objects, from the cache or from storage as the version and
+    /// pagination require.
+    pub async fn list(
+        &self,
+        resource: &GroupResource,
+        params: &ListParams,
+    ) -> Result<ListResult, ApiError> {
+        let paginated = params.limit.is_some_and(|limit| limit > 0);
+        let from_cache = params.continue_token.is_none()
+            && match params.version {
+                ReadVersion::Any => true,
+                ReadVersion::MostRecent | ReadVersion::NotOlderThan(_) => !paginated,
+                ReadVersion::Exact(_) => false,
+            };
+        if from_cache {
+            self.list_from_cache(resource, params).await
+        } else {
+            self.list_from_storage(resource, params).await
+        }
+    }
+
+    async fn list_from_cache(
+        &self,
+        resource: &GroupResource,
+        params: &ListParams,
+    ) -> Result<ListResult, ApiError> {
+        let waited = match params.version {
+            ReadVersion::MostRecent => self.cacher.wait_fresh(CACHE_WAIT).await.map(drop),
+            ReadVersion::NotOlderThan(revision) => self.cacher.wait_for(revision, CACHE_WAIT).await,
+            _ => Ok(()),
+        };
+        if let Err(err) = waited {
+            // A consistent read that the cache cannot serve in time goes to storage.
+            if params.version == ReadVersion::MostRecent {
+                return self.list_from_storage(resource, params).await;
+            }
+            return Err(cache_error(err, resource, ""));
+        }
+        let prefix = self.collection_prefix(params.namespace.as_deref());
+        let snapshot = self.cacher.list(&prefix, |object| params.matches(object));
+        Ok(ListResult {
+            items: snapshot.objects.iter().map(|o| Item::from(&**o)).collect(),
+            revision: snapshot.revision,
+            continue_token: None,
+            remaining: None,
+        })
+    }
+
+    /// Lists pages from storage, all at one revision, filtering until `limit` items matched.
+    async fn list_from_storage(
+        &self,
+        resource: &GroupResource,
+        params: &ListParams,
+    ) -> Result<ListResult, ApiError> {
+        let prefix = self.collection_prefix(params.namespace.as_deref());
+        let limit = params.limit.filter(|&limit| limit > 0);
+        let mut options = ListOptions {
+            revision: match params.version {
+                ReadVersion::Exact(revision) | ReadVersion::NotOlderThan(revision)
+                    if params.continue_token.is_none() && revision > 0 =>
+                {
+                    Some(revision)
+                }
+                _ => None,
+            },
+            limit,
+            continue_token: params.continue_token.clone(),
+        };
+        let filters = params.filters();
+        let mut result = ListResult {
+            items: Vec::new(),
+            revision: 0,
+            continue_token: None,
+            remaining: None,
+        };
+        loop {
+            let page = self
+                .store
+                .list(&prefix, &options)
+                .await
+                .map_err(|err| list_storage_error(err, resource))?;
+            result.revision = page.revision;
+            let more = page.continue_token.is_some();
+            let count = page.kvs.len();
+            for (index, kv) in page.kvs.into_iter().enumerate() {
+                if filters && !params.matches(&self.cacher.cache_object(&kv)) {
+                    continue;
+                }
+                let key = kv.key.clone();
+                result.items.push(Item::from(kv));
+                if limit == Some(result.items.len()) && (index + 1 < count || more) {
+                    result.continue_token =
+                        Some(encode_continue(&prefix, &format!("{key}\0"), page.revision));
+                    result.remaining =
+                        (!filters).then_some(page.remaining + (count - index - 1) as u64);
+                    return Ok(result);
+                }
+            }
+            match page.continue_token {
+                Some(token) if limit.is_some() => {
+                    options = ListOptions {
+                        revision: None,
+                        limit,
+                        continue_token: Some(token),
+                    }
+                }
+                _ => return Ok(result),
+            }
+        }
+    }
+
+    /// CREATE: fills system metadata, validates and stores a new object.
+    pub async fn create(
+        &self,
+        definition: &ResourceDefinition,
+        namespace: &str,
+        mut object: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
+        before_create(definition, namespace, &mut object)?;
+        if dry_run {
+            return Ok(object);
+        }
+        let generate_name = object::meta_str(&object, "generateName").to_string();
+        let resource = definition.group_resource();
+        for attempt in 0..GENERATE_NAME_ATTEMPTS {
+            if attempt > 0 {
+                let name = meta::generate_name(&generate_name);
+                object::set_meta(&mut object, "name", Value::String(name));
+            }
+            let name = object::name(&object).to_string();
+            let key = self.key(namespace, &name);
+            match self.store.create(&key, codec::encode(&object)).await {
+                Ok(revision) => {
+                    codec::set_resource_version(&mut object, revision);
+                    return Ok(object);
+                }
+                Err(StorageError::KeyExists { .. }) if !generate_name.is_empty() => continue,
+                Err(err) => return Err(storage_error(err, &resource, &name)),
+            }
+        }
+        Err(ApiError::already_exists(&resource, object::name(&object)))
+    }
+
+    /// UPDATE (and PATCH): `change` computes the new object from the current one (`None` if
+    /// it does not exist); the result is written with a compare-and-swap, retried with the
+    /// newer object while the caller gave no resourceVersion precondition. Returns the
+    /// object and whether it was created.
+    pub async fn update(
+        &self,
+        definition: &ResourceDefinition,
+        namespace: &str,
+        name: &str,
+        write: Write<'_>,
+        mut change: impl FnMut(Option<&Value>) -> Result<Value, ApiError>,
+    ) -> Result<(Value, bool), ApiError> {
+        let resource = definition.group_resource();
+        let key = self.key(namespace, name);
+        loop {
+            let current = self
+                .store
+                .get(&key, None)
+                .await
+                .map_err(|err| storage_error(err, &resource, name))?
+                .kv;
+            let Some(current) = current else {
+                if !definition.strategy.allow_create_on_update() {
+                    return Err(ApiError::not_found(&resource, name));
+                }
+                let object = change(None)?;
+                if !object::resource_version(&object).is_empty() {
+                    return Err(ApiError::not_found(&resource, name));
+                }
+                match self
+                    .create(definition, namespace, object, write.dry_run)
+                    .await
+                {
+                    Err(err) if err.code() == 409 => continue,
+                    created => return created.map(|object| (object, true)),
+                };
+            };
+            let old = Item::from(current.clone()).decode()?;
+            let mut new = change(Some(&old))?;
+            check_update_precondition(definition, &new, &old, &resource, name)?;
+            before_update(definition, namespace, write.subresource, &mut new, &old)?;
+            if should_delete_during_update(definition, &new) {
+                match self
+                    .delete_now(&key, current.mod_revision, write.dry_run)
+                    .await
+                {
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(err) => return Err(storage_error(err, &resource, name)),
+                    Ok(_) => return Ok((new, false)),
+                }
+            }
+            let encoded = codec::encode(&new);
+            if encoded == current.value || write.dry_run {
+                codec::set_resource_version(&mut new, current.mod_revision);
+                return Ok((new, false));
+            }
+            match self.store.update(&key, encoded, current.mod_revision).await {
+                Ok(revision) => {
+                    codec::set_resource_version(&mut new, revision);
+                    return Ok((new, false));
+                }
+                Err(StorageError::Conflict { .. }) | Err(StorageError::KeyNotFound { .. }) => {
+                    continue;
+                }
+                Err(err) => return Err(storage_error(err, &resource, name)),
+            }
+        }
+    }
+
+    /// DELETE: removes the object, or marks it deleted and keeps it while finalizers remain.
+    pub async fn delete(
+        &self,
+        definition: &ResourceDefinition,
+        namespace: &str,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<DeleteOutcome, ApiError> {
+        let resource = definition.group_resource();
+        let key = self.key(namespace, name);
+        loop {
+            let current = self
+                .store
+                .get(&key, None)
+                .await
+                .map_err(|err| storage_error(err, &resource, name))?
+                .kv
+                .ok_or_else(|| ApiError::not_found(&resource, name))?;
+            let object = Item::from(current.clone()).decode()?;
+            check_delete_preconditions(params, &object, &resource, name)?;
+            let Some(pending) = pending_deletion(definition, &object, params) else {
+                if !params.dry_run {
+                    match self.delete_now(&key, current.mod_revision, false).await {
+                        Err(StorageError::Conflict { .. }) => continue,
+                        Err(err) => return Err(storage_error(err, &resource, name)),
+                        Ok(_) => {}
+                    }
+                }
+                return Ok(DeleteOutcome::Deleted(object));
+            };
+            if pending == object || params.dry_run {
+                return Ok(DeleteOutcome::Pending(pending));
+            }
+            let encoded = codec::encode(&pending);
+            match self.store.update(&key, encoded, current.mod_revision).await {
+                Ok(revision) => {
+                    let mut pending = pending;
+                    codec::set_resource_version(&mut pending, revision);
+                    return Ok(DeleteOutcome::Pending(pending));
+                }
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(err) => return Err(storage_error(err, &resource, name)),
+            }
+        }
+    }
+
+    async fn delete_now(
+        &self,
+        key: &str,
+        revision: Revision,
+        dry_run: bool,
+    ) -> Result<(), StorageError> {
+        if dry_run {
+            return Ok(());
+        }
+        self.store.delete(key, Some(revision)).await.map(drop)
+    }
+}
+
+/// Rejects an update whose resourceVersion precondition does not hold, or that has none
+/// where the resource requires one.
+fn check_update_precondition(
+    definition: &ResourceDefinition,
+    new: &Value,
+    old: &Value,
+    resource: &GroupResource,
+    name: &str,
+) -> Result<(), ApiError> {
+    let wanted = object::resource_version(new);
+    if wanted.is_empty() {
+        if definition.strategy.allow_unconditional_update() {
+            return Ok(());
+        }
+        let mut errors = FieldErrors::default();
+        errors.push(FieldError::invalid(
+            &Path::root("metadata").child("resourceVersion"),
+            Value::from(0),
+            "must be specified for an update",
+        ));
+        return Err(ApiError::invalid(
+            &definition.group_version_kind().group_kind(),
+            name,
+            &errors,
+        ));
+    }
+    if wanted != object::resource_version(old) {
+        return Err(ApiError::conflict(resource, name, MODIFIED));
+    }
+    Ok(())
+}
+
+/// Checks the uid and resourceVersion preconditions of a delete.
+fn check_delete_preconditions(
+    params: &DeleteParams,
+    object: &Value,
+    resource: &GroupResource,
+    name: &str,
+) -> Result<(), ApiError> {
+    let failed = |what: &str, wanted: &str, actual: &str| {
+        ApiError::conflict(
+            resource,
+            name,
+            format!(
+                "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
+            ),
+        )
+    };
+    if let Some(uid) = &params.precondition_uid
+        && uid != object::uid(object)
+    {
+        return Err(failed("UID", uid, object::uid(object)));
+    }
+    if let Some(rv) = &params.precondition_resource_version
+        && rv != object::resource_version(object)
+    {
+        return Err(failed(
+            "ResourceVersion",
+            rv,
+            object::resource_version(object),
+        ));
+    }
+    Ok(())
+}
+
+/// The object as a pending deletion leaves it, or `None` when it can go at once.
+fn pending_deletion(
+    definition: &ResourceDefinition,
+    object: &Value,
+    params: &DeleteParams,
+) -> Option<Value> {
+    let mut pending = object.clone();
+    match params.propagation_policy.as_deref() {
+        Some("Orphan") => object::add_finalizer(&mut pending, "orphan"),
+        Some("Foreground") => object::add_finalizer(&mut pending, "foregroundDeletion"),
+        _ => {}
+    }
+    let strategy = &definition.strategy;
+    if !object::has_finalizers(&pending) && !strategy.has_pending_finalizers(&pending) {
+        return None;
+    }
+    if !object::is_deleting(&pending) {
+        object::set_meta(
+            &mut pending,
+            "deletionTimestamp",
+            Value::String(meta::now_rfc3339()),
+        );
+        object::set_meta(&mut pending, "deletionGracePeriodSeconds", Value::from(0));
+    }
+    strategy.prepare_for_pending_deletion(&mut pending);
+    Some(pending)
+}
+
+/// Whether an update ends a pending deletion: the object is being deleted and nothing keeps
+/// it any more.
+fn should_delete_during_update(definition: &ResourceDefinition, new: &Value) -> bool {
+    object::is_deleting(new)
+        && !object::has_finalizers(new)
+        && !definition.strategy.has_pending_finalizers(new)
+}
+
+/// kube-apiserver's rest.BeforeCreate: namespace, system fields, strategy, validation.
+fn before_create(
+    definition: &ResourceDefinition,
+    namespace: &str,
+    object: &mut Value,
+) -> Result<(), ApiError> {
+    check_namespace(definition, namespace, object)?;
+    for field in [
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "resourceVersion",
+    ] {
+        object::remove_meta(object, field);
+    }
+    let generate_name = object::meta_str(object, "generateName");
+    if object::name(object).is_empty() && !generate_name.is_empty() {
+        let name = meta::generate_name(generate_name);
+        object::set_meta(object, "name", Value::String(name));
+    }
+    object::set_meta(object, "uid", Value::String(meta::new_uid()));
+    object::set_meta(
+        object,
+        "creationTimestamp",
+        Value::String(meta::now_rfc3339()),
+    );
+    definition.strategy.prepare_for_create(object);
+    let mut errors = validate_object_meta(
+        &object["metadata"],
+        definition.namespaced,
+        definition.strategy.name_validator(),
+        &Path::root("metadata"),
+    );
+    errors.extend(definition.strategy.validate(object));
+    invalid_if_any(definition, object, errors)
+}
+
+/// kube-apiserver's rest.BeforeUpdate: namespace, carried-over system fields, strategy,
+/// validation. A subresource write has already taken only its part of the object; the main
+/// strategy's preparation (which keeps such parts unchanged) is not applied to it.
+fn before_update(
+    definition: &ResourceDefinition,
+    namespace: &str,
+    subresource: Option<&SubresourceKind>,
+    new: &mut Value,
+    old: &Value,
+) -> Result<(), ApiError> {
+    check_namespace(definition, namespace, new)?;
+    let carried = [
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ];
+    for field in carried {
+        match old["metadata"].get(field) {
+            Some(value) if !value.is_null() => object::set_meta(new, field, value.clone()),
+            _ => object::remove_meta(new, field),
+        }
+    }
+    if object::uid(new).is_empty() {
+        object::set_meta(new, "uid", Value::String(object::uid(old).to_string()));
+    }
+    if subresource.is_none() {
+        definition.strategy.prepare_for_update(new, old);
+    }
+    let mut errors =
+        validate_object_meta_update(&new["metadata"], &old["metadata"], &Path::root("metadata"));
+    errors.extend(validate_object_meta(
+        &new["metadata"],
+        definition.namespaced,
+        definition.strategy.name_validator(),
+        &Path::root("metadata"),
+    ));
+    errors.extend(match subresource {
+        None => definition.strategy.validate_update(new, old),
+        Some(kind) => definition
+            .strategy
+            .validate_subresource_update(kind, new, old),
+    });
+    invalid_if_any(definition, new, errors)
+}
+
+/// Sets the object's namespace from the request's, rejecting a different one; clears it for
+/// cluster-scoped resources.
+fn check_namespace(
+    definition: &ResourceDefinition,
+    namespace: &str,
+    object: &mut Value,
+) -> Result<(), ApiError> {
+    if !definition.namespaced {
+        object::remove_meta(object, "namespace");
+        return Ok(());
+    }
+    match object::namespace(object) {
+        "" => object::set_meta(object, "namespace", Value::String(namespace.to_string())),
+        ns if ns == namespace => {}
+        _ => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn invalid_if_any(
+    definition: &ResourceDefinition,
+    object: &Value,
+    errors: FieldErrors,
+) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let kind = definition.group_version_kind().group_kind();
+    Err(ApiError::invalid(&kind, object::name(object), &errors))
+}
+
+/// Maps a storage error of a single-object request to its API error, as upstream's
+/// storage.Interpret*Error do.
+pub fn storage_error(err: StorageError, resource: &GroupResource, name: &str) -> ApiError {
+    match err {
+        StorageError::KeyNotFound { .. } => ApiError::not_found(resource, name),
+        StorageError::KeyExists { .. } => ApiError::already_exists(resource, name),
+        StorageError::Conflict { .. } => ApiError::conflict(resource, name, MODIFIED),
+        StorageError::Compacted { .. } => {
+            ApiError::resource_expired("The resourceVersion for the provided get is too old.")
+        }
+        StorageError::FutureRevision { requested, current } => {
+            ApiError::too_large_resource_version(requested as u64, current as u64, 0)
+        }
+        other => ApiError::internal(other),
+    }
+}
+
+/// Maps a storage error of a LIST to its API error.
+fn list_storage_error(err: StorageError, resource: &GroupResource) -> ApiError {
+    match err {
+        StorageError::Compacted { .. } => {
+            ApiError::resource_expired("The resourceVersion for the provided list is too old.")
+        }
+        StorageError::InvalidContinue(why) => {
+            ApiError::bad_request(format!("continue key is not valid: {why}"))
+        }
+        other => storage_error(other, resource, ""),
+    }
+}
+
+/// Maps a watch cache error to its API error.
+pub fn cache_error(err: CacheError, resource: &GroupResource, name: &str) -> ApiError {
+    match err {
+        CacheError::TooOld { requested, oldest } => {
+            ApiError::resource_expired(format!("too old resource version: {requested} ({oldest})"))
+        }
+        CacheError::TooLarge { requested, current } => {
+            ApiError::too_large_resource_version(requested as u64, current as u64, 1)
+        }
+        CacheError::Storage(err) => storage_error(err, resource, name),
+    }
+}

@@ -1,0 +1,79 @@
+//! Ready-made responses in upstream's exact wire forms: `Status` errors as JSON, and the plain
+//! text answers Go's `http.Error` and `http.NotFound` give where kube-apiserver uses them.
+
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Response, StatusCode};
+use kapi_apimachinery::ApiError;
+
+use crate::body::{Body, full};
+
+/// `Content-Type` of JSON responses.
+pub const APPLICATION_JSON: &str = "application/json";
+/// `Content-Type` of plain text, as Go's `http.Error` sets it.
+pub const TEXT_PLAIN_UTF8: &str = "text/plain; charset=utf-8";
+/// Name of the header that stops browsers from sniffing content types.
+pub const X_CONTENT_TYPE_OPTIONS: &str = "x-content-type-options";
+
+/// Marks a response that no route claimed (the 404 of unknown paths), so the request metrics
+/// leave it out: counting arbitrary paths would let clients grow the metrics without bound.
+#[derive(Clone, Copy, Debug)]
+pub struct Unrouted;
+
+/// The response for an API error: the `Status` as JSON (one line, newline-terminated, as
+/// upstream's serializer writes it) with the status's code, and a `Retry-After` header when the
+/// status asks for a delay (upstream's `ErrorNegotiated`).
+pub fn api_error(err: &ApiError) -> Response<Body> {
+    let mut json = err.status().to_json();
+    json.push('\n');
+    let mut response = Response::new(full(json));
+    *response.status_mut() = status_code(err.code());
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(APPLICATION_JSON));
+    if let Some(seconds) = err.retry_after_seconds() {
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
+}
+
+/// A plain-text error as Go's `http.Error` writes it: the message and a newline, UTF-8 text,
+/// and `X-Content-Type-Options: nosniff`.
+pub fn text_error(code: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(full(format!("{message}\n")));
+    *response.status_mut() = code;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN_UTF8));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    response
+}
+
+/// The 500 of upstream's `responsewriters.InternalError`, used when the chain itself fails:
+/// `Internal Server Error: "<request URI>": <error>` as plain text, HTML-sensitive characters
+/// escaped.
+pub fn internal_error(request_uri: &str, err: &str) -> Response<Body> {
+    let message = format!(
+        "Internal Server Error: {}: {err}",
+        kapi_apimachinery::quote(request_uri)
+    );
+    text_error(StatusCode::INTERNAL_SERVER_ERROR, &sanitize(&message))
+}
+
+/// The 404 of upstream's final not-found handler (Go's `http.NotFound`), for paths no route
+/// serves. Marked [`Unrouted`].
+pub fn not_found() -> Response<Body> {
+    let mut response = text_error(StatusCode::NOT_FOUND, "404 page not found");
+    response.extensions_mut().insert(Unrouted);
+    response
+}
+
+/// Escapes `&`, `<` and `>` as upstream does in messages that echo request data.
+pub fn sanitize(message: &str) -> String {
+    message
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The HTTP status for a Status code; codes outside HTTP's range become 500.
+fn status_code(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}

@@ -1,0 +1,306 @@
+//! [`GenericApiServer`]: the handler chain around a route, served over TLS, with health
+//! checks, post-start hooks and a graceful shutdown.
+//!
+//! Shutdown, as kube-apiserver's: when the shutdown future resolves, `/readyz` fails at once;
+//! after the shutdown delay the listener closes, connections drain (HTTP/2 GOAWAY, HTTP/1.1
+//! without keep-alive), long-running responses end, and requests in flight finish, for at most
+//! the shutdown timeout; then `run` returns.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use http::Response;
+use hyper::body::Incoming;
+use kapi_apimachinery::request_info::RequestInfoFactory;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+use tower::util::BoxCloneService;
+
+use crate::authn::{Authentication, Authenticator, X509Authenticator};
+use crate::authz::{AuthenticatedAuthorizer, Authorizer};
+use crate::body::{Body, BoxError};
+use crate::config::ServerConfig;
+use crate::filters::authentication::AuthenticationLayer;
+use crate::filters::authorization::AuthorizationLayer;
+use crate::filters::max_inflight::MaxInFlightLayer;
+use crate::filters::metrics::MetricsLayer;
+use crate::filters::panic::PanicRecoveryLayer;
+use crate::filters::request_info::RequestInfoLayer;
+use crate::filters::request_log::RequestLogLayer;
+use crate::filters::timeout::TimeoutLayer;
+use crate::healthz::{HealthCheck, HealthChecks};
+use crate::metrics::Metrics;
+use crate::nonresource::{Endpoints, NonResourceRouter};
+use crate::responses::not_found;
+use crate::serving::{TlsError, accept_loop, wait_for_connections};
+use crate::version::VersionInfo;
+
+/// The service at the end of the chain: the REST handlers and everything not served by this
+/// crate. Requests reach it authenticated, authorized and with their `RequestInfo`.
+pub type Route = BoxCloneService<http::Request<Incoming>, Response<Body>, Infallible>;
+
+/// A route that answers every request with upstream's `404 page not found`.
+pub fn not_found_route() -> Route {
+    BoxCloneService::new(tower::service_fn(|_: http::Request<Incoming>| async {
+        Ok::<_, Infallible>(not_found())
+    }))
+}
+
+/// The server could not start, or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("failed to listen on {address}: {source}")]
+    Bind {
+        address: std::net::SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("unable to add post-start hook {0:?}: it is already registered")]
+    DuplicatePostStartHook(String),
+    #[error("PostStartHook {name:?} failed: {reason}")]
+    PostStartHook { name: String, reason: String },
+}
+
+/// What a post-start hook is given.
+#[derive(Clone, Debug)]
+pub struct PostStartHookContext {
+    /// Cancelled when the server begins to shut down; long hooks should stop then.
+    pub stopping: CancellationToken,
+}
+
+/// A post-start hook's function.
+type HookFn =
+    Box<dyn FnOnce(PostStartHookContext) -> BoxFuture<'static, Result<(), BoxError>> + Send>;
+
+/// A named post-start hook.
+struct PostStartHook {
+    name: String,
+    run: HookFn,
+}
+
+/// A generic API server; see the module documentation.
+pub struct GenericApiServer {
+    config: ServerConfig,
+    tls: Arc<rustls::ServerConfig>,
+    route: Route,
+    authentication: Authentication,
+    authorizer: Arc<dyn Authorizer>,
+    health: HealthChecks,
+    hooks: Vec<PostStartHook>,
+    metrics: Metrics,
+    version: VersionInfo,
+}
+
+impl GenericApiServer {
+    /// A server for `route`: client certificates authenticate when the config has a client
+    /// CA, other requests are anonymous (if allowed), and [`AuthenticatedAuthorizer`]
+    /// authorizes.
+    pub fn new(config: ServerConfig, route: Route) -> Result<Self, ServerError> {
+        let tls = config.tls.server_config()?;
+        let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+        if !config.tls.client_ca.is_empty() {
+            let x509 = X509Authenticator::new(&config.tls.client_ca).map_err(TlsError::from)?;
+            authenticators.push(Arc::new(x509));
+        }
+        Ok(GenericApiServer {
+            authentication: Authentication::new(authenticators, config.anonymous_auth),
+            config,
+            tls,
+            route,
+            authorizer: Arc::new(AuthenticatedAuthorizer),
+            health: HealthChecks::default(),
+            hooks: Vec::new(),
+            metrics: Metrics::new(),
+            version: VersionInfo::current(),
+        })
+    }
+
+    /// Replaces how requests are authenticated.
+    pub fn set_authentication(&mut self, authentication: Authentication) {
+        self.authentication = authentication;
+    }
+
+    /// Replaces the authorizer.
+    pub fn set_authorizer(&mut self, authorizer: Arc<dyn Authorizer>) {
+        self.authorizer = authorizer;
+    }
+
+    /// The health checks, to add to before the server runs.
+    pub fn health_checks_mut(&mut self) -> &mut HealthChecks {
+        &mut self.health
+    }
+
+    /// The metrics registry, to register metrics in before the server runs.
+    pub fn metrics_mut(&mut self) -> &mut Metrics {
+        &mut self.metrics
+    }
+
+    /// Adds a hook run once the server is listening, with a `poststarthook/<name>` check on
+    /// every health endpoint that fails until the hook has finished. A hook that fails stops
+    /// the server (`run` returns its error), as a failed hook is fatal upstream.
+    pub fn add_post_start_hook<F, Fut>(&mut self, name: &str, hook: F) -> Result<(), ServerError>
+    where
+        F: FnOnce(PostStartHookContext) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        if self.hooks.iter().any(|h| h.name == name) {
+            return Err(ServerError::DuplicatePostStartHook(name.into()));
+        }
+        let run: HookFn = Box::new(move |context| Box::pin(hook(context)));
+        self.hooks.push(PostStartHook {
+            name: name.into(),
+            run,
+        });
+        Ok(())
+    }
+
+    /// Listens on the configured address; serving starts with [`ListeningServer::serve`].
+    pub async fn bind(self) -> Result<ListeningServer, ServerError> {
+        let address = self.config.listen_address();
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| ServerError::Bind { address, source })?;
+        Ok(ListeningServer {
+            server: self,
+            listener,
+        })
+    }
+
+    /// Listens, then serves until `shutdown` resolves and shuts down gracefully (see the
+    /// module documentation).
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+        self.bind().await?.serve(shutdown).await
+    }
+
+    /// Builds the handler chain, the health endpoints included, and hands back the hooks.
+    fn into_chain(
+        self,
+        stopping: CancellationToken,
+        drain: CancellationToken,
+    ) -> (Route, Vec<(PostStartHook, CancellationToken)>) {
+        let hooks: Vec<_> = self
+            .hooks
+            .into_iter()
+            .map(|h| (h, CancellationToken::new()))
+            .collect();
+        let hook_checks: Vec<HealthCheck> = hooks
+            .iter()
+            .map(|(h, done)| HealthCheck::post_start_hook(&h.name, done.clone()))
+            .collect();
+        let health = self
+            .health
+            .endpoints(&hook_checks, HealthCheck::shutdown(stopping));
+        let metrics = Arc::new(self.metrics);
+        let endpoints = Endpoints {
+            health,
+            version: self.version,
+            metrics: metrics.clone(),
+        };
+        let config = &self.config;
+        let chain = ServiceBuilder::new()
+            .layer(RequestLogLayer)
+            .layer(PanicRecoveryLayer)
+            .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
+            .layer(AuthenticationLayer::new(self.authentication))
+            .layer(MaxInFlightLayer::new(
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+                metrics.clone(),
+            ))
+            .layer(AuthorizationLayer::new(self.authorizer))
+            .layer(MetricsLayer::new(metrics))
+            .layer(TimeoutLayer::new(config.request_timeout, drain))
+            .service(NonResourceRouter::new(endpoints, self.route));
+        (BoxCloneService::new(chain), hooks)
+    }
+}
+
+/// A server that listens but does not serve yet.
+pub struct ListeningServer {
+    server: GenericApiServer,
+    listener: TcpListener,
+}
+
+impl ListeningServer {
+    /// The address it listens on (the port the system chose, when the config asked for 0).
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves, then shuts down gracefully (see the module
+    /// documentation). Post-start hooks start now.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
+        let ListeningServer { server, listener } = self;
+        let config = &server.config;
+        let (shutdown_delay, shutdown_timeout) = (config.shutdown_delay, config.shutdown_timeout);
+        let tls = server.tls.clone();
+        let stopping = CancellationToken::new();
+        let drain = CancellationToken::new();
+        let (chain, hooks) = server.into_chain(stopping.clone(), drain.clone());
+        if let Ok(address) = listener.local_addr() {
+            tracing::debug!(%address, "Serving securely");
+        }
+        let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
+        let mut running_hooks = start_hooks(hooks, &stopping);
+        let result = tokio::select! {
+            () = shutdown => Ok(()),
+            failure = first_hook_failure(&mut running_hooks) => Err(failure),
+        };
+        tracing::info!("Shutting down");
+        stopping.cancel();
+        tokio::time::sleep(shutdown_delay).await;
+        drain.cancel();
+        if let Ok(connections) = accepting.await {
+            wait_for_connections(connections, shutdown_timeout).await;
+        }
+        running_hooks.shutdown().await;
+        result
+    }
+}
+
+/// Starts every hook in its own task; each marks its health check done when it succeeds.
+fn start_hooks(
+    hooks: Vec<(PostStartHook, CancellationToken)>,
+    stopping: &CancellationToken,
+) -> JoinSet<Result<(), ServerError>> {
+    let mut running = JoinSet::new();
+    for (hook, done) in hooks {
+        let context = PostStartHookContext {
+            stopping: stopping.clone(),
+        };
+        running.spawn(async move {
+            let outcome = AssertUnwindSafe((hook.run)(context)).catch_unwind().await;
+            let reason = match outcome {
+                Ok(Ok(())) => {
+                    done.cancel();
+                    tracing::debug!(hook = hook.name, "post-start hook finished");
+                    return Ok(());
+                }
+                Ok(Err(err)) => err.to_string(),
+                Err(_) => "panicked".to_string(),
+            };
+            Err(ServerError::PostStartHook {
+                name: hook.name,
+                reason,
+            })
+        });
+    }
+    running
+}
+
+/// Resolves with the first hook failure; never resolves if every hook succeeds.
+async fn first_hook_failure(running: &mut JoinSet<Result<(), ServerError>>) -> ServerError {
+    while let Some(joined) = running.join_next().await {
+        if let Ok(Err(failure)) = joined {
+            return failure;
+        }
+    }
+    std::future::pending().await
+}

@@ -1,0 +1,344 @@
+//! Secure serving: TLS (rustls with ring) with ALPN `h2` and `http/1.1`, one hyper connection
+//! per accepted socket, and graceful draining.
+//!
+//! Client certificates are requested (with the client CA's names as hints) but neither
+//! required nor verified during the handshake, as kube-apiserver does: the chain is verified
+//! by the x509 authenticator, so a bad certificate is a 401 and no certificate is anonymous.
+//! Each request carries its connection's [`ConnectionInfo`] as an extension.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use rustls::server::ServerConfig;
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
+use tower::{Service, ServiceExt};
+
+use crate::authn::x509::{ClientCaError, client_verifier};
+use crate::body::Body;
+
+/// How long a client may take to complete the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Concurrent HTTP/2 streams per connection, as kube-apiserver sets it.
+const MAX_CONCURRENT_STREAMS: u32 = 100;
+/// HTTP/2 flow-control window per stream and frame size limit (upstream's 256 KiB).
+const STREAM_WINDOW: u32 = 256 * 1024;
+
+/// TLS material could not be loaded or used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Pem {
+        path: String,
+        source: rustls_pki_types::pem::Error,
+    },
+    #[error("{path} holds no certificate")]
+    NoCertificate { path: String },
+    #[error("invalid serving certificate or key: {0}")]
+    Config(#[from] rustls::Error),
+    #[error(transparent)]
+    ClientCa(#[from] ClientCaError),
+}
+
+/// The serving certificate chain and key, and the client CA (empty: no client certificates).
+#[derive(Debug)]
+pub struct TlsConfig {
+    pub cert_chain: Vec<CertificateDer<'static>>,
+    pub private_key: PrivateKeyDer<'static>,
+    pub client_ca: Vec<CertificateDer<'static>>,
+}
+
+impl TlsConfig {
+    /// Loads PEM files: the serving chain, its key, and optionally the client CA bundle.
+    pub fn from_pem_files(
+        cert_file: &Path,
+        key_file: &Path,
+        client_ca_file: Option<&Path>,
+    ) -> Result<Self, TlsError> {
+        let private_key =
+            PrivateKeyDer::from_pem_slice(&read(key_file)?).map_err(|source| TlsError::Pem {
+                path: key_file.display().to_string(),
+                source,
+            })?;
+        let client_ca = match client_ca_file {
+            Some(path) => certificates(path)?,
+            None => Vec::new(),
+        };
+        Ok(TlsConfig {
+            cert_chain: certificates(cert_file)?,
+            private_key,
+            client_ca,
+        })
+    }
+
+    /// The rustls configuration: TLS 1.2 and 1.3, ALPN h2 then http/1.1, client
+    /// certificates requested when a client CA is set.
+    pub(crate) fn server_config(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(rustls::ALL_VERSIONS)?;
+        let builder = if self.client_ca.is_empty() {
+            builder.with_no_client_auth()
+        } else {
+            let verifier = RequestClientCert(client_verifier(&self.client_ca)?);
+            builder.with_client_cert_verifier(Arc::new(verifier))
+        };
+        let mut config =
+            builder.with_single_cert(self.cert_chain.clone(), self.private_key.clone_key())?;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Ok(Arc::new(config))
+    }
+}
+
+/// Reads a whole file.
+fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
+    std::fs::read(path).map_err(|source| TlsError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Every certificate of a PEM file; at least one.
+fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let pem = read(path)?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| TlsError::Pem {
+            path: path.display().to_string(),
+            source,
+        })?;
+    if certs.is_empty() {
+        return Err(TlsError::NoCertificate {
+            path: path.display().to_string(),
+        });
+    }
+    Ok(certs)
+}
+
+/// Asks for a client certificate and accepts whatever is presented (Go's
+/// `tls.RequestClientCert`); the handshake signature is still checked, so the client proves
+/// it holds the certificate's key. Chains are verified per request by the authenticator.
+#[derive(Debug)]
+struct RequestClientCert(Arc<dyn ClientCertVerifier>);
+
+impl ClientCertVerifier for RequestClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        false
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.0.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
+    }
+}
+
+/// What a request knows about its connection: the peer's address and the certificate chain
+/// it presented (unverified; see the module documentation). A request extension.
+#[derive(Clone, Debug)]
+pub struct ConnectionInfo(Arc<Connection>);
+
+#[derive(Debug)]
+struct Connection {
+    remote_addr: SocketAddr,
+    peer_certificates: Vec<CertificateDer<'static>>,
+    close: CancellationToken,
+}
+
+impl ConnectionInfo {
+    /// The client's address.
+    pub fn remote_addr(&self) -> SocketAddr {
+        self.0.remote_addr
+    }
+
+    /// The certificate chain the client presented, end entity first; empty without one.
+    pub fn peer_certificates(&self) -> &[CertificateDer<'static>] {
+        &self.0.peer_certificates
+    }
+
+    /// Closes the connection gracefully once its requests in progress are answered (an
+    /// HTTP/2 GOAWAY, or no keep-alive for HTTP/1.1).
+    pub fn close_after_response(&self) {
+        self.0.close.cancel();
+    }
+}
+
+/// Accepts connections on `listener` until `drain` is cancelled, then returns the tasks of
+/// the connections still open (they are draining by then).
+pub(crate) async fn accept_loop<S>(
+    listener: TcpListener,
+    tls: Arc<ServerConfig>,
+    service: S,
+    drain: CancellationToken,
+) -> JoinSet<()>
+where
+    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let acceptor = TlsAcceptor::from(tls);
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = drain.cancelled() => return connections,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, remote_addr)) => {
+                    let conn = serve_connection(tcp, remote_addr, acceptor.clone(), service.clone(), drain.clone());
+                    connections.spawn(conn);
+                }
+                Err(err) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(%err, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+/// Waits for the draining connections to finish, at most `timeout`, then drops the rest.
+pub(crate) async fn wait_for_connections(mut connections: JoinSet<()>, timeout: Duration) {
+    let all_done = async { while connections.join_next().await.is_some() {} };
+    if tokio::time::timeout(timeout, all_done).await.is_err() {
+        tracing::warn!(
+            remaining = connections.len(),
+            "closing connections still open after the shutdown timeout"
+        );
+        connections.shutdown().await;
+    }
+}
+
+/// Serves one connection: the TLS handshake, then HTTP until the client leaves, the server
+/// drains, or a handler asked to close the connection.
+async fn serve_connection<S>(
+    tcp: TcpStream,
+    remote_addr: SocketAddr,
+    acceptor: TlsAcceptor,
+    service: S,
+    drain: CancellationToken,
+) where
+    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let _ = tcp.set_nodelay(true);
+    let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(err)) => {
+            tracing::debug!(%remote_addr, %err, "TLS handshake failed");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!(%remote_addr, "TLS handshake timed out");
+            return;
+        }
+    };
+    let (_, session) = tls.get_ref();
+    let builder = http_builder(session.alpn_protocol());
+    let close = CancellationToken::new();
+    let info = ConnectionInfo(Arc::new(Connection {
+        remote_addr,
+        peer_certificates: session
+            .peer_certificates()
+            .map(<[_]>::to_vec)
+            .unwrap_or_default(),
+        close: close.clone(),
+    }));
+    let handler = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+        request.extensions_mut().insert(info.clone());
+        service.clone().oneshot(request)
+    });
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), handler);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => return log_connection_end(remote_addr, result),
+        _ = drain.cancelled() => {}
+        _ = close.cancelled() => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    log_connection_end(remote_addr, connection.await);
+}
+
+/// The HTTP settings of a connection: the protocol ALPN chose, or whichever the client
+/// speaks when it used no ALPN.
+fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(STREAM_WINDOW * MAX_CONCURRENT_STREAMS)
+        .max_frame_size(STREAM_WINDOW);
+    match alpn {
+        Some(b"h2") => builder.http2_only(),
+        Some(_) => builder.http1_only(),
+        None => builder,
+    }
+}
+
+/// Logs why a connection ended, when it was an error.
+fn log_connection_end(
+    remote_addr: SocketAddr,
+    result: Result<(), Box<dyn std::error::Error + Send + Sync>>,
+) {
+    if let Err(err) = result {
+        tracing::debug!(%remote_addr, %err, "connection ended with an error");
+    }
+}
