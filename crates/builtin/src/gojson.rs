@@ -1,0 +1,429 @@
+//! The errors of Go's `json.Unmarshal(data, &map[string]interface{}{})`, which upstream puts
+//! in the validation messages of docker config secrets. Go checks the syntax of the whole
+//! input first (its scanner's messages: `invalid character 'x' looking for beginning of
+//! value`, `unexpected end of JSON input`, ...) and then whether the value fits a map.
+
+use kapi_apimachinery::quote;
+
+/// How deep Go's scanner lets arrays and objects nest.
+const MAX_NESTING_DEPTH: usize = 10_000;
+
+/// What the scanner expects next (Go's scanner step functions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    BeginValueOrEmpty,
+    BeginValue,
+    BeginStringOrEmpty,
+    BeginString,
+    EndValue,
+    EndTop,
+    InString,
+    InStringEsc,
+    /// Inside `\u`, with this many hex digits read.
+    InStringEscU(u8),
+    Neg,
+    Zero,
+    One,
+    Dot,
+    Dot0,
+    E,
+    ESign,
+    E0,
+    /// Inside a literal: the literal, how many bytes are matched.
+    Literal(&'static [u8], usize),
+}
+
+/// Where a value sits (Go's parse states).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Parse {
+    ObjectKey,
+    ObjectValue,
+    ArrayValue,
+}
+
+struct Scanner {
+    step: Step,
+    stack: Vec<Parse>,
+    end_top: bool,
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+/// A byte as Go's scanner quotes it in messages.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => "'\\''".to_string(),
+        b'"' => "'\"'".to_string(),
+        _ => {
+            let quoted = quote(&char::from(c).to_string());
+            format!("'{}'", &quoted[1..quoted.len() - 1])
+        }
+    }
+}
+
+fn invalid(c: u8, context: &str) -> String {
+    format!("invalid character {} {context}", quote_char(c))
+}
+
+impl Scanner {
+    fn new() -> Self {
+        Scanner {
+            step: Step::BeginValue,
+            stack: Vec::new(),
+            end_top: false,
+        }
+    }
+
+    fn push(&mut self, parse: Parse) -> Result<(), String> {
+        self.stack.push(parse);
+        if self.stack.len() > MAX_NESTING_DEPTH {
+            return Err("exceeded max depth".to_string());
+        }
+        Ok(())
+    }
+
+    fn pop(&mut self) {
+        self.stack.pop();
+        if self.stack.is_empty() {
+            self.step = Step::EndTop;
+            self.end_top = true;
+        } else {
+            self.step = Step::EndValue;
+        }
+    }
+
+    fn begin_value(&mut self, c: u8) -> Result<(), String> {
+        if is_space(c) {
+            return Ok(());
+        }
+        self.step = match c {
+            b'{' => {
+                self.push(Parse::ObjectKey)?;
+                Step::BeginStringOrEmpty
+            }
+            b'[' => {
+                self.push(Parse::ArrayValue)?;
+                Step::BeginValueOrEmpty
+            }
+            b'"' => Step::InString,
+            b'-' => Step::Neg,
+            b'0' => Step::Zero,
+            b't' => Step::Literal(b"true", 1),
+            b'f' => Step::Literal(b"false", 1),
+            b'n' => Step::Literal(b"null", 1),
+            b'1'..=b'9' => Step::One,
+            _ => return Err(invalid(c, "looking for beginning of value")),
+        };
+        Ok(())
+    }
+
+    fn end_value(&mut self, c: u8) -> Result<(), String> {
+        let Some(&top) = self.stack.last() else {
+            self.step = Step::EndTop;
+            self.end_top = true;
+            return self.end_top_step(c);
+        };
+        if is_space(c) {
+            self.step = Step::EndValue;
+            return Ok(());
+        }
+        match top {
+            Parse::ObjectKey if c == b':' => {
+                *self.stack.last_mut().expect("non-empty") = Parse::ObjectValue;
+                self.step = Step::BeginValue;
+            }
+            Parse::ObjectKey => return Err(invalid(c, "after object key")),
+            Parse::ObjectValue if c == b',' => {
+                *self.stack.last_mut().expect("non-empty") = Parse::ObjectKey;
+                self.step = Step::BeginString;
+            }
+            Parse::ObjectValue if c == b'}' => self.pop(),
+            Parse::ObjectValue => return Err(invalid(c, "after object key:value pair")),
+            Parse::ArrayValue if c == b',' => self.step = Step::BeginValue,
+            Parse::ArrayValue if c == b']' => self.pop(),
+            Parse::ArrayValue => return Err(invalid(c, "after array element")),
+        }
+        Ok(())
+    }
+
+    fn end_top_step(&mut self, c: u8) -> Result<(), String> {
+        if !is_space(c) {
+            return Err(invalid(c, "after top-level value"));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, c: u8) -> Result<(), String> {
+        match self.step {
+            Step::BeginValueOrEmpty => {
+                if is_space(c) {
+                    return Ok(());
+                }
+                if c == b']' {
+                    return self.end_value(c);
+                }
+                self.begin_value(c)
+            }
+            Step::BeginValue => self.begin_value(c),
+            Step::BeginStringOrEmpty => {
+                if is_space(c) {
+                    return Ok(());
+                }
+                if c == b'}' {
+                    *self.stack.last_mut().expect("inside an object") = Parse::ObjectValue;
+                    return self.end_value(c);
+                }
+                self.begin_string(c)
+            }
+            Step::BeginString => self.begin_string(c),
+            Step::EndValue => self.end_value(c),
+            Step::EndTop => self.end_top_step(c),
+            Step::InString => {
+                match c {
+                    b'"' => self.step = Step::EndValue,
+                    b'\\' => self.step = Step::InStringEsc,
+                    0..0x20 => return Err(invalid(c, "in string literal")),
+                    _ => {}
+                }
+                Ok(())
+            }
+            Step::InStringEsc => {
+                self.step = match c {
+                    b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => Step::InString,
+                    b'u' => Step::InStringEscU(0),
+                    _ => return Err(invalid(c, "in string escape code")),
+                };
+                Ok(())
+            }
+            Step::InStringEscU(read) => {
+                if !c.is_ascii_hexdigit() {
+                    return Err(invalid(c, "in \\u hexadecimal character escape"));
+                }
+                self.step = if read == 3 {
+                    Step::InString
+                } else {
+                    Step::InStringEscU(read + 1)
+                };
+                Ok(())
+            }
+            Step::Neg => {
+                self.step = match c {
+                    b'0' => Step::Zero,
+                    b'1'..=b'9' => Step::One,
+                    _ => return Err(invalid(c, "in numeric literal")),
+                };
+                Ok(())
+            }
+            Step::One if c.is_ascii_digit() => Ok(()),
+            Step::One | Step::Zero => match c {
+                b'.' => {
+                    self.step = Step::Dot;
+                    Ok(())
+                }
+                b'e' | b'E' => {
+                    self.step = Step::E;
+                    Ok(())
+                }
+                _ => self.end_value(c),
+            },
+            Step::Dot => {
+                if !c.is_ascii_digit() {
+                    return Err(invalid(c, "after decimal point in numeric literal"));
+                }
+                self.step = Step::Dot0;
+                Ok(())
+            }
+            Step::Dot0 => match c {
+                b'0'..=b'9' => Ok(()),
+                b'e' | b'E' => {
+                    self.step = Step::E;
+                    Ok(())
+                }
+                _ => self.end_value(c),
+            },
+            Step::E => {
+                if c == b'+' || c == b'-' {
+                    self.step = Step::ESign;
+                    return Ok(());
+                }
+                self.exponent_sign(c)
+            }
+            Step::ESign => self.exponent_sign(c),
+            Step::E0 => {
+                if c.is_ascii_digit() {
+                    return Ok(());
+                }
+                self.end_value(c)
+            }
+            Step::Literal(word, matched) => {
+                let expected = word[matched];
+                if c != expected {
+                    let name = std::str::from_utf8(word).unwrap_or_default();
+                    let context = format!("in literal {name} (expecting {})", quote_char(expected));
+                    return Err(invalid(c, &context));
+                }
+                self.step = if matched + 1 == word.len() {
+                    Step::EndValue
+                } else {
+                    Step::Literal(word, matched + 1)
+                };
+                Ok(())
+            }
+        }
+    }
+
+    fn begin_string(&mut self, c: u8) -> Result<(), String> {
+        if is_space(c) {
+            return Ok(());
+        }
+        if c == b'"' {
+            self.step = Step::InString;
+            return Ok(());
+        }
+        Err(invalid(c, "looking for beginning of object key string"))
+    }
+
+    fn exponent_sign(&mut self, c: u8) -> Result<(), String> {
+        if c.is_ascii_digit() {
+            self.step = Step::E0;
+            return Ok(());
+        }
+        Err(invalid(c, "in exponent of numeric literal"))
+    }
+
+    /// The end of input: complete if a top-level value ended.
+    fn eof(&mut self) -> Result<(), String> {
+        if self.end_top {
+            return Ok(());
+        }
+        let _ = self.step(b' ');
+        if self.end_top {
+            return Ok(());
+        }
+        Err("unexpected end of JSON input".to_string())
+    }
+}
+
+/// Go's syntax check of a JSON document (its `checkValid`).
+fn check_valid(data: &[u8]) -> Result<(), String> {
+    let mut scanner = Scanner::new();
+    for &c in data {
+        scanner.step(c)?;
+    }
+    scanner.eof()
+}
+
+/// The error of `json.Unmarshal(data, &map[string]interface{}{})`, or `None` when it
+/// succeeds (an object, or `null`).
+pub fn unmarshal_map_error(data: &[u8]) -> Option<String> {
+    if let Err(message) = check_valid(data) {
+        return Some(message);
+    }
+    let first = data.iter().copied().find(|c| !is_space(*c))?;
+    let kind = match first {
+        b'{' | b'n' => return None,
+        b'[' => "array",
+        b'"' => "string",
+        b't' | b'f' => "bool",
+        _ => "number",
+    };
+    Some(format!(
+        "json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_messages() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("{}", None),
+            (" {\"a\": [1, 2.5e-3, true, null, \"x\\u00e9\"]} ", None),
+            ("null", None),
+            ("", Some("unexpected end of JSON input")),
+            ("   ", Some("unexpected end of JSON input")),
+            ("{\"a\":", Some("unexpected end of JSON input")),
+            (
+                "x",
+                Some("invalid character 'x' looking for beginning of value"),
+            ),
+            (
+                "{x",
+                Some("invalid character 'x' looking for beginning of object key string"),
+            ),
+            ("{\"a\" 1}", Some("invalid character '1' after object key")),
+            (
+                "{\"a\":1 2}",
+                Some("invalid character '2' after object key:value pair"),
+            ),
+            ("[1 2]", Some("invalid character '2' after array element")),
+            ("{} x", Some("invalid character 'x' after top-level value")),
+            ("{}}", Some("invalid character '}' after top-level value")),
+            (
+                "\"a\nb\"",
+                Some("invalid character '\\n' in string literal"),
+            ),
+            (
+                "\"\\x\"",
+                Some("invalid character 'x' in string escape code"),
+            ),
+            (
+                "\"\\u12g4\"",
+                Some("invalid character 'g' in \\u hexadecimal character escape"),
+            ),
+            ("-x", Some("invalid character 'x' in numeric literal")),
+            (
+                "1.x",
+                Some("invalid character 'x' after decimal point in numeric literal"),
+            ),
+            (
+                "1ex",
+                Some("invalid character 'x' in exponent of numeric literal"),
+            ),
+            ("tru", Some("unexpected end of JSON input")),
+            (
+                "trux",
+                Some("invalid character 'x' in literal true (expecting 'e')"),
+            ),
+            (
+                "nul'",
+                Some("invalid character '\\'' in literal null (expecting 'l')"),
+            ),
+            (
+                "{'a':1}",
+                Some("invalid character '\\'' looking for beginning of object key string"),
+            ),
+            (
+                "[1,]",
+                Some("invalid character ']' looking for beginning of value"),
+            ),
+            (
+                "[]",
+                Some("json: cannot unmarshal array into Go value of type map[string]interface {}"),
+            ),
+            (
+                "\"s\"",
+                Some("json: cannot unmarshal string into Go value of type map[string]interface {}"),
+            ),
+            (
+                "12",
+                Some("json: cannot unmarshal number into Go value of type map[string]interface {}"),
+            ),
+            (
+                "false",
+                Some("json: cannot unmarshal bool into Go value of type map[string]interface {}"),
+            ),
+        ];
+        for (input, want) in cases {
+            assert_eq!(
+                unmarshal_map_error(input.as_bytes()).as_deref(),
+                *want,
+                "{input:?}"
+            );
+        }
+    }
+}

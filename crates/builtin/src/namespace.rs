@@ -1,0 +1,243 @@
+//! core/v1 Namespace (kubernetes/pkg/registry/core/namespace, ValidateNamespace*).
+
+use std::sync::Arc;
+
+use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::is_qualified_name;
+use kapi_server::resource::{
+    NameValidator, ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind,
+    TableConvertor, Verbs,
+};
+use serde_json::{Value, json};
+
+use crate::printers::{age_cell, age_column, column, name_cell, name_column};
+use crate::util::{
+    child_mut, drop_if_empty, str_at, strings_of, validate_core_metadata_finalizers,
+};
+
+/// The finalizer every new namespace gets; the namespace controller removes it once the
+/// namespace's content is gone.
+pub const FINALIZER_KUBERNETES: &str = "kubernetes";
+/// The label every namespace carries with its own name.
+pub const LABEL_METADATA_NAME: &str = "kubernetes.io/metadata.name";
+/// `status.phase` of a namespace in use.
+pub const PHASE_ACTIVE: &str = "Active";
+/// `status.phase` of a namespace being deleted.
+pub const PHASE_TERMINATING: &str = "Terminating";
+
+/// The namespaces resource.
+pub fn definition() -> ResourceDefinition {
+    ResourceDefinition {
+        group_version: GroupVersion::new("", "v1"),
+        kind: "Namespace",
+        list_kind: "NamespaceList",
+        plural: "namespaces",
+        singular: "namespace",
+        namespaced: false,
+        short_names: &["ns"],
+        categories: &[],
+        verbs: Verbs::CREATE
+            | Verbs::DELETE
+            | Verbs::GET
+            | Verbs::LIST
+            | Verbs::PATCH
+            | Verbs::UPDATE
+            | Verbs::WATCH,
+        subresources: vec![
+            Subresource {
+                name: "finalize",
+                kind: SubresourceKind::Finalize,
+                verbs: Verbs::UPDATE,
+            },
+            Subresource {
+                name: "status",
+                kind: SubresourceKind::Status,
+                verbs: Verbs::GET_UPDATE_PATCH,
+            },
+        ],
+        table: Some(TableConvertor {
+            columns: vec![
+                name_column(0),
+                column("Status", "The status of the namespace", 0),
+                age_column(),
+            ],
+            cells,
+        }),
+        strategy: Arc::new(NamespaceStrategy),
+        storage: Arc::new(StorageDefinition {
+            key_prefix: "namespaces",
+            storage_version: GroupVersionKind::new("", "v1", "Namespace"),
+            namespaced: false,
+        }),
+        converter: None,
+    }
+}
+
+/// NAME, STATUS, AGE.
+fn cells(object: &Value) -> Vec<Value> {
+    vec![
+        name_cell(object),
+        Value::from(str_at(object, &["status", "phase"])),
+        age_cell(object),
+    ]
+}
+
+/// The strategy of namespaces.
+pub struct NamespaceStrategy;
+
+/// Sets the `kubernetes.io/metadata.name` label to the name (upstream's defaulting and
+/// Canonicalize).
+fn set_name_label(object: &mut Value) {
+    let name = str_at(object, &["metadata", "name"]).to_string();
+    if name.is_empty() {
+        return;
+    }
+    let metadata = child_mut(object, "metadata");
+    let labels = metadata.entry("labels").or_insert_with(|| json!({}));
+    crate::util::fields_mut(labels).insert(LABEL_METADATA_NAME.to_string(), Value::String(name));
+}
+
+/// `spec` and `status` as a typed Namespace writes them: both present, an empty finalizer
+/// list dropped.
+fn normalize(object: &mut Value) {
+    drop_if_empty(child_mut(object, "spec"), "finalizers");
+    child_mut(object, "status");
+}
+
+impl Strategy for NamespaceStrategy {
+    fn prepare_for_create(&self, object: &mut Value) {
+        let status = child_mut(object, "status");
+        status.clear();
+        status.insert("phase".into(), Value::from(PHASE_ACTIVE));
+        let spec = child_mut(object, "spec");
+        let finalizers = spec.entry("finalizers").or_insert_with(|| json!([]));
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        let list = finalizers.as_array_mut().expect("an array");
+        if !list.iter().any(|f| f == FINALIZER_KUBERNETES) {
+            list.push(Value::from(FINALIZER_KUBERNETES));
+        }
+        set_name_label(object);
+        normalize(object);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        let old_finalizers = old.get("spec").and_then(|s| s.get("finalizers")).cloned();
+        let spec = child_mut(new, "spec");
+        match old_finalizers {
+            Some(finalizers) => spec.insert("finalizers".into(), finalizers),
+            None => spec.remove("finalizers"),
+        };
+        let old_status = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        crate::util::fields_mut(new).insert("status".into(), old_status);
+        set_name_label(new);
+        normalize(new);
+    }
+
+    fn name_validator(&self) -> NameValidator {
+        kapi_apimachinery::validation::name_is_dns_label
+    }
+
+    fn validate(&self, object: &Value) -> FieldErrors {
+        let mut errs = validate_core_metadata_finalizers(object);
+        let path = Path::root("spec").child("finalizers");
+        for finalizer in strings_of(&object["spec"], "finalizers") {
+            errs.extend(validate_finalizer_name(finalizer, &path));
+        }
+        errs
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        let mut errs = self.validate(new);
+        errs.extend(validate_core_metadata_finalizers(new));
+        errs
+    }
+
+    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+        vec![(
+            "status.phase",
+            str_at(object, &["status", "phase"]).to_string(),
+        )]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        field == "status.phase"
+    }
+
+    fn has_pending_finalizers(&self, object: &Value) -> bool {
+        object["spec"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty())
+    }
+
+    fn prepare_for_pending_deletion(&self, object: &mut Value) {
+        child_mut(object, "status").insert("phase".into(), Value::from(PHASE_TERMINATING));
+    }
+
+    fn return_deleted_object(&self) -> bool {
+        true
+    }
+}
+
+/// A finalizer name of `spec.finalizers`: a qualified name, and a standard one unless it
+/// has a domain (upstream's validateFinalizerName).
+fn validate_finalizer_name(name: &str, path: &Path) -> FieldErrors {
+    let mut errs: FieldErrors = is_qualified_name(name)
+        .into_iter()
+        .map(|msg| FieldError::invalid(path, name, msg))
+        .collect();
+    let standard = [FINALIZER_KUBERNETES, "orphan", "foregroundDeletion"];
+    if !name.contains('/') && !standard.contains(&name) {
+        errs.push(FieldError::invalid(
+            path,
+            name,
+            "name is neither a standard finalizer name nor is it fully qualified",
+        ));
+    }
+    errs
+}
+
+/// The type-specific validation of an update through `namespaces/{name}/status`
+/// (upstream's ValidateNamespaceStatusUpdate, metadata rules aside): the phase must be
+/// `Active` unless the namespace is being deleted, then `Terminating`.
+pub fn validate_status_update(new: &Value, _old: &Value) -> FieldErrors {
+    let mut errs = validate_core_metadata_finalizers(new);
+    let phase = str_at(new, &["status", "phase"]);
+    let path = Path::root("status").child("Phase");
+    if new["metadata"]["deletionTimestamp"].is_null() {
+        if phase != PHASE_ACTIVE {
+            errs.push(FieldError::invalid(
+                &path,
+                phase,
+                "may only be 'Active' if `deletionTimestamp` is empty",
+            ));
+        }
+    } else if phase != PHASE_TERMINATING {
+        errs.push(FieldError::invalid(
+            &path,
+            phase,
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        ));
+    }
+    errs
+}
+
+/// The type-specific validation of an update through `namespaces/{name}/finalize`
+/// (upstream's ValidateNamespaceFinalizeUpdate, metadata rules aside): each of
+/// `spec.finalizers` is a valid finalizer name.
+pub fn validate_finalize_update(new: &Value, _old: &Value) -> FieldErrors {
+    let mut errs = validate_core_metadata_finalizers(new);
+    let path = Path::root("spec").child("finalizers");
+    for (i, finalizer) in strings_of(&new["spec"], "finalizers")
+        .into_iter()
+        .enumerate()
+    {
+        errs.extend(validate_finalizer_name(finalizer, &path.index(i)));
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests;
