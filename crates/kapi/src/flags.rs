@@ -1,0 +1,157 @@
+//! The command line: `kapi serve` with kube-apiserver's flag names, defaults and Go duration
+//! syntax.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+
+/// kapi, a Kubernetes API server.
+#[derive(Debug, Parser)]
+#[command(name = "kapi", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the Kubernetes API.
+    Serve(ServeOptions),
+}
+
+/// The flags of `kapi serve`.
+#[derive(Debug, Args)]
+pub struct ServeOptions {
+    /// The IP address to listen on; 0.0.0.0 or :: for all interfaces.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind_address: IpAddr,
+
+    /// The port to serve HTTPS on.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+
+    /// The directory for the embedded store, the PKI and the admin kubeconfig.
+    #[arg(long, default_value = "./kapi-data")]
+    pub data_dir: PathBuf,
+
+    /// etcd servers to store in instead of the embedded store (scheme://ip:port, comma
+    /// separated).
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+
+    /// SSL Certificate Authority file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+
+    /// SSL certification file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+
+    /// SSL key file used to secure etcd communication.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+
+    /// The prefix to prepend to all resource paths in storage.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+
+    /// The interval of compaction requests; 0s disables compaction.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    pub etcd_compaction_interval: Duration,
+
+    /// File with the default x509 serving certificate (chain) for HTTPS; generated in the
+    /// data directory when not given.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// File with the default x509 private key matching --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// Client certificates signed by one of these authorities authenticate as their common
+    /// name; kapi's own CA when not given.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Extra subject alternative names (DNS names or IPs) for the generated serving
+    /// certificate; repeatable or comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_san: Vec<String>,
+
+    /// The maximum number of non-mutating requests in flight at a given time; 0 for no limit.
+    #[arg(long, default_value_t = 400)]
+    pub max_requests_inflight: usize,
+
+    /// The maximum number of mutating requests in flight at a given time; 0 for no limit.
+    #[arg(long, default_value_t = 200)]
+    pub max_mutating_requests_inflight: usize,
+
+    /// The longest a non-long-running request may take before it times out.
+    #[arg(long, default_value = "1m0s", value_parser = go_duration)]
+    pub request_timeout: Duration,
+
+    /// The IP address to advertise to members of the cluster; defaults to --bind-address, or
+    /// the first non-loopback address when bound to all interfaces.
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+
+    /// Serve requests without credentials as system:anonymous.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub anonymous_auth: bool,
+
+    /// How long to keep serving, with /readyz failing, after a shutdown signal.
+    #[arg(long, default_value = "0s", value_parser = go_duration)]
+    pub shutdown_delay_duration: Duration,
+
+    /// Log verbosity, as klog's: 0-2 info, 3-4 debug (access logs), 5 and up trace.
+    /// RUST_LOG, when set, takes precedence.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+}
+
+/// Parses a flag value in Go's duration syntax (`60s`, `1m30s`).
+fn go_duration(value: &str) -> Result<Duration, String> {
+    kapi_server::goduration::parse(value).map_err(|err| err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_kube_apiservers() {
+        let cli = Cli::try_parse_from(["kapi", "serve"]).unwrap();
+        let Command::Serve(options) = cli.command;
+        assert_eq!(options.secure_port, 6443);
+        assert_eq!(options.etcd_compaction_interval, Duration::from_secs(300));
+        assert_eq!(options.request_timeout, Duration::from_secs(60));
+        assert!(options.anonymous_auth);
+        assert!(options.etcd_servers.is_empty());
+    }
+
+    #[test]
+    fn parses_go_style_values() {
+        let cli = Cli::try_parse_from([
+            "kapi",
+            "serve",
+            "--request-timeout=1m30s",
+            "--etcd-servers=https://a:2379,https://b:2379",
+            "--tls-san",
+            "a.example",
+            "--tls-san=b.example,10.0.0.1",
+            "--anonymous-auth=false",
+            "--v=4",
+        ])
+        .unwrap();
+        let Command::Serve(options) = cli.command;
+        assert_eq!(options.request_timeout, Duration::from_secs(90));
+        assert_eq!(options.etcd_servers, ["https://a:2379", "https://b:2379"]);
+        assert_eq!(options.tls_san, ["a.example", "b.example", "10.0.0.1"]);
+        assert!(!options.anonymous_auth);
+        assert_eq!(options.verbosity, 4);
+        assert!(Cli::try_parse_from(["kapi", "serve", "--request-timeout=5"]).is_err());
+    }
+}

@@ -1,0 +1,8 @@
+//! kapi, a Kubernetes API server, as a library: the binary (`src/main.rs`) parses its flags
+//! and calls [`serve::run`]; integration tests start servers in-process with [`serve::start`].
+
+pub mod flags;
+pub mod logging;
+mod pki;
+pub mod serve;
+mod storage;

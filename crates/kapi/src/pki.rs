@@ -1,0 +1,382 @@
+//! The PKI kapi makes on first start in `<data-dir>/pki/`: a CA, the serving certificate,
+//! and an admin client certificate (`CN=kapi-admin, O=system:masters`), plus
+//! `<data-dir>/admin.kubeconfig` embedding them, so `kubectl --kubeconfig` works at once.
+//!
+//! Later starts reuse what is there. The serving certificate is made anew when it lacks a
+//! subject alternative name the server now needs, was not issued by the CA, or expires within
+//! 30 days; the admin certificate when it expires within 30 days or was not issued by the CA.
+//! Keys and the kubeconfig are written with mode 0600, every file atomically.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io::Write;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use time::{Duration, OffsetDateTime};
+use x509_parser::certificate::X509Certificate;
+use x509_parser::extensions::GeneralName;
+
+/// The CA's lifetime (kubeadm's).
+const CA_VALIDITY: Duration = Duration::days(3650);
+/// The leaf certificates' lifetime (kubeadm's).
+const LEAF_VALIDITY: Duration = Duration::days(365);
+/// Leaf certificates closer than this to expiry are renewed at start.
+const RENEW_BEFORE: Duration = Duration::days(30);
+/// The admin user's name and group.
+const ADMIN_USER: &str = "kapi-admin";
+const ADMIN_GROUP: &str = "system:masters";
+/// The names of the kubeconfig's cluster, user and context.
+const KUBECONFIG_NAME: &str = "kapi";
+
+/// Where the PKI's files are.
+#[derive(Debug, Clone)]
+pub struct PkiFiles {
+    pub ca_cert: PathBuf,
+    pub serving_cert: PathBuf,
+    pub serving_key: PathBuf,
+    pub kubeconfig: PathBuf,
+}
+
+/// A certificate and its key, as PEM.
+struct Pair {
+    cert: String,
+    key: String,
+}
+
+/// Makes or reuses the PKI under `data_dir` with a serving certificate valid for `names`,
+/// and writes the admin kubeconfig for `server_url`.
+pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Result<PkiFiles> {
+    let dir = data_dir.join("pki");
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ca = ensure_ca(&dir)?;
+    let ca_key = KeyPair::from_pem(&ca.key).context("reading the CA key")?;
+    let issuer =
+        Issuer::from_ca_cert_pem(&ca.cert, ca_key).context("reading the CA certificate")?;
+    let ca_der = der_of(&ca.cert)?;
+    let lacks_names = |cert: &X509Certificate<'_>| !covers(cert, names);
+    ensure_leaf(&dir, "apiserver", &issuer, &ca_der, lacks_names, || {
+        serving_params(names)
+    })?;
+    let admin = ensure_leaf(&dir, "admin", &issuer, &ca_der, |_| false, admin_params)?;
+    let kubeconfig = data_dir.join("admin.kubeconfig");
+    let config = render_kubeconfig(server_url, &ca.cert, &admin);
+    if fs::read_to_string(&kubeconfig).ok().as_deref() != Some(config.as_str()) {
+        write_atomic(&kubeconfig, config.as_bytes(), true)?;
+    }
+    Ok(PkiFiles {
+        ca_cert: dir.join("ca.crt"),
+        serving_cert: dir.join("apiserver.crt"),
+        serving_key: dir.join("apiserver.key"),
+        kubeconfig,
+    })
+}
+
+/// Loads the CA, or makes it when absent.
+fn ensure_ca(dir: &Path) -> Result<Pair> {
+    if let Some(pair) = load(dir, "ca")? {
+        return Ok(pair);
+    }
+    let key = KeyPair::generate().context("generating the CA key")?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kapi-ca");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(&mut params, CA_VALIDITY);
+    let cert = params.self_signed(&key).context("signing the CA")?;
+    store(
+        dir,
+        "ca",
+        Pair {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        },
+    )
+}
+
+/// Loads the leaf `name`, or makes it with `params` when absent, not issued by the CA, close
+/// to expiry, or when `stale` says the existing certificate no longer fits.
+fn ensure_leaf(
+    dir: &Path,
+    name: &str,
+    issuer: &Issuer<'_, KeyPair>,
+    ca_der: &[u8],
+    stale: impl Fn(&X509Certificate<'_>) -> bool,
+    params: impl Fn() -> Result<CertificateParams>,
+) -> Result<Pair> {
+    if let Some(pair) = load(dir, name)? {
+        let der = der_of(&pair.cert)?;
+        let cert = parse(&der)?;
+        if !stale(&cert) && issued_by(&cert, ca_der) && !expiring(&cert) {
+            return Ok(pair);
+        }
+        tracing::info!(certificate = name, "renewing the certificate");
+    }
+    let key = KeyPair::generate().with_context(|| format!("generating the {name} key"))?;
+    let cert = params()?
+        .signed_by(&key, issuer)
+        .with_context(|| format!("signing the {name} certificate"))?;
+    store(
+        dir,
+        name,
+        Pair {
+            cert: cert.pem(),
+            key: key.serialize_pem(),
+        },
+    )
+}
+
+/// The serving certificate: `CN=kapi-apiserver`, for server authentication, valid for `names`.
+fn serving_params(names: &BTreeSet<String>) -> Result<CertificateParams> {
+    let mut params = CertificateParams::new(names.iter().cloned().collect::<Vec<_>>())
+        .context("invalid subject alternative name")?;
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "kapi-apiserver");
+    leaf_params(&mut params, ExtendedKeyUsagePurpose::ServerAuth);
+    Ok(params)
+}
+
+/// The admin client certificate: `CN=kapi-admin, O=system:masters`.
+fn admin_params() -> Result<CertificateParams> {
+    let mut params = CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, ADMIN_GROUP);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, ADMIN_USER);
+    leaf_params(&mut params, ExtendedKeyUsagePurpose::ClientAuth);
+    Ok(params)
+}
+
+/// Usages and validity shared by the leaf certificates.
+fn leaf_params(params: &mut CertificateParams, usage: ExtendedKeyUsagePurpose) {
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![usage];
+    params.use_authority_key_identifier_extension = true;
+    validity(params, LEAF_VALIDITY);
+}
+
+/// Valid from an hour ago (for clock skew) for `lifetime`.
+fn validity(params: &mut CertificateParams, lifetime: Duration) {
+    let now = OffsetDateTime::now_utc();
+    params.not_before = now - Duration::hours(1);
+    params.not_after = now + lifetime;
+}
+
+/// Reads `<name>.crt` and `<name>.key` when both exist.
+fn load(dir: &Path, name: &str) -> Result<Option<Pair>> {
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
+    if !cert.exists() || !key.exists() {
+        return Ok(None);
+    }
+    let read = |path: &Path| {
+        fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    Ok(Some(Pair {
+        cert: read(&cert)?,
+        key: read(&key)?,
+    }))
+}
+
+/// Writes `<name>.crt` and `<name>.key` (0600).
+fn store(dir: &Path, name: &str, pair: Pair) -> Result<Pair> {
+    write_atomic(&dir.join(format!("{name}.key")), pair.key.as_bytes(), true)?;
+    write_atomic(
+        &dir.join(format!("{name}.crt")),
+        pair.cert.as_bytes(),
+        false,
+    )?;
+    Ok(pair)
+}
+
+/// Writes a file through a temporary file and a rename, so a crash never leaves half a file;
+/// `private` files get mode 0600.
+fn write_atomic(path: &Path, contents: &[u8], private: bool) -> Result<()> {
+    let temporary = path.with_extension("tmp");
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(if private { 0o600 } else { 0o644 });
+    }
+    let mut file = options
+        .open(&temporary)
+        .with_context(|| format!("creating {}", temporary.display()))?;
+    file.write_all(contents)
+        .and_then(|()| file.sync_all())
+        .with_context(|| format!("writing {}", temporary.display()))?;
+    fs::rename(&temporary, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The DER of the first certificate in a PEM text.
+fn der_of(pem: &str) -> Result<Vec<u8>> {
+    let (_, block) =
+        x509_parser::pem::parse_x509_pem(pem.as_bytes()).context("parsing a PEM certificate")?;
+    Ok(block.contents)
+}
+
+/// Parses a DER certificate.
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).context("parsing a certificate")?;
+    Ok(cert)
+}
+
+/// Whether `cert` was issued (and signed) by the CA.
+fn issued_by(cert: &X509Certificate<'_>, ca_der: &[u8]) -> bool {
+    parse(ca_der).is_ok_and(|ca| {
+        cert.issuer() == ca.subject() && cert.verify_signature(Some(ca.public_key())).is_ok()
+    })
+}
+
+/// Whether `cert` expires within [`RENEW_BEFORE`].
+fn expiring(cert: &X509Certificate<'_>) -> bool {
+    cert.validity().not_after.to_datetime() < OffsetDateTime::now_utc() + RENEW_BEFORE
+}
+
+/// Whether `cert`'s subject alternative names include every one of `names`.
+fn covers(cert: &X509Certificate<'_>, names: &BTreeSet<String>) -> bool {
+    let Ok(Some(san)) = cert.subject_alternative_name() else {
+        return names.is_empty();
+    };
+    let present: BTreeSet<String> = san
+        .value
+        .general_names
+        .iter()
+        .filter_map(san_text)
+        .collect();
+    names.iter().all(|name| present.contains(&normalize(name)))
+}
+
+/// A DNS or IP subject alternative name as text.
+fn san_text(name: &GeneralName<'_>) -> Option<String> {
+    match name {
+        GeneralName::DNSName(dns) => Some(dns.to_ascii_lowercase()),
+        GeneralName::IPAddress(bytes) => ip_of(bytes).map(|ip| ip.to_string()),
+        _ => None,
+    }
+}
+
+/// The address in a SAN's IP bytes.
+fn ip_of(bytes: &[u8]) -> Option<IpAddr> {
+    match bytes.len() {
+        4 => Some(IpAddr::from(<[u8; 4]>::try_from(bytes).ok()?)),
+        16 => Some(IpAddr::from(<[u8; 16]>::try_from(bytes).ok()?)),
+        _ => None,
+    }
+}
+
+/// A name as [`san_text`] prints it: IPs canonical, DNS names lower-cased.
+fn normalize(name: &str) -> String {
+    name.parse::<IpAddr>()
+        .map_or_else(|_| name.to_ascii_lowercase(), |ip| ip.to_string())
+}
+
+/// The admin kubeconfig: one cluster, user and context, all named `kapi`, with the CA, the
+/// client certificate and its key embedded.
+fn render_kubeconfig(server_url: &str, ca_pem: &str, admin: &Pair) -> String {
+    let data = |pem: &str| STANDARD.encode(pem);
+    format!(
+        "apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: {ca}
+    server: {server_url}
+  name: {name}
+contexts:
+- context:
+    cluster: {name}
+    user: {name}
+  name: {name}
+current-context: {name}
+preferences: {{}}
+users:
+- name: {name}
+  user:
+    client-certificate-data: {cert}
+    client-key-data: {key}
+",
+        ca = data(ca_pem),
+        cert = data(&admin.cert),
+        key = data(&admin.key),
+        name = KUBECONFIG_NAME,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn makes_then_reuses_and_renews_for_new_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "https://127.0.0.1:6443";
+        let first = ensure(dir.path(), &names(&["localhost", "127.0.0.1"]), url).unwrap();
+        let ca = fs::read(&first.ca_cert).unwrap();
+        let serving = fs::read(&first.serving_cert).unwrap();
+        let kubeconfig = fs::read(&first.kubeconfig).unwrap();
+
+        ensure(dir.path(), &names(&["localhost", "127.0.0.1"]), url).unwrap();
+        assert_eq!(fs::read(&first.serving_cert).unwrap(), serving);
+        assert_eq!(fs::read(&first.kubeconfig).unwrap(), kubeconfig);
+
+        ensure(
+            dir.path(),
+            &names(&["localhost", "127.0.0.1", "kapi.example"]),
+            url,
+        )
+        .unwrap();
+        assert_eq!(fs::read(&first.ca_cert).unwrap(), ca);
+        let renewed = fs::read(&first.serving_cert).unwrap();
+        assert_ne!(renewed, serving);
+        let der = der_of(&String::from_utf8(renewed).unwrap()).unwrap();
+        assert!(covers(
+            &parse(&der).unwrap(),
+            &names(&["kapi.example", "localhost", "127.0.0.1"])
+        ));
+
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&first.serving_key)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mode = fs::metadata(&first.kubeconfig)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! `kapi serve`: the PKI, the storage, the API (kapi-builtin's resources served by the REST
+//! core) behind the generic server's chain, run until SIGTERM or SIGINT.
+
+use std::collections::BTreeSet;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use kapi_builtin::NamespaceLifecycle;
+use kapi_server::endpoints::Served;
+use kapi_server::{
+    ApiHandler, BoxError, GenericApiServer, HealthCheck, Route, ServerConfig, TlsConfig,
+};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::flags::ServeOptions;
+use crate::pki::{self, PkiFiles};
+use crate::storage::Storage;
+
+/// The first IP of the default service range (10.96.0.0/12): the `kubernetes` service's.
+const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+/// The names the `kubernetes` service is reached by in a cluster.
+const KUBERNETES_SERVICE_NAMES: [&str; 4] = [
+    "kubernetes",
+    "kubernetes.default",
+    "kubernetes.default.svc",
+    "kubernetes.default.svc.cluster.local",
+];
+
+/// Runs the server until a shutdown signal; returns when it has shut down.
+pub async fn run(options: ServeOptions) -> Result<()> {
+    let server = start(options).await?;
+    shutdown_signal().await;
+    server.stop().await
+}
+
+/// A kapi server started in this process (the binary runs one; tests run several).
+pub struct RunningServer {
+    /// Where it listens.
+    pub address: SocketAddr,
+    /// The admin kubeconfig in its data directory.
+    pub kubeconfig: PathBuf,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<()>>,
+}
+
+impl RunningServer {
+    /// Shuts the server down gracefully and waits until it has.
+    pub async fn stop(mut self) -> Result<()> {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        (&mut self.task).await.context("the server task failed")?
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+    }
+}
+
+/// Starts a server: PKI, storage, the API and the serving chain. Returns once it listens;
+/// `/readyz` turns ok when its post-start hooks (the system namespaces) have run.
+pub async fn start(options: ServeOptions) -> Result<RunningServer> {
+    let started = Instant::now();
+    let advertise = advertise_address(&options);
+    let server_url = local_url(&options);
+    let pki = pki::ensure(
+        &options.data_dir,
+        &serving_names(&options, advertise),
+        &server_url,
+    )
+    .context("preparing the PKI")?;
+    let storage = Storage::open(&options).await?;
+    let api = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
+        .resources(kapi_builtin::resources())
+        .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
+        .build();
+    let namespaces = api
+        .served("", "v1", "namespaces")
+        .context("the built-in resources have no namespaces")?
+        .clone();
+    let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
+    api.set_admission(vec![Arc::new(lifecycle)]);
+    let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
+    let checks = server.health_checks_mut();
+    checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
+    checks.add_readyz_check(HealthCheck::storage(
+        "etcd-readiness",
+        storage.store.clone(),
+    ));
+    server.add_post_start_hook("start-system-namespaces-controller", move |_| {
+        system_namespaces(namespaces)
+    })?;
+    let listening = server.bind().await?;
+    let address = listening.local_addr()?;
+    tracing::info!(
+        "kapi serving securely on {address} (advertised as {advertise}); admin kubeconfig: {}; storage: {} under {:?}; started in {:?}",
+        pki.kubeconfig.display(),
+        storage.description,
+        storage.prefix,
+        started.elapsed()
+    );
+    let (shutdown, stop) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        // The storage (and its compactor) lives as long as the server serves.
+        let _storage = storage;
+        listening
+            .serve(async {
+                let _ = stop.await;
+            })
+            .await
+            .map_err(Into::into)
+    });
+    Ok(RunningServer {
+        address,
+        kubeconfig: pki.kubeconfig.clone(),
+        shutdown: Some(shutdown),
+        task,
+    })
+}
+
+/// The system namespaces post-start hook: creates default, kube-system, kube-public and
+/// kube-node-lease before the server reports ready, then keeps them there every minute, as
+/// kube-apiserver's system namespaces controller does.
+async fn system_namespaces(namespaces: Served) -> Result<(), BoxError> {
+    let ensure = |served: Served| async move {
+        kapi_builtin::ensure_system_namespaces(&served.registry, &served.definition).await
+    };
+    ensure(namespaces.clone()).await?;
+    tokio::spawn(async move {
+        let mut every_minute = tokio::time::interval(Duration::from_secs(60));
+        every_minute.tick().await;
+        loop {
+            every_minute.tick().await;
+            if let Err(err) = ensure(namespaces.clone()).await {
+                tracing::warn!(%err, "ensuring the system namespaces");
+            }
+        }
+    });
+    Ok(())
+}
+
+/// The server's settings from the flags; the TLS files given by flags win over the PKI's.
+fn server_config(options: &ServeOptions, pki: &PkiFiles) -> Result<ServerConfig> {
+    if options.tls_cert_file.is_some() {
+        tracing::warn!(
+            "--tls-cert-file is set: the admin kubeconfig trusts kapi's own CA, which may not have issued that certificate"
+        );
+    }
+    if options.client_ca_file.is_some() {
+        tracing::warn!(
+            "--client-ca-file is set: the admin kubeconfig's certificate is issued by kapi's own CA, which it may not include"
+        );
+    }
+    let cert = options.tls_cert_file.as_ref().unwrap_or(&pki.serving_cert);
+    let key = options
+        .tls_private_key_file
+        .as_ref()
+        .unwrap_or(&pki.serving_key);
+    let client_ca = options.client_ca_file.as_ref().unwrap_or(&pki.ca_cert);
+    let tls = TlsConfig::from_pem_files(cert, key, Some(client_ca))?;
+    let mut config = ServerConfig::new(tls);
+    config.bind_address = options.bind_address;
+    config.secure_port = options.secure_port;
+    config.max_requests_inflight = options.max_requests_inflight;
+    config.max_mutating_requests_inflight = options.max_mutating_requests_inflight;
+    config.request_timeout = options.request_timeout;
+    config.anonymous_auth = options.anonymous_auth;
+    config.shutdown_delay = options.shutdown_delay_duration;
+    Ok(config)
+}
+
+/// `--advertise-address`, else the bind address, else (bound to all interfaces) the first
+/// non-loopback address of the machine.
+fn advertise_address(options: &ServeOptions) -> IpAddr {
+    if let Some(address) = options.advertise_address {
+        return address;
+    }
+    if !options.bind_address.is_unspecified() {
+        return options.bind_address;
+    }
+    let addresses = machine_addresses();
+    let first_v4 = addresses
+        .iter()
+        .find(|ip| ip.is_ipv4() && !ip.is_loopback());
+    let first = first_v4.or_else(|| addresses.iter().find(|ip| !ip.is_loopback()));
+    first.copied().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// The URL local clients (the admin kubeconfig) reach the server at: the bind address, or
+/// loopback when bound to all interfaces.
+fn local_url(options: &ServeOptions) -> String {
+    let host = match options.bind_address {
+        ip if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        ip => ip,
+    };
+    let host = match host {
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        IpAddr::V4(v4) => v4.to_string(),
+    };
+    format!("https://{host}:{}", options.secure_port)
+}
+
+/// Every name the serving certificate must be valid for.
+fn serving_names(options: &ServeOptions, advertise: IpAddr) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = ["localhost", "127.0.0.1", KUBERNETES_SERVICE_IP]
+        .into_iter()
+        .chain(KUBERNETES_SERVICE_NAMES)
+        .map(String::from)
+        .collect();
+    names.insert(Ipv6Addr::LOCALHOST.to_string());
+    if let Some(hostname) = gethostname::gethostname()
+        .to_str()
+        .filter(|h| !h.is_empty())
+    {
+        names.insert(hostname.to_ascii_lowercase());
+    }
+    names.extend(machine_addresses().iter().map(IpAddr::to_string));
+    names.insert(advertise.to_string());
+    names.extend(options.tls_san.iter().filter(|s| !s.is_empty()).cloned());
+    names
+}
+
+/// The machine's interface addresses, IPv6 link-local ones left out (they need a zone).
+fn machine_addresses() -> Vec<IpAddr> {
+    let interfaces = if_addrs::get_if_addrs().unwrap_or_default();
+    let link_local = |ip: &IpAddr| matches!(ip, IpAddr::V6(v6) if v6.is_unicast_link_local());
+    interfaces
+        .iter()
+        .map(|i| i.ip())
+        .filter(|ip| !link_local(ip))
+        .collect()
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = interrupt.await;
+    tracing::info!("received a shutdown signal");
+}
