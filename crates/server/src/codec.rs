@@ -48,6 +48,9 @@ pub fn encode(object: &Value) -> Bytes {
         write(&mut out, key, value);
     }
     out.push(b'}');
+    // Stored bytes live in memory (the store, the watch cache) for as long as the object:
+    // give back the growth slack.
+    out.shrink_to_fit();
     Bytes::from(out)
 }
 

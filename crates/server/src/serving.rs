@@ -9,7 +9,7 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use hyper::body::Incoming;
@@ -26,6 +26,7 @@ use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 use tower::{Service, ServiceExt};
 
+use crate::authn::UserInfo;
 use crate::authn::x509::{ClientCaError, client_verifier};
 use crate::body::Body;
 
@@ -193,6 +194,8 @@ struct Connection {
     remote_addr: SocketAddr,
     peer_certificates: Vec<CertificateDer<'static>>,
     close: CancellationToken,
+    /// The user the peer certificate was verified as, and until when (Unix seconds).
+    verified_user: OnceLock<(UserInfo, u64)>,
 }
 
 impl ConnectionInfo {
@@ -204,6 +207,13 @@ impl ConnectionInfo {
     /// The certificate chain the client presented, end entity first; empty without one.
     pub fn peer_certificates(&self) -> &[CertificateDer<'static>] {
         &self.0.peer_certificates
+    }
+
+    /// The user the connection's client certificate was verified as, cached for the
+    /// connection's lifetime (bounded by the certificate's expiry) so that the chain is
+    /// verified once per connection, not once per request.
+    pub fn verified_user(&self) -> &OnceLock<(UserInfo, u64)> {
+        &self.0.verified_user
     }
 
     /// Closes the connection gracefully once its requests in progress are answered (an
@@ -298,6 +308,7 @@ async fn serve_connection<S>(
             .map(<[_]>::to_vec)
             .unwrap_or_default(),
         close: close.clone(),
+        verified_user: OnceLock::new(),
     }));
     let handler = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
         request.extensions_mut().insert(info.clone());

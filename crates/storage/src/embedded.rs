@@ -57,15 +57,21 @@ pub struct EmbeddedConfig {
     /// How many committed batches are buffered for watchers. A watcher further behind than
     /// this catches up by reading the log from disk.
     pub watch_buffer: usize,
+    /// The most memory redb may use to cache pages. Reads at the latest revision never touch
+    /// redb (they are served from memory), so a small cache serves the log and history well;
+    /// redb's own default (1 GiB) would hold every written page.
+    pub cache_size: usize,
 }
 
 impl EmbeddedConfig {
-    /// The defaults for a data directory: progress every 5 seconds, 512 batches buffered.
+    /// The defaults for a data directory: progress every 5 seconds, 512 batches buffered,
+    /// a 4 MiB page cache.
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         EmbeddedConfig {
             data_dir: data_dir.into(),
             progress_interval: Duration::from_secs(5),
             watch_buffer: 512,
+            cache_size: 4 * 1024 * 1024,
         }
     }
 }
@@ -141,7 +147,10 @@ impl EmbeddedStore {
     /// Must be called inside a tokio runtime (the progress ticker runs on it).
     pub fn open(config: EmbeddedConfig) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(&config.data_dir).map_err(StorageError::internal)?;
-        let db = Database::create(config.data_dir.join(DB_FILE)).map_err(StorageError::internal)?;
+        let db = Database::builder()
+            .set_cache_size(config.cache_size)
+            .create(config.data_dir.join(DB_FILE))
+            .map_err(StorageError::internal)?;
         let state = load_state(&db, config.watch_buffer)?;
         tracing::debug!(
             revision = state.revision,

@@ -83,6 +83,12 @@ impl TestServer {
         kubectl(&self.kubeconfig, args, stdin).await
     }
 
+    /// kubectl's cache directory for this server. kubectl caches discovery and OpenAPI per
+    /// host:port, and test servers reuse ports, so each server gets its own.
+    pub fn kubectl_cache(&self) -> PathBuf {
+        self.data_dir.path().join("kubectl-cache")
+    }
+
     /// Runs kubectl and fails the test unless it succeeds; returns its stdout.
     pub async fn kubectl_ok(&self, args: &[&str]) -> String {
         let output = self.kubectl(args).await;
@@ -104,23 +110,30 @@ impl TestServer {
     }
 }
 
-/// Runs kubectl with `kubeconfig`, feeding `stdin` if given.
+/// Runs kubectl with `kubeconfig` (and a cache directory beside it, see
+/// [`TestServer::kubectl_cache`]), feeding `stdin` if given.
 pub async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     use tokio::io::AsyncWriteExt;
+    let cache = kubeconfig.with_file_name("kubectl-cache");
     let mut command = tokio::process::Command::new(KUBECTL);
     command
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache)
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .kill_on_drop(true);
     let mut child = command.spawn().expect("run kubectl");
-    if let Some(mut input) = child.stdin.take() {
-        if let Some(text) = stdin {
-            input.write_all(text.as_bytes()).await.expect("write kubectl stdin");
-        }
+    if let Some(mut input) = child.stdin.take()
+        && let Some(text) = stdin
+    {
+        input
+            .write_all(text.as_bytes())
+            .await
+            .expect("write kubectl stdin");
     }
     child.wait_with_output().await.expect("kubectl output")
 }

@@ -75,16 +75,27 @@ impl Authenticator for X509Authenticator {
         let [end_entity, intermediates @ ..] = connection.peer_certificates() else {
             return Ok(None);
         };
+        let now = UnixTime::now();
+        if let Some((user, not_after)) = connection.verified_user().get()
+            && now.as_secs() < *not_after
+        {
+            return Ok(Some(user.clone()));
+        }
         let cert = parse(end_entity)?;
         self.verifier
-            .verify_client_cert(end_entity, intermediates, UnixTime::now())
+            .verify_client_cert(end_entity, intermediates, now)
             .map_err(|err| {
                 AuthenticationError(format!(
                     "verifying certificate {} failed: {err}",
                     identifier(&cert)
                 ))
             })?;
-        user_of(&cert, end_entity)
+        let user = user_of(&cert, end_entity)?;
+        if let Some(user) = &user {
+            let not_after = cert.validity().not_after.timestamp().max(0) as u64;
+            let _ = connection.verified_user().set((user.clone(), not_after));
+        }
+        Ok(user)
     }
 }
 

@@ -285,7 +285,9 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
 
 /// The stored form of a served object, or 400 if it cannot be converted.
 fn stored_form(definition: &ResourceDefinition, object: Value) -> Result<Value, ApiError> {
-    definition.stored_form(object).map_err(ApiError::bad_request)
+    definition
+        .stored_form(object)
+        .map_err(ApiError::bad_request)
 }
 
 async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {

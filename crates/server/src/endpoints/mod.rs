@@ -195,12 +195,31 @@ impl ApiHandler {
                 }
             }
         };
+        if !self.serves(&info) {
+            // Nothing is served there: upstream's final handler answers Go's plain 404.
+            return crate::responses::not_found();
+        }
         let result = if info.is_resource_request {
             handlers::resource(&self.0, &info, request).await
         } else {
             self.non_resource(&request)
         };
         result.unwrap_or_else(|err| error_response(&err))
+    }
+
+    /// Whether a route serves the request's path: a served group-version (even when the
+    /// resource is unknown there), discovery or OpenAPI.
+    fn serves(&self, info: &RequestInfo) -> bool {
+        if info.is_resource_request {
+            return self.0.definitions.iter().any(|d| {
+                d.group_version.group == info.api_group
+                    && d.group_version.version == info.api_version
+            });
+        }
+        let path = info.path.trim_end_matches('/');
+        ["/api", "/apis", "/openapi/v2", "/openapi/v3"]
+            .iter()
+            .any(|root| path == *root || path.starts_with(&format!("{root}/")))
     }
 
     /// Discovery and OpenAPI documents.
