@@ -29,6 +29,9 @@ use crate::{
     StorageError, Store, WatchOptions, WatchStream, decode_continue, encode_continue,
 };
 
+/// The largest response decoded from etcd (a range of a big collection can be many MiB), as
+/// kube-apiserver's etcd client allows (2 GiB); etcd-client's default is 4 MiB.
+pub(crate) const MAX_RESPONSE: usize = i32::MAX as usize;
 /// How etcd says a revision is older than its compacted revision.
 const COMPACTED_MESSAGE: &str = "required revision has been compacted";
 /// How etcd says a revision is newer than its current revision.
@@ -122,9 +125,12 @@ impl EtcdStore {
         }
         let result = self
             .endpoints()
-            .read(|mut client: Client| {
+            .read(|client: Client| {
                 let (key, options) = (key.to_vec(), options.clone());
-                async move { client.get(key, Some(options)).await }
+                async move {
+                    let mut kv = client.kv_client().max_decoding_message_size(MAX_RESPONSE);
+                    kv.get(key, Some(options)).await
+                }
             })
             .await;
         match (result, revision) {

@@ -48,6 +48,7 @@ macro_rules! conformance_suite {
                 deleted_key_can_be_recreated,
                 list_returns_keys_in_order_at_current_revision,
                 list_isolates_prefixes,
+                list_of_more_than_four_mib_in_one_page,
                 list_pages_with_limit_and_continue,
                 list_pages_stay_at_first_revision_while_writes_go_on,
                 list_at_past_revision,
@@ -461,6 +462,23 @@ async fn list_returns_keys_in_order_at_current_revision(store: Arc<dyn Store>) {
 
     let limited = list_ok(&store, prefix, &paged(0)).await;
     assert_eq!(limited.kvs, expected, "limit 0 means no limit");
+}
+
+/// A list of a big collection in one page (6 MiB here; gRPC clients decode 4 MiB by default).
+async fn list_of_more_than_four_mib_in_one_page(store: Arc<dyn Store>) {
+    let value = Bytes::from(vec![b'v'; 1024 * 1024]);
+    for i in 0..6 {
+        store
+            .create(&format!("/registry/big/{i}"), value.clone())
+            .await
+            .expect("create 1 MiB value");
+    }
+    let list = store
+        .list("/registry/big/", &ListOptions::default())
+        .await
+        .expect("list 6 MiB");
+    assert_eq!(list.kvs.len(), 6);
+    assert!(list.kvs.iter().all(|kv| kv.value == value));
 }
 
 async fn list_isolates_prefixes(store: Arc<dyn Store>) {

@@ -248,9 +248,14 @@ impl Watch {
             options = options.with_range(end.clone());
         }
         let key = &self.key;
-        let call = |mut client: Client| {
+        let call = |client: Client| {
             let (key, options) = (key.clone(), options.clone());
-            async move { client.watch(key, Some(options)).await }
+            async move {
+                let mut watch = client
+                    .watch_client()
+                    .max_decoding_message_size(super::MAX_RESPONSE);
+                watch.watch(key, Some(options)).await
+            }
         };
         self.shared.endpoints.attempt(&call, deadline).await
     }
