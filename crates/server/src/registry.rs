@@ -351,11 +351,22 @@ impl Registry {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         before_create(definition, namespace, &mut object)?;
+        let resource = definition.group_resource();
         if dry_run {
+            // A dry run still fails where the write would (upstream's dry-run storage).
+            let name = object::name(&object);
+            let key = self.key(namespace, name);
+            let existing = self.store.get(&key, None).await;
+            if existing
+                .map_err(|err| storage_error(err, &resource, name))?
+                .kv
+                .is_some()
+            {
+                return Err(ApiError::already_exists(&resource, name));
+            }
             return Ok(object);
         }
         let generate_name = object::meta_str(&object, "generateName").to_string();
-        let resource = definition.group_resource();
         for attempt in 0..GENERATE_NAME_ATTEMPTS {
             if attempt > 0 {
                 let name = meta::generate_name(&generate_name);
@@ -415,6 +426,11 @@ impl Registry {
             let old = Item::from(current.clone()).decode()?;
             let mut new = change(Some(&old))?;
             check_update_precondition(definition, &new, &old, &resource, name)?;
+            if object::resource_version(&new).is_empty() {
+                // An unconditional update writes over the version it read.
+                let version = Value::String(object::resource_version(&old).to_string());
+                object::set_meta(&mut new, "resourceVersion", version);
+            }
             before_update(definition, namespace, write.subresource, &mut new, &old)?;
             if should_delete_during_update(definition, &new) {
                 match self

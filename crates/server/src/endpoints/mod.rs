@@ -243,6 +243,10 @@ impl ApiHandler {
             ["api", version] => discovery::api_resource_list(defs, "", version),
             ["apis", group] => discovery::api_group(defs, group),
             ["apis", group, version] => discovery::api_resource_list(defs, group, version),
+            ["openapi", "v2"] if !negotiation::accepts_json(accept) => {
+                // The protobuf form of the v2 document is not served; clients fall back.
+                return Err(ApiError::not_acceptable(["application/json"]));
+            }
             ["openapi", "v2"] => Some(openapi::v2(defs)),
             ["openapi", "v3"] => Some(openapi::v3_index(defs)),
             ["openapi", "v3", "api", version] => openapi::v3_group_version(defs, "", version),
