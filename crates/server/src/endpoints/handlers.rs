@@ -489,7 +489,7 @@ fn patch_error(err: &kapi_patch::PatchError) -> ApiError {
 }
 
 async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
-    let params = params::delete_params(&context.query, &body)?;
+    let params = params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
     let definition = context.definition();
     let name = context.info.name.clone();
     context.admit(Operation::Delete, &name, None).await?;
@@ -518,7 +518,8 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
 }
 
 async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
-    let delete_params = params::delete_params(&context.query, &body)?;
+    let delete_params =
+        params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
     let definition = context.definition();
     let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
     let mut list_params = params::list_params(&context.query, definition, namespace, false)?;

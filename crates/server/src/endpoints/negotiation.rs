@@ -10,6 +10,12 @@ use serde_json::Value;
 
 /// The media types kapi can answer with, for 406 messages.
 const SERVED: [&str; 2] = ["application/json", "application/yaml"];
+/// The media types of request bodies kapi decodes, for 415 messages.
+const ACCEPTED_BODIES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    kapi_protobuf::MEDIA_TYPE,
+];
 
 /// What a response to a resource request looks like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -135,6 +141,9 @@ pub fn aggregated_discovery(accept: Option<&str>) -> Option<&'static str> {
 pub enum BodyFormat {
     Json,
     Yaml,
+    /// Kubernetes' protobuf envelope, which client-go's typed clients send for built-in
+    /// types (kubectl create namespace|configmap|...).
+    Protobuf,
 }
 
 /// Decodes an object body (create, update) as JSON or YAML per its Content-Type.
@@ -142,7 +151,8 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Api
     let format = match content_type.map(essence) {
         None | Some("application/json") => BodyFormat::Json,
         Some("application/yaml") => BodyFormat::Yaml,
-        Some(_) => return Err(ApiError::unsupported_media_type(SERVED)),
+        Some(kapi_protobuf::MEDIA_TYPE) => BodyFormat::Protobuf,
+        Some(_) => return Err(ApiError::unsupported_media_type(ACCEPTED_BODIES)),
     };
     decode(format, body)
 }
@@ -152,6 +162,7 @@ pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
     let decoded = match format {
         BodyFormat::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
         BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|err| err.to_string()),
+        BodyFormat::Protobuf => return decode_protobuf(body),
     };
     match decoded {
         Ok(value @ Value::Object(_)) => Ok(value),
@@ -160,6 +171,14 @@ pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
         )),
         Err(err) => Err(ApiError::bad_request(err)),
     }
+}
+
+/// Decodes a protobuf body: malformed bodies are 400, kinds kapi cannot decode 415.
+fn decode_protobuf(body: &[u8]) -> Result<Value, ApiError> {
+    kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
+        415 => ApiError::unsupported_media_type(["application/json", "application/yaml"]),
+        _ => ApiError::bad_request(err.to_string()),
+    })
 }
 
 /// The media type without parameters, lowercased.

@@ -257,9 +257,16 @@ pub fn dry_run(query: &Query, options_kind: &str) -> Result<bool, ApiError> {
 }
 
 /// The delete options from the query and the optional DeleteOptions body.
-pub fn delete_params(query: &Query, body: &[u8]) -> Result<DeleteParams, ApiError> {
+pub fn delete_params(
+    query: &Query,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<DeleteParams, ApiError> {
+    let protobuf = content_type.map(super::negotiation::essence) == Some(kapi_protobuf::MEDIA_TYPE);
     let options: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
+    } else if protobuf {
+        super::negotiation::decode_body(content_type, body)?
     } else {
         serde_json::from_slice(body).map_err(|err| {
             ApiError::bad_request(format!("unable to decode DeleteOptions: {err}"))
