@@ -2179,10 +2179,24 @@ async fn list_manifests(backend: Backend) {
         .kubectl_stdin(&["create", "-f", "-"], Some(&list("1")))
         .await;
     assert!(!validated.status.success());
-    assert!(stderr(&validated).contains("--validate=false"), "{}", stderr(&validated));
-    let out = ok_stdin(&server, &["create", "--validate=false", "-f", "-"], &list("1")).await;
+    assert!(
+        stderr(&validated).contains("--validate=false"),
+        "{}",
+        stderr(&validated)
+    );
+    let out = ok_stdin(
+        &server,
+        &["create", "--validate=false", "-f", "-"],
+        &list("1"),
+    )
+    .await;
     assert_eq!(out, "configmap/one created\nsecret/two created\n");
-    let out = ok_stdin(&server, &["apply", "--validate=false", "-f", "-"], &list("2")).await;
+    let out = ok_stdin(
+        &server,
+        &["apply", "--validate=false", "-f", "-"],
+        &list("2"),
+    )
+    .await;
     assert_eq!(out, "configmap/one configured\nsecret/two configured\n");
     let out = server
         .kubectl_ok(&["get", "cm", "one", "-o", "jsonpath={.data.v}"])

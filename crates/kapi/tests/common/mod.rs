@@ -37,10 +37,18 @@ impl TestServer {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let etcd = match backend {
             Backend::Embedded => None,
-            Backend::Etcd => Some(tokio::task::spawn_blocking(|| EtcdCluster::start(1)).await.expect("etcd")),
+            Backend::Etcd => Some(
+                tokio::task::spawn_blocking(|| EtcdCluster::start(1))
+                    .await
+                    .expect("etcd"),
+            ),
         };
         let port = kapi_testing::free_port().to_string();
-        let dir = data_dir.path().to_str().expect("utf-8 temp dir").to_string();
+        let dir = data_dir
+            .path()
+            .to_str()
+            .expect("utf-8 temp dir")
+            .to_string();
         let mut args = vec!["kapi", "serve", "--secure-port", &port, "--data-dir", &dir];
         let servers = etcd.as_ref().map(|etcd| etcd.endpoints().join(","));
         if let Some(servers) = &servers {
@@ -68,7 +76,11 @@ impl TestServer {
             if output.status.success() {
                 return;
             }
-            assert!(Instant::now() < deadline, "kapi did not become ready: {}", stderr(&output));
+            assert!(
+                Instant::now() < deadline,
+                "kapi did not become ready: {}",
+                stderr(&output)
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -92,7 +104,11 @@ impl TestServer {
     /// Runs kubectl and fails the test unless it succeeds; returns its stdout.
     pub async fn kubectl_ok(&self, args: &[&str]) -> String {
         let output = self.kubectl(args).await;
-        assert!(output.status.success(), "kubectl {args:?} failed: {}", stderr(&output));
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} failed: {}",
+            stderr(&output)
+        );
         stdout(&output)
     }
 
