@@ -8,6 +8,7 @@
 
 pub mod fields;
 mod gofmt;
+pub mod gojson;
 pub mod labels;
 pub mod meta;
 pub mod request_info;

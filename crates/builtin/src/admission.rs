@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_apimachinery::status::{ApiError, StatusCause, StatusDetails};
 use kapi_server::admission::{AdmissionPlugin, AdmissionRequest, Operation};
-use kapi_server::cacher::Cacher;
+use kapi_server::cacher::{CachedObject, Cacher};
 use parking_lot::Mutex;
 use serde_json::Value;
 
@@ -55,22 +55,14 @@ impl NamespaceLifecycle {
     /// The namespace as the cache has it now.
     fn cached(&self, namespace: &str) -> Lookup {
         let key = format!("{}{namespace}", self.namespaces.prefix());
-        match self.namespaces.get(&key).0 {
-            None => Lookup::Missing,
-            Some(object) => {
-                let parsed: Value = serde_json::from_slice(&object.stored).unwrap_or(Value::Null);
-                Lookup::Phase(str_at(&parsed, &["status", "phase"]).to_string())
-            }
-        }
+        lookup(self.namespaces.get(&key).0.as_deref())
     }
 
-    /// The namespace once the cache has caught up with storage: upstream's live lookup.
+    /// The namespace as storage has it now: upstream's live lookup.
     async fn fresh(&self, namespace: &str) -> Result<Lookup, ApiError> {
-        self.namespaces
-            .wait_fresh(LIVE_LOOKUP_TIMEOUT)
-            .await
-            .map_err(ApiError::internal)?;
-        Ok(self.cached(namespace))
+        let key = format!("{}{namespace}", self.namespaces.prefix());
+        let live = self.namespaces.get_live(&key).await;
+        Ok(lookup(live.map_err(ApiError::internal)?.as_ref()))
     }
 
     /// Remembers a namespace being deleted, forgetting expired entries.
@@ -164,7 +156,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
             // The cache has not loaded yet; give it the time upstream gives its informer.
             if self
                 .namespaces
-                .wait_fresh(LIVE_LOOKUP_TIMEOUT)
+                .wait_for(1, LIVE_LOOKUP_TIMEOUT)
                 .await
                 .is_err()
             {
@@ -218,3 +210,14 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
 
 #[cfg(test)]
 mod tests;
+
+/// What a namespace object says about admission.
+fn lookup(object: Option<&CachedObject>) -> Lookup {
+    match object {
+        None => Lookup::Missing,
+        Some(object) => {
+            let parsed: Value = serde_json::from_slice(&object.stored).unwrap_or(Value::Null);
+            Lookup::Phase(str_at(&parsed, &["status", "phase"]).to_string())
+        }
+    }
+}

@@ -19,7 +19,6 @@
 mod admission;
 pub mod configmap;
 pub mod event;
-mod gojson;
 pub mod lease;
 pub mod namespace;
 pub mod printers;

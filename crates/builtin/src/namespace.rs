@@ -179,6 +179,10 @@ impl Strategy for NamespaceStrategy {
     fn return_deleted_object(&self) -> bool {
         true
     }
+
+    fn storage_precondition_messages(&self) -> bool {
+        true
+    }
 }
 
 /// A finalizer name of `spec.finalizers`: a qualified name, and a standard one unless it

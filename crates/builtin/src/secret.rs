@@ -212,7 +212,7 @@ fn validate_json_key(data: &Map<String, Value>, key: &str) -> FieldErrors {
     match data.get(key) {
         None => errs.push(FieldError::required(&path, "")),
         Some(value) => {
-            if let Some(message) = crate::gojson::unmarshal_map_error(&decoded(value)) {
+            if let Some(message) = kapi_apimachinery::gojson::unmarshal_map_error(&decoded(value)) {
                 errs.push(FieldError::invalid(
                     &path,
                     "<secret contents redacted>",

@@ -138,6 +138,9 @@ pub enum CacheError {
         requested: Revision,
         current: Revision,
     },
+    /// The storage cannot tell when the cache has caught up (see [`Cacher::wait_fresh`]).
+    #[error("the storage's progress notifications are not ordered with its events")]
+    Unordered,
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -177,7 +180,8 @@ pub struct Subscription {
     pub backlog: Vec<Arc<CacheEvent>>,
     /// The current objects, for watches that start with the current state.
     pub initial: Vec<Arc<CachedObject>>,
-    /// The revision the subscription starts after.
+    /// The revision the subscription starts after: the requested one, or the snapshot's
+    /// revision for the initial state.
     pub revision: Revision,
     pub receiver: broadcast::Receiver<CacheNotification>,
 }
@@ -227,11 +231,24 @@ impl Cacher {
         })
     }
 
-    /// Waits until the cache is as fresh as the storage is now.
+    /// Waits until the cache is as fresh as the storage is now. Fails with
+    /// [`CacheError::Unordered`] at once when the storage's progress notifications may overtake
+    /// its events (etcd before 3.4.31 / 3.5.13): callers then read storage instead, as
+    /// kube-apiserver does on such etcd.
     pub async fn wait_fresh(&self, timeout: Duration) -> Result<Revision, CacheError> {
+        if !self.store.ordered_progress() {
+            return Err(CacheError::Unordered);
+        }
         let current = self.store.current_revision().await?;
         self.wait_for(current, timeout).await?;
         Ok(current)
+    }
+
+    /// The object stored under `key`, read from storage (a consistent read), in the cache's
+    /// form.
+    pub async fn get_live(&self, key: &str) -> Result<Option<CachedObject>, CacheError> {
+        let kv = self.store.get(key, None).await?.kv;
+        Ok(kv.map(|kv| self.cache_object(&kv)))
     }
 
     /// The cache's current revision.
@@ -299,7 +316,7 @@ impl Cacher {
         Ok(Subscription {
             backlog,
             initial: Vec::new(),
-            revision: after.max(state.revision),
+            revision: after,
             receiver,
         })
     }

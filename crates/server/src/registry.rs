@@ -479,7 +479,7 @@ impl Registry {
                 .kv
                 .ok_or_else(|| ApiError::not_found(&resource, name))?;
             let object = Item::from(current.clone()).decode()?;
-            check_delete_preconditions(params, &object, &resource, name)?;
+            check_delete_preconditions(definition, params, &object, name)?;
             let Some(pending) = pending_deletion(definition, &object, params) else {
                 if !params.dry_run {
                     match self.delete_now(&key, current.mod_revision, false).await {
@@ -551,35 +551,50 @@ fn check_update_precondition(
     Ok(())
 }
 
-/// Checks the uid and resourceVersion preconditions of a delete.
+/// Checks the uid and resourceVersion preconditions of a delete, worded as upstream's
+/// rest.BeforeDelete (the conflict names the kind), or as its storage's precondition check
+/// for resources whose strategy keeps that wording (namespaces).
 fn check_delete_preconditions(
+    definition: &ResourceDefinition,
     params: &DeleteParams,
     object: &Value,
-    resource: &GroupResource,
     name: &str,
 ) -> Result<(), ApiError> {
-    let failed = |what: &str, wanted: &str, actual: &str| {
+    let storage_wording = definition.strategy.storage_precondition_messages();
+    let failed = |what: &str, wanted: &str, actual: &str, consequence: &str| {
+        if storage_wording {
+            return ApiError::conflict(
+                &definition.group_resource(),
+                name,
+                format!(
+                    "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
+                ),
+            );
+        }
+        let kind = GroupResource::new(definition.group_version.group.clone(), definition.kind);
         ApiError::conflict(
-            resource,
+            &kind,
             name,
             format!(
-                "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
+                "the {what} in the precondition ({wanted}) does not match the {what} in record ({actual}). The object might have been {consequence}"
             ),
         )
     };
     if let Some(uid) = &params.precondition_uid
         && uid != object::uid(object)
     {
-        return Err(failed("UID", uid, object::uid(object)));
+        return Err(failed(
+            "UID",
+            uid,
+            object::uid(object),
+            "deleted and then recreated",
+        ));
     }
     if let Some(rv) = &params.precondition_resource_version
         && rv != object::resource_version(object)
     {
-        return Err(failed(
-            "ResourceVersion",
-            rv,
-            object::resource_version(object),
-        ));
+        let actual = object::resource_version(object);
+        return Err(failed("ResourceVersion", rv, actual, "modified"));
     }
     Ok(())
 }
@@ -776,6 +791,7 @@ pub fn cache_error(err: CacheError, resource: &GroupResource, name: &str) -> Api
         CacheError::TooLarge { requested, current } => {
             ApiError::too_large_resource_version(requested as u64, current as u64, 1)
         }
+        CacheError::Unordered => ApiError::internal(err),
         CacheError::Storage(err) => storage_error(err, resource, name),
     }
 }

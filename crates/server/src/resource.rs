@@ -168,6 +168,12 @@ pub trait Strategy: Send + Sync + 'static {
     /// Changes an object whose deletion is pending (namespaces turn `Terminating`).
     fn prepare_for_pending_deletion(&self, _object: &mut Value) {}
 
+    /// Whether failed delete preconditions are worded as the storage layer words them
+    /// (namespaces) rather than as rest.BeforeDelete does.
+    fn storage_precondition_messages(&self) -> bool {
+        false
+    }
+
     /// Whether DELETE answers with the object rather than a Success Status.
     fn return_deleted_object(&self) -> bool {
         false

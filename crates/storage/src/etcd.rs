@@ -188,6 +188,14 @@ impl EtcdStore {
 
 #[async_trait]
 impl Store for EtcdStore {
+    /// etcd before 3.4.31 and 3.5.13 can send a requested progress notification ahead of
+    /// events it has not sent yet (etcd-io/etcd#15220, #17507), and Debian ships 3.4.23; as
+    /// kube-apiserver does with etcd it cannot vouch for, kapi then reads storage for
+    /// consistent reads instead of trusting the watch cache's progress.
+    fn ordered_progress(&self) -> bool {
+        false
+    }
+
     async fn current_revision(&self) -> Result<Revision> {
         // A count-only read of one key: the cheapest request whose header has the revision.
         let response = self

@@ -189,6 +189,13 @@ pub trait Store: Send + Sync + 'static {
     /// it has delivered every change up to it.
     async fn request_progress(&self) -> Result<()>;
 
+    /// Whether a progress notification is always sent after every event up to its revision,
+    /// so a cache fed by a watch may trust it to be caught up. True unless the backend says
+    /// otherwise (etcd before 3.4.31 and 3.5.13 can send one ahead of events).
+    fn ordered_progress(&self) -> bool {
+        true
+    }
+
     /// Drops the history before `revision`: reads and watches at older revisions fail with
     /// [`StorageError::Compacted`] from now on, and their space is reclaimed.
     async fn compact(&self, revision: Revision) -> Result<()>;

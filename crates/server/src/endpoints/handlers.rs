@@ -109,11 +109,9 @@ where
     let verbs = subresource
         .as_ref()
         .map_or(definition.verbs, |sub| sub.verbs);
-    if !verb_flag(&info.verb).is_some_and(|verb| verbs.contains(verb)) {
-        return Err(ApiError::method_not_supported(
-            &definition.group_resource(),
-            &info.verb,
-        ));
+    let named_create = info.verb == "create" && !info.name.is_empty();
+    if named_create || !verb_flag(&info.verb).is_some_and(|verb| verbs.contains(verb)) {
+        return Err(method_not_allowed());
     }
     let context = Context {
         apis,
@@ -135,11 +133,19 @@ where
         "patch" => patch(&context, read_body(body).await?).await,
         "delete" => delete(&context, read_body(body).await?).await,
         "deletecollection" => delete_collection(&context, read_body(body).await?).await,
-        _ => Err(ApiError::method_not_supported(
-            &definition.group_resource(),
-            &info.verb,
-        )),
+        _ => Err(method_not_allowed()),
     }
+}
+
+/// The 405 of a method no route serves at a path, as go-restful answers it.
+fn method_not_allowed() -> ApiError {
+    let status = Status::failure(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+    )
+    .with_details(StatusDetails::default());
+    ApiError::from(status)
 }
 
 /// The namespace a request acts in: the path's for namespaced resources; none for cluster-
@@ -258,6 +264,13 @@ async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
 /// Decodes an object body and checks its apiVersion and kind against the endpoint's,
 /// filling them in when absent.
 fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> {
+    let json = context
+        .content_type
+        .as_deref()
+        .is_none_or(|ct| negotiation::essence(ct) == "application/json");
+    if json && let Some(err) = negotiation::malformed_json(context.definition().kind, body) {
+        return Err(err);
+    }
     let mut object = negotiation::decode_body(context.content_type.as_deref(), body)?;
     let definition = context.definition();
     let expected_version = definition.group_version.api_version();
@@ -305,19 +318,13 @@ async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     context.respond_object(StatusCode::CREATED, definition.served_form(created))
 }
 
-/// Checks that the body's name and namespace are the URL's, as upstream's checkName.
+/// Checks that the body's name is the URL's, as upstream's checkName. (A different namespace
+/// is rejected by the registry, with upstream's wording.)
 fn check_name(context: &Context<'_>, object: &Value) -> Result<(), ApiError> {
     let (name, url_name) = (object::name(object), context.info.name.as_str());
     if name != url_name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({name}) does not match the name on the URL ({url_name})"
-        )));
-    }
-    let namespace = object::namespace(object);
-    if context.definition().namespaced && !namespace.is_empty() && namespace != context.namespace {
-        return Err(ApiError::bad_request(format!(
-            "the namespace of the object ({namespace}) does not match the namespace on the URL ({})",
-            context.namespace
         )));
     }
     Ok(())
@@ -420,11 +427,10 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     let dry_run = params::dry_run(&context.query, "PatchOptions")?;
     let content_type = context.content_type.as_deref().unwrap_or_default();
     let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
-        ApiError::unsupported_media_type([
-            "application/json-patch+json",
-            "application/merge-patch+json",
-            "application/strategic-merge-patch+json",
-        ])
+        // The patch route consumes only the patch types: go-restful's own 415.
+        let status = Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type")
+            .with_details(StatusDetails::default());
+        ApiError::from(status)
     })?;
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();

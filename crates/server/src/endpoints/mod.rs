@@ -316,13 +316,16 @@ fn aggregated<B>(
     Ok(response)
 }
 
-/// The 404 of a path nothing serves, as upstream's NotFound handler answers it.
+/// The 404 of an unknown resource or document under a served API path, as go-restful
+/// answers it (a Status with empty details).
 fn not_found() -> ApiError {
-    ApiError::new_generic(
+    let status = kapi_apimachinery::Status::failure(
         404,
         "NotFound",
         "the server could not find the requested resource",
     )
+    .with_details(kapi_apimachinery::StatusDetails::default());
+    ApiError::from(status)
 }
 
 fn header_str<B>(request: &Request<B>, name: header::HeaderName) -> Option<&str> {

@@ -72,7 +72,31 @@ pub fn negotiate(accept: Option<&str>, list: bool) -> Result<Output, ApiError> {
             return Ok(output);
         }
     }
-    Err(ApiError::not_acceptable(SERVED))
+    let json_like = media_ranges(accept).any(|range| {
+        matches!(
+            range.essence,
+            "application/json" | "application/*" | "*/*" | "application/yaml"
+        )
+    });
+    if json_like {
+        // A representation kapi has, with parameters it does not serve (the handler's 406).
+        return Err(ApiError::not_acceptable(SERVED));
+    }
+    Err(router_not_acceptable(list))
+}
+
+/// The 406 go-restful answers before any handler when no media range names a representation
+/// the route produces. kapi produces JSON and YAML (and JSON watch streams on collections);
+/// kube-apiserver lists protobuf too, which kapi does not serve yet.
+fn router_not_acceptable(list: bool) -> ApiError {
+    let mut available = SERVED.join(", ");
+    if list {
+        available.push_str(", application/json;stream=watch");
+    }
+    let message = format!("406: Not Acceptable\n\nAvailable representations: {available}");
+    let status = kapi_apimachinery::Status::failure(406, "NotAcceptable", message)
+        .with_details(kapi_apimachinery::StatusDetails::default());
+    ApiError::from(status)
 }
 
 fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
@@ -170,6 +194,33 @@ pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
             "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
         )),
         Err(err) => Err(ApiError::bad_request(err)),
+    }
+}
+
+/// The 400 of a JSON body that does not parse, as upstream's transformDecodeError words it:
+/// Go's syntax error and a summary of the body. `None` when Go would parse it.
+pub fn malformed_json(kind: &str, body: &[u8]) -> Option<ApiError> {
+    let syntax = kapi_apimachinery::gojson::check_valid(body).err()?;
+    Some(ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; json parse error: {syntax} ({})",
+        summarize(body)
+    )))
+}
+
+/// Upstream's summarizeData: the first 30 bytes, as text for an object and as hex otherwise.
+fn summarize(body: &[u8]) -> String {
+    const MAX: usize = 30;
+    let (head, more) = match body.len() > MAX {
+        true => (&body[..MAX], " ..."),
+        false => (body, ""),
+    };
+    match body.first() {
+        None => "<empty>".to_string(),
+        Some(b'{') => format!("{}{more}", String::from_utf8_lossy(head)),
+        Some(_) => format!(
+            "{}{more}",
+            head.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        ),
     }
 }
 

@@ -57,8 +57,17 @@ pub struct WatchParams {
     pub timeout: Option<Duration>,
 }
 
+/// Which request's resourceVersion is parsed: list and get share its match rules; a watch
+/// validates resourceVersionMatch with its own (see [`watch_params`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReadKind {
+    Get,
+    List,
+    Watch,
+}
+
 /// Parses the resourceVersion and resourceVersionMatch of a read.
-fn read_version(query: &Query, errors: &mut FieldErrors, list: bool) -> ReadVersion {
+fn read_version(query: &Query, errors: &mut FieldErrors, kind: ReadKind) -> ReadVersion {
     let rv = query.get("resourceVersion");
     let parsed = match rv {
         None => None,
@@ -75,6 +84,14 @@ fn read_version(query: &Query, errors: &mut FieldErrors, list: bool) -> ReadVers
         },
     };
     let rv_match = query.get("resourceVersionMatch");
+    if kind == ReadKind::Watch {
+        return match parsed {
+            None => ReadVersion::MostRecent,
+            Some(0) => ReadVersion::Any,
+            Some(revision) => ReadVersion::NotOlderThan(revision),
+        };
+    }
+    let list = kind == ReadKind::List;
     match (parsed, rv_match) {
         (None, None) => ReadVersion::MostRecent,
         (None, Some(_)) => {
@@ -137,7 +154,12 @@ pub fn list_params(
             None
         }
     };
-    let version = read_version(query, &mut errors, !watch);
+    let kind = if watch {
+        ReadKind::Watch
+    } else {
+        ReadKind::List
+    };
+    let version = read_version(query, &mut errors, kind);
     let continue_token = query.get("continue").map(str::to_string);
     if continue_token.is_some()
         && !watch
@@ -194,28 +216,37 @@ pub fn watch_params(
         ReadVersion::NotOlderThan(revision) | ReadVersion::Exact(revision) => Some(revision),
     };
     let allow_bookmarks = query.flag("allowWatchBookmarks");
-    let send_initial_events = query.flag("sendInitialEvents");
+    let send_param = query.get("sendInitialEvents");
+    let rv_match = query.get("resourceVersionMatch");
     let mut errors = FieldErrors::default();
-    if send_initial_events {
-        if query.get("resourceVersionMatch") != Some("NotOlderThan") {
-            errors.push(FieldError::forbidden(&Path::root("sendInitialEvents"), 
-                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
-            ));
-        }
-        if !allow_bookmarks {
-            errors.push(FieldError::required(
-                &Path::root("allowWatchBookmarks"),
-                "allowWatchBookmarks must be set to true when sendInitialEvents is set",
-            ));
-        }
-    } else if query.get("resourceVersionMatch").is_some()
-        && query.get("sendInitialEvents").is_none()
-    {
+    let match_path = Path::root("resourceVersionMatch");
+    if send_param.is_some() && rv_match != Some("NotOlderThan") {
         errors.push(FieldError::forbidden(
-            &Path::root("resourceVersionMatch"),
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            &match_path,
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
         ));
     }
+    if let Some(rv_match) = rv_match {
+        if send_param.is_none() {
+            errors.push(FieldError::forbidden(
+                &match_path,
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if rv_match != "NotOlderThan" {
+            errors.push(FieldError::not_supported(
+                &match_path,
+                Value::String(rv_match.to_string()),
+                ["NotOlderThan"],
+            ));
+        }
+    }
+    // 1.35 defaults a legacy watch (resourceVersion "" or "0", nothing else said) to a
+    // watch-list: the initial state, then (with bookmarks) the initial-events-end bookmark.
+    let send_initial_events = match send_param {
+        Some(_) => query.flag("sendInitialEvents"),
+        None => rv_match.is_none() && matches!(resource_version, None | Some(0)),
+    };
     invalid_options("ListOptions", errors)?;
     let timeout = match query.get("timeoutSeconds").map(str::parse::<u64>) {
         None => None,
@@ -234,7 +265,7 @@ pub fn watch_params(
 /// Parses the resourceVersion of a GET.
 pub fn get_version(query: &Query) -> Result<ReadVersion, ApiError> {
     let mut errors = FieldErrors::default();
-    let version = read_version(query, &mut errors, false);
+    let version = read_version(query, &mut errors, ReadKind::Get);
     invalid_options("GetOptions", errors)?;
     Ok(version)
 }

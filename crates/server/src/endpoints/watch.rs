@@ -29,7 +29,9 @@ use super::negotiation::Output;
 use super::params::WatchParams;
 use super::render::{Renderer, partial_metadata};
 use crate::body::Body;
-use crate::cacher::{CacheEvent, CacheNotification, CachedObject, Cacher, EventType, Subscription};
+use crate::cacher::{
+    CacheError, CacheEvent, CacheNotification, CachedObject, Cacher, EventType, Subscription,
+};
 use crate::codec;
 use crate::registry::{Item, cache_error};
 use crate::resource::ResourceDefinition;
@@ -77,22 +79,30 @@ impl WatchRequest {
     /// Subscribes to the cache where the request's resourceVersion says to start.
     async fn subscribe(&self) -> Result<Subscription, ApiError> {
         let resource = self.definition.group_resource();
-        let initial_state = self.params.send_initial_events
-            || matches!(self.params.resource_version, None | Some(0));
-        if initial_state {
-            match self.params.resource_version {
-                None => self.cacher.wait_fresh(CACHE_WAIT).await.map(drop),
-                Some(revision) => self.cacher.wait_for(revision, CACHE_WAIT).await,
-            }
-            .map_err(|err| cache_error(err, &resource, ""))?;
+        let to_api = |err| cache_error(err, &resource, "");
+        let starts_now = matches!(self.params.resource_version, None | Some(0));
+        if !self.params.send_initial_events && !starts_now {
             return self
                 .cacher
-                .subscribe(None, &self.prefix)
-                .map_err(|err| cache_error(err, &resource, ""));
+                .subscribe(self.params.resource_version, &self.prefix)
+                .map_err(to_api);
         }
-        self.cacher
-            .subscribe(self.params.resource_version, &self.prefix)
-            .map_err(|err| cache_error(err, &resource, ""))
+        let waited = match self.params.resource_version {
+            None => self.cacher.wait_fresh(CACHE_WAIT).await.map(drop),
+            Some(revision) => self.cacher.wait_for(revision, CACHE_WAIT).await,
+        };
+        match waited {
+            // The cache cannot prove it is current: start from its state, which the
+            // subscription then carries forward to every later change.
+            Ok(()) | Err(CacheError::Unordered) => {}
+            Err(err) => return Err(to_api(err)),
+        }
+        let mut subscription = self.cacher.subscribe(None, &self.prefix).map_err(to_api)?;
+        if !self.params.send_initial_events {
+            // sendInitialEvents=false: changes from now on only.
+            subscription.initial.clear();
+        }
+        Ok(subscription)
     }
 
     /// Whether `object` is in the watched namespace, has the watched name and matches the
@@ -178,7 +188,9 @@ impl Watcher {
             }
         }
         self.last = revision;
-        if self.request.params.send_initial_events && !self.bookmark(revision, true).await {
+        let params = &self.request.params;
+        let end_bookmark = params.send_initial_events && params.allow_bookmarks;
+        if end_bookmark && !self.bookmark(revision, true).await {
             return false;
         }
         self.send_events(&backlog).await

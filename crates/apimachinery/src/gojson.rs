@@ -1,9 +1,9 @@
-//! The errors of Go's `json.Unmarshal(data, &map[string]interface{}{})`, which upstream puts
-//! in the validation messages of docker config secrets. Go checks the syntax of the whole
-//! input first (its scanner's messages: `invalid character 'x' looking for beginning of
-//! value`, `unexpected end of JSON input`, ...) and then whether the value fits a map.
+//! Go's JSON syntax errors, which reach clients verbatim: in the 400 of a malformed request
+//! body and in the validation messages of docker config secrets. Go checks the syntax of the
+//! whole input first (its scanner's messages: `invalid character 'x' looking for beginning of
+//! value`, `unexpected end of JSON input`, ...) and then whether the value fits the target.
 
-use kapi_apimachinery::quote;
+use crate::quote;
 
 /// How deep Go's scanner lets arrays and objects nest.
 const MAX_NESTING_DEPTH: usize = 10_000;
@@ -306,8 +306,8 @@ impl Scanner {
     }
 }
 
-/// Go's syntax check of a JSON document (its `checkValid`).
-fn check_valid(data: &[u8]) -> Result<(), String> {
+/// Go's syntax check of a JSON document (its `checkValid`): the error Go reports, if any.
+pub fn check_valid(data: &[u8]) -> Result<(), String> {
     let mut scanner = Scanner::new();
     for &c in data {
         scanner.step(c)?;

@@ -1,0 +1,1436 @@
+//! The error contract: for each Status reason kapi can answer with, the exact JSON (code,
+//! reason, message, details) kube-apiserver 1.35 returns for the same request, compared as
+//! parsed JSON over a raw HTTPS client (so nothing between the test and the wire interprets
+//! the answer).
+//!
+//! Each expectation names where upstream produces it: k8s.io/apimachinery v0.35 and
+//! k8s.io/apiserver v0.35 (the staging repositories of kubernetes 1.35), kubernetes/kubernetes
+//! for the registries, and github.com/emicklei/go-restful/v3 (v3.12, the router
+//! kube-apiserver's resource endpoints are installed in).
+//!
+//! Not covered: InternalError (500). kube-apiserver answers it for faults (a storage that
+//! returns garbage, a panic in a handler) that a correct server cannot be driven into through
+//! its API, and faking one would test the fake; crates/apimachinery/src/status.rs checks its
+//! JSON (`internal_and_too_large_resource_version`).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::Backend;
+use http::{HeaderMap, Method, Request, header};
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use kapi_testing::etcd::EtcdCluster;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+/// How long a test polls for a condition before it fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// The media types kube-apiserver 1.35 serves built-in resources in (k8s.io/apimachinery
+/// pkg/runtime/serializer/codec_factory.go newSerializersForScheme: JSON, YAML, protobuf; CBOR
+/// only behind the alpha CBORServingAndStorage gate, off by default).
+const MEDIA_TYPES: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// The media types kapi answers in: kube-apiserver's [`MEDIA_TYPES`] less protobuf, whose
+/// responses kapi does not serve yet (it decodes protobuf request bodies). This is the one
+/// deliberate difference in these tests: a 406 lists only what kapi can actually send.
+const RESPONSE_MEDIA_TYPES: &str = "application/json, application/yaml";
+
+// ---------------------------------------------------------------------------------------------
+// A kapi server that can be restarted on the same store.
+
+/// The `kapi serve` binary on its own data directory (and etcd member), which can be stopped
+/// and started again on the same store. A process rather than an in-process server, so a
+/// restart releases the embedded store's lock.
+struct Kapi {
+    child: Option<Child>,
+    address: SocketAddr,
+    args: Vec<String>,
+    data_dir: tempfile::TempDir,
+    _etcd: Option<EtcdCluster>,
+}
+
+impl Kapi {
+    /// Starts a server on `backend` with extra `flags`, and waits until it is ready.
+    async fn start(backend: Backend, flags: &[&str]) -> Kapi {
+        let data_dir = tempfile::tempdir().expect("temp dir");
+        let etcd = match backend {
+            Backend::Embedded => None,
+            Backend::Etcd => Some(
+                tokio::task::spawn_blocking(|| EtcdCluster::start(1))
+                    .await
+                    .expect("etcd"),
+            ),
+        };
+        let dir = data_dir
+            .path()
+            .to_str()
+            .expect("utf-8 temp dir")
+            .to_string();
+        let mut args: Vec<String> = vec!["--data-dir".into(), dir];
+        if let Some(etcd) = &etcd {
+            args.extend(["--etcd-servers".into(), etcd.endpoints().join(",")]);
+        }
+        args.extend(flags.iter().map(|flag| flag.to_string()));
+        let mut kapi = Kapi {
+            child: None,
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            args,
+            data_dir,
+            _etcd: etcd,
+        };
+        kapi.launch().await;
+        kapi
+    }
+
+    /// Starts the server process on a free port and waits for `/readyz`.
+    async fn launch(&mut self) {
+        let port = kapi_testing::free_port();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.path().join("kapi.log"))
+            .expect("open the server log");
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
+            .args(["serve", "--secure-port", &port.to_string()])
+            .args(&self.args)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start kapi");
+        self.child = Some(child);
+        self.address = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let exists = |file| self.pki(file).exists();
+            let ready = if exists("ca.crt") && exists("admin.crt") && exists("admin.key") {
+                self.admin().try_get("/readyz").await.ok()
+            } else {
+                None
+            };
+            if ready
+                .as_ref()
+                .is_some_and(|r| r.status == 200 && r.body == "ok")
+            {
+                return;
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!("kapi exited with {status}: {}", self.log());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kapi did not become ready: {}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.path().join("kapi.log")).unwrap_or_default()
+    }
+
+    /// Stops the server with SIGTERM and waits for it to exit.
+    async fn terminate(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let killed = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(killed.success());
+        let deadline = Instant::now() + DEADLINE;
+        while child.try_wait().expect("wait for kapi").is_none() {
+            assert!(Instant::now() < deadline, "kapi did not stop on SIGTERM");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops the server and starts it again on the same data directory and store.
+    async fn restart(&mut self) {
+        self.terminate().await;
+        self.launch().await;
+    }
+
+    async fn stop(mut self) {
+        self.terminate().await;
+    }
+
+    fn pki(&self, file: &str) -> PathBuf {
+        self.data_dir.path().join("pki").join(file)
+    }
+
+    fn read_pki(&self, file: &str) -> String {
+        std::fs::read_to_string(self.pki(file)).expect("read a PKI file")
+    }
+
+    /// A client with the admin certificate (system:masters).
+    fn admin(&self) -> Client {
+        self.client(Some((
+            self.read_pki("admin.crt"),
+            self.read_pki("admin.key"),
+        )))
+    }
+
+    /// A client without credentials.
+    fn anonymous(&self) -> Client {
+        self.client(None)
+    }
+
+    /// A client with a certificate kapi's CA issued for `user` in `group` (not a master).
+    fn user(&self, user: &str, group: &str) -> Client {
+        let ca_key = rcgen::KeyPair::from_pem(&self.read_pki("ca.key")).expect("CA key");
+        let issuer = rcgen::Issuer::from_ca_cert_pem(&self.read_pki("ca.crt"), ca_key).expect("CA");
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = client_params(user, group)
+            .signed_by(&key, &issuer)
+            .expect("sign");
+        self.client(Some((cert.pem(), key.serialize_pem())))
+    }
+
+    /// A client with a certificate from a CA kapi does not know.
+    fn stranger(&self) -> Client {
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca = rcgen::CertificateParams::default();
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, "stranger-ca");
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let issuer = rcgen::Issuer::new(ca, ca_key);
+        let key = rcgen::KeyPair::generate().expect("key");
+        let cert = client_params("mallory", "system:masters")
+            .signed_by(&key, &issuer)
+            .expect("sign");
+        self.client(Some((cert.pem(), key.serialize_pem())))
+    }
+
+    fn client(&self, identity: Option<(String, String)>) -> Client {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(self.pki("ca.crt")).expect("CA certificate"))
+            .expect("trust the CA");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots);
+        let config = match identity {
+            None => builder.with_no_client_auth(),
+            Some((cert, key)) => {
+                let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                    .collect::<Result<Vec<_>, _>>()
+                    .expect("client certificate");
+                let key = PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("client key");
+                builder
+                    .with_client_auth_cert(chain, key)
+                    .expect("client identity")
+            }
+        };
+        Client {
+            address: self.address,
+            tls: Arc::new(config),
+        }
+    }
+}
+
+impl Drop for Kapi {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A client certificate's parameters: `CN=user, O=group`, client auth.
+fn client_params(user: &str, group: &str) -> rcgen::CertificateParams {
+    let mut params = rcgen::CertificateParams::default();
+    params.distinguished_name = rcgen::DistinguishedName::new();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::OrganizationName, group);
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, user);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params
+}
+
+// ---------------------------------------------------------------------------------------------
+// A raw HTTPS/1.1 client.
+
+#[derive(Clone)]
+struct Client {
+    address: SocketAddr,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+/// One response, read to its end.
+#[derive(Debug)]
+struct Reply {
+    /// `METHOD path`, and the headers sent, for messages.
+    request: String,
+    status: u16,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Reply {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|err| panic!("the body is not JSON ({err}): {:?}", self.body))
+    }
+
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .map(|value| value.to_str().expect("an ASCII header"))
+            .unwrap_or_default()
+    }
+}
+
+impl Client {
+    /// Opens a TLS connection to the server.
+    async fn connect(&self) -> Result<TlsStream<TcpStream>, Box<dyn std::error::Error>> {
+        let tcp = TcpStream::connect(self.address).await?;
+        let connector = TlsConnector::from(self.tls.clone());
+        Ok(connector
+            .connect(ServerName::try_from("localhost")?, tcp)
+            .await?)
+    }
+
+    async fn try_send(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<Reply, Box<dyn std::error::Error>> {
+        let mut description = format!("{method} {path}");
+        for (name, value) in headers {
+            description.push_str(&format!(" [{name}: {value}]"));
+        }
+        let tls = self.connect().await?;
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tls)).await?;
+        tokio::spawn(connection);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, "localhost");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = sender.send_request(request.body(Full::new(body))?).await?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok(Reply {
+            request: description,
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body: String::from_utf8(body.to_vec())?,
+        })
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: impl Into<Bytes>,
+    ) -> Reply {
+        let reply = self
+            .try_send(method.clone(), path, headers, body.into())
+            .await;
+        reply.unwrap_or_else(|err| panic!("{method} {path}: {err}"))
+    }
+
+    async fn try_get(&self, path: &str) -> Result<Reply, Box<dyn std::error::Error>> {
+        self.try_send(Method::GET, path, &[], Bytes::new()).await
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        self.send(Method::GET, path, &[], Bytes::new()).await
+    }
+
+    /// POST/PUT/PATCH/DELETE of a JSON body.
+    async fn write(&self, method: Method, path: &str, body: &Value) -> Reply {
+        let content_type = if method == Method::PATCH {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
+        self.send(
+            method,
+            path,
+            &[("content-type", content_type)],
+            body.to_string(),
+        )
+        .await
+    }
+
+    /// Creates an object and returns it; fails unless the server answers 201.
+    async fn create(&self, path: &str, body: Value) -> Value {
+        let reply = self.write(Method::POST, path, &body).await;
+        assert_eq!(reply.status, 201, "create {path}: {}", reply.body);
+        reply.json()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expectations.
+
+/// A failure Status as kube-apiserver writes it: `kind`, `apiVersion`, the always-present
+/// empty `metadata`, `status: Failure`, and `reason` and `details` when set (both omitempty in
+/// k8s.io/apimachinery pkg/apis/meta/v1/types.go; an empty but non-nil details is `{}`).
+fn failure(code: u16, reason: &str, message: &str, details: Option<Value>) -> Value {
+    let mut status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "code": code,
+    });
+    if !reason.is_empty() {
+        status["reason"] = Value::from(reason);
+    }
+    if let Some(details) = details {
+        status["details"] = details;
+    }
+    status
+}
+
+/// The checks of one test: every mismatch is recorded, and the test fails at its end with
+/// all of them, so one run shows every difference from kube-apiserver.
+#[derive(Default)]
+struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    /// Checks a JSON Status answer: the HTTP code is the Status's, the body is JSON and equals
+    /// `expected` exactly.
+    fn status(&mut self, reply: &Reply, expected: &Value) {
+        let pretty = |value: &Value| serde_json::to_string_pretty(value).unwrap_or_default();
+        let code = expected["code"].as_u64().expect("expected code");
+        let actual = serde_json::from_str::<Value>(&reply.body).ok();
+        let matches = u64::from(reply.status) == code
+            && reply.header("content-type") == "application/json"
+            && actual.as_ref() == Some(expected);
+        if !matches {
+            self.failures.push(format!(
+                "{}\n--- actual: HTTP {} ({}):\n{}\n--- expected (kube-apiserver 1.35): HTTP {code} (application/json):\n{}",
+                reply.request,
+                reply.status,
+                reply.header("content-type"),
+                actual.as_ref().map_or_else(|| reply.body.clone(), pretty),
+                pretty(expected)
+            ));
+        }
+    }
+
+    /// Records a failure unless `ok`.
+    fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
+        if !ok {
+            self.failures.push(what());
+        }
+    }
+
+    /// Fails the test with every recorded mismatch.
+    #[track_caller]
+    fn finish(self) {
+        assert!(
+            self.failures.is_empty(),
+            "{} check(s) failed:\n\n{}",
+            self.failures.len(),
+            self.failures.join("\n\n")
+        );
+    }
+}
+
+fn configmap(name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
+}
+
+fn rv_of(object: &Value) -> u64 {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("a resourceVersion")
+        .parse()
+        .expect("numeric")
+}
+
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+
+// ---------------------------------------------------------------------------------------------
+// Cases on both backends (the storage answers them).
+
+/// 404 NotFound for objects that do not exist.
+async fn not_found(backend: Backend) {
+    let kapi = Kapi::start(backend, &[]).await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // apimachinery pkg/api/errors/errors.go NewNotFound (via apiserver
+    // pkg/storage/errors/storage.go InterpretGetError): `<resource> "<name>" not found`,
+    // details name and kind = the resource (plural); group omitted for the core group.
+    let expected = failure(
+        404,
+        "NotFound",
+        r#"configmaps "missing" not found"#,
+        Some(json!({"name": "missing", "kind": "configmaps"})),
+    );
+    checks.status(
+        &admin.get(&format!("{CONFIGMAPS}/missing")).await,
+        &expected,
+    );
+    // DELETE: registry/generic/registry/store.go Delete → InterpretDeleteError → NewNotFound.
+    let reply = admin
+        .send(Method::DELETE, &format!("{CONFIGMAPS}/missing"), &[], "")
+        .await;
+    checks.status(&reply, &expected);
+    // PATCH: endpoints/handlers/patch.go, the patcher's Get → NewNotFound.
+    let reply = admin
+        .write(
+            Method::PATCH,
+            &format!("{CONFIGMAPS}/missing"),
+            &json!({"data": {}}),
+        )
+        .await;
+    checks.status(&reply, &expected);
+    // A grouped resource: the message qualifies it (GroupResource.String()), details.group.
+    let reply = admin.get(&format!("{LEASES}/missing")).await;
+    checks.status(
+        &reply,
+        &failure(
+            404,
+            "NotFound",
+            r#"leases.coordination.k8s.io "missing" not found"#,
+            Some(json!({"name": "missing", "group": "coordination.k8s.io", "kind": "leases"})),
+        ),
+    );
+    // A cluster-scoped resource.
+    let reply = admin.get("/api/v1/namespaces/missing").await;
+    checks.status(
+        &reply,
+        &failure(
+            404,
+            "NotFound",
+            r#"namespaces "missing" not found"#,
+            Some(json!({"name": "missing", "kind": "namespaces"})),
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 409 AlreadyExists for a create of an existing name.
+async fn already_exists(backend: Backend) {
+    let kapi = Kapi::start(backend, &[]).await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    admin.create(CONFIGMAPS, configmap("taken")).await;
+    // apimachinery errors.go NewAlreadyExists (via apiserver pkg/storage/errors/storage.go
+    // InterpretCreateError): `<resource> "<name>" already exists`, details name and kind.
+    let reply = admin
+        .write(Method::POST, CONFIGMAPS, &configmap("taken"))
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            409,
+            "AlreadyExists",
+            r#"configmaps "taken" already exists"#,
+            Some(json!({"name": "taken", "kind": "configmaps"})),
+        ),
+    );
+    let lease = json!({"metadata": {"name": "taken"}, "spec": {"holderIdentity": "a"}});
+    admin.create(LEASES, lease.clone()).await;
+    checks.status(
+        &admin.write(Method::POST, LEASES, &lease).await,
+        &failure(
+            409,
+            "AlreadyExists",
+            r#"leases.coordination.k8s.io "taken" already exists"#,
+            Some(json!({"name": "taken", "group": "coordination.k8s.io", "kind": "leases"})),
+        ),
+    );
+    let reply = admin
+        .write(
+            Method::POST,
+            "/api/v1/namespaces",
+            &json!({"metadata": {"name": "default"}}),
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            409,
+            "AlreadyExists",
+            r#"namespaces "default" already exists"#,
+            Some(json!({"name": "default", "kind": "namespaces"})),
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 409 Conflict: an update or patch at a stale resourceVersion, and delete preconditions that
+/// do not hold.
+async fn conflicts(backend: Backend) {
+    let kapi = Kapi::start(backend, &[]).await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    let created = admin.create(CONFIGMAPS, configmap("contended")).await;
+    let path = format!("{CONFIGMAPS}/contended");
+    let mut update = created.clone();
+    update["data"]["k"] = json!("first");
+    let updated = admin.write(Method::PUT, &path, &update).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+
+    // apiserver pkg/registry/generic/registry/store.go Update: a resourceVersion that is not
+    // the stored one → NewConflict(resource, name, OptimisticLockErrorMsg).
+    let stale = failure(
+        409,
+        "Conflict",
+        r#"Operation cannot be fulfilled on configmaps "contended": the object has been modified; please apply your changes to the latest version and try again"#,
+        Some(json!({"name": "contended", "kind": "configmaps"})),
+    );
+    update["data"]["k"] = json!("second");
+    checks.status(&admin.write(Method::PUT, &path, &update).await, &stale);
+    // endpoints/handlers/patch.go: a patch that sets metadata.resourceVersion makes it the
+    // update's precondition, with the same conflict (and no retry).
+    let patch = json!({"metadata": {"resourceVersion": rv_of(&created).to_string()}, "data": {"k": "third"}});
+    checks.status(&admin.write(Method::PATCH, &path, &patch).await, &stale);
+
+    // apiserver pkg/registry/rest/delete.go BeforeDelete checks the preconditions first and
+    // names the object by its *kind* (GroupResource{Group: gvk.Group, Resource: gvk.Kind}).
+    let uid = created["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let wrong_uid = "00000000-0000-0000-0000-000000000000";
+    let options =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": wrong_uid}});
+    let reply = admin.write(Method::DELETE, &path, &options).await;
+    checks.status(
+        &reply,
+        &failure(
+            409,
+            "Conflict",
+            &format!(
+                r#"Operation cannot be fulfilled on ConfigMap "contended": the UID in the precondition ({wrong_uid}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"#
+            ),
+            Some(json!({"name": "contended", "kind": "ConfigMap"})),
+        ),
+    );
+    let current = admin.get(&path).await.json();
+    let current_rv = rv_of(&current);
+    let options = json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": rv_of(&created).to_string()}});
+    let reply = admin.write(Method::DELETE, &path, &options).await;
+    checks.status(
+        &reply,
+        &failure(
+            409,
+            "Conflict",
+            &format!(
+                r#"Operation cannot be fulfilled on ConfigMap "contended": the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record ({current_rv}). The object might have been modified"#,
+                rv_of(&created)
+            ),
+            Some(json!({"name": "contended", "kind": "ConfigMap"})),
+        ),
+    );
+    // kubernetes pkg/registry/core/namespace/storage/storage.go REST.Delete checks the UID
+    // precondition itself, with its own message and the namespaces resource.
+    let namespace = admin
+        .create(
+            "/api/v1/namespaces",
+            json!({"metadata": {"name": "preconditioned"}}),
+        )
+        .await;
+    let ns_uid = namespace["metadata"]["uid"]
+        .as_str()
+        .expect("uid")
+        .to_string();
+    let options =
+        json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": wrong_uid}});
+    let reply = admin
+        .write(
+            Method::DELETE,
+            "/api/v1/namespaces/preconditioned",
+            &options,
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            409,
+            "Conflict",
+            &format!(
+                r#"Operation cannot be fulfilled on namespaces "preconditioned": Precondition failed: UID in precondition: {wrong_uid}, UID in object meta: {ns_uid}"#
+            ),
+            Some(json!({"name": "preconditioned", "kind": "namespaces"})),
+        ),
+    );
+    // The object is untouched by the refused writes.
+    let kept = admin.get(&path).await.json();
+    checks.check(kept["data"]["k"] == json!("first"), || {
+        format!("the refused writes changed the object: {kept}")
+    });
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// A watch from a resourceVersion older than the watch cache's window: HTTP 200 and a single
+/// ERROR event carrying 410 Expired. The window starts at the revision the cache was filled
+/// at, so a restart on the same store makes every earlier revision too old.
+async fn expired_watch(backend: Backend) {
+    let mut kapi = Kapi::start(backend, &[]).await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    let old = admin.create(CONFIGMAPS, configmap("old")).await;
+    let r1 = rv_of(&old);
+    admin.create(CONFIGMAPS, configmap("newer")).await;
+    kapi.restart().await;
+    let admin = kapi.admin();
+    let listed = admin.get(CONFIGMAPS).await.json();
+    let cache_start: u64 = listed["metadata"]["resourceVersion"]
+        .as_str()
+        .expect("list resourceVersion")
+        .parse()
+        .expect("numeric");
+    let reply = admin
+        .get(&format!("{CONFIGMAPS}?watch=true&resourceVersion={r1}"))
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.header("content-type"), "application/json");
+    let lines: Vec<&str> = reply.body.lines().collect();
+    assert_eq!(
+        lines.len(),
+        1,
+        "one ERROR event, then the end: {:?}",
+        reply.body
+    );
+    let event: Value = serde_json::from_str(lines[0]).expect("a JSON watch event");
+    // apiserver pkg/storage/cacher/watch_cache.go getAllEventsSinceLocked:
+    // NewResourceExpired("too old resource version: %d (%d)", rv, oldest-1), where oldest-1
+    // is the revision the cache was listed at; cacher.go newErrWatcher sends it as the one
+    // ERROR event (the Status without details, apimachinery errors.go NewResourceExpired).
+    let expected = json!({
+        "type": "ERROR",
+        "object": failure(
+            410,
+            "Expired",
+            &format!("too old resource version: {r1} ({cache_start})"),
+            None,
+        ),
+    });
+    checks.check(event == expected, || {
+        format!("watch event mismatch\n--- actual: {event}\n--- expected: {expected}")
+    });
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// A list at an exact resourceVersion that compaction removed: 410 Expired.
+async fn expired_list(backend: Backend) {
+    let kapi = Kapi::start(backend, &["--etcd-compaction-interval", "1s"]).await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    let old = admin.create(CONFIGMAPS, configmap("old")).await;
+    let r1 = rv_of(&old);
+    admin.create(CONFIGMAPS, configmap("newer")).await;
+    let path = format!("{CONFIGMAPS}?resourceVersion={r1}&resourceVersionMatch=Exact");
+    let deadline = Instant::now() + DEADLINE;
+    let reply = loop {
+        let reply = admin.get(&path).await;
+        if reply.status != 200 {
+            break reply;
+        }
+        let items = reply.json()["items"].clone();
+        let names: Vec<&str> = items
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|item| item["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(names, ["old"], "the list at {r1} before compaction");
+        assert!(
+            Instant::now() < deadline,
+            "revision {r1} was not compacted in {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    // apiserver pkg/storage/etcd3/errors.go interpretListError: etcd's ErrCompacted on a
+    // list without continue → NewResourceExpired("The resourceVersion for the provided list
+    // is too old.") (the watch cache, asked for an exact revision it has no snapshot of,
+    // delegates to etcd: pkg/storage/cacher/delegator.go).
+    checks.status(
+        &reply,
+        &failure(
+            410,
+            "Expired",
+            "The resourceVersion for the provided list is too old.",
+            None,
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+on_both_backends!(
+    not_found,
+    already_exists,
+    conflicts,
+    expired_watch,
+    expired_list
+);
+
+// ---------------------------------------------------------------------------------------------
+// Cases where the store does not matter (embedded).
+
+async fn embedded() -> Kapi {
+    Kapi::start(Backend::Embedded, &[]).await
+}
+
+/// Paths no endpoint serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_paths() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // Under a served group-version (/api/v1, /apis/coordination.k8s.io/v1), the go-restful
+    // web service finds no route (go-restful v3 curly.go SelectRoute: 404 "404: Page Not
+    // Found"); apiserver pkg/server/handler.go serviceErrorHandler answers
+    // NewGenericServerResponse(404, ...) (apimachinery errors.go), whose message ignores the
+    // router's and whose details are empty but present.
+    let expected = failure(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+        Some(json!({})),
+    );
+    for path in [
+        "/api/v1/namespaces/default/foos",
+        "/api/v1/foos",
+        "/api/v1/namespaces/default/configmaps/x/nosuchsubresource",
+        "/apis/coordination.k8s.io/v1/namespaces/default/foos",
+    ] {
+        let reply = admin.get(path).await;
+        checks.status(&reply, &expected);
+    }
+    // Outside every web service the request falls through the delegation chain to the
+    // NotFound handler (apiserver pkg/util/notfoundhandler): Go's http.NotFound, plain text.
+    let reply = admin.get("/apis/nosuch.example.com/v1/foos").await;
+    assert_eq!(reply.status, 404);
+    assert_eq!(reply.body, "404 page not found\n");
+    assert_eq!(reply.header("content-type"), "text/plain; charset=utf-8");
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 400 BadRequest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    admin.create(CONFIGMAPS, configmap("present")).await;
+    // apiserver pkg/registry/rest/meta.go EnsureObjectNamespaceMatchesRequestNamespace
+    // (called by handlers/create.go and update.go): NewBadRequest, no details.
+    let mismatch = failure(
+        400,
+        "BadRequest",
+        "the namespace of the provided object does not match the namespace sent on the request",
+        None,
+    );
+    let mut other_namespace = configmap("elsewhere");
+    other_namespace["metadata"]["namespace"] = json!("kube-system");
+    checks.status(
+        &admin
+            .write(Method::POST, CONFIGMAPS, &other_namespace)
+            .await,
+        &mismatch,
+    );
+    let mut moved = admin.get(&format!("{CONFIGMAPS}/present")).await.json();
+    moved["metadata"]["namespace"] = json!("kube-system");
+    let reply = admin
+        .write(Method::PUT, &format!("{CONFIGMAPS}/present"), &moved)
+        .await;
+    checks.status(&reply, &mismatch);
+    // apiserver handlers/rest.go checkName (update.go, after the namespace check).
+    let renamed = configmap("another-name");
+    let reply = admin
+        .write(Method::PUT, &format!("{CONFIGMAPS}/present"), &renamed)
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            "the name of the object (another-name) does not match the name on the URL (present)",
+            None,
+        ),
+    );
+    // Malformed JSON: the JSON serializer reads apiVersion/kind first (apimachinery
+    // pkg/runtime/serializer/json/meta.go SimpleMetaFactory.Interpret, encoding/json's
+    // error), and handlers/rest.go transformDecodeError, with no kind known, answers
+    // "the object provided is unrecognized (must be of type <Kind>): <err> (<summary>)",
+    // where summarizeData keeps the first 30 bytes of a body starting with '{' and adds " ...".
+    let truncated = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}"#;
+    let reply = admin
+        .send(
+            Method::POST,
+            CONFIGMAPS,
+            &[("content-type", "application/json")],
+            truncated,
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            &format!(
+                "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: unexpected end of JSON input ({} ...)",
+                &truncated[..30]
+            ),
+            None,
+        ),
+    );
+    // A body that is not JSON at all: the summary is hex (summarizeData's default branch),
+    // encoding/json: "invalid character 'o' in literal null (expecting 'u')".
+    let reply = admin
+        .send(
+            Method::POST,
+            CONFIGMAPS,
+            &[("content-type", "application/json")],
+            "not json",
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 'o' in literal null (expecting 'u') (6e6f74206a736f6e)",
+            None,
+        ),
+    );
+    // A bad label selector: handlers/get.go ListResource decodes the query with the meta
+    // parameter codec and wraps the error in NewBadRequest; the error is labels.Parse's
+    // (apimachinery pkg/labels/selector.go parse/parseOperator), verbatim.
+    let reply = admin
+        .get(&format!("{CONFIGMAPS}?labelSelector=a%20b"))
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            "unable to parse requirement: found 'b', expected: in, notin, =, ==, !=, gt, lt",
+            None,
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 422 Invalid, with one cause per field error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // kubernetes pkg/apis/core/validation ValidateConfigMap → ValidateObjectMeta with
+    // NameIsDNSSubdomain (apimachinery pkg/api/validation/objectmeta.go,
+    // pkg/util/validation/validation.go IsDNS1123Subdomain and RegexError); the error is
+    // field.Invalid (pkg/util/validation/field/errors.go: ErrorBody `Invalid value: "<v>":
+    // <detail>`); apimachinery errors.go NewInvalid: message `<Kind> "<name>" is invalid:
+    // <aggregate>`, details name, kind (the Kind, not the resource), one cause per error.
+    let name_error = r#"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"#;
+    let name_cause = format!(r#"Invalid value: "Bad_Name": {name_error}"#);
+    let reply = admin
+        .write(Method::POST, CONFIGMAPS, &configmap("Bad_Name"))
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            422,
+            "Invalid",
+            &format!(r#"ConfigMap "Bad_Name" is invalid: metadata.name: {name_cause}"#),
+            Some(json!({
+                "name": "Bad_Name",
+                "kind": "ConfigMap",
+                "causes": [
+                    {"reason": "FieldValueInvalid", "message": name_cause, "field": "metadata.name"},
+                ],
+            })),
+        ),
+    );
+    // Several errors: field.ErrorList.ToAggregate, whose Error() is `[a, b]` (apimachinery
+    // pkg/util/errors/errors.go aggregate.Error); the label value error comes from
+    // ValidateLabels (pkg/apis/meta/v1/validation, content.IsLabelValue) on the field
+    // metadata.labels, after the name's (objectmeta.go order).
+    let label_error = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+    let label_cause = format!(r#"Invalid value: "bad value!": {label_error}"#);
+    let mut both = configmap("Bad_Name");
+    both["metadata"]["labels"] = json!({"app": "bad value!"});
+    let reply = admin.write(Method::POST, CONFIGMAPS, &both).await;
+    checks.status(
+        &reply,
+        &failure(
+            422,
+            "Invalid",
+            &format!(
+                r#"ConfigMap "Bad_Name" is invalid: [metadata.name: {name_cause}, metadata.labels: {label_cause}]"#
+            ),
+            Some(json!({
+                "name": "Bad_Name",
+                "kind": "ConfigMap",
+                "causes": [
+                    {"reason": "FieldValueInvalid", "message": name_cause, "field": "metadata.name"},
+                    {"reason": "FieldValueInvalid", "message": label_cause, "field": "metadata.labels"},
+                ],
+            })),
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 422 Invalid for list and watch options, and what 1.35 accepts there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_list_options() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // apiserver handlers/get.go ListResource → apimachinery
+    // pkg/apis/meta/internalversion/validation ValidateListOptions (lists) or
+    // validateWatchOptions (watches) → NewInvalid(GroupKind{meta.k8s.io, ListOptions}, "",
+    // errs): the name is empty (quoted in the message, omitted from details), the cause
+    // message is field.Forbidden's body "Forbidden: <detail>".
+    let options_invalid = |field: &str, detail: &str| {
+        failure(
+            422,
+            "Invalid",
+            &format!(r#"ListOptions.meta.k8s.io "" is invalid: {field}: Forbidden: {detail}"#),
+            Some(json!({
+                "group": "meta.k8s.io",
+                "kind": "ListOptions",
+                "causes": [
+                    {"reason": "FieldValueForbidden", "message": format!("Forbidden: {detail}"), "field": field},
+                ],
+            })),
+        )
+    };
+    let reply = admin
+        .get(&format!("{CONFIGMAPS}?resourceVersionMatch=NotOlderThan"))
+        .await;
+    checks.status(
+        &reply,
+        &options_invalid(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+    );
+    let reply = admin
+        .get(&format!("{CONFIGMAPS}?watch=true&sendInitialEvents=true"))
+        .await;
+    checks.status(
+        &reply,
+        &options_invalid(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ),
+    );
+    let reply = admin
+        .get(&format!(
+            "{CONFIGMAPS}?watch=true&resourceVersion=0&resourceVersionMatch=NotOlderThan"
+        ))
+        .await;
+    checks.status(
+        &reply,
+        &options_invalid(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ),
+    );
+    // validateWatchOptions has no resourceVersion requirement (the list rule above does not
+    // apply to watches) and, in 1.35, no allowWatchBookmarks requirement: client-go's and
+    // kube-rs's streaming lists send resourceVersion="" for a consistent initial state.
+    for query in [
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=&timeoutSeconds=1",
+        "watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1",
+    ] {
+        let reply = admin.get(&format!("{CONFIGMAPS}?{query}")).await;
+        checks.check(reply.status == 200, || {
+            format!(
+                "GET {CONFIGMAPS}?{query}: kube-apiserver 1.35 serves this watch (HTTP 200), kapi answered HTTP {}: {}",
+                reply.status, reply.body
+            )
+        });
+    }
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 405 MethodNotAllowed: a verb the resource's REST storage does not implement has no route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn method_not_allowed() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // Namespaces have no DeleteCollection (kubernetes pkg/registry/core/namespace/storage
+    // REST lists its methods; apiserver endpoints/installer.go registers routes only for the
+    // verbs implemented), so DELETE /api/v1/namespaces matches the path's routes (GET, POST)
+    // but not the method: go-restful v3 jsr311.go detectRoute → 405 "405: Method Not
+    // Allowed" → apiserver pkg/server/handler.go serviceErrorHandler →
+    // NewGenericServerResponse(405): generic message, empty details, no Allow header.
+    let expected = failure(
+        405,
+        "MethodNotAllowed",
+        "the server does not allow this method on the requested resource",
+        Some(json!({})),
+    );
+    let reply = admin
+        .send(Method::DELETE, "/api/v1/namespaces", &[], "")
+        .await;
+    checks.status(&reply, &expected);
+    // POST to a named object: its path has GET, PUT, PATCH and DELETE routes only.
+    let reply = admin
+        .write(Method::POST, &format!("{CONFIGMAPS}/x"), &configmap("x"))
+        .await;
+    checks.status(&reply, &expected);
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 406 NotAcceptable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_acceptable() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    admin.create(CONFIGMAPS, configmap("present")).await;
+    // A media type no route produces: go-restful v3 jsr311.go detectRoute refuses it before
+    // any handler runs, with "406: Not Acceptable\n\nAvailable representations: <the route's
+    // Produces>" (apiserver endpoints/installer.go: a GET of one object produces the
+    // serializer's media types; a list also the ;stream=watch ones), and
+    // serviceErrorHandler → NewGenericServerResponse(406) keeps that message (reason
+    // NotAcceptable, empty details). The Status is written as JSON (responsewriters
+    // WriteObjectNegotiated → WriteRawJSON when the Accept header cannot be met).
+    let csv = [("accept", "text/csv")];
+    let reply = admin
+        .send(Method::GET, &format!("{CONFIGMAPS}/present"), &csv, "")
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            406,
+            "NotAcceptable",
+            &format!("406: Not Acceptable\n\nAvailable representations: {RESPONSE_MEDIA_TYPES}"),
+            Some(json!({})),
+        ),
+    );
+    let reply = admin.send(Method::GET, CONFIGMAPS, &csv, "").await;
+    checks.status(
+        &reply,
+        &failure(
+            406,
+            "NotAcceptable",
+            &format!(
+                "406: Not Acceptable\n\nAvailable representations: {RESPONSE_MEDIA_TYPES}, application/json;stream=watch"
+            ),
+            Some(json!({})),
+        ),
+    );
+    // A media type the route accepts (application/json) with a transformation the endpoint
+    // does not offer: the handler's negotiation refuses it (apiserver
+    // handlers/negotiation/negotiate.go NegotiateOutputMediaType → errors.go
+    // NewNotAcceptableError: "only the following media types are accepted: ...", no details).
+    let foo = [("accept", "application/json;as=Foo;v=v1;g=meta.k8s.io")];
+    let reply = admin
+        .send(Method::GET, &format!("{CONFIGMAPS}/present"), &foo, "")
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            406,
+            "NotAcceptable",
+            &format!("only the following media types are accepted: {RESPONSE_MEDIA_TYPES}"),
+            None,
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 415 UnsupportedMediaType.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_media_type() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    admin.create(CONFIGMAPS, configmap("present")).await;
+    // PATCH routes consume only the patch types (apiserver endpoints/installer.go
+    // Consumes(json-patch, merge-patch, strategic-merge-patch, apply-patch+yaml)), so
+    // go-restful v3 jsr311.go detectRoute refuses a body of another type: 415 "415:
+    // Unsupported Media Type" → serviceErrorHandler → NewGenericServerResponse(415), which
+    // keeps the router's message (reason UnsupportedMediaType, empty details).
+    let text = [("content-type", "text/plain")];
+    let reply = admin
+        .send(
+            Method::PATCH,
+            &format!("{CONFIGMAPS}/present"),
+            &text,
+            r#"{"data":{"k":"w"}}"#,
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            415,
+            "UnsupportedMediaType",
+            "415: Unsupported Media Type",
+            Some(json!({})),
+        ),
+    );
+    // POST routes consume */* (installer.go newWebService: ws.Consumes("*/*")); the create
+    // handler's negotiation refuses the type (handlers/negotiation/negotiate.go
+    // NegotiateInputSerializerForMediaType → errors.go NewUnsupportedMediaTypeError, no
+    // details).
+    let reply = admin
+        .send(
+            Method::POST,
+            CONFIGMAPS,
+            &text,
+            configmap("text").to_string(),
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            415,
+            "UnsupportedMediaType",
+            &format!(
+                "the body of the request was in an unknown format - accepted media types include: {MEDIA_TYPES}"
+            ),
+            None,
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 413 RequestEntityTooLarge for a body over 3 MiB.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_entity_too_large() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    // apiserver pkg/server/config.go: MaxRequestBodyBytes 3 MiB; handlers/rest.go
+    // limitedReadBody reads limit+1 bytes and answers NewRequestEntityTooLargeError("limit is
+    // 3145728") (apimachinery errors.go: "Request entity too large: <msg>", no details).
+    // A valid ConfigMap of exactly 3 MiB + 1 byte.
+    let limit = 3 * 1024 * 1024;
+    let (head, tail) = (
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},"data":{"k":""#,
+        r#""}}"#,
+    );
+    let body = format!(
+        "{head}{}{tail}",
+        "x".repeat(limit + 1 - head.len() - tail.len())
+    );
+    assert_eq!(body.len(), limit + 1);
+    let reply = admin
+        .send(
+            Method::POST,
+            CONFIGMAPS,
+            &[("content-type", "application/json")],
+            body,
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+            None,
+        ),
+    );
+    assert_eq!(admin.get(&format!("{CONFIGMAPS}/big")).await.status, 404);
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 429 TooManyRequests beyond `--max-mutating-requests-inflight`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn too_many_requests() {
+    let kapi = Kapi::start(
+        Backend::Embedded,
+        &[
+            "--max-mutating-requests-inflight",
+            "1",
+            "--max-requests-inflight",
+            "1",
+        ],
+    )
+    .await;
+    // The admin holds the one mutating slot: a create whose body has not all arrived (the
+    // slot is taken when the request enters the filter, before the handler reads the body).
+    let body = format!("{:<1000}", r#"{"metadata":{"name":"held"}}"#);
+    let mut held = kapi.admin().connect().await.expect("connect");
+    let head = format!(
+        "POST {CONFIGMAPS} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    held.write_all(head.as_bytes()).await.expect("send head");
+    held.write_all(&body.as_bytes()[..1]).await.expect("send");
+    held.flush().await.expect("flush");
+
+    // apiserver pkg/server/filters/maxinflight.go: a request that finds no free slot (and is
+    // not system:masters) gets tooManyRequests: `Retry-After: 1` and Go's http.Error, a plain
+    // text body (not a Status), "Too many requests, please try again later.\n".
+    let alice = kapi.user("alice", "developers");
+    let probe = format!("{CONFIGMAPS}?dryRun=All");
+    let deadline = Instant::now() + DEADLINE;
+    let refused = loop {
+        let reply = alice.write(Method::POST, &probe, &configmap("probe")).await;
+        if reply.status == 429 {
+            break reply;
+        }
+        assert_eq!(reply.status, 201, "{}", reply.body);
+        assert!(Instant::now() < deadline, "the held request took no slot");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(refused.body, "Too many requests, please try again later.\n");
+    assert_eq!(refused.header("retry-after"), "1");
+    assert_eq!(refused.header("content-type"), "text/plain; charset=utf-8");
+    assert_eq!(refused.header("x-content-type-options"), "nosniff");
+    // Reads have their own limit; the masters group is never refused.
+    assert_eq!(
+        alice.get(&format!("{CONFIGMAPS}/missing")).await.status,
+        404
+    );
+    let admin_probe = kapi
+        .admin()
+        .write(Method::POST, &probe, &configmap("admin-probe"))
+        .await;
+    assert_eq!(admin_probe.status, 201, "{}", admin_probe.body);
+
+    // Releasing the held request frees the slot.
+    held.write_all(&body.as_bytes()[1..]).await.expect("send");
+    held.flush().await.expect("flush");
+    let mut answer = vec![0u8; 64];
+    let read = tokio::time::timeout(DEADLINE, held.read(&mut answer))
+        .await
+        .expect("the held request is answered")
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..read]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    // The slot is free once the held response has been sent in full.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let reply = alice.write(Method::POST, &probe, &configmap("probe")).await;
+        if reply.status == 201 {
+            break;
+        }
+        assert_eq!(reply.status, 429, "{}", reply.body);
+        assert!(Instant::now() < deadline, "the slot was not released");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    kapi.stop().await;
+}
+
+/// 403 Forbidden for an anonymous request the authorizer denies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let anonymous = kapi.anonymous();
+    // apiserver pkg/endpoints/filters/authorization.go → responsewriters/errors.go Forbidden:
+    // NewForbidden(GroupResource, name, forbiddenMessage) (apimachinery errors.go), with no
+    // authorizer reason appended (RBAC denies with an empty reason when no binding is
+    // broken): details group, kind (the resource) and name as set.
+    let reply = anonymous.get("/api/v1/namespaces").await;
+    checks.status(
+        &reply,
+        &failure(
+            403,
+            "Forbidden",
+            r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#,
+            Some(json!({"kind": "namespaces"})),
+        ),
+    );
+    let reply = anonymous.get(&format!("{CONFIGMAPS}/x")).await;
+    checks.status(
+        &reply,
+        &failure(
+            403,
+            "Forbidden",
+            r#"configmaps "x" is forbidden: User "system:anonymous" cannot get resource "configmaps" in API group "" in the namespace "default""#,
+            Some(json!({"name": "x", "kind": "configmaps"})),
+        ),
+    );
+    let reply = anonymous.get(LEASES).await;
+    checks.status(
+        &reply,
+        &failure(
+            403,
+            "Forbidden",
+            r#"leases.coordination.k8s.io is forbidden: User "system:anonymous" cannot list resource "leases" in API group "coordination.k8s.io" in the namespace "default""#,
+            Some(json!({"group": "coordination.k8s.io", "kind": "leases"})),
+        ),
+    );
+    // A non-resource path (RBAC's system:public-info-viewer allows only /healthz, /livez,
+    // /readyz and /version to the unauthenticated): no group or resource, so
+    // "forbidden: <message>" and empty details.
+    let reply = anonymous.get("/metrics").await;
+    checks.status(
+        &reply,
+        &failure(
+            403,
+            "Forbidden",
+            r#"forbidden: User "system:anonymous" cannot get path "/metrics""#,
+            Some(json!({})),
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// 401 Unauthorized for a client certificate no trusted CA issued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let stranger = kapi.stranger();
+    // kube-apiserver requests but does not require client certificates at the TLS layer; the
+    // x509 authenticator fails to verify the chain, the anonymous authenticator is not tried
+    // after an error (union FailOnError), and apiserver pkg/endpoints/filters/authentication.go
+    // Unauthorized answers NewUnauthorized("Unauthorized") (no details).
+    let expected = failure(401, "Unauthorized", "Unauthorized", None);
+    checks.status(&stranger.get("/api/v1/namespaces").await, &expected);
+    checks.status(&stranger.get("/readyz").await, &expected);
+    kapi.stop().await;
+    checks.finish();
+}
