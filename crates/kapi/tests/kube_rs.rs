@@ -917,7 +917,41 @@ async fn legacy_watch_initial_events_end(backend: Backend) {
     server.stop().await;
 }
 
+/// `Api::delete_collection` with a label selector: the matching objects go (the answer lists
+/// them), the others stay.
+async fn delete_collection_by_label(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    let client = kube_client(&server).await;
+    let api: Api<ConfigMap> = namespaced(&client, "kube-rs-collection").await;
+    let pp = PostParams::default();
+    for i in 0..40 {
+        let tier = if i % 4 == 0 { "keep" } else { "drop" };
+        api.create(&pp, &configmap(&format!("cm-{i}"), &[], &[("tier", tier)]))
+            .await
+            .expect("create");
+    }
+    let selected = ListParams::default().labels("tier=drop");
+    let deleted = api
+        .delete_collection(&DeleteParams::default(), &selected)
+        .await
+        .expect("deletecollection");
+    let list = deleted.left().expect("the deleted objects");
+    assert_eq!(list.items.len(), 30, "every matching object is in the answer");
+    let left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(|cm| cm.labels()["tier"].clone())
+        .collect();
+    assert_eq!(left.len(), 10);
+    assert!(left.iter().all(|tier| tier == "keep"), "{left:?}");
+    server.stop().await;
+}
+
 on_both_backends!(
+    delete_collection_by_label,
     configmap_crud,
     secret_and_lease_crud,
     namespaces_all,

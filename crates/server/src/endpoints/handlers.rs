@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
+use futures::StreamExt;
 use http_body_util::BodyExt;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
@@ -523,6 +524,9 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     }
 }
 
+/// How many deletes of a deletecollection run at once.
+const DELETE_COLLECTION_WORKERS: usize = 32;
+
 async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
     let delete_params =
         params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
@@ -535,18 +539,32 @@ async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Respons
     let registry = &context.served.registry;
     let resource = definition.group_resource();
     let listed = registry.list(&resource, &list_params).await?;
-    let mut deleted = Vec::new();
-    for item in &listed.items {
-        let object = item.decode()?;
-        let (ns, name) = (object::namespace(&object), object::name(&object));
-        context.admit(Operation::Delete, name, None).await?;
-        match registry.delete(definition, ns, name, &delete_params).await {
-            Ok(DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object)) => {
-                deleted.push(definition.served_form(object));
+    // Items are deleted concurrently, as upstream's deletecollection workers do; the store
+    // commits concurrent deletes together.
+    let delete_one = |item: &crate::registry::Item| {
+        let delete_params = &delete_params;
+        let decoded = item.decode();
+        async move {
+            let object = decoded?;
+            let (ns, name) = (object::namespace(&object), object::name(&object));
+            context.admit(Operation::Delete, name, None).await?;
+            match registry.delete(definition, ns, name, delete_params).await {
+                Ok(DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object)) => {
+                    Ok(Some(definition.served_form(object)))
+                }
+                Err(err) if err.code() == 404 => Ok(None),
+                Err(err) => Err(err),
             }
-            Err(err) if err.code() == 404 => {}
-            Err(err) => return Err(err),
         }
+    };
+    let outcomes: Vec<Result<Option<Value>, ApiError>> =
+        futures::stream::iter(listed.items.iter().map(delete_one))
+            .buffered(DELETE_COLLECTION_WORKERS)
+            .collect()
+            .await;
+    let mut deleted = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        deleted.extend(outcome?);
     }
     let list = json!({
         "kind": definition.list_kind,
