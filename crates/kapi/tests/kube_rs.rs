@@ -936,7 +936,11 @@ async fn delete_collection_by_label(backend: Backend) {
         .await
         .expect("deletecollection");
     let list = deleted.left().expect("the deleted objects");
-    assert_eq!(list.items.len(), 30, "every matching object is in the answer");
+    assert_eq!(
+        list.items.len(),
+        30,
+        "every matching object is in the answer"
+    );
     let left: Vec<String> = api
         .list(&ListParams::default())
         .await

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http::{Request, Response, StatusCode, header};
 use futures::StreamExt;
+use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
