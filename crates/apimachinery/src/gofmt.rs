@@ -63,7 +63,7 @@ pub(crate) fn value(v: &Value) -> String {
 }
 
 /// Go's `encoding/json` form: compact, with `<`, `>`, `&`, U+2028 and U+2029 escaped.
-pub(crate) fn json(v: &Value) -> String {
+pub fn json(v: &Value) -> String {
     let text = serde_json::to_string(v).expect("a JSON value always serializes");
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {

@@ -17,5 +17,5 @@ pub mod selection;
 pub mod status;
 pub mod validation;
 
-pub use gofmt::quote;
+pub use gofmt::{json as go_json, quote};
 pub use status::{ApiError, Status, StatusCause, StatusDetails};

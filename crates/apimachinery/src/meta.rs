@@ -42,15 +42,33 @@ pub fn now_rfc3339() -> String {
 /// A Unix time in seconds as metav1.Time writes it (`1970-01-01T00:00:00Z`), e.g. for a
 /// deletionTimestamp some seconds from now.
 pub fn format_rfc3339(unix_seconds: i64) -> String {
+    format_time(unix_seconds, None)
+}
+
+/// A Unix time with microseconds as metav1.MicroTime writes it
+/// (`1970-01-01T00:00:00.000000Z`).
+pub fn format_rfc3339_micro(unix_seconds: i64, micros: u32) -> String {
+    format_time(unix_seconds, Some(micros))
+}
+
+/// Go's RFC 3339 layout in UTC: at least four year digits, with a '-' for negative years.
+fn format_time(unix_seconds: i64, micros: Option<u32>) -> String {
     let days = unix_seconds.div_euclid(86_400);
     let secs = unix_seconds.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+    let sign = if year < 0 { "-" } else { "" };
+    let mut out = format!(
+        "{sign}{:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+        year.unsigned_abs(),
         secs / 3600,
         secs % 3600 / 60,
         secs % 60
-    )
+    );
+    if let Some(micros) = micros {
+        out.push_str(&format!(".{micros:06}"));
+    }
+    out.push('Z');
+    out
 }
 
 /// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's

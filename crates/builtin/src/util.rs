@@ -248,19 +248,7 @@ pub(crate) fn is_zero_time(value: &Value) -> bool {
 
 /// A string as Go's `encoding/json` writes it (`<`, `>`, `&`, U+2028 and U+2029 escaped).
 pub(crate) fn go_json_string(text: &str) -> String {
-    let json = serde_json::to_string(text).expect("strings serialize");
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    kapi_apimachinery::go_json(&Value::from(text))
 }
 
 /// A metav1.Time as it is written: UTC, whole seconds.

@@ -1,5 +1,7 @@
 //! Go's text forms of times and durations, as kube-apiserver's JSON writes them.
 
+use kapi_apimachinery::meta::{format_rfc3339, format_rfc3339_micro};
+
 /// Seconds from 0001-01-01T00:00:00Z (Go's zero `time.Time`) to the Unix epoch.
 const ZERO_TIME_UNIX: i64 = -62_135_596_800;
 
@@ -12,40 +14,10 @@ pub(crate) fn timestamp(seconds: i64, nanos: i64, micro: bool) -> Option<String>
     if seconds == ZERO_TIME_UNIX && nanos == 0 {
         return None;
     }
-    let days = seconds.div_euclid(86_400);
-    let secs = seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    let mut out = String::with_capacity(32);
-    // Go's layout "2006" writes at least 4 digits, with a '-' for negative years.
-    if year < 0 {
-        out.push('-');
-    }
-    out.push_str(&format!(
-        "{:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
-        year.unsigned_abs(),
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    ));
-    if micro {
-        out.push_str(&format!(".{:06}", nanos / 1000));
-    }
-    out.push('Z');
-    Some(out)
-}
-
-/// (year, month, day) of a day count from 1970-01-01 (proleptic Gregorian).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    Some(match micro {
+        true => format_rfc3339_micro(seconds, (nanos / 1000) as u32),
+        false => format_rfc3339(seconds),
+    })
 }
 
 /// Go's `time.Duration(nanos).String()`: `1h2m3.5s`, `1.5ms`, `0s`.

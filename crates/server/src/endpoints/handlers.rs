@@ -16,7 +16,7 @@ use super::negotiation::{self, Output};
 use super::params::{self, Query};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
-use super::{Apis, MAX_BODY, Served, header_str, not_found, response};
+use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
 use crate::admission::{self, AdmissionRequest, Operation};
 use crate::body::{Body, BoxError};
 use crate::object;
@@ -138,15 +138,13 @@ where
     }
 }
 
-/// The 405 of a method no route serves at a path, as go-restful answers it.
+/// The 405 of a method no route serves at a path.
 fn method_not_allowed() -> ApiError {
-    let status = Status::failure(
+    router_error(
         405,
         "MethodNotAllowed",
         "the server does not allow this method on the requested resource",
     )
-    .with_details(StatusDetails::default());
-    ApiError::from(status)
 }
 
 /// The namespace a request acts in: the path's for namespaced resources; none for cluster-
@@ -428,10 +426,8 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     let dry_run = params::dry_run(&context.query, "PatchOptions")?;
     let content_type = context.content_type.as_deref().unwrap_or_default();
     let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
-        // The patch route consumes only the patch types: go-restful's own 415.
-        let status = Status::failure(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-            .with_details(StatusDetails::default());
-        ApiError::from(status)
+        // The patch route consumes only the patch types: the router's own 415.
+        router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     })?;
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();

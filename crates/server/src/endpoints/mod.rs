@@ -316,16 +316,21 @@ fn aggregated<B>(
     Ok(response)
 }
 
-/// The 404 of an unknown resource or document under a served API path, as go-restful
-/// answers it (a Status with empty details).
+/// An error the router answers itself, before any handler: a Status with empty details, as
+/// go-restful writes them.
+fn router_error(code: u16, reason: &str, message: impl Into<String>) -> ApiError {
+    let status = kapi_apimachinery::Status::failure(code, reason, message)
+        .with_details(kapi_apimachinery::StatusDetails::default());
+    ApiError::from(status)
+}
+
+/// The 404 of an unknown resource or document under a served API path.
 fn not_found() -> ApiError {
-    let status = kapi_apimachinery::Status::failure(
+    router_error(
         404,
         "NotFound",
         "the server could not find the requested resource",
     )
-    .with_details(kapi_apimachinery::StatusDetails::default());
-    ApiError::from(status)
 }
 
 fn header_str<B>(request: &Request<B>, name: header::HeaderName) -> Option<&str> {

@@ -94,9 +94,7 @@ fn router_not_acceptable(list: bool) -> ApiError {
         available.push_str(", application/json;stream=watch");
     }
     let message = format!("406: Not Acceptable\n\nAvailable representations: {available}");
-    let status = kapi_apimachinery::Status::failure(406, "NotAcceptable", message)
-        .with_details(kapi_apimachinery::StatusDetails::default());
-    ApiError::from(status)
+    super::router_error(406, "NotAcceptable", message)
 }
 
 fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
