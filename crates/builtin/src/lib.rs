@@ -17,6 +17,11 @@
 //! | leases | coordination.k8s.io/v1 | `leases` | |
 
 mod admission;
+mod hooks;
+mod resources;
+mod service;
+mod subresources;
+mod workloads;
 pub mod configmap;
 pub mod event;
 pub mod lease;
