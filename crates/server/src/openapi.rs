@@ -14,20 +14,26 @@
 //! supports the `fieldValidation` parameter when the v3 document of an object's group version
 //! has a PATCH operation with the object's group-version-kind and that query parameter.
 //!
-//! Schemas: the meta/v1 and discovery types are described with their fields; a resource's own
-//! kind (and list kind) only with `apiVersion`, `kind` and `metadata` until full type schemas
-//! exist. Those incomplete kind schemas deliberately carry no `x-kubernetes-group-version-kind`:
-//! `kubectl apply` computes strategic merge patches from the v3 schema it finds by that
-//! extension and warns when a field is missing from it; without the extension it silently uses
-//! its compiled-in types, as it does for any schema it cannot find.
+//! Schemas: the full definitions the server's schema provider gives (every built-in type, with
+//! upstream's descriptions and Kubernetes extensions, so `kubectl explain` and kubectl's
+//! client-side validation work), plus the meta/v1 and discovery types. A kind the provider does
+//! not know is described only with `apiVersion`, `kind` and `metadata`; such incomplete kind
+//! schemas deliberately carry no `x-kubernetes-group-version-kind`: `kubectl apply` computes
+//! strategic merge patches from the v3 schema it finds by that extension and warns when a field
+//! is missing from it; without the extension it silently uses its compiled-in types.
 //!
 //! Documents are `serde_json::Value`s (keys sorted, so the bytes are deterministic); serve
-//! `serde_json::to_vec(&doc)`, whose hash is [`v3_hash`].
+//! `serde_json::to_vec(&doc)`, whose hash is [`v3_hash`]. [`Documents`] generates the served
+//! bytes once, on first request.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
+
+mod v2proto;
+
+use kapi_apimachinery::status::ApiError;
 
 use crate::discovery::{self, URL_ALPHABET};
 use crate::resource::{ResourceDefinition, Verbs};
@@ -1193,15 +1199,42 @@ fn kind_schemas(def: &ResourceDefinition, out: &mut BTreeMap<String, Value>) {
     );
 }
 
-/// Every schema the documents of `defs` may reference.
-fn all_schemas<'a>(
-    defs: impl IntoIterator<Item = &'a Arc<ResourceDefinition>>,
+/// Every schema the documents of `defs` may reference, in v3 form: the `full` definitions
+/// (OpenAPI v2 form, e.g. the schema provider's) over the meta/v1 and discovery types, and
+/// the minimal schemas of the kinds `full` lacks.
+pub fn schemas(
+    defs: &[Arc<ResourceDefinition>],
+    full: Option<&Map<String, Value>>,
 ) -> BTreeMap<String, Value> {
     let mut schemas = meta_schemas();
+    for (name, schema) in full.into_iter().flatten() {
+        let mut schema = schema.clone();
+        to_v3_schema(&mut schema);
+        schemas.insert(name.clone(), schema);
+    }
     for def in defs {
-        kind_schemas(def, &mut schemas);
+        let gv = &def.group_version;
+        if !schemas.contains_key(&definition_name(&gv.group, &gv.version, def.kind)) {
+            kind_schemas(def, &mut schemas);
+        }
     }
     schemas
+}
+
+/// v3: references point into `#/components/schemas/`.
+fn to_v3_schema(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some(name) = r.strip_prefix(DEFINITIONS_V2)
+            {
+                *r = format!("{SCHEMAS_V3}{name}");
+            }
+            map.values_mut().for_each(to_v3_schema);
+        }
+        Value::Array(items) => items.iter_mut().for_each(to_v3_schema),
+        _ => {}
+    }
 }
 
 /// Collects the definition names `value` references (with `prefix`).
@@ -1460,16 +1493,14 @@ fn v3_document_from_routes(routes: &[Route], schemas: &BTreeMap<String, Value>) 
 /// The OpenAPI v3 document of one discovery path (`api`, `api/v1`, `apis`, `apis/<group>`,
 /// `apis/<group>/<version>`, with or without slashes around), as listed by [`v3_index`];
 /// `None` when nothing is served there.
-pub fn v3_document(defs: &[Arc<ResourceDefinition>], path: &str) -> Option<Value> {
+pub fn v3_document(
+    defs: &[Arc<ResourceDefinition>],
+    path: &str,
+    schemas: &BTreeMap<String, Value>,
+) -> Option<Value> {
     let key = DocumentKey::parse(path)?;
     let routes = document_routes(defs, &key)?;
-    let schemas = match &key {
-        DocumentKey::GroupVersion(group, version) => all_schemas(defs.iter().filter(|def| {
-            def.group_version.group == *group && def.group_version.version == *version
-        })),
-        _ => meta_schemas(),
-    };
-    Some(v3_document_from_routes(&routes, &schemas))
+    Some(v3_document_from_routes(&routes, schemas))
 }
 
 /// The OpenAPI v3 document of a group version (`group` empty for the core group); `None` when
@@ -1478,8 +1509,9 @@ pub fn v3_group_version(
     defs: &[Arc<ResourceDefinition>],
     group: &str,
     version: &str,
+    schemas: &BTreeMap<String, Value>,
 ) -> Option<Value> {
-    v3_document(defs, &group_version_prefix(group, version))
+    v3_document(defs, &group_version_prefix(group, version), schemas)
 }
 
 /// The hash of a served v3 document: upper-case hex SHA-512 of `serde_json::to_vec(doc)`. It
@@ -1490,16 +1522,247 @@ pub fn v3_hash(doc: &Value) -> String {
 
 /// `/openapi/v3`: `{"paths": {"<path>": {"serverRelativeURL": "/openapi/v3/<path>?hash=<HASH>"}}}`
 /// for `api`, `api/v1`, `apis`, each `apis/<group>` and each `apis/<group>/<version>`.
-pub fn v3_index(defs: &[Arc<ResourceDefinition>]) -> Value {
+pub fn v3_index(defs: &[Arc<ResourceDefinition>], schemas: &BTreeMap<String, Value>) -> Value {
     let mut paths = Map::new();
     for key in document_keys(defs) {
         let path = key.path();
-        if let Some(doc) = v3_document(defs, &path) {
+        if let Some(doc) = v3_document(defs, &path, schemas) {
             let url = format!("/openapi/v3/{path}?hash={}", v3_hash(&doc));
             paths.insert(path, json!({"serverRelativeURL": url}));
         }
     }
     json!({"paths": paths})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Serving
+
+/// One served v3 document: its bytes and their hash (the `?hash=` of its URL, and its ETag).
+struct V3Document {
+    bytes: Vec<u8>,
+    hash: String,
+}
+
+/// The v3 index and every v3 document, by path (`api/v1`, `apis/apps/v1`, ...).
+struct V3Documents {
+    index: Vec<u8>,
+    documents: BTreeMap<String, V3Document>,
+}
+
+fn v3_documents(
+    defs: &[Arc<ResourceDefinition>],
+    schemas: &BTreeMap<String, Value>,
+) -> V3Documents {
+    let documents: BTreeMap<String, V3Document> = document_keys(defs)
+        .into_iter()
+        .filter_map(|key| {
+            let path = key.path();
+            let doc = v3_document(defs, &path, schemas)?;
+            let bytes = serde_json::to_vec(&doc).unwrap_or_default();
+            let hash = discovery::sha512_hex(&bytes);
+            Some((path, V3Document { bytes, hash }))
+        })
+        .collect();
+    let paths: Map<String, Value> = documents
+        .iter()
+        .map(|(path, doc)| {
+            let url = format!("/openapi/v3/{path}?hash={}", doc.hash);
+            (path.clone(), json!({"serverRelativeURL": url}))
+        })
+        .collect();
+    let index = serde_json::to_vec(&json!({"paths": paths})).unwrap_or_default();
+    V3Documents { index, documents }
+}
+
+/// The served OpenAPI documents of a fixed set of definitions, generated once, on first
+/// request (generating every document with full schemas takes a while; start-up does not
+/// wait for it).
+#[derive(Default)]
+pub struct Documents {
+    schemas: OnceLock<BTreeMap<String, Value>>,
+    v2: OnceLock<Value>,
+    v2_json: OnceLock<Vec<u8>>,
+    v2_protobuf: OnceLock<Vec<u8>>,
+    v3: OnceLock<V3Documents>,
+}
+
+impl Documents {
+    fn schemas(
+        &self,
+        defs: &[Arc<ResourceDefinition>],
+        full: Option<&Map<String, Value>>,
+    ) -> &BTreeMap<String, Value> {
+        self.schemas.get_or_init(|| schemas(defs, full))
+    }
+
+    fn v3(
+        &self,
+        defs: &[Arc<ResourceDefinition>],
+        full: Option<&Map<String, Value>>,
+    ) -> &V3Documents {
+        self.v3
+            .get_or_init(|| v3_documents(defs, self.schemas(defs, full)))
+    }
+
+    /// The v2 document as JSON, or as protobuf when the client prefers it.
+    fn v2_bytes(
+        &self,
+        defs: &[Arc<ResourceDefinition>],
+        full: Option<&Map<String, Value>>,
+        protobuf: bool,
+    ) -> (&[u8], &'static str) {
+        let doc = || self.v2.get_or_init(|| v2(defs, self.schemas(defs, full)));
+        if protobuf {
+            let bytes = self.v2_protobuf.get_or_init(|| v2proto::encode(doc()));
+            return (bytes, v2proto::CONTENT_TYPE);
+        }
+        let bytes = self
+            .v2_json
+            .get_or_init(|| serde_json::to_vec(doc()).unwrap_or_default());
+        (bytes, "application/json")
+    }
+
+    /// Answers `/openapi/v2` and `/openapi/v3[/<path>]` as kube-apiserver does (kube-openapi's
+    /// handlers): JSON (v2 also as gnostic protobuf) with a quoted ETag (304 for a matching
+    /// `If-None-Match`); a v3 document asked for with its current `?hash=` is
+    /// `Cache-Control: public, immutable`, one asked for with another hash redirects (301) to
+    /// its current URL. `None` for other paths; 406 for a v2 request accepting neither form.
+    pub fn respond<B>(
+        &self,
+        request: &http::Request<B>,
+        defs: &[Arc<ResourceDefinition>],
+        full: Option<&Map<String, Value>>,
+    ) -> Option<Result<http::Response<crate::body::Body>, ApiError>> {
+        let path = request.uri().path().trim_end_matches('/');
+        let mut content_type = "application/json";
+        let (bytes, hash, immutable) = match path.strip_prefix("/openapi/") {
+            Some("v2") => {
+                let accept = request.headers().get(http::header::ACCEPT);
+                let Some(protobuf) = v2_wants_protobuf(accept.and_then(|v| v.to_str().ok())) else {
+                    return Some(Err(ApiError::not_acceptable([
+                        "application/json",
+                        v2proto::MEDIA_TYPE,
+                    ])));
+                };
+                let (bytes, media_type) = self.v2_bytes(defs, full, protobuf);
+                content_type = media_type;
+                (bytes, discovery::sha512_hex(bytes), false)
+            }
+            Some("v3") => {
+                let index = &self.v3(defs, full).index;
+                (index.as_slice(), discovery::sha512_hex(index), false)
+            }
+            Some(other) => {
+                let key = DocumentKey::parse(other.strip_prefix("v3/")?)?.path();
+                let doc = self.v3(defs, full).documents.get(&key)?;
+                let query = request.uri().query().unwrap_or_default();
+                let hash = query.split('&').find_map(|pair| pair.strip_prefix("hash="));
+                match hash {
+                    Some(hash) if hash != doc.hash => {
+                        let location = format!("/openapi/v3/{key}?hash={}", doc.hash);
+                        return Some(Ok(redirect(&location)));
+                    }
+                    Some(_) => (doc.bytes.as_slice(), doc.hash.clone(), true),
+                    None => (doc.bytes.as_slice(), doc.hash.clone(), false),
+                }
+            }
+            None => return None,
+        };
+        let body = (bytes, content_type);
+        Some(Ok(document_response(request, body, &hash, immutable)))
+    }
+}
+
+/// Whether a v2 request gets protobuf (`Some(true)`), JSON (`Some(false)`) or nothing: the
+/// first Accept clause naming either (or a wildcard) decides; no Accept means JSON.
+fn v2_wants_protobuf(accept: Option<&str>) -> Option<bool> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Some(false);
+    };
+    accept.split(',').find_map(|clause| {
+        let media = clause.split(';').next().unwrap_or_default().trim();
+        match media {
+            "application/json" | "application/*" | "*/*" => Some(false),
+            v2proto::MEDIA_TYPE | v2proto::CONTENT_TYPE => Some(true),
+            _ => None,
+        }
+    })
+}
+
+/// 301 to `location`.
+fn redirect(location: &str) -> http::Response<crate::body::Body> {
+    let mut response = http::Response::new(crate::body::empty());
+    *response.status_mut() = http::StatusCode::MOVED_PERMANENTLY;
+    if let Ok(value) = http::HeaderValue::from_str(location) {
+        response.headers_mut().insert(http::header::LOCATION, value);
+    }
+    response
+}
+
+/// A document with its ETag, or 304 when the client has it.
+fn document_response<B>(
+    request: &http::Request<B>,
+    (bytes, content_type): (&[u8], &str),
+    hash: &str,
+    immutable: bool,
+) -> http::Response<crate::body::Body> {
+    use http::header;
+    let etag = format!("\"{hash}\"");
+    let fresh = request
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+    let mut response = match fresh {
+        true => http::Response::new(crate::body::empty()),
+        false => http::Response::new(crate::body::full(bytes.to_vec())),
+    };
+    if fresh {
+        *response.status_mut() = http::StatusCode::NOT_MODIFIED;
+    }
+    let headers = response.headers_mut();
+    let mut set = |name: header::HeaderName, value: &str| {
+        if let Ok(value) = http::HeaderValue::from_str(value) {
+            headers.insert(name, value);
+        }
+    };
+    set(header::CONTENT_TYPE, content_type);
+    set(header::ETAG, &etag);
+    if immutable {
+        set(header::VARY, "Accept");
+        set(header::CACHE_CONTROL, "public, immutable");
+        let year = std::time::SystemTime::now() + std::time::Duration::from_secs(365 * 24 * 3600);
+        set(header::EXPIRES, &httpdate(year));
+    }
+    response
+}
+
+/// A time in Go's `time.RFC1123` layout, in UTC (`Mon, 02 Jan 2006 15:04:05 UTC`).
+fn httpdate(at: std::time::SystemTime) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{}, {day:02} {} {year} {:02}:{:02}:{:02} UTC",
+        DAYS[(days % 7) as usize],
+        MONTHS[(month - 1) as usize],
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1590,7 +1853,7 @@ fn parameter_hash(s: &str) -> String {
 }
 
 /// `/openapi/v2`: the swagger 2.0 document of everything served.
-pub fn v2(defs: &[Arc<ResourceDefinition>]) -> Value {
+pub fn v2(defs: &[Arc<ResourceDefinition>], schemas: &BTreeMap<String, Value>) -> Value {
     let mut routes = Vec::new();
     for key in document_keys(defs) {
         routes.extend(document_routes(defs, &key).unwrap_or_default());
@@ -1675,10 +1938,7 @@ pub fn v2(defs: &[Arc<ResourceDefinition>]) -> Value {
         paths.insert(path.clone(), Value::Object(item));
     }
 
-    let mut definitions = Value::Object(reachable(
-        response_and_body_refs(&routes),
-        &all_schemas(defs),
-    ));
+    let mut definitions = Value::Object(reachable(response_and_body_refs(&routes), schemas));
     to_v2_schema(&mut definitions);
     json!({
         "definitions": definitions,
@@ -1859,7 +2119,8 @@ mod tests {
         let defs = builtin();
         for d in &defs {
             let gv = &d.group_version;
-            let doc = v3_group_version(&defs, &gv.group, &gv.version).unwrap();
+            let doc =
+                v3_group_version(&defs, &gv.group, &gv.version, &schemas(&defs, None)).unwrap();
             supports_field_validation(&doc, &gv.group, &gv.version, d.kind).unwrap();
         }
     }
@@ -1867,7 +2128,8 @@ mod tests {
     #[test]
     fn namespaced_resource_paths_match_upstream() {
         let defs = builtin();
-        let doc = v3_group_version(&defs, "coordination.k8s.io", "v1").unwrap();
+        let doc =
+            v3_group_version(&defs, "coordination.k8s.io", "v1", &schemas(&defs, None)).unwrap();
         assert_eq!(doc["openapi"], "3.0.0");
         assert_eq!(
             doc["info"],
@@ -2099,7 +2361,7 @@ mod tests {
     #[test]
     fn cluster_scoped_resource_and_subresources() {
         let defs = builtin();
-        let doc = v3_group_version(&defs, "", "v1").unwrap();
+        let doc = v3_group_version(&defs, "", "v1", &schemas(&defs, None)).unwrap();
         let paths: Vec<&str> = doc["paths"]
             .as_object()
             .unwrap()
@@ -2189,10 +2451,10 @@ mod tests {
             "apis/apps/v1",
             "apis/events.k8s.io/v1",
         ] {
-            let doc = v3_document(&defs, path).unwrap();
+            let doc = v3_document(&defs, path, &schemas(&defs, None)).unwrap();
             resolve_all(&doc, SCHEMAS_V3, &doc["components"]["schemas"]);
         }
-        let doc = v3_group_version(&defs, "apps", "v1").unwrap();
+        let doc = v3_group_version(&defs, "apps", "v1", &schemas(&defs, None)).unwrap();
         let schemas = &doc["components"]["schemas"];
         let deployment = &schemas["io.k8s.api.apps.v1.Deployment"];
         assert_eq!(deployment["type"], "object");
@@ -2220,7 +2482,7 @@ mod tests {
             "apiKey"
         );
 
-        let swagger = v2(&defs);
+        let swagger = v2(&defs, &super::schemas(&defs, None));
         resolve_all(&swagger, DEFINITIONS_V2, &swagger["definitions"]);
         let mut params = BTreeSet::new();
         collect_refs(&swagger, "#/parameters/", &mut params);
@@ -2235,27 +2497,27 @@ mod tests {
     #[test]
     fn root_and_group_documents() {
         let defs = builtin();
-        let api = v3_document(&defs, "api").unwrap();
+        let api = v3_document(&defs, "api", &schemas(&defs, None)).unwrap();
         assert_eq!(
             op(&api, "/api/", "get")["operationId"],
             "getCoreAPIVersions"
         );
-        let apis = v3_document(&defs, "/apis/").unwrap();
+        let apis = v3_document(&defs, "/apis/", &schemas(&defs, None)).unwrap();
         assert_eq!(op(&apis, "/apis/", "get")["operationId"], "getAPIVersions");
         assert_eq!(op(&apis, "/apis/", "get")["tags"], json!(["apis"]));
-        let group = v3_document(&defs, "apis/apps").unwrap();
+        let group = v3_document(&defs, "apis/apps", &schemas(&defs, None)).unwrap();
         let get = op(&group, "/apis/apps/", "get");
         assert_eq!(get["operationId"], "getAppsAPIGroup");
         assert_eq!(get["description"], "get information of a group");
-        assert!(v3_document(&defs, "apis/batch").is_none());
-        assert!(v3_document(&defs, "apis/apps/v2").is_none());
-        assert!(v3_document(&defs, "apis/apps/v1/extra").is_none());
+        assert!(v3_document(&defs, "apis/batch", &schemas(&defs, None)).is_none());
+        assert!(v3_document(&defs, "apis/apps/v2", &schemas(&defs, None)).is_none());
+        assert!(v3_document(&defs, "apis/apps/v1/extra", &schemas(&defs, None)).is_none());
     }
 
     #[test]
     fn index_lists_documents_with_their_hashes() {
         let defs = builtin();
-        let index = v3_index(&defs);
+        let index = v3_index(&defs, &schemas(&defs, None));
         let paths = index["paths"].as_object().unwrap();
         assert_eq!(
             paths.keys().map(String::as_str).collect::<Vec<_>>(),
@@ -2273,25 +2535,25 @@ mod tests {
         );
         for (path, entry) in paths {
             let url = entry["serverRelativeURL"].as_str().unwrap();
-            let hash = v3_hash(&v3_document(&defs, path).unwrap());
+            let hash = v3_hash(&v3_document(&defs, path, &schemas(&defs, None)).unwrap());
             assert_eq!(hash.len(), 128);
             assert_eq!(url, format!("/openapi/v3/{path}?hash={hash}"));
         }
         // Deterministic.
         assert_eq!(
-            serde_json::to_vec(&v3_index(&defs)).unwrap(),
+            serde_json::to_vec(&v3_index(&defs, &schemas(&defs, None))).unwrap(),
             serde_json::to_vec(&index).unwrap()
         );
         assert_eq!(
-            serde_json::to_vec(&v2(&defs)).unwrap(),
-            serde_json::to_vec(&v2(&defs)).unwrap()
+            serde_json::to_vec(&v2(&defs, &schemas(&defs, None))).unwrap(),
+            serde_json::to_vec(&v2(&defs, &schemas(&defs, None))).unwrap()
         );
     }
 
     #[test]
     fn swagger_shares_parameters_under_upstream_names() {
         let defs = builtin();
-        let swagger = v2(&defs);
+        let swagger = v2(&defs, &schemas(&defs, None));
         assert_eq!(swagger["swagger"], "2.0");
         assert_eq!(swagger["security"], json!([{"BearerToken": []}]));
         let shared = swagger["parameters"].as_object().unwrap();
@@ -2416,7 +2678,7 @@ mod tests {
             vec![],
         );
         let defs = vec![Arc::new(namespaces), readonly];
-        let doc = v3_group_version(&defs, "", "v1").unwrap();
+        let doc = v3_group_version(&defs, "", "v1", &schemas(&defs, None)).unwrap();
         assert_eq!(
             op(&doc, "/api/v1/namespaces/{name}", "delete")["responses"]["200"]["content"]["application/json"]
                 ["schema"]["$ref"],
@@ -2435,6 +2697,146 @@ mod tests {
             doc["paths"]["/api/v1/componentstatuses/{name}"]
                 .get("patch")
                 .is_none()
+        );
+    }
+
+    fn full() -> &'static Map<String, Value> {
+        crate::endpoints::SchemaProvider::definitions(&crate::endpoints::BuiltinSchemas)
+    }
+
+    #[test]
+    fn full_schemas_are_served_in_v2_and_v3_form() {
+        let defs = builtin();
+        let start = std::time::Instant::now();
+        let schemas = super::schemas(&defs, Some(full()));
+        let doc = v3_group_version(&defs, "apps", "v1", &schemas).unwrap();
+        let swagger = v2(&defs, &schemas);
+        eprintln!("schemas, apps/v1 and v2 generated in {:?}", start.elapsed());
+        let components = &doc["components"]["schemas"];
+        resolve_all(&doc, SCHEMAS_V3, components);
+        let deployment = &components["io.k8s.api.apps.v1.Deployment"];
+        assert_eq!(
+            deployment["x-kubernetes-group-version-kind"],
+            json!([{"group": "apps", "kind": "Deployment", "version": "v1"}])
+        );
+        assert_eq!(
+            deployment["properties"]["spec"]["allOf"],
+            json!([{"$ref": "#/components/schemas/io.k8s.api.apps.v1.DeploymentSpec"}])
+        );
+        let containers = &components["io.k8s.api.core.v1.PodSpec"]["properties"]["containers"];
+        assert_eq!(containers["x-kubernetes-patch-merge-key"], "name");
+        assert!(components.get("io.k8s.api.core.v1.Container").is_some());
+        // Only what the group version's paths reach: no core/v1 kinds.
+        assert!(components.get("io.k8s.api.core.v1.Pod").is_none());
+        let definitions = &swagger["definitions"];
+        resolve_all(&swagger, DEFINITIONS_V2, definitions);
+        assert_eq!(
+            definitions["io.k8s.api.apps.v1.DeploymentSpec"]["properties"]["template"]["$ref"],
+            "#/definitions/io.k8s.api.core.v1.PodTemplateSpec"
+        );
+    }
+
+    fn get(
+        documents: &Documents,
+        uri: &str,
+        etag: Option<&str>,
+    ) -> http::Response<crate::body::Body> {
+        let mut request = http::Request::builder().uri(uri);
+        if let Some(etag) = etag {
+            request = request.header(http::header::IF_NONE_MATCH, etag);
+        }
+        let request = request.body(()).unwrap();
+        documents
+            .respond(&request, &builtin(), Some(full()))
+            .unwrap()
+            .unwrap()
+    }
+
+    #[test]
+    fn documents_are_served_with_etags_and_hashes() {
+        let documents = Documents::default();
+        let index = get(&documents, "/openapi/v3", None);
+        assert_eq!(index.status(), 200);
+        let bytes =
+            futures::executor::block_on(http_body_util::BodyExt::collect(index.into_body()))
+                .unwrap()
+                .to_bytes();
+        let index: Value = serde_json::from_slice(&bytes).unwrap();
+        let url = index["paths"]["apis/apps/v1"]["serverRelativeURL"]
+            .as_str()
+            .unwrap();
+        let hash = url.rsplit_once("?hash=").unwrap().1;
+
+        let plain = get(&documents, "/openapi/v3/apis/apps/v1", None);
+        assert_eq!(plain.status(), 200);
+        let etag = format!("\"{hash}\"");
+        assert_eq!(plain.headers()["etag"], etag.as_str());
+        assert!(plain.headers().get("cache-control").is_none());
+
+        let pinned = get(&documents, url, None);
+        assert_eq!(pinned.headers()["cache-control"], "public, immutable");
+        assert_eq!(pinned.headers()["vary"], "Accept");
+        assert!(
+            pinned.headers()["expires"]
+                .to_str()
+                .unwrap()
+                .ends_with(" UTC")
+        );
+
+        let stale = get(&documents, "/openapi/v3/apis/apps/v1?hash=ABC", None);
+        assert_eq!(stale.status(), 301);
+        assert_eq!(stale.headers()["location"], url);
+
+        let cached = get(&documents, "/openapi/v3/apis/apps/v1", Some(&etag));
+        assert_eq!(cached.status(), 304);
+        assert_eq!(get(&documents, "/openapi/v3/api/v1", None).status(), 200);
+        assert_eq!(get(&documents, "/openapi/v3/apis/apps", None).status(), 200);
+        assert_eq!(get(&documents, "/openapi/v2", None).status(), 200);
+        let missing = http::Request::builder()
+            .uri("/openapi/v3/apis/nothing/v1")
+            .body(())
+            .unwrap();
+        assert!(
+            documents
+                .respond(&missing, &builtin(), Some(full()))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn v2_is_json_or_protobuf_by_accept() {
+        let proto = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+        assert_eq!(v2_wants_protobuf(None), Some(false));
+        assert_eq!(v2_wants_protobuf(Some("application/json")), Some(false));
+        assert_eq!(v2_wants_protobuf(Some(proto)), Some(true));
+        assert_eq!(
+            v2_wants_protobuf(Some(&format!("{proto}, application/json"))),
+            Some(true)
+        );
+        assert_eq!(v2_wants_protobuf(Some("text/html")), None);
+        let documents = Documents::default();
+        let request = http::Request::builder()
+            .uri("/openapi/v2")
+            .header(http::header::ACCEPT, proto)
+            .body(())
+            .unwrap();
+        let response = documents
+            .respond(&request, &builtin(), Some(full()))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+        );
+    }
+
+    #[test]
+    fn http_dates_are_go_rfc1123() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+        assert_eq!(httpdate(at), "Tue, 14 Nov 2023 22:13:20 UTC");
+        assert_eq!(
+            httpdate(std::time::UNIX_EPOCH),
+            "Thu, 01 Jan 1970 00:00:00 UTC"
         );
     }
 }

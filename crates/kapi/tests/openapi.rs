@@ -1,0 +1,268 @@
+//! The full OpenAPI schemas and schema-driven decoding, driven by the real kubectl:
+//! `kubectl explain` (which reads the v3 documents), kubectl's field validation (it finds
+//! the `fieldValidation` parameter in the v3 documents and lets the server validate, with
+//! `--validate=strict` by default), unknown and duplicate fields with each directive, Go's
+//! type errors, `kind: List` manifests (validated on the client with the protobuf v2
+//! document) and strategic merge patches that merge lists by the schema's merge keys.
+
+mod common;
+
+use common::{Backend, TestServer, stderr, stdout};
+
+async fn server() -> TestServer {
+    TestServer::start(Backend::Embedded, &[]).await
+}
+
+#[tokio::test]
+async fn explain_reads_the_full_schemas() {
+    let server = server().await;
+    let configmaps = server.kubectl_ok(&["explain", "configmaps"]).await;
+    assert!(configmaps.contains("KIND:       ConfigMap"), "{configmaps}");
+    assert!(configmaps.contains("VERSION:    v1"), "{configmaps}");
+    assert!(
+        configmaps.contains("binaryData\t<map[string]string>"),
+        "{configmaps}"
+    );
+    assert!(configmaps.contains("immutable\t<boolean>"), "{configmaps}");
+
+    let holder = server
+        .kubectl_ok(&["explain", "leases.spec.holderIdentity"])
+        .await;
+    assert!(
+        holder.contains("FIELD: holderIdentity <string>"),
+        "{holder}"
+    );
+
+    let owner = server
+        .kubectl_ok(&["explain", "secrets.metadata.ownerReferences"])
+        .await;
+    assert!(
+        owner.contains("FIELD: ownerReferences <[]OwnerReference>"),
+        "{owner}"
+    );
+    assert!(owner.contains("uid\t<string> -required-"), "{owner}");
+
+    let recursive = server
+        .kubectl_ok(&["explain", "serviceaccounts", "--recursive"])
+        .await;
+    assert!(
+        recursive.contains("automountServiceAccountToken\t<boolean>"),
+        "{recursive}"
+    );
+    assert!(
+        recursive.contains("    managedFields\t<[]ManagedFieldsEntry>"),
+        "{recursive}"
+    );
+
+    let strategy = server
+        .kubectl_ok(&["explain", "deployment.spec.strategy"])
+        .await;
+    assert!(strategy.contains("GROUP:      apps"), "{strategy}");
+    assert!(
+        strategy.contains("FIELD: strategy <DeploymentStrategy>"),
+        "{strategy}"
+    );
+    assert!(
+        strategy.contains("rollingUpdate\t<RollingUpdateDeployment>"),
+        "{strategy}"
+    );
+
+    let containers = server
+        .kubectl_ok(&["explain", "pods.spec.containers"])
+        .await;
+    assert!(
+        containers.contains("FIELD: containers <[]Container>"),
+        "{containers}"
+    );
+    assert!(
+        containers.contains("name\t<string> -required-"),
+        "{containers}"
+    );
+
+    let missing = server.kubectl(&["explain", "configmaps.nothing"]).await;
+    assert!(!missing.status.success());
+    assert!(
+        stderr(&missing).contains(r#"field "nothing" does not exist"#),
+        "{}",
+        stderr(&missing)
+    );
+    server.stop().await;
+}
+
+const UNKNOWN_FIELD: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: strict
+data:
+  a: b
+color: blue
+";
+
+#[tokio::test]
+async fn strict_validation_rejects_unknown_fields() {
+    let server = server().await;
+    let output = server
+        .kubectl_stdin(&["create", "-f", "-"], Some(UNKNOWN_FIELD))
+        .await;
+    assert!(!output.status.success());
+    assert_eq!(
+        stderr(&output).trim(),
+        r#"Error from server (BadRequest): error when creating "STDIN": ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: unknown field "color""#
+    );
+
+    let warned = server
+        .kubectl_stdin(
+            &["create", "--validate=warn", "-f", "-"],
+            Some(UNKNOWN_FIELD),
+        )
+        .await;
+    assert!(warned.status.success(), "{}", stderr(&warned));
+    assert!(
+        stderr(&warned).contains(r#"Warning: unknown field "color""#),
+        "{}",
+        stderr(&warned)
+    );
+    let stored = server
+        .kubectl_ok(&["get", "configmap", "strict", "-o", "json"])
+        .await;
+    assert!(!stored.contains("color"), "{stored}");
+    assert!(stored.contains(r#""a": "b""#), "{stored}");
+
+    let ignored = server
+        .kubectl_stdin(
+            &["replace", "--validate=false", "-f", "-"],
+            Some(UNKNOWN_FIELD),
+        )
+        .await;
+    assert!(ignored.status.success(), "{}", stderr(&ignored));
+    assert!(
+        !stderr(&ignored).contains("Warning"),
+        "{}",
+        stderr(&ignored)
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn raw_requests_report_duplicates_and_type_errors() {
+    let server = server().await;
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1"}}"#;
+    let path = "/api/v1/namespaces/default/configmaps?fieldValidation=Strict";
+    let dir = server.data_dir.path();
+    let file = dir.join("dup.json");
+    std::fs::write(&file, body).unwrap();
+    let output = server
+        .kubectl(&["create", "--raw", path, "-f", file.to_str().unwrap()])
+        .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains(
+            r#"Error from server (BadRequest): ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: duplicate field "metadata.name""#
+        ),
+        "{}",
+        stderr(&output)
+    );
+
+    let wrong = dir.join("wrong.json");
+    std::fs::write(
+        &wrong,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"wrong"},"immutable":"yes"}"#,
+    )
+    .unwrap();
+    let output = server
+        .kubectl(&[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/configmaps",
+            "-f",
+            wrong.to_str().unwrap(),
+        ])
+        .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains(
+            "json: cannot unmarshal string into Go struct field ConfigMap.immutable of type bool"
+        ),
+        "{}",
+        stderr(&output)
+    );
+    server.stop().await;
+}
+
+const LIST: &str = "apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: first
+  data:
+    a: b
+- apiVersion: v1
+  kind: ServiceAccount
+  metadata:
+    name: second
+";
+
+#[tokio::test]
+async fn list_manifests_validate_and_patches_merge_by_schema() {
+    let server = server().await;
+    let created = server
+        .kubectl_stdin(&["create", "-f", "-"], Some(LIST))
+        .await;
+    assert!(created.status.success(), "{}", stderr(&created));
+    assert!(
+        stdout(&created).contains("configmap/first created"),
+        "{}",
+        stdout(&created)
+    );
+
+    // kubectl validates the items of a List on the client, with the v2 protobuf document.
+    let bad_item = LIST.replace("    a: b\n", "    a: b\n  color: blue\n");
+    let rejected = server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&bad_item))
+        .await;
+    assert!(!rejected.status.success());
+    assert!(
+        stderr(&rejected).contains(
+            r#"error validating data: ValidationError(ConfigMap): unknown field "color" in io.k8s.api.core.v1.ConfigMap"#
+        ),
+        "{}",
+        stderr(&rejected)
+    );
+
+    // ServiceAccount.secrets merges by name (a strategic merge patch from the schema).
+    for name in ["one", "two"] {
+        let patch = format!(r#"{{"secrets":[{{"name":"{name}"}}]}}"#);
+        server
+            .kubectl_ok(&["patch", "serviceaccount", "second", "-p", &patch])
+            .await;
+    }
+    let secrets = server
+        .kubectl_ok(&[
+            "get",
+            "serviceaccount",
+            "second",
+            "-o",
+            "jsonpath={.secrets[*].name}",
+        ])
+        .await;
+    assert_eq!(secrets, "two one");
+
+    // kubectl patch sends no fieldValidation: unknown fields of the result are warned about
+    // (upstream's default) and dropped.
+    let output = server
+        .kubectl(&["patch", "configmap", "first", "-p", r#"{"colour":"red"}"#])
+        .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains(r#"Warning: unknown field "colour""#),
+        "{}",
+        stderr(&output)
+    );
+    let stored = server
+        .kubectl_ok(&["get", "configmap", "first", "-o", "json"])
+        .await;
+    assert!(!stored.contains("colour"), "{stored}");
+    server.stop().await;
+}

@@ -1,0 +1,333 @@
+//! Schema-driven decoding of request bodies, as kube-apiserver's typed decoding: unknown
+//! fields are dropped, and the `fieldValidation` directive decides what they (and duplicate
+//! fields) cost: nothing (`Ignore`), a `Warning` header each (`Warn`, the default) or a 400
+//! (`Strict`). Values of the wrong JSON type fail the request whatever the directive.
+//!
+//! The schemas come from a [`SchemaProvider`] the server is given: [`BuiltinSchemas`] for
+//! the built-in kinds; custom resources will add their own.
+
+use kapi_apimachinery::schema::GroupKind;
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_patch::PatchType;
+use kapi_schema::{Catalog, KindSchema, StrictError};
+use serde_json::{Map, Value};
+
+use super::params::Query;
+
+/// Gives the schema of a kind, for decoding, strategic merge patch and OpenAPI.
+pub trait SchemaProvider: Send + Sync {
+    /// The schema of `group`/`version`/`kind`, if known.
+    fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema>;
+
+    /// Every definition the provider knows, in OpenAPI v2 form (`#/definitions/<name>`
+    /// references), for the OpenAPI documents.
+    fn definitions(&self) -> &Map<String, Value>;
+}
+
+/// The schemas of the built-in kinds of Kubernetes 1.35.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltinSchemas;
+
+impl SchemaProvider for BuiltinSchemas {
+    fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema> {
+        KindSchema::builtin(group, version, kind)
+    }
+
+    fn definitions(&self) -> &Map<String, Value> {
+        Catalog::builtin().definitions_json()
+    }
+}
+
+/// The `fieldValidation` directive of a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Directive {
+    /// Unknown fields are dropped silently.
+    Ignore,
+    /// Each unknown or duplicate field becomes a warning (the default, as upstream's).
+    Warn,
+    /// Any unknown or duplicate field fails the request.
+    Strict,
+}
+
+/// The directive of the request's `fieldValidation` parameter; an unsupported value is the
+/// 422 of the options kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+pub(super) fn directive(query: &Query, options_kind: &str) -> Result<Directive, ApiError> {
+    match query.get("fieldValidation").unwrap_or_default() {
+        "Ignore" => Ok(Directive::Ignore),
+        "" | "Warn" => Ok(Directive::Warn),
+        "Strict" => Ok(Directive::Strict),
+        other => {
+            let mut errors = FieldErrors::default();
+            errors.push(FieldError::not_supported(
+                &Path::root("fieldValidation"),
+                Value::String(other.to_string()),
+                ["", "Ignore", "Strict", "Warn"],
+            ));
+            Err(ApiError::invalid(
+                &GroupKind::new("meta.k8s.io", options_kind),
+                "",
+                &errors,
+            ))
+        }
+    }
+}
+
+/// Decodes a created or updated object against its kind's schema: drops unknown fields and
+/// applies the directive to them and to the duplicate fields of a JSON `body`. Errors are
+/// upstream's 400 `<Kind> in version "<v>" cannot be handled as a <Kind>: <reason>`; the
+/// warnings of `Warn` are returned.
+pub(super) fn decode_with_schema(
+    schema: &KindSchema,
+    kind: (&str, &str),
+    object: &mut Value,
+    json_body: Option<&[u8]>,
+    directive: Directive,
+) -> Result<Vec<String>, ApiError> {
+    let (kind, version) = kind;
+    let cannot_handle = |reason: String| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {reason}"
+        ))
+    };
+    let unknown =
+        kapi_schema::decode(object, schema.schema()).map_err(|e| cannot_handle(e.to_string()))?;
+    let mut errors = match (json_body, directive) {
+        (Some(body), Directive::Warn | Directive::Strict) => {
+            kapi_schema::duplicate_fields(body, schema.schema())
+        }
+        _ => Vec::new(),
+    };
+    errors.extend(unknown);
+    match directive {
+        Directive::Ignore => Ok(Vec::new()),
+        Directive::Warn => Ok(warnings(&errors)),
+        Directive::Strict if errors.is_empty() => Ok(Vec::new()),
+        Directive::Strict => Err(cannot_handle(kapi_schema::strict_message(&errors))),
+    }
+}
+
+/// Decodes the result of a patch against its kind's schema, as upstream's patch handler
+/// does after applying the patch: unknown fields of the patched object are dropped, and
+/// with `Strict` (or for a type error) the request fails with upstream's 422 about the
+/// field `patch`, whose value is the patch (strategic merge, printed as Go prints a map) or
+/// the patched object (JSON and merge patches).
+pub(super) fn decode_patched(
+    schema: &KindSchema,
+    patch_type: PatchType,
+    patch: &[u8],
+    patched: &mut Value,
+    directive: Directive,
+) -> Result<Vec<String>, ApiError> {
+    let invalid = |patched: &Value, reason: String| {
+        let value = match patch_type {
+            PatchType::StrategicMerge => {
+                go_value(&serde_json::from_slice(patch).unwrap_or(Value::Null))
+            }
+            _ => serde_json::to_string(patched).unwrap_or_default(),
+        };
+        let mut errors = FieldErrors::default();
+        errors.push(FieldError::invalid(&Path::root("patch"), value, reason));
+        ApiError::invalid(&GroupKind::new("", ""), "", &errors)
+    };
+    let unknown = match kapi_schema::decode(patched, schema.schema()) {
+        Ok(unknown) => unknown,
+        Err(err) => return Err(invalid(patched, err.to_string())),
+    };
+    // Upstream decodes merge patches into untyped maps first: their duplicates lead.
+    let mut errors = match (patch_type, directive) {
+        (PatchType::Json, _) | (_, Directive::Ignore) => Vec::new(),
+        _ => kapi_schema::duplicate_fields_untyped(patch),
+    };
+    errors.extend(unknown);
+    match directive {
+        Directive::Ignore => Ok(Vec::new()),
+        Directive::Warn => Ok(warnings(&errors)),
+        Directive::Strict if errors.is_empty() => Ok(Vec::new()),
+        Directive::Strict => Err(invalid(patched, kapi_schema::strict_message(&errors))),
+    }
+}
+
+fn warnings(errors: &[StrictError]) -> Vec<String> {
+    errors.iter().map(ToString::to_string).collect()
+}
+
+/// The value of a `Warning` response header: `299 - "<text>"`, the text quoted as Go's
+/// `strconv.Quote`.
+pub(super) fn warning_header(text: &str) -> String {
+    format!("299 - {}", kapi_apimachinery::quote(text))
+}
+
+/// Go's `%+v` of a decoded JSON value: `map[a:1 b:[x y]]`, keys sorted, strings bare,
+/// null as `<nil>`.
+fn go_value(value: &Value) -> String {
+    match value {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => go_float(n.as_f64().unwrap_or_default()),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(go_value).collect();
+            format!("[{}]", items.join(" "))
+        }
+        Value::Object(map) => {
+            let entries: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{k}:{}", go_value(v)))
+                .collect();
+            format!("map[{}]", entries.join(" "))
+        }
+    }
+}
+
+/// Go's `%v` of a float64: the shortest representation, with an exponent from 1e21 on.
+fn go_float(f: f64) -> String {
+    if f.abs() >= 1e21 || (f != 0.0 && f.abs() < 1e-4) {
+        let text = format!("{f:e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        let (sign, digits) = match exponent.strip_prefix('-') {
+            Some(digits) => ('-', digits),
+            None => ('+', exponent),
+        };
+        return format!("{mantissa}e{sign}{digits:0>2}");
+    }
+    format!("{f}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn deployment() -> KindSchema {
+        BuiltinSchemas
+            .kind_schema("apps", "v1", "Deployment")
+            .unwrap()
+    }
+
+    #[test]
+    fn directives_parse_with_upstream_errors() {
+        let query = |q: &str| Query::parse(Some(q));
+        assert_eq!(
+            directive(&query(""), "CreateOptions").unwrap(),
+            Directive::Warn
+        );
+        assert_eq!(
+            directive(&query("fieldValidation=Strict"), "CreateOptions").unwrap(),
+            Directive::Strict
+        );
+        assert_eq!(
+            directive(&query("fieldValidation=Ignore"), "CreateOptions").unwrap(),
+            Directive::Ignore
+        );
+        let err = directive(&query("fieldValidation=foo"), "PatchOptions").unwrap_err();
+        assert_eq!(err.code(), 422);
+        assert_eq!(
+            err.status().message,
+            r#"PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "foo": supported values: "", "Ignore", "Strict", "Warn""#
+        );
+    }
+
+    #[test]
+    fn directives_decide_what_unknown_and_duplicate_fields_cost() {
+        let body = br#"{"kind":"Deployment","spec":{"replicas":1,"replicas":2,"foo":1}}"#;
+        let decode = |directive| {
+            let mut object: Value = serde_json::from_slice(body).unwrap();
+            let result = decode_with_schema(
+                &deployment(),
+                ("Deployment", "v1"),
+                &mut object,
+                Some(body),
+                directive,
+            );
+            (result, object)
+        };
+        let (warnings, object) = decode(Directive::Warn);
+        assert_eq!(
+            warnings.unwrap(),
+            [
+                r#"duplicate field "spec.replicas""#,
+                r#"unknown field "spec.foo""#
+            ]
+        );
+        assert_eq!(object["spec"], json!({"replicas": 2}));
+        let (ignored, _) = decode(Directive::Ignore);
+        assert_eq!(ignored.unwrap(), Vec::<String>::new());
+        let (strict, _) = decode(Directive::Strict);
+        let err = strict.unwrap_err();
+        assert_eq!(err.code(), 400);
+        assert_eq!(
+            err.status().message,
+            r#"Deployment in version "v1" cannot be handled as a Deployment: strict decoding error: duplicate field "spec.replicas", unknown field "spec.foo""#
+        );
+    }
+
+    #[test]
+    fn type_errors_fail_whatever_the_directive() {
+        let mut object = json!({"spec": {"replicas": "x"}});
+        let err = decode_with_schema(
+            &deployment(),
+            ("Deployment", "v1"),
+            &mut object,
+            None,
+            Directive::Ignore,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.status().message,
+            "Deployment in version \"v1\" cannot be handled as a Deployment: json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type int32"
+        );
+    }
+
+    #[test]
+    fn patched_objects_with_unknown_fields() {
+        let patch = br#"{"spec":{"foo":1.5,"replicas":3}}"#;
+        let mut patched = json!({"spec": {"foo": 1.5, "replicas": 3}});
+        let err = decode_patched(
+            &deployment(),
+            PatchType::StrategicMerge,
+            patch,
+            &mut patched.clone(),
+            Directive::Strict,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 422);
+        assert_eq!(
+            err.status().message,
+            r#" "" is invalid: patch: Invalid value: "map[spec:map[foo:1.5 replicas:3]]": strict decoding error: unknown field "spec.foo""#
+        );
+        let warnings = decode_patched(
+            &deployment(),
+            PatchType::Merge,
+            patch,
+            &mut patched,
+            Directive::Warn,
+        )
+        .unwrap();
+        assert_eq!(warnings, [r#"unknown field "spec.foo""#]);
+        assert_eq!(patched, json!({"spec": {"replicas": 3}}));
+        let duplicated = decode_patched(
+            &deployment(),
+            PatchType::Merge,
+            br#"{"spec":{"replicas":1,"replicas":3}}"#,
+            &mut json!({"spec": {"replicas": 3}}),
+            Directive::Warn,
+        )
+        .unwrap();
+        assert_eq!(duplicated, [r#"duplicate field "spec.replicas""#]);
+    }
+
+    #[test]
+    fn go_formats() {
+        assert_eq!(
+            go_value(&json!({"b": [1, "x", null], "a": {"c": true}})),
+            "map[a:map[c:true] b:[1 x <nil>]]"
+        );
+        assert_eq!(go_float(1e21), "1e+21");
+        assert_eq!(go_float(0.5), "0.5");
+        assert_eq!(
+            warning_header(r#"unknown field "a""#),
+            r#"299 - "unknown field \"a\"""#
+        );
+    }
+}
