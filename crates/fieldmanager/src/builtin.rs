@@ -1,0 +1,113 @@
+//! The schemas of the built-in kinds, from `kapi-schema`'s catalog.
+
+use kapi_schema::{Catalog, ListType, MapType, NodeType, SchemaRef};
+
+use crate::manager::FieldManager;
+use crate::schema::{ListShape, Schema, Shape};
+
+/// The field manager of kinds described by the catalog (or of deduced ones).
+pub type CatalogFieldManager = FieldManager<SchemaRef<'static>>;
+
+/// The root schema of a built-in kind, if the catalog has it.
+pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<SchemaRef<'static>> {
+    Catalog::builtin().kind(group, version, kind)
+}
+
+impl Schema for SchemaRef<'_> {
+    /// Objects with properties are structs, with `additionalProperties` maps; objects with
+    /// neither (free-form JSON such as RawExtension) and untyped nodes are deduced.
+    fn shape(self) -> Shape {
+        match self.node_type() {
+            NodeType::Object => {
+                let has_fields = self.properties().next().is_some();
+                if !has_fields && self.additional_properties().is_none() {
+                    return Shape::Deduced;
+                }
+                Shape::Map {
+                    atomic: self.map_type() == MapType::Atomic,
+                }
+            }
+            NodeType::Array => Shape::List(match self.list_type() {
+                ListType::Atomic => ListShape::Atomic,
+                ListType::Set => ListShape::Set,
+                ListType::Map(keys) => ListShape::Map(keys),
+            }),
+            NodeType::Unknown => Shape::Deduced,
+            NodeType::String
+            | NodeType::Integer
+            | NodeType::Number
+            | NodeType::Boolean
+            | NodeType::IntOrString => Shape::Scalar,
+        }
+    }
+
+    fn field(self, name: &str) -> Option<Self> {
+        self.property(name)
+    }
+
+    fn values(self) -> Option<Self> {
+        self.additional_properties()
+    }
+
+    fn items(self) -> Option<Self> {
+        SchemaRef::items(&self)
+    }
+
+    fn keeps_unknown_fields(self) -> bool {
+        self.preserves_unknown_fields()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::typed::to_field_set;
+
+    #[test]
+    fn deployment_field_set() {
+        let schema = builtin_schema("apps", "v1", "Deployment");
+        assert!(schema.is_some(), "the catalog has apps/v1 Deployment");
+        let deployment = json!({
+            "spec": {
+                "selector": {"matchLabels": {"app": "x"}},
+                "template": {"spec": {"containers": [{
+                    "name": "c", "image": "i", "ports": [{"containerPort": 80, "protocol": "TCP"}]
+                }]}}
+            }
+        });
+        let want = json!({"f:spec": {
+            "f:selector": {},
+            "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {
+                ".": {}, "f:image": {}, "f:name": {},
+                "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {
+                    ".": {}, "f:containerPort": {}, "f:protocol": {}
+                }}
+            }}}}
+        }});
+        assert_eq!(to_field_set(&deployment, schema).to_fields_v1(), want);
+    }
+
+    #[test]
+    fn undeclared_fields_are_found() {
+        let schema = builtin_schema("apps", "v1", "Deployment");
+        let config = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "i", "bogus": 1}
+        ]}}}});
+        assert_eq!(
+            crate::typed::undeclared_field(&config, schema),
+            Some(".spec.template.spec.containers[name=\"c\"].bogus".to_string())
+        );
+        let fine = json!({"metadata": {"labels": {"any": "x"}}, "spec": {"replicas": 1}});
+        assert_eq!(crate::typed::undeclared_field(&fine, schema), None);
+    }
+
+    #[test]
+    fn configmap_data_is_a_granular_map() {
+        let schema = builtin_schema("", "v1", "ConfigMap");
+        let configmap = json!({"data": {"a": "1"}, "metadata": {"labels": {"l": "v"}}});
+        let want = json!({"f:data": {"f:a": {}}, "f:metadata": {"f:labels": {"f:l": {}}}});
+        assert_eq!(to_field_set(&configmap, schema).to_fields_v1(), want);
+    }
+}
