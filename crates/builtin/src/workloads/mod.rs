@@ -1,8 +1,90 @@
-//! TODO(owner): module docs.
+//! The workload kinds: core/v1 Pods, PodTemplates and ReplicationControllers, apps/v1
+//! Deployments, ReplicaSets, StatefulSets, DaemonSets and ControllerRevisions, batch/v1
+//! Jobs and CronJobs. Each gets upstream's defaulting (including the pod template defaults
+//! inside every template), its strategy's status and generation handling, validation with
+//! upstream's messages and field paths, its printer columns and its field selectors.
+
+mod apps;
+mod batch;
+mod cron;
+mod defaults;
+mod pod;
+mod podspec;
+mod qos;
+mod security;
+mod tables;
+
+use std::sync::Arc;
+
+use kapi_server::object::{bump_generation_on_spec_change, set_meta};
+use serde_json::Value;
 
 use crate::hooks::TypeHooks;
+use crate::util::int_of;
 
 /// The hooks of the kinds this module owns.
-pub(crate) fn hooks(_group: &str, _kind: &str) -> Option<TypeHooks> {
-    None
+pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+    let (strategy, table): (Arc<dyn kapi_server::resource::Strategy>, _) = match (group, kind) {
+        ("", "Pod") => (Arc::new(pod::PodStrategy), tables::pods()),
+        ("", "PodTemplate") => (Arc::new(pod::PodTemplateStrategy), tables::pod_templates()),
+        ("", "ReplicationController") => (
+            Arc::new(apps::ReplicationControllerStrategy),
+            tables::replication_controllers(),
+        ),
+        ("apps", "Deployment") => (Arc::new(apps::DeploymentStrategy), tables::deployments()),
+        ("apps", "ReplicaSet") => (Arc::new(apps::ReplicaSetStrategy), tables::replica_sets()),
+        ("apps", "StatefulSet") => (Arc::new(apps::StatefulSetStrategy), tables::stateful_sets()),
+        ("apps", "DaemonSet") => (Arc::new(apps::DaemonSetStrategy), tables::daemon_sets()),
+        ("apps", "ControllerRevision") => (
+            Arc::new(apps::ControllerRevisionStrategy),
+            tables::controller_revisions(),
+        ),
+        ("batch", "Job") => (Arc::new(batch::JobStrategy), tables::jobs()),
+        ("batch", "CronJob") => (Arc::new(batch::CronJobStrategy), tables::cron_jobs()),
+        _ => return None,
+    };
+    Some(TypeHooks {
+        strategy,
+        table: Some(table),
+    })
 }
+
+/// Sets `metadata.generation`.
+fn set_generation(object: &mut Value, generation: i64) {
+    set_meta(object, "generation", Value::from(generation));
+}
+
+/// What every workload strategy's PrepareForCreate does: generation 1 and the initial
+/// status (whatever the client sent is dropped).
+fn reset_for_create(object: &mut Value, status: Value) {
+    set_generation(object, 1);
+    if let Some(fields) = object.as_object_mut() {
+        fields.insert("status".into(), status);
+    }
+}
+
+/// An update of the main resource keeps the stored status.
+fn carry_status(new: &mut Value, old: &Value) {
+    if let Some(fields) = new.as_object_mut() {
+        match old.get("status") {
+            Some(status) => fields.insert("status".into(), status.clone()),
+            None => fields.remove("status"),
+        };
+    }
+}
+
+/// The generation moves when the spec changes.
+fn bump_generation(new: &mut Value, old: &Value) {
+    bump_generation_on_spec_change(new, old);
+}
+
+/// The `status.replicas` field selector of ReplicaSets and ReplicationControllers.
+fn selectable_replicas(object: &Value) -> Vec<(&'static str, String)> {
+    vec![(
+        "status.replicas",
+        int_of(&object["status"], "replicas").to_string(),
+    )]
+}
+
+#[cfg(test)]
+mod tests;
