@@ -1,8 +1,42 @@
-//! TODO(owner): module docs.
+//! Services and what serves them: core/v1 Services (defaulting, validation, printing, field
+//! selectors) with their ClusterIP and NodePort allocation, core/v1 Endpoints,
+//! discovery.k8s.io/v1 EndpointSlices, networking.k8s.io/v1 ServiceCIDRs and IPAddresses,
+//! and the bootstrap of the `kubernetes` Service (kubernetes/pkg/registry/core/service,
+//! pkg/registry/networking, pkg/controlplane/controller/kubernetesservice and
+//! defaultservicecidr).
+//!
+//! ClusterIPs are reserved as upstream's MultiCIDRServiceAllocator does: creating the
+//! IPAddress named by the IP is the reservation, so several servers on one store never hand
+//! out one IP twice. NodePorts are reserved in the RangeAllocation bitmap kept at
+//! `<prefix>/services/nodeports`, written with compare-and-swap.
 
 use crate::hooks::TypeHooks;
 
+mod alloc;
+mod bootstrap;
+mod endpoints;
+mod ipallocator;
+mod masterleases;
+mod networking;
+mod portallocator;
+mod strategy;
+
+pub use alloc::{ServiceAllocator, ServiceRanges};
+pub use bootstrap::{KubernetesService, leave_kubernetes_endpoints, reconcile_kubernetes_service};
+pub use ipallocator::{Cidr, CidrError};
+pub use portallocator::{PortRange, PortRangeError};
+
 /// The hooks of the kinds this module owns.
-pub(crate) fn hooks(_group: &str, _kind: &str) -> Option<TypeHooks> {
-    None
+pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+    match (group, kind) {
+        ("", "Service") => Some(strategy::hooks()),
+        ("", "Endpoints") => Some(endpoints::endpoints_hooks()),
+        ("discovery.k8s.io", "EndpointSlice") => Some(endpoints::endpoint_slice_hooks()),
+        ("networking.k8s.io", "ServiceCIDR") => Some(networking::service_cidr_hooks()),
+        ("networking.k8s.io", "IPAddress") => Some(networking::ip_address_hooks()),
+        _ => None,
+    }
 }
+
+#[cfg(test)]
+mod tests;
