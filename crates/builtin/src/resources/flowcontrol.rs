@@ -1,0 +1,462 @@
+//! flowcontrol.apiserver.k8s.io/v1 FlowSchema and PriorityLevelConfiguration
+//! (kubernetes/pkg/apis/flowcontrol/v1/defaults.go, pkg/apis/flowcontrol/validation,
+//! pkg/registry/flowcontrol/*/strategy.go).
+
+use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::is_dns1123_subdomain;
+use kapi_server::resource::TableConvertor;
+use serde_json::{Value, json};
+
+use super::common::{
+    age, col, default_field, invalid_each, items, object_at, table, text, text_at,
+};
+use super::{BASE, Generation, Rules};
+use crate::printers::{age_cell, name_cell};
+use crate::util::str_of;
+
+/// The matching precedence of a FlowSchema that sets none.
+const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
+/// The nominal concurrency shares of a Limited priority level that sets none.
+const DEFAULT_NOMINAL_CONCURRENCY_SHARES: i64 = 30;
+
+/// The hooks of the flow control kinds.
+pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+    let base = Rules {
+        generation: Generation::Tracked,
+        ..BASE
+    };
+    Some(match kind {
+        "FlowSchema" => (
+            Rules {
+                defaults: |schema| {
+                    default_field(
+                        object_at(schema, "/spec"),
+                        "matchingPrecedence",
+                        json!(DEFAULT_MATCHING_PRECEDENCE),
+                    );
+                },
+                validate: validate_flow_schema,
+                ..base
+            },
+            table(
+                vec![
+                    col(
+                        "PriorityLevel",
+                        "`name` is the name of the priority level configuration being referenced Required.",
+                    ),
+                    col(
+                        "MatchingPrecedence",
+                        "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request.",
+                    ),
+                    col(
+                        "DistinguisherMethod",
+                        "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema.",
+                    ),
+                    age(),
+                    col(
+                        "MissingPL",
+                        "references a broken or non-existent PriorityLevelConfiguration",
+                    ),
+                ],
+                flow_schema_cells,
+            ),
+        ),
+        "PriorityLevelConfiguration" => (
+            Rules {
+                defaults: priority_level_defaults,
+                validate: validate_priority_level,
+                ..base
+            },
+            table(
+                vec![
+                    col(
+                        "Type",
+                        "`type` indicates whether this priority level is subject to limitation on request execution.",
+                    ),
+                    col(
+                        "NominalConcurrencyShares",
+                        "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level.",
+                    ),
+                    col(
+                        "Queues",
+                        "`queues` is the number of queues for this priority level.",
+                    ),
+                    col(
+                        "HandSize",
+                        "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.",
+                    ),
+                    col(
+                        "QueueLengthLimit",
+                        "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time.",
+                    ),
+                    age(),
+                ],
+                priority_level_cells,
+            ),
+        ),
+        _ => return None,
+    })
+}
+
+/// SetDefaults of the exempt and limited priority levels and their queuing.
+fn priority_level_defaults(level: &mut Value) {
+    if level["spec"]["exempt"].is_object() {
+        let exempt = object_at(level, "/spec/exempt");
+        default_field(exempt, "nominalConcurrencyShares", json!(0));
+        default_field(exempt, "lendablePercent", json!(0));
+    }
+    if level["spec"]["limited"].is_object() {
+        let limited = object_at(level, "/spec/limited");
+        default_field(
+            limited,
+            "nominalConcurrencyShares",
+            json!(DEFAULT_NOMINAL_CONCURRENCY_SHARES),
+        );
+        default_field(limited, "lendablePercent", json!(0));
+    }
+    if level
+        .pointer("/spec/limited/limitResponse/queuing")
+        .is_some_and(Value::is_object)
+    {
+        let queuing = object_at(level, "/spec/limited/limitResponse/queuing");
+        for (key, value) in [("handSize", 8), ("queues", 64), ("queueLengthLimit", 50)] {
+            if queuing.get(key).and_then(Value::as_i64).unwrap_or(0) == 0 {
+                queuing.insert(key.into(), json!(value));
+            }
+        }
+    }
+}
+
+/// ValidateFlowSchemaSpec, in part: the precedence range, the priority level named, the
+/// distinguisher method and the rules' subjects.
+fn validate_flow_schema(schema: &Value) -> FieldErrors {
+    let spec = &schema["spec"];
+    let path = Path::root("spec");
+    let mut errs = FieldErrors::new();
+    let precedence = spec["matchingPrecedence"].as_i64().unwrap_or(0);
+    let precedence_path = path.child("matchingPrecedence");
+    if precedence <= 0 {
+        errs.push(FieldError::invalid(
+            &precedence_path,
+            precedence,
+            "must be a positive value",
+        ));
+    }
+    if precedence > 10000 {
+        errs.push(FieldError::invalid(
+            &precedence_path,
+            precedence,
+            "must not be greater than 10000",
+        ));
+    }
+    let name = text_at(schema, "/metadata/name");
+    if precedence == 1 && name != "exempt" {
+        errs.push(FieldError::invalid(
+            &precedence_path,
+            precedence,
+            "only the schema named 'exempt' may have matchingPrecedence 1",
+        ));
+    }
+    if let Some(method) = spec
+        .pointer("/distinguisherMethod/type")
+        .and_then(Value::as_str)
+        && !matches!(method, "ByUser" | "ByNamespace")
+    {
+        errs.push(FieldError {
+            error_type: ErrorType::NotSupported,
+            field: path.child("distinguisherMethod").child("type").to_string(),
+            bad_value: Some(format!(
+                "flowcontrol.FlowDistinguisherMethod{{Type:{}}}",
+                kapi_apimachinery::quote(method)
+            )),
+            detail: r#"supported values: "ByNamespace", "ByUser""#.to_string(),
+        });
+    }
+    let level = text_at(spec, "/priorityLevelConfiguration/name");
+    let level_path = path.child("priorityLevelConfiguration").child("name");
+    if level.is_empty() {
+        errs.push(FieldError::required(
+            &level_path,
+            "must reference a priority level",
+        ));
+    } else {
+        errs.extend(invalid_each(
+            &level_path,
+            level,
+            is_dns1123_subdomain(level),
+        ));
+    }
+    for (i, rule) in items(spec, "/rules").iter().enumerate() {
+        errs.extend(validate_rule(rule, &path.child("rules").index(i)));
+    }
+    errs
+}
+
+/// ValidateFlowSchemaPolicyRulesWithSubjects, in part: subjects and at least one rule.
+fn validate_rule(rule: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let subjects = items(rule, "/subjects");
+    if subjects.is_empty() {
+        errs.push(FieldError::required(
+            &path.child("subjects"),
+            "subjects must contain at least one value",
+        ));
+    }
+    for (i, subject) in subjects.iter().enumerate() {
+        errs.extend(validate_subject(subject, &path.child("subjects").index(i)));
+    }
+    if items(rule, "/resourceRules").is_empty() && items(rule, "/nonResourceRules").is_empty() {
+        errs.push(FieldError::required(
+            path,
+            "at least one of resourceRules and nonResourceRules has to be non-empty",
+        ));
+    }
+    errs
+}
+
+/// ValidateFlowSchemaSubject: the member of the subject's kind, and no other.
+fn validate_subject(subject: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let members = [
+        ("ServiceAccount", "serviceAccount"),
+        ("User", "user"),
+        ("Group", "group"),
+    ];
+    let kind = str_of(subject, "kind");
+    let Some((_, own)) = members.iter().find(|(k, _)| *k == kind) else {
+        errs.push(FieldError::not_supported(
+            &path.child("kind"),
+            kind,
+            ["Group", "ServiceAccount", "User"],
+        ));
+        return errs;
+    };
+    let member = &subject[*own];
+    if member.is_null() {
+        let detail = format!("{own} is required when subject kind is '{kind}'");
+        errs.push(FieldError::required(&path.child(own), detail));
+    } else {
+        super::common::require_str(member, "name", &path.child(own), &mut errs);
+        if kind == "ServiceAccount" && str_of(member, "namespace").is_empty() {
+            errs.push(FieldError::required(
+                &path.child(own).child("namespace"),
+                "must specify namespace for service account",
+            ));
+        }
+    }
+    for (other_kind, other) in members.iter().filter(|(_, m)| m != own) {
+        if !subject[*other].is_null() {
+            let detail = format!("{other} is forbidden when subject kind is not '{other_kind}'");
+            errs.push(FieldError::forbidden(&path.child(other), detail));
+        }
+    }
+    errs
+}
+
+/// ValidatePriorityLevelConfigurationSpec, in part: the type and the configuration it needs.
+fn validate_priority_level(level: &Value) -> FieldErrors {
+    let spec = &level["spec"];
+    let path = Path::root("spec");
+    let mut errs = FieldErrors::new();
+    let kind = str_of(spec, "type");
+    if (text_at(level, "/metadata/name") == "exempt") != (kind == "Exempt") {
+        errs.push(FieldError::invalid(
+            &path.child("type"),
+            kind,
+            "type must be 'Exempt' if and only if name is 'exempt'",
+        ));
+    }
+    match str_of(spec, "type") {
+        "Exempt" => {
+            if !spec["limited"].is_null() {
+                errs.push(FieldError::forbidden(
+                    &path.child("limited"),
+                    "must be nil if the type is not Limited",
+                ));
+            }
+        }
+        "Limited" => {
+            if spec["limited"].is_null() {
+                errs.push(FieldError::required(
+                    &path.child("limited"),
+                    "must not be empty when type is Limited",
+                ));
+            }
+            if !spec["exempt"].is_null() {
+                errs.push(FieldError::forbidden(
+                    &path.child("exempt"),
+                    "must be nil if the type is Limited",
+                ));
+            }
+            if let Some(percent) = spec
+                .pointer("/limited/lendablePercent")
+                .and_then(Value::as_i64)
+                && !(0..=100).contains(&percent)
+            {
+                errs.push(FieldError::invalid(
+                    &path.child("limited").child("lendablePercent"),
+                    percent,
+                    "must be between 0 and 100, inclusive",
+                ));
+            }
+        }
+        other => errs.push(FieldError::not_supported(
+            &path.child("type"),
+            other,
+            ["Exempt", "Limited"],
+        )),
+    }
+    errs
+}
+
+/// NAME, PRIORITYLEVEL, MATCHINGPRECEDENCE, DISTINGUISHERMETHOD, AGE, MISSINGPL (the
+/// status of the Dangling condition, `?` without it).
+fn flow_schema_cells(schema: &Value) -> Vec<Value> {
+    let method = match text_at(schema, "/spec/distinguisherMethod/type") {
+        "" => "<none>",
+        method => method,
+    };
+    let dangling = items(schema, "/status/conditions")
+        .iter()
+        .find(|c| str_of(c, "type") == "Dangling")
+        .map_or("?", |c| str_of(c, "status"));
+    vec![
+        name_cell(schema),
+        text(text_at(schema, "/spec/priorityLevelConfiguration/name")),
+        Value::from(schema["spec"]["matchingPrecedence"].as_i64().unwrap_or(0)),
+        text(method),
+        age_cell(schema),
+        text(dangling),
+    ]
+}
+
+/// NAME, TYPE, NOMINALCONCURRENCYSHARES, QUEUES, HANDSIZE, QUEUELENGTHLIMIT, AGE
+/// (`<none>` where the level has no such setting).
+fn priority_level_cells(level: &Value) -> Vec<Value> {
+    let value = |pointer: &str| match level.pointer(pointer) {
+        Some(v) if !v.is_null() => v.clone(),
+        _ => text("<none>"),
+    };
+    let limited = level["spec"]["limited"].is_object();
+    let queuing = |key: &str| {
+        if limited {
+            value(&format!("/spec/limited/limitResponse/queuing/{key}"))
+        } else {
+            text("<none>")
+        }
+    };
+    vec![
+        name_cell(level),
+        text(text_at(level, "/spec/type")),
+        if limited {
+            value("/spec/limited/nominalConcurrencyShares")
+        } else {
+            text("<none>")
+        },
+        queuing("queues"),
+        queuing("handSize"),
+        queuing("queueLengthLimit"),
+        age_cell(level),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::{causes, expect};
+    use kapi_server::resource::Strategy;
+
+    #[test]
+    fn flow_schema_rules() {
+        let rules = hooks("FlowSchema").unwrap().0;
+        let mut schema = json!({"metadata": {"name": "s"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}}, "status": {"conditions": []}});
+        rules.prepare_for_create(&mut schema);
+        assert_eq!(schema["spec"]["matchingPrecedence"], 1000);
+        assert_eq!(schema["metadata"]["generation"], 1);
+        assert!(rules.validate(&schema).is_empty());
+        assert_eq!(
+            flow_schema_cells(&schema)[1..4],
+            [json!("global-default"), json!(1000), json!("<none>")]
+        );
+        let bad = json!({"metadata": {"name": "s"}, "spec": {"matchingPrecedence": 20000,
+            "distinguisherMethod": {"type": "ByGroup"}, "rules": [{"subjects": [
+                {"kind": "User"}, {"kind": "Group", "group": {"name": "g"}, "user": {"name": "u"}}, {"kind": "Robot"}]}]}});
+        assert_eq!(
+            causes(&rules.validate(&bad)),
+            expect(&[
+                (
+                    "spec.matchingPrecedence",
+                    "FieldValueInvalid",
+                    "Invalid value: 20000: must not be greater than 10000"
+                ),
+                (
+                    "spec.distinguisherMethod.type",
+                    "FieldValueNotSupported",
+                    r#"Unsupported value: flowcontrol.FlowDistinguisherMethod{Type:"ByGroup"}: supported values: "ByNamespace", "ByUser""#
+                ),
+                (
+                    "spec.priorityLevelConfiguration.name",
+                    "FieldValueRequired",
+                    "Required value: must reference a priority level"
+                ),
+                (
+                    "spec.rules[0].subjects[0].user",
+                    "FieldValueRequired",
+                    "Required value: user is required when subject kind is 'User'"
+                ),
+                (
+                    "spec.rules[0].subjects[1].user",
+                    "FieldValueForbidden",
+                    "Forbidden: user is forbidden when subject kind is not 'User'"
+                ),
+                (
+                    "spec.rules[0].subjects[2].kind",
+                    "FieldValueNotSupported",
+                    r#"Unsupported value: "Robot": supported values: "Group", "ServiceAccount", "User""#
+                ),
+                (
+                    "spec.rules[0]",
+                    "FieldValueRequired",
+                    "Required value: at least one of resourceRules and nonResourceRules has to be non-empty"
+                ),
+            ])
+        );
+        let first = json!({"metadata": {"name": "mine"}, "spec": {"matchingPrecedence": 1, "priorityLevelConfiguration": {"name": "global-default"}}});
+        assert_eq!(
+            causes(&rules.validate(&first)),
+            expect(&[(
+                "spec.matchingPrecedence",
+                "FieldValueInvalid",
+                "Invalid value: 1: only the schema named 'exempt' may have matchingPrecedence 1"
+            )])
+        );
+    }
+
+    #[test]
+    fn priority_level_rules() {
+        let rules = hooks("PriorityLevelConfiguration").unwrap().0;
+        let mut level = json!({"metadata": {"name": "l"}, "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}});
+        rules.prepare_for_create(&mut level);
+        assert_eq!(
+            level["spec"]["limited"],
+            json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
+                   "limitResponse": {"type": "Queue", "queuing": {"handSize": 8, "queues": 64, "queueLengthLimit": 50}}})
+        );
+        assert!(rules.validate(&level).is_empty());
+        assert_eq!(
+            priority_level_cells(&level)[1..6],
+            [json!("Limited"), json!(30), json!(64), json!(8), json!(50)]
+        );
+        let exempt = json!({"metadata": {"name": "exempt"}, "spec": {"type": "Exempt"}});
+        assert!(rules.validate(&exempt).is_empty());
+        assert_eq!(priority_level_cells(&exempt)[2], "<none>");
+        assert_eq!(
+            causes(&rules.validate(&json!({"spec": {"type": "Limited"}}))),
+            expect(&[(
+                "spec.limited",
+                "FieldValueRequired",
+                "Required value: must not be empty when type is Limited"
+            )])
+        );
+    }
+}

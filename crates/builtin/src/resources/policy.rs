@@ -1,0 +1,235 @@
+//! policy/v1 PodDisruptionBudget (kubernetes/pkg/apis/policy/validation,
+//! pkg/registry/policy/poddisruptionbudget/strategy.go).
+
+use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::{IS_NEGATIVE_ERROR_MSG, validate_label_selector};
+use kapi_server::resource::TableConvertor;
+use serde_json::{Value, json};
+
+use super::common::{age, col, table, text, typed};
+use super::{BASE, Generation, Rules};
+use crate::printers::{age_cell, name_cell};
+
+/// The unhealthy pod eviction policies, sorted.
+const EVICTION_POLICIES: [&str; 2] = ["AlwaysAllow", "IfHealthyBudget"];
+const PERCENT_ERROR: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// The hooks of PodDisruptionBudgets.
+pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+    (kind == "PodDisruptionBudget").then(|| {
+        (
+            Rules {
+                on_create: zero_status,
+                validate: validate_pdb,
+                generation: Generation::Tracked,
+                ..BASE
+            },
+            pdb_table(),
+        )
+    })
+}
+
+/// PrepareForCreate: an empty status, whose counters Go always writes.
+fn zero_status(pdb: &mut Value) {
+    super::set_status(
+        pdb,
+        json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+    );
+}
+
+/// ValidatePodDisruptionBudgetSpec: one of minAvailable and maxUnavailable, each a
+/// non-negative number or a percentage up to 100%; a valid selector; a known eviction
+/// policy.
+fn validate_pdb(pdb: &Value) -> FieldErrors {
+    let spec = &pdb["spec"];
+    let path = Path::root("spec");
+    let mut errs = FieldErrors::new();
+    let min = &spec["minAvailable"];
+    let max = &spec["maxUnavailable"];
+    if !min.is_null() && !max.is_null() {
+        errs.push(FieldError {
+            error_type: ErrorType::Invalid,
+            field: path.to_string(),
+            bad_value: Some(render_spec(spec)),
+            detail: "minAvailable and maxUnavailable cannot be both set".to_string(),
+        });
+    }
+    for key in ["minAvailable", "maxUnavailable"] {
+        if !spec[key].is_null() {
+            errs.extend(validate_int_or_percent(&spec[key], &path.child(key)));
+        }
+    }
+    if !spec["selector"].is_null() {
+        errs.extend(validate_label_selector(
+            &spec["selector"],
+            &path.child("selector"),
+        ));
+    }
+    if let Some(policy) = spec["unhealthyPodEvictionPolicy"].as_str()
+        && !EVICTION_POLICIES.contains(&policy)
+    {
+        errs.push(FieldError::not_supported(
+            &path.child("unhealthyPodEvictionPolicy"),
+            policy,
+            EVICTION_POLICIES,
+        ));
+    }
+    errs
+}
+
+/// The spec as Go's `%#v` shows the internal type, with its pointers as addresses omitted.
+fn render_spec(spec: &Value) -> String {
+    let show = |v: &Value| match v {
+        Value::Null => "(*intstr.IntOrString)(nil)".to_string(),
+        other => format!("&{}", render_int_or_string(other)),
+    };
+    format!(
+        "policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:(*v1.LabelSelector)(nil), MaxUnavailable:{}, UnhealthyPodEvictionPolicy:(*policy.UnhealthyPodEvictionPolicyType)(nil)}}",
+        show(&spec["minAvailable"]),
+        show(&spec["maxUnavailable"])
+    )
+}
+
+/// An IntOrString as `%#v` prints it.
+fn render_int_or_string(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!(
+            "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
+            kapi_apimachinery::quote(s)
+        ),
+        other => format!(
+            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
+            other.as_i64().unwrap_or(0)
+        ),
+    }
+}
+
+/// ValidatePositiveIntOrPercent and IsNotMoreThan100Percent.
+fn validate_int_or_percent(value: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    match value {
+        Value::String(s) => {
+            let number = s
+                .strip_suffix('%')
+                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            match number {
+                None => errs.push(FieldError::invalid(path, s.as_str(), PERCENT_ERROR)),
+                Some(n) if n.parse::<u64>().map_or(true, |n| n > 100) => errs.push(
+                    FieldError::invalid(path, s.as_str(), "must not be greater than 100%"),
+                ),
+                Some(_) => {}
+            }
+        }
+        other => {
+            let n = other.as_i64().unwrap_or(0);
+            if n < 0 {
+                errs.push(FieldError::invalid(path, n, IS_NEGATIVE_ERROR_MSG));
+            }
+        }
+    }
+    errs
+}
+
+fn pdb_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "Min Available",
+                "The minimum number of pods that must be available.",
+            ),
+            col(
+                "Max Unavailable",
+                "The maximum number of pods that may be unavailable.",
+            ),
+            typed(
+                "Allowed Disruptions",
+                "integer",
+                "Calculated number of pods that may be disrupted at this time.",
+            ),
+            age(),
+        ],
+        pdb_cells,
+    )
+}
+
+/// NAME, MIN AVAILABLE, MAX UNAVAILABLE (`N/A` when unset), ALLOWED DISRUPTIONS, AGE.
+fn pdb_cells(pdb: &Value) -> Vec<Value> {
+    let shown = |v: &Value| match v {
+        Value::String(s) => text(s.as_str()),
+        Value::Number(n) => text(n.to_string()),
+        _ => text("N/A"),
+    };
+    vec![
+        name_cell(pdb),
+        shown(&pdb["spec"]["minAvailable"]),
+        shown(&pdb["spec"]["maxUnavailable"]),
+        Value::from(pdb["status"]["disruptionsAllowed"].as_i64().unwrap_or(0)),
+        age_cell(pdb),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::{Cases, causes, expect};
+    use kapi_server::resource::Strategy;
+
+    #[test]
+    fn pdb_validation() {
+        let rules = hooks("PodDisruptionBudget").unwrap().0;
+        let not_percent = format!(r#"Invalid value: "x": {PERCENT_ERROR}"#);
+        let cases: Cases = vec![
+            (
+                json!({"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}),
+                vec![],
+            ),
+            (json!({"maxUnavailable": "50%"}), vec![]),
+            (
+                json!({"minAvailable": "150%", "unhealthyPodEvictionPolicy": "Never"}),
+                vec![
+                    (
+                        "spec.minAvailable",
+                        "FieldValueInvalid",
+                        r#"Invalid value: "150%": must not be greater than 100%"#,
+                    ),
+                    (
+                        "spec.unhealthyPodEvictionPolicy",
+                        "FieldValueNotSupported",
+                        r#"Unsupported value: "Never": supported values: "AlwaysAllow", "IfHealthyBudget""#,
+                    ),
+                ],
+            ),
+            (
+                json!({"minAvailable": -1, "maxUnavailable": "x"}),
+                vec![
+                    (
+                        "spec",
+                        "FieldValueInvalid",
+                        r#"Invalid value: policy.PodDisruptionBudgetSpec{MinAvailable:&intstr.IntOrString{Type:0, IntVal:-1, StrVal:""}, Selector:(*v1.LabelSelector)(nil), MaxUnavailable:&intstr.IntOrString{Type:1, IntVal:0, StrVal:"x"}, UnhealthyPodEvictionPolicy:(*policy.UnhealthyPodEvictionPolicyType)(nil)}: minAvailable and maxUnavailable cannot be both set"#,
+                    ),
+                    (
+                        "spec.minAvailable",
+                        "FieldValueInvalid",
+                        "Invalid value: -1: must be greater than or equal to 0",
+                    ),
+                    ("spec.maxUnavailable", "FieldValueInvalid", &not_percent),
+                ],
+            ),
+        ];
+        for (spec, want) in cases {
+            let pdb = json!({"metadata": {"name": "p", "namespace": "n"}, "spec": spec});
+            assert_eq!(causes(&rules.validate(&pdb)), expect(&want), "{spec}");
+        }
+    }
+
+    #[test]
+    fn pdb_status_generation_and_printer() {
+        let rules = hooks("PodDisruptionBudget").unwrap().0;
+        let mut pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": 2}, "status": {"disruptionsAllowed": 5}});
+        rules.prepare_for_create(&mut pdb);
+        assert_eq!(pdb["metadata"]["generation"], 1);
+        assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
+        assert_eq!(pdb["status"]["expectedPods"], 0);
+        assert_eq!(pdb_cells(&pdb)[1..4], [json!("2"), json!("N/A"), json!(0)]);
+    }
+}

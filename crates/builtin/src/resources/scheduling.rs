@@ -1,0 +1,312 @@
+//! scheduling.k8s.io/v1 PriorityClass, with the system priority classes kube-apiserver
+//! bootstraps, and node.k8s.io/v1 RuntimeClass (kubernetes/pkg/apis/scheduling,
+//! pkg/apis/node/validation, pkg/registry/scheduling/rest/storage_scheduling.go).
+
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::is_dns1123_label;
+use kapi_server::registry::Registry;
+use kapi_server::resource::{ResourceDefinition, TableConvertor};
+use serde_json::{Value, json};
+
+use super::common::{age, col, default_field, invalid_each, table, text, typed};
+use super::{BASE, Generation, Rules};
+use crate::printers::{age_cell, name_cell};
+use crate::util::{str_of, validate_immutable};
+
+/// The system priority classes: name, value and description.
+pub const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
+
+/// The highest value a user-defined priority class may have.
+const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
+/// The name prefix reserved for the system priority classes.
+const SYSTEM_PREFIX: &str = "system-";
+
+/// The hooks of PriorityClasses and RuntimeClasses.
+pub(super) fn hooks(group: &str, kind: &str) -> Option<(Rules, TableConvertor)> {
+    match (group, kind) {
+        ("scheduling.k8s.io", "PriorityClass") => Some((
+            Rules {
+                on_create: |_| {},
+                defaults: |class| {
+                    let fields = crate::util::fields_mut(class);
+                    default_field(fields, "preemptionPolicy", json!("PreemptLowerPriority"));
+                },
+                validate: validate_priority_class,
+                validate_update: validate_priority_class_update,
+                generation: Generation::Created,
+                ..BASE
+            },
+            priority_class_table(),
+        )),
+        ("node.k8s.io", "RuntimeClass") => Some((
+            Rules {
+                on_create: |_| {},
+                validate: validate_runtime_class,
+                validate_update: |new, old| {
+                    validate_immutable(&new["handler"], &old["handler"], &Path::root("handler"))
+                },
+                ..BASE
+            },
+            table(
+                vec![
+                    col(
+                        "Handler",
+                        "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
+                    ),
+                    age(),
+                ],
+                |class| {
+                    vec![
+                        name_cell(class),
+                        text(str_of(class, "handler")),
+                        age_cell(class),
+                    ]
+                },
+            ),
+        )),
+        _ => None,
+    }
+}
+
+/// Whether `name` with `value` and `global_default` is one of the system priority classes,
+/// or why not (upstream's IsKnownSystemPriorityClass).
+fn known_system_class(name: &str, value: i64, global_default: bool) -> Result<(), String> {
+    match SYSTEM_PRIORITY_CLASSES.iter().find(|(n, _, _)| *n == name) {
+        Some((_, expected, _)) if *expected != value => {
+            Err(format!("value of {name} PriorityClass must be {expected}"))
+        }
+        Some(_) if global_default => Err(format!(
+            "globalDefault of {name} PriorityClass must be false"
+        )),
+        Some(_) => Ok(()),
+        None => Err(format!("{name} is not a known system priority class")),
+    }
+}
+
+/// ValidatePriorityClass: the system- prefix is reserved, user values are bounded, the
+/// preemption policy is known.
+fn validate_priority_class(class: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let name = crate::util::str_at(class, &["metadata", "name"]);
+    let value = class["value"].as_i64().unwrap_or(0);
+    if name.starts_with(SYSTEM_PREFIX) {
+        if let Err(err) =
+            known_system_class(name, value, class["globalDefault"].as_bool() == Some(true))
+        {
+            errs.push(FieldError::forbidden(
+                &Path::root("metadata").child("name"),
+                format!("priority class names with '{SYSTEM_PREFIX}' prefix are reserved for system use only. error: {err}"),
+            ));
+        }
+    } else if value > HIGHEST_USER_DEFINABLE_PRIORITY {
+        errs.push(FieldError::forbidden(
+            &Path::root("value"),
+            format!("maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"),
+        ));
+    }
+    match class["preemptionPolicy"].as_str() {
+        None | Some("PreemptLowerPriority" | "Never") => {}
+        Some("") => errs.push(FieldError::required(&Path::root("preemptionPolicy"), "")),
+        Some(other) => errs.push(FieldError::not_supported(
+            &Path::root("preemptionPolicy"),
+            other,
+            ["PreemptLowerPriority", "Never"],
+        )),
+    }
+    errs
+}
+
+/// ValidatePriorityClassUpdate: the value and the preemption policy are fixed.
+fn validate_priority_class_update(new: &Value, old: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if new["value"].as_i64() != old["value"].as_i64() {
+        errs.push(FieldError::forbidden(
+            &Path::root("value"),
+            "may not be changed in an update.",
+        ));
+    }
+    errs.extend(validate_immutable(
+        &new["preemptionPolicy"],
+        &old["preemptionPolicy"],
+        &Path::root("preemptionPolicy"),
+    ));
+    errs
+}
+
+fn priority_class_table() -> TableConvertor {
+    table(
+        vec![
+            typed(
+                "Value",
+                "integer",
+                "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.",
+            ),
+            typed(
+                "Global-Default",
+                "boolean",
+                "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class.",
+            ),
+            age(),
+            col(
+                "PreemptionPolicy",
+                "preemptionPolicy is the Policy for preempting pods with lower priority.",
+            ),
+        ],
+        |class| {
+            vec![
+                name_cell(class),
+                Value::from(class["value"].as_i64().unwrap_or(0)),
+                Value::Bool(class["globalDefault"].as_bool() == Some(true)),
+                age_cell(class),
+                text(str_of(class, "preemptionPolicy")),
+            ]
+        },
+    )
+}
+
+/// ValidateRuntimeClass: the handler is a DNS label; overhead and scheduling are checked
+/// by their own rules.
+fn validate_runtime_class(class: &Value) -> FieldErrors {
+    let handler = str_of(class, "handler");
+    let path = Path::root("handler");
+    if handler.is_empty() {
+        return FieldErrors::from(FieldError::required(&path, ""));
+    }
+    invalid_each(&path, handler, is_dns1123_label(handler))
+}
+
+/// Creates the system priority classes that do not exist, as kube-apiserver's scheduling
+/// post-start hook does; existing ones are left alone. Every class is attempted and the first
+/// error is returned. `definition` is the scheduling.k8s.io/v1 priorityclasses resource.
+pub async fn ensure_system_priority_classes(
+    registry: &Registry,
+    definition: &ResourceDefinition,
+) -> Result<(), ApiError> {
+    let mut first_error = None;
+    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+        let class = json!({
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+            "description": description,
+        });
+        match registry.create(definition, "", class, false).await {
+            Ok(_) => {}
+            Err(err) if err.is_already_exists() => {}
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::{Cases, causes, expect};
+    use kapi_server::resource::Strategy;
+
+    #[test]
+    fn priority_class_validation() {
+        let rules = hooks("scheduling.k8s.io", "PriorityClass").unwrap().0;
+        let cases: Cases = vec![
+            (json!({"metadata": {"name": "high"}, "value": 1000}), vec![]),
+            (
+                json!({"metadata": {"name": "system-node-critical"}, "value": 2_000_001_000}),
+                vec![],
+            ),
+            (
+                json!({"metadata": {"name": "system-node-critical"}, "value": 5}),
+                vec![(
+                    "metadata.name",
+                    "FieldValueForbidden",
+                    "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: value of system-node-critical PriorityClass must be 2000001000",
+                )],
+            ),
+            (
+                json!({"metadata": {"name": "system-mine"}, "value": 5}),
+                vec![(
+                    "metadata.name",
+                    "FieldValueForbidden",
+                    "Forbidden: priority class names with 'system-' prefix are reserved for system use only. error: system-mine is not a known system priority class",
+                )],
+            ),
+            (
+                json!({"metadata": {"name": "huge"}, "value": 1_000_000_001i64, "preemptionPolicy": "Always"}),
+                vec![
+                    (
+                        "value",
+                        "FieldValueForbidden",
+                        "Forbidden: maximum allowed value of a user defined priority is 1000000000",
+                    ),
+                    (
+                        "preemptionPolicy",
+                        "FieldValueNotSupported",
+                        r#"Unsupported value: "Always": supported values: "PreemptLowerPriority", "Never""#,
+                    ),
+                ],
+            ),
+        ];
+        for (class, want) in cases {
+            assert_eq!(causes(&rules.validate(&class)), expect(&want), "{class}");
+        }
+        let mut class = json!({"metadata": {"name": "high"}, "value": 1000});
+        rules.prepare_for_create(&mut class);
+        assert_eq!(class["preemptionPolicy"], "PreemptLowerPriority");
+        assert_eq!(class["metadata"]["generation"], 1);
+        let mut changed = class.clone();
+        changed["value"] = json!(2000);
+        changed["preemptionPolicy"] = json!("Never");
+        rules.prepare_for_update(&mut changed, &class);
+        assert_eq!(changed["metadata"]["generation"], 1);
+        assert_eq!(
+            causes(&rules.validate_update(&changed, &class)),
+            expect(&[
+                (
+                    "value",
+                    "FieldValueForbidden",
+                    "Forbidden: may not be changed in an update."
+                ),
+                (
+                    "preemptionPolicy",
+                    "FieldValueInvalid",
+                    r#"Invalid value: "Never": field is immutable"#
+                ),
+            ])
+        );
+    }
+
+    #[test]
+    fn runtime_class_rules() {
+        let rules = hooks("node.k8s.io", "RuntimeClass").unwrap().0;
+        assert!(rules.validate(&json!({"handler": "runc"})).is_empty());
+        assert_eq!(
+            causes(&rules.validate(&json!({}))),
+            expect(&[("handler", "FieldValueRequired", "Required value")])
+        );
+        assert_eq!(
+            causes(
+                &rules.validate_update(&json!({"handler": "kata"}), &json!({"handler": "runc"}))
+            ),
+            expect(&[(
+                "handler",
+                "FieldValueInvalid",
+                r#"Invalid value: "kata": field is immutable"#
+            )])
+        );
+    }
+}
