@@ -5,16 +5,1268 @@
 use super::{Emit::*, Kind::*, KindEntry, Message, Shape::*, f, k};
 
 pub static KINDS: &[KindEntry] = &[
+    k(Some("admissionregistration.k8s.io/v1"), "MutatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicy", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicyBinding", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION),
+    k(Some("apps/v1"), "ControllerRevision", &APPS_V1_CONTROLLER_REVISION),
+    k(Some("apps/v1"), "DaemonSet", &APPS_V1_DAEMON_SET),
+    k(Some("apps/v1"), "Deployment", &APPS_V1_DEPLOYMENT),
+    k(Some("apps/v1"), "ReplicaSet", &APPS_V1_REPLICA_SET),
+    k(Some("apps/v1"), "StatefulSet", &APPS_V1_STATEFUL_SET),
+    k(Some("authentication.k8s.io/v1"), "SelfSubjectReview", &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW),
+    k(Some("authentication.k8s.io/v1"), "TokenRequest", &AUTHENTICATION_V1_TOKEN_REQUEST),
+    k(Some("authentication.k8s.io/v1"), "TokenReview", &AUTHENTICATION_V1_TOKEN_REVIEW),
+    k(Some("authorization.k8s.io/v1"), "LocalSubjectAccessReview", &AUTHORIZATION_V1_LOCAL_SUBJECT_ACCESS_REVIEW),
+    k(Some("authorization.k8s.io/v1"), "SelfSubjectAccessReview", &AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW),
+    k(Some("authorization.k8s.io/v1"), "SelfSubjectRulesReview", &AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW),
+    k(Some("authorization.k8s.io/v1"), "SubjectAccessReview", &AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW),
+    k(Some("autoscaling/v1"), "HorizontalPodAutoscaler", &AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER),
+    k(Some("autoscaling/v1"), "Scale", &AUTOSCALING_V1_SCALE),
+    k(Some("autoscaling/v2"), "HorizontalPodAutoscaler", &AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER),
+    k(Some("batch/v1"), "CronJob", &BATCH_V1_CRON_JOB),
+    k(Some("batch/v1"), "Job", &BATCH_V1_JOB),
+    k(Some("certificates.k8s.io/v1"), "CertificateSigningRequest", &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST),
     k(Some("coordination.k8s.io/v1"), "Lease", &COORDINATION_V1_LEASE),
+    k(Some("discovery.k8s.io/v1"), "EndpointSlice", &DISCOVERY_V1_ENDPOINT_SLICE),
     k(Some("events.k8s.io/v1"), "Event", &EVENTS_V1_EVENT),
+    k(Some("flowcontrol.apiserver.k8s.io/v1"), "FlowSchema", &FLOWCONTROL_V1_FLOW_SCHEMA),
+    k(Some("flowcontrol.apiserver.k8s.io/v1"), "PriorityLevelConfiguration", &FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION),
+    k(Some("networking.k8s.io/v1"), "IPAddress", &NETWORKING_V1_IP_ADDRESS),
+    k(Some("networking.k8s.io/v1"), "Ingress", &NETWORKING_V1_INGRESS),
+    k(Some("networking.k8s.io/v1"), "IngressClass", &NETWORKING_V1_INGRESS_CLASS),
+    k(Some("networking.k8s.io/v1"), "NetworkPolicy", &NETWORKING_V1_NETWORK_POLICY),
+    k(Some("networking.k8s.io/v1"), "ServiceCIDR", &NETWORKING_V1_SERVICE_CIDR),
+    k(Some("node.k8s.io/v1"), "RuntimeClass", &NODE_V1_RUNTIME_CLASS),
+    k(Some("policy/v1"), "Eviction", &POLICY_V1_EVICTION),
+    k(Some("policy/v1"), "PodDisruptionBudget", &POLICY_V1_POD_DISRUPTION_BUDGET),
+    k(Some("rbac.authorization.k8s.io/v1"), "ClusterRole", &RBAC_V1_CLUSTER_ROLE),
+    k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleBinding", &RBAC_V1_CLUSTER_ROLE_BINDING),
+    k(Some("rbac.authorization.k8s.io/v1"), "Role", &RBAC_V1_ROLE),
+    k(Some("rbac.authorization.k8s.io/v1"), "RoleBinding", &RBAC_V1_ROLE_BINDING),
+    k(Some("resource.k8s.io/v1"), "DeviceClass", &RESOURCE_V1_DEVICE_CLASS),
+    k(Some("resource.k8s.io/v1"), "ResourceClaim", &RESOURCE_V1_RESOURCE_CLAIM),
+    k(Some("resource.k8s.io/v1"), "ResourceClaimTemplate", &RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE),
+    k(Some("resource.k8s.io/v1"), "ResourceSlice", &RESOURCE_V1_RESOURCE_SLICE),
+    k(Some("scheduling.k8s.io/v1"), "PriorityClass", &SCHEDULING_V1_PRIORITY_CLASS),
+    k(Some("storage.k8s.io/v1"), "CSIDriver", &STORAGE_V1_CSI_DRIVER),
+    k(Some("storage.k8s.io/v1"), "CSINode", &STORAGE_V1_CSI_NODE),
+    k(Some("storage.k8s.io/v1"), "CSIStorageCapacity", &STORAGE_V1_CSI_STORAGE_CAPACITY),
+    k(Some("storage.k8s.io/v1"), "StorageClass", &STORAGE_V1_STORAGE_CLASS),
+    k(Some("storage.k8s.io/v1"), "VolumeAttachment", &STORAGE_V1_VOLUME_ATTACHMENT),
+    k(Some("storage.k8s.io/v1"), "VolumeAttributesClass", &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS),
+    k(Some("v1"), "Binding", &CORE_V1_BINDING),
+    k(Some("v1"), "ComponentStatus", &CORE_V1_COMPONENT_STATUS),
     k(Some("v1"), "ConfigMap", &CORE_V1_CONFIG_MAP),
+    k(Some("v1"), "Endpoints", &CORE_V1_ENDPOINTS),
     k(Some("v1"), "Event", &CORE_V1_EVENT),
+    k(Some("v1"), "LimitRange", &CORE_V1_LIMIT_RANGE),
     k(Some("v1"), "Namespace", &CORE_V1_NAMESPACE),
+    k(Some("v1"), "Node", &CORE_V1_NODE),
+    k(Some("v1"), "PersistentVolume", &CORE_V1_PERSISTENT_VOLUME),
+    k(Some("v1"), "PersistentVolumeClaim", &CORE_V1_PERSISTENT_VOLUME_CLAIM),
+    k(Some("v1"), "Pod", &CORE_V1_POD),
+    k(Some("v1"), "PodTemplate", &CORE_V1_POD_TEMPLATE),
+    k(Some("v1"), "ReplicationController", &CORE_V1_REPLICATION_CONTROLLER),
+    k(Some("v1"), "ResourceQuota", &CORE_V1_RESOURCE_QUOTA),
     k(Some("v1"), "Secret", &CORE_V1_SECRET),
+    k(Some("v1"), "Service", &CORE_V1_SERVICE),
     k(Some("v1"), "ServiceAccount", &CORE_V1_SERVICE_ACCOUNT),
     k(None, "DeleteOptions", &META_V1_DELETE_OPTIONS),
     k(None, "Status", &META_V1_STATUS),
 ];
+
+pub static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
+    name: "admissionregistration/v1.AuditAnnotation",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "valueExpression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING: Message = Message {
+    name: "admissionregistration/v1.ExpressionWarning",
+    fields: &[
+        f(2, "fieldRef", One, Str, Always),
+        f(3, "warning", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
+    name: "admissionregistration/v1.MatchCondition",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "expression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_MATCH_RESOURCES: Message = Message {
+    name: "admissionregistration/v1.MatchResources",
+    fields: &[
+        f(1, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "resourceRules", Rep, Msg(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "excludeResourceRules", Rep, Msg(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(7, "matchPolicy", One, Str, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1.MutatingWebhook",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "clientConfig", One, Msg(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG), Always),
+        f(3, "rules", Rep, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(6, "sideEffects", One, Str, PtrNull),
+        f(7, "timeoutSeconds", One, Int32, Ptr),
+        f(8, "admissionReviewVersions", Rep, Str, Always),
+        f(9, "matchPolicy", One, Str, Ptr),
+        f(10, "reinvocationPolicy", One, Str, Ptr),
+        f(11, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(12, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1.MutatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "webhooks", Rep, Msg(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS: Message = Message {
+    name: "admissionregistration/v1.NamedRuleWithOperations",
+    fields: &[
+        f(1, "resourceNames", Rep, Str, OmitEmpty),
+        f(2, "ruleWithOperations", One, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), Inline),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_PARAM_KIND: Message = Message {
+    name: "admissionregistration/v1.ParamKind",
+    fields: &[
+        f(1, "apiVersion", One, Str, OmitEmpty),
+        f(2, "kind", One, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_PARAM_REF: Message = Message {
+    name: "admissionregistration/v1.ParamRef",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "namespace", One, Str, OmitEmpty),
+        f(3, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(4, "parameterNotFoundAction", One, Str, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
+    name: "admissionregistration/v1.Rule",
+    fields: &[
+        f(1, "apiGroups", Rep, Str, OmitEmpty),
+        f(2, "apiVersions", Rep, Str, OmitEmpty),
+        f(3, "resources", Rep, Str, OmitEmpty),
+        f(4, "scope", One, Str, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
+    name: "admissionregistration/v1.RuleWithOperations",
+    fields: &[
+        f(1, "operations", Rep, Str, OmitEmpty),
+        f(2, "rule", One, Msg(&ADMISSIONREGISTRATION_V1_RULE), Inline),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
+    name: "admissionregistration/v1.ServiceReference",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+        f(3, "path", One, Str, Ptr),
+        f(4, "port", One, Int32, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_TYPE_CHECKING: Message = Message {
+    name: "admissionregistration/v1.TypeChecking",
+    fields: &[
+        f(1, "expressionWarnings", Rep, Msg(&ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicy",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC), Always),
+        f(3, "status", One, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS), Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC), Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec",
+    fields: &[
+        f(1, "policyName", One, Str, OmitEmpty),
+        f(2, "paramRef", One, Msg(&ADMISSIONREGISTRATION_V1_PARAM_REF), Ptr),
+        f(3, "matchResources", One, Msg(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES), Ptr),
+        f(4, "validationActions", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicySpec",
+    fields: &[
+        f(1, "paramKind", One, Msg(&ADMISSIONREGISTRATION_V1_PARAM_KIND), Ptr),
+        f(2, "matchConstraints", One, Msg(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES), Ptr),
+        f(3, "validations", Rep, Msg(&ADMISSIONREGISTRATION_V1_VALIDATION), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "auditAnnotations", Rep, Msg(&ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION), OmitEmpty),
+        f(6, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), OmitEmpty),
+        f(7, "variables", Rep, Msg(&ADMISSIONREGISTRATION_V1_VARIABLE), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "typeChecking", One, Msg(&ADMISSIONREGISTRATION_V1_TYPE_CHECKING), Ptr),
+        f(3, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1.ValidatingWebhook",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "clientConfig", One, Msg(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG), Always),
+        f(3, "rules", Rep, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(6, "sideEffects", One, Str, PtrNull),
+        f(7, "timeoutSeconds", One, Int32, Ptr),
+        f(8, "admissionReviewVersions", Rep, Str, Always),
+        f(9, "matchPolicy", One, Str, Ptr),
+        f(10, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(11, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1.ValidatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "webhooks", Rep, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATION: Message = Message {
+    name: "admissionregistration/v1.Validation",
+    fields: &[
+        f(1, "expression", One, Str, Always),
+        f(2, "message", One, Str, OmitEmpty),
+        f(3, "reason", One, Str, Ptr),
+        f(4, "messageExpression", One, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VARIABLE: Message = Message {
+    name: "admissionregistration/v1.Variable",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "expression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "admissionregistration/v1.WebhookClientConfig",
+    fields: &[
+        f(1, "service", One, Msg(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE), Ptr),
+        f(2, "caBundle", One, Bytes, OmitEmpty),
+        f(3, "url", One, Str, Ptr),
+    ],
+};
+
+pub static APPS_V1_CONTROLLER_REVISION: Message = Message {
+    name: "apps/v1.ControllerRevision",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "data", One, RawExtension, Always),
+        f(3, "revision", One, Int64, Always),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET: Message = Message {
+    name: "apps/v1.DaemonSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1_DAEMON_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1_DAEMON_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET_CONDITION: Message = Message {
+    name: "apps/v1.DaemonSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET_SPEC: Message = Message {
+    name: "apps/v1.DaemonSetSpec",
+    fields: &[
+        f(1, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(2, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(3, "updateStrategy", One, Msg(&APPS_V1_DAEMON_SET_UPDATE_STRATEGY), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET_STATUS: Message = Message {
+    name: "apps/v1.DaemonSetStatus",
+    fields: &[
+        f(1, "currentNumberScheduled", One, Int32, Always),
+        f(2, "numberMisscheduled", One, Int32, Always),
+        f(3, "desiredNumberScheduled", One, Int32, Always),
+        f(4, "numberReady", One, Int32, Always),
+        f(5, "observedGeneration", One, Int64, OmitEmpty),
+        f(6, "updatedNumberScheduled", One, Int32, OmitEmpty),
+        f(7, "numberAvailable", One, Int32, OmitEmpty),
+        f(8, "numberUnavailable", One, Int32, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&APPS_V1_DAEMON_SET_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET_UPDATE_STRATEGY: Message = Message {
+    name: "apps/v1.DaemonSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1_ROLLING_UPDATE_DAEMON_SET), Ptr),
+    ],
+};
+
+pub static APPS_V1_DEPLOYMENT: Message = Message {
+    name: "apps/v1.Deployment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1_DEPLOYMENT_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1_DEPLOYMENT_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1_DEPLOYMENT_CONDITION: Message = Message {
+    name: "apps/v1.DeploymentCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+        f(6, "lastUpdateTime", One, Time, Always),
+        f(7, "lastTransitionTime", One, Time, Always),
+    ],
+};
+
+pub static APPS_V1_DEPLOYMENT_SPEC: Message = Message {
+    name: "apps/v1.DeploymentSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "strategy", One, Msg(&APPS_V1_DEPLOYMENT_STRATEGY), Always),
+        f(5, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+        f(7, "paused", One, Bool, OmitEmpty),
+        f(9, "progressDeadlineSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1_DEPLOYMENT_STATUS: Message = Message {
+    name: "apps/v1.DeploymentStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, OmitEmpty),
+        f(3, "updatedReplicas", One, Int32, OmitEmpty),
+        f(4, "availableReplicas", One, Int32, OmitEmpty),
+        f(5, "unavailableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&APPS_V1_DEPLOYMENT_CONDITION), OmitEmpty),
+        f(7, "readyReplicas", One, Int32, OmitEmpty),
+        f(8, "collisionCount", One, Int32, Ptr),
+        f(9, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1_DEPLOYMENT_STRATEGY: Message = Message {
+    name: "apps/v1.DeploymentStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1_ROLLING_UPDATE_DEPLOYMENT), Ptr),
+    ],
+};
+
+pub static APPS_V1_REPLICA_SET: Message = Message {
+    name: "apps/v1.ReplicaSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1_REPLICA_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1_REPLICA_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1_REPLICA_SET_CONDITION: Message = Message {
+    name: "apps/v1.ReplicaSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_REPLICA_SET_SPEC: Message = Message {
+    name: "apps/v1.ReplicaSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_REPLICA_SET_STATUS: Message = Message {
+    name: "apps/v1.ReplicaSetStatus",
+    fields: &[
+        f(1, "replicas", One, Int32, Always),
+        f(2, "fullyLabeledReplicas", One, Int32, OmitEmpty),
+        f(3, "observedGeneration", One, Int64, OmitEmpty),
+        f(4, "readyReplicas", One, Int32, OmitEmpty),
+        f(5, "availableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&APPS_V1_REPLICA_SET_CONDITION), OmitEmpty),
+        f(7, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1_ROLLING_UPDATE_DAEMON_SET: Message = Message {
+    name: "apps/v1.RollingUpdateDaemonSet",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1_ROLLING_UPDATE_DEPLOYMENT: Message = Message {
+    name: "apps/v1.RollingUpdateDeployment",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1_ROLLING_UPDATE_STATEFUL_SET_STRATEGY: Message = Message {
+    name: "apps/v1.RollingUpdateStatefulSetStrategy",
+    fields: &[
+        f(1, "partition", One, Int32, Ptr),
+        f(2, "maxUnavailable", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET: Message = Message {
+    name: "apps/v1.StatefulSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1_STATEFUL_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1_STATEFUL_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_CONDITION: Message = Message {
+    name: "apps/v1.StatefulSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_ORDINALS: Message = Message {
+    name: "apps/v1.StatefulSetOrdinals",
+    fields: &[
+        f(1, "start", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY: Message = Message {
+    name: "apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+    fields: &[
+        f(1, "whenDeleted", One, Str, OmitEmpty),
+        f(2, "whenScaled", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_SPEC: Message = Message {
+    name: "apps/v1.StatefulSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "volumeClaimTemplates", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM), OmitEmpty),
+        f(5, "serviceName", One, Str, Always),
+        f(6, "podManagementPolicy", One, Str, OmitEmpty),
+        f(7, "updateStrategy", One, Msg(&APPS_V1_STATEFUL_SET_UPDATE_STRATEGY), Always),
+        f(8, "revisionHistoryLimit", One, Int32, Ptr),
+        f(9, "minReadySeconds", One, Int32, OmitEmpty),
+        f(10, "persistentVolumeClaimRetentionPolicy", One, Msg(&APPS_V1_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY), Ptr),
+        f(11, "ordinals", One, Msg(&APPS_V1_STATEFUL_SET_ORDINALS), Ptr),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_STATUS: Message = Message {
+    name: "apps/v1.StatefulSetStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, Always),
+        f(3, "readyReplicas", One, Int32, OmitEmpty),
+        f(4, "currentReplicas", One, Int32, OmitEmpty),
+        f(5, "updatedReplicas", One, Int32, OmitEmpty),
+        f(6, "currentRevision", One, Str, OmitEmpty),
+        f(7, "updateRevision", One, Str, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&APPS_V1_STATEFUL_SET_CONDITION), OmitEmpty),
+        f(11, "availableReplicas", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_UPDATE_STRATEGY: Message = Message {
+    name: "apps/v1.StatefulSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1_ROLLING_UPDATE_STATEFUL_SET_STRATEGY), Ptr),
+    ],
+};
+
+pub static AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "authentication/v1.BoundObjectReference",
+    fields: &[
+        f(1, "kind", One, Str, OmitEmpty),
+        f(2, "apiVersion", One, Str, OmitEmpty),
+        f(3, "name", One, Str, OmitEmpty),
+        f(4, "uid", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW: Message = Message {
+    name: "authentication/v1.SelfSubjectReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "status", One, Msg(&AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS: Message = Message {
+    name: "authentication/v1.SelfSubjectReviewStatus",
+    fields: &[
+        f(1, "userInfo", One, Msg(&AUTHENTICATION_V1_USER_INFO), Always),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REQUEST: Message = Message {
+    name: "authentication/v1.TokenRequest",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHENTICATION_V1_TOKEN_REQUEST_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHENTICATION_V1_TOKEN_REQUEST_STATUS), Always),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REQUEST_SPEC: Message = Message {
+    name: "authentication/v1.TokenRequestSpec",
+    fields: &[
+        f(1, "audiences", Rep, Str, Always),
+        f(3, "boundObjectRef", One, Msg(&AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE), PtrNull),
+        f(4, "expirationSeconds", One, Int64, PtrNull),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REQUEST_STATUS: Message = Message {
+    name: "authentication/v1.TokenRequestStatus",
+    fields: &[
+        f(1, "token", One, Str, Always),
+        f(2, "expirationTimestamp", One, Time, Always),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REVIEW: Message = Message {
+    name: "authentication/v1.TokenReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHENTICATION_V1_TOKEN_REVIEW_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHENTICATION_V1_TOKEN_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REVIEW_SPEC: Message = Message {
+    name: "authentication/v1.TokenReviewSpec",
+    fields: &[
+        f(1, "token", One, Str, OmitEmpty),
+        f(2, "audiences", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHENTICATION_V1_TOKEN_REVIEW_STATUS: Message = Message {
+    name: "authentication/v1.TokenReviewStatus",
+    fields: &[
+        f(1, "authenticated", One, Bool, OmitEmpty),
+        f(2, "user", One, Msg(&AUTHENTICATION_V1_USER_INFO), Always),
+        f(3, "error", One, Str, OmitEmpty),
+        f(4, "audiences", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHENTICATION_V1_USER_INFO: Message = Message {
+    name: "authentication/v1.UserInfo",
+    fields: &[
+        f(1, "username", One, Str, OmitEmpty),
+        f(2, "uid", One, Str, OmitEmpty),
+        f(3, "groups", Rep, Str, OmitEmpty),
+        f(4, "extra", Map, StrList, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_FIELD_SELECTOR_ATTRIBUTES: Message = Message {
+    name: "authorization/v1.FieldSelectorAttributes",
+    fields: &[
+        f(1, "rawSelector", One, Str, OmitEmpty),
+        f(2, "requirements", Rep, Msg(&META_V1_FIELD_SELECTOR_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_LABEL_SELECTOR_ATTRIBUTES: Message = Message {
+    name: "authorization/v1.LabelSelectorAttributes",
+    fields: &[
+        f(1, "rawSelector", One, Str, OmitEmpty),
+        f(2, "requirements", Rep, Msg(&META_V1_LABEL_SELECTOR_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_LOCAL_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "authorization/v1.LocalSubjectAccessReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "authorization/v1.NonResourceAttributes",
+    fields: &[
+        f(1, "path", One, Str, OmitEmpty),
+        f(2, "verb", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_NON_RESOURCE_RULE: Message = Message {
+    name: "authorization/v1.NonResourceRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "nonResourceURLs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "authorization/v1.ResourceAttributes",
+    fields: &[
+        f(1, "namespace", One, Str, OmitEmpty),
+        f(2, "verb", One, Str, OmitEmpty),
+        f(3, "group", One, Str, OmitEmpty),
+        f(4, "version", One, Str, OmitEmpty),
+        f(5, "resource", One, Str, OmitEmpty),
+        f(6, "subresource", One, Str, OmitEmpty),
+        f(7, "name", One, Str, OmitEmpty),
+        f(8, "fieldSelector", One, Msg(&AUTHORIZATION_V1_FIELD_SELECTOR_ATTRIBUTES), Ptr),
+        f(9, "labelSelector", One, Msg(&AUTHORIZATION_V1_LABEL_SELECTOR_ATTRIBUTES), Ptr),
+    ],
+};
+
+pub static AUTHORIZATION_V1_RESOURCE_RULE: Message = Message {
+    name: "authorization/v1.ResourceRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, OmitEmpty),
+        f(3, "resources", Rep, Str, OmitEmpty),
+        f(4, "resourceNames", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "authorization/v1.SelfSubjectAccessReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "authorization/v1.SelfSubjectAccessReviewSpec",
+    fields: &[
+        f(1, "resourceAttributes", One, Msg(&AUTHORIZATION_V1_RESOURCE_ATTRIBUTES), Ptr),
+        f(2, "nonResourceAttributes", One, Msg(&AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES), Ptr),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW: Message = Message {
+    name: "authorization/v1.SelfSubjectRulesReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHORIZATION_V1_SUBJECT_RULES_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW_SPEC: Message = Message {
+    name: "authorization/v1.SelfSubjectRulesReviewSpec",
+    fields: &[
+        f(1, "namespace", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "authorization/v1.SubjectAccessReview",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC), Always),
+        f(3, "status", One, Msg(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS), Always),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "authorization/v1.SubjectAccessReviewSpec",
+    fields: &[
+        f(1, "resourceAttributes", One, Msg(&AUTHORIZATION_V1_RESOURCE_ATTRIBUTES), Ptr),
+        f(2, "nonResourceAttributes", One, Msg(&AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES), Ptr),
+        f(3, "user", One, Str, OmitEmpty),
+        f(4, "groups", Rep, Str, OmitEmpty),
+        f(5, "extra", Map, StrList, OmitEmpty),
+        f(6, "uid", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS: Message = Message {
+    name: "authorization/v1.SubjectAccessReviewStatus",
+    fields: &[
+        f(1, "allowed", One, Bool, Always),
+        f(2, "reason", One, Str, OmitEmpty),
+        f(3, "evaluationError", One, Str, OmitEmpty),
+        f(4, "denied", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static AUTHORIZATION_V1_SUBJECT_RULES_REVIEW_STATUS: Message = Message {
+    name: "authorization/v1.SubjectRulesReviewStatus",
+    fields: &[
+        f(1, "resourceRules", Rep, Msg(&AUTHORIZATION_V1_RESOURCE_RULE), Always),
+        f(2, "nonResourceRules", Rep, Msg(&AUTHORIZATION_V1_NON_RESOURCE_RULE), Always),
+        f(3, "incomplete", One, Bool, Always),
+        f(4, "evaluationError", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE: Message = Message {
+    name: "autoscaling/v1.CrossVersionObjectReference",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "name", One, Str, Always),
+        f(3, "apiVersion", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER: Message = Message {
+    name: "autoscaling/v1.HorizontalPodAutoscaler",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC), Always),
+        f(3, "status", One, Msg(&AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_STATUS), Always),
+    ],
+};
+
+pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC: Message = Message {
+    name: "autoscaling/v1.HorizontalPodAutoscalerSpec",
+    fields: &[
+        f(1, "scaleTargetRef", One, Msg(&AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE), Always),
+        f(2, "minReplicas", One, Int32, Ptr),
+        f(3, "maxReplicas", One, Int32, Always),
+        f(4, "targetCPUUtilizationPercentage", One, Int32, Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_STATUS: Message = Message {
+    name: "autoscaling/v1.HorizontalPodAutoscalerStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, Ptr),
+        f(2, "lastScaleTime", One, Time, Ptr),
+        f(3, "currentReplicas", One, Int32, Always),
+        f(4, "desiredReplicas", One, Int32, Always),
+        f(5, "currentCPUUtilizationPercentage", One, Int32, Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V1_SCALE: Message = Message {
+    name: "autoscaling/v1.Scale",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTOSCALING_V1_SCALE_SPEC), Always),
+        f(3, "status", One, Msg(&AUTOSCALING_V1_SCALE_STATUS), Always),
+    ],
+};
+
+pub static AUTOSCALING_V1_SCALE_SPEC: Message = Message {
+    name: "autoscaling/v1.ScaleSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V1_SCALE_STATUS: Message = Message {
+    name: "autoscaling/v1.ScaleStatus",
+    fields: &[
+        f(1, "replicas", One, Int32, Always),
+        f(2, "selector", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE: Message = Message {
+    name: "autoscaling/v2.ContainerResourceMetricSource",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "target", One, Msg(&AUTOSCALING_V2_METRIC_TARGET), Always),
+        f(3, "container", One, Str, Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.ContainerResourceMetricStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "current", One, Msg(&AUTOSCALING_V2_METRIC_VALUE_STATUS), Always),
+        f(3, "container", One, Str, Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE: Message = Message {
+    name: "autoscaling/v2.CrossVersionObjectReference",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "name", One, Str, Always),
+        f(3, "apiVersion", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE: Message = Message {
+    name: "autoscaling/v2.ExternalMetricSource",
+    fields: &[
+        f(1, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+        f(2, "target", One, Msg(&AUTOSCALING_V2_METRIC_TARGET), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_EXTERNAL_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.ExternalMetricStatus",
+    fields: &[
+        f(1, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+        f(2, "current", One, Msg(&AUTOSCALING_V2_METRIC_VALUE_STATUS), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscaler",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC), Always),
+        f(3, "status", One, Msg(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_STATUS), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscalerBehavior",
+    fields: &[
+        f(1, "scaleUp", One, Msg(&AUTOSCALING_V2_HPA_SCALING_RULES), Ptr),
+        f(2, "scaleDown", One, Msg(&AUTOSCALING_V2_HPA_SCALING_RULES), Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_CONDITION: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscalerCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscalerSpec",
+    fields: &[
+        f(1, "scaleTargetRef", One, Msg(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE), Always),
+        f(2, "minReplicas", One, Int32, Ptr),
+        f(3, "maxReplicas", One, Int32, Always),
+        f(4, "metrics", Rep, Msg(&AUTOSCALING_V2_METRIC_SPEC), OmitEmpty),
+        f(5, "behavior", One, Msg(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR), Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_STATUS: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscalerStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, Ptr),
+        f(2, "lastScaleTime", One, Time, Ptr),
+        f(3, "currentReplicas", One, Int32, OmitEmpty),
+        f(4, "desiredReplicas", One, Int32, Always),
+        f(5, "currentMetrics", Rep, Msg(&AUTOSCALING_V2_METRIC_STATUS), Always),
+        f(6, "conditions", Rep, Msg(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V2_HPA_SCALING_POLICY: Message = Message {
+    name: "autoscaling/v2.HPAScalingPolicy",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "value", One, Int32, Always),
+        f(3, "periodSeconds", One, Int32, Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_HPA_SCALING_RULES: Message = Message {
+    name: "autoscaling/v2.HPAScalingRules",
+    fields: &[
+        f(1, "selectPolicy", One, Str, Ptr),
+        f(2, "policies", Rep, Msg(&AUTOSCALING_V2_HPA_SCALING_POLICY), OmitEmpty),
+        f(3, "stabilizationWindowSeconds", One, Int32, Ptr),
+        f(4, "tolerance", One, Quantity, Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_METRIC_IDENTIFIER: Message = Message {
+    name: "autoscaling/v2.MetricIdentifier",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_METRIC_SPEC: Message = Message {
+    name: "autoscaling/v2.MetricSpec",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "object", One, Msg(&AUTOSCALING_V2_OBJECT_METRIC_SOURCE), Ptr),
+        f(3, "pods", One, Msg(&AUTOSCALING_V2_PODS_METRIC_SOURCE), Ptr),
+        f(4, "resource", One, Msg(&AUTOSCALING_V2_RESOURCE_METRIC_SOURCE), Ptr),
+        f(5, "external", One, Msg(&AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE), Ptr),
+        f(7, "containerResource", One, Msg(&AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE), Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.MetricStatus",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "object", One, Msg(&AUTOSCALING_V2_OBJECT_METRIC_STATUS), Ptr),
+        f(3, "pods", One, Msg(&AUTOSCALING_V2_PODS_METRIC_STATUS), Ptr),
+        f(4, "resource", One, Msg(&AUTOSCALING_V2_RESOURCE_METRIC_STATUS), Ptr),
+        f(5, "external", One, Msg(&AUTOSCALING_V2_EXTERNAL_METRIC_STATUS), Ptr),
+        f(7, "containerResource", One, Msg(&AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_STATUS), Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_METRIC_TARGET: Message = Message {
+    name: "autoscaling/v2.MetricTarget",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "value", One, Quantity, Ptr),
+        f(3, "averageValue", One, Quantity, Ptr),
+        f(4, "averageUtilization", One, Int32, Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_METRIC_VALUE_STATUS: Message = Message {
+    name: "autoscaling/v2.MetricValueStatus",
+    fields: &[
+        f(1, "value", One, Quantity, Ptr),
+        f(2, "averageValue", One, Quantity, Ptr),
+        f(3, "averageUtilization", One, Int32, Ptr),
+    ],
+};
+
+pub static AUTOSCALING_V2_OBJECT_METRIC_SOURCE: Message = Message {
+    name: "autoscaling/v2.ObjectMetricSource",
+    fields: &[
+        f(1, "describedObject", One, Msg(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE), Always),
+        f(2, "target", One, Msg(&AUTOSCALING_V2_METRIC_TARGET), Always),
+        f(3, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_OBJECT_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.ObjectMetricStatus",
+    fields: &[
+        f(1, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+        f(2, "current", One, Msg(&AUTOSCALING_V2_METRIC_VALUE_STATUS), Always),
+        f(3, "describedObject", One, Msg(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_PODS_METRIC_SOURCE: Message = Message {
+    name: "autoscaling/v2.PodsMetricSource",
+    fields: &[
+        f(1, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+        f(2, "target", One, Msg(&AUTOSCALING_V2_METRIC_TARGET), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_PODS_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.PodsMetricStatus",
+    fields: &[
+        f(1, "metric", One, Msg(&AUTOSCALING_V2_METRIC_IDENTIFIER), Always),
+        f(2, "current", One, Msg(&AUTOSCALING_V2_METRIC_VALUE_STATUS), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_RESOURCE_METRIC_SOURCE: Message = Message {
+    name: "autoscaling/v2.ResourceMetricSource",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "target", One, Msg(&AUTOSCALING_V2_METRIC_TARGET), Always),
+    ],
+};
+
+pub static AUTOSCALING_V2_RESOURCE_METRIC_STATUS: Message = Message {
+    name: "autoscaling/v2.ResourceMetricStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "current", One, Msg(&AUTOSCALING_V2_METRIC_VALUE_STATUS), Always),
+    ],
+};
+
+pub static BATCH_V1_CRON_JOB: Message = Message {
+    name: "batch/v1.CronJob",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&BATCH_V1_CRON_JOB_SPEC), Always),
+        f(3, "status", One, Msg(&BATCH_V1_CRON_JOB_STATUS), Always),
+    ],
+};
+
+pub static BATCH_V1_CRON_JOB_SPEC: Message = Message {
+    name: "batch/v1.CronJobSpec",
+    fields: &[
+        f(1, "schedule", One, Str, Always),
+        f(2, "startingDeadlineSeconds", One, Int64, Ptr),
+        f(3, "concurrencyPolicy", One, Str, OmitEmpty),
+        f(4, "suspend", One, Bool, Ptr),
+        f(5, "jobTemplate", One, Msg(&BATCH_V1_JOB_TEMPLATE_SPEC), Always),
+        f(6, "successfulJobsHistoryLimit", One, Int32, Ptr),
+        f(7, "failedJobsHistoryLimit", One, Int32, Ptr),
+        f(8, "timeZone", One, Str, Ptr),
+    ],
+};
+
+pub static BATCH_V1_CRON_JOB_STATUS: Message = Message {
+    name: "batch/v1.CronJobStatus",
+    fields: &[
+        f(1, "active", Rep, Msg(&CORE_V1_OBJECT_REFERENCE), OmitEmpty),
+        f(4, "lastScheduleTime", One, Time, Ptr),
+        f(5, "lastSuccessfulTime", One, Time, Ptr),
+    ],
+};
+
+pub static BATCH_V1_JOB: Message = Message {
+    name: "batch/v1.Job",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&BATCH_V1_JOB_SPEC), Always),
+        f(3, "status", One, Msg(&BATCH_V1_JOB_STATUS), Always),
+    ],
+};
+
+pub static BATCH_V1_JOB_CONDITION: Message = Message {
+    name: "batch/v1.JobCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastProbeTime", One, Time, Always),
+        f(4, "lastTransitionTime", One, Time, Always),
+        f(5, "reason", One, Str, OmitEmpty),
+        f(6, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static BATCH_V1_JOB_SPEC: Message = Message {
+    name: "batch/v1.JobSpec",
+    fields: &[
+        f(1, "parallelism", One, Int32, Ptr),
+        f(2, "completions", One, Int32, Ptr),
+        f(3, "activeDeadlineSeconds", One, Int64, Ptr),
+        f(4, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(5, "manualSelector", One, Bool, Ptr),
+        f(6, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(7, "backoffLimit", One, Int32, Ptr),
+        f(8, "ttlSecondsAfterFinished", One, Int32, Ptr),
+        f(9, "completionMode", One, Str, Ptr),
+        f(10, "suspend", One, Bool, Ptr),
+        f(11, "podFailurePolicy", One, Msg(&BATCH_V1_POD_FAILURE_POLICY), Ptr),
+        f(12, "backoffLimitPerIndex", One, Int32, Ptr),
+        f(13, "maxFailedIndexes", One, Int32, Ptr),
+        f(14, "podReplacementPolicy", One, Str, Ptr),
+        f(15, "managedBy", One, Str, Ptr),
+        f(16, "successPolicy", One, Msg(&BATCH_V1_SUCCESS_POLICY), Ptr),
+    ],
+};
+
+pub static BATCH_V1_JOB_STATUS: Message = Message {
+    name: "batch/v1.JobStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&BATCH_V1_JOB_CONDITION), OmitEmpty),
+        f(2, "startTime", One, Time, Ptr),
+        f(3, "completionTime", One, Time, Ptr),
+        f(4, "active", One, Int32, OmitEmpty),
+        f(5, "succeeded", One, Int32, OmitEmpty),
+        f(6, "failed", One, Int32, OmitEmpty),
+        f(7, "completedIndexes", One, Str, OmitEmpty),
+        f(8, "uncountedTerminatedPods", One, Msg(&BATCH_V1_UNCOUNTED_TERMINATED_PODS), Ptr),
+        f(9, "ready", One, Int32, Ptr),
+        f(10, "failedIndexes", One, Str, Ptr),
+        f(11, "terminating", One, Int32, Ptr),
+    ],
+};
+
+pub static BATCH_V1_JOB_TEMPLATE_SPEC: Message = Message {
+    name: "batch/v1.JobTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&BATCH_V1_JOB_SPEC), Always),
+    ],
+};
+
+pub static BATCH_V1_POD_FAILURE_POLICY: Message = Message {
+    name: "batch/v1.PodFailurePolicy",
+    fields: &[
+        f(1, "rules", Rep, Msg(&BATCH_V1_POD_FAILURE_POLICY_RULE), Always),
+    ],
+};
+
+pub static BATCH_V1_POD_FAILURE_POLICY_ON_EXIT_CODES_REQUIREMENT: Message = Message {
+    name: "batch/v1.PodFailurePolicyOnExitCodesRequirement",
+    fields: &[
+        f(1, "containerName", One, Str, Ptr),
+        f(2, "operator", One, Str, Always),
+        f(3, "values", Rep, Int32, Always),
+    ],
+};
+
+pub static BATCH_V1_POD_FAILURE_POLICY_ON_POD_CONDITIONS_PATTERN: Message = Message {
+    name: "batch/v1.PodFailurePolicyOnPodConditionsPattern",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+    ],
+};
+
+pub static BATCH_V1_POD_FAILURE_POLICY_RULE: Message = Message {
+    name: "batch/v1.PodFailurePolicyRule",
+    fields: &[
+        f(1, "action", One, Str, Always),
+        f(2, "onExitCodes", One, Msg(&BATCH_V1_POD_FAILURE_POLICY_ON_EXIT_CODES_REQUIREMENT), Ptr),
+        f(3, "onPodConditions", Rep, Msg(&BATCH_V1_POD_FAILURE_POLICY_ON_POD_CONDITIONS_PATTERN), OmitEmpty),
+    ],
+};
+
+pub static BATCH_V1_SUCCESS_POLICY: Message = Message {
+    name: "batch/v1.SuccessPolicy",
+    fields: &[
+        f(1, "rules", Rep, Msg(&BATCH_V1_SUCCESS_POLICY_RULE), Always),
+    ],
+};
+
+pub static BATCH_V1_SUCCESS_POLICY_RULE: Message = Message {
+    name: "batch/v1.SuccessPolicyRule",
+    fields: &[
+        f(1, "succeededIndexes", One, Str, Ptr),
+        f(2, "succeededCount", One, Int32, Ptr),
+    ],
+};
+
+pub static BATCH_V1_UNCOUNTED_TERMINATED_PODS: Message = Message {
+    name: "batch/v1.UncountedTerminatedPods",
+    fields: &[
+        f(1, "succeeded", Rep, Str, OmitEmpty),
+        f(2, "failed", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST: Message = Message {
+    name: "certificates/v1.CertificateSigningRequest",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC), Always),
+        f(3, "status", One, Msg(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS), Always),
+    ],
+};
+
+pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION: Message = Message {
+    name: "certificates/v1.CertificateSigningRequestCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "reason", One, Str, OmitEmpty),
+        f(3, "message", One, Str, OmitEmpty),
+        f(4, "lastUpdateTime", One, Time, Always),
+        f(5, "lastTransitionTime", One, Time, Always),
+        f(6, "status", One, Str, Always),
+    ],
+};
+
+pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC: Message = Message {
+    name: "certificates/v1.CertificateSigningRequestSpec",
+    fields: &[
+        f(1, "request", One, Bytes, Always),
+        f(2, "username", One, Str, OmitEmpty),
+        f(3, "uid", One, Str, OmitEmpty),
+        f(4, "groups", Rep, Str, OmitEmpty),
+        f(5, "usages", Rep, Str, OmitEmpty),
+        f(6, "extra", Map, StrList, OmitEmpty),
+        f(7, "signerName", One, Str, Always),
+        f(8, "expirationSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS: Message = Message {
+    name: "certificates/v1.CertificateSigningRequestStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION), OmitEmpty),
+        f(2, "certificate", One, Bytes, OmitEmpty),
+    ],
+};
 
 pub static COORDINATION_V1_LEASE: Message = Message {
     name: "coordination/v1.Lease",
@@ -37,6 +1289,168 @@ pub static COORDINATION_V1_LEASE_SPEC: Message = Message {
     ],
 };
 
+pub static CORE_V1_AFFINITY: Message = Message {
+    name: "core/v1.Affinity",
+    fields: &[
+        f(1, "nodeAffinity", One, Msg(&CORE_V1_NODE_AFFINITY), Ptr),
+        f(2, "podAffinity", One, Msg(&CORE_V1_POD_AFFINITY), Ptr),
+        f(3, "podAntiAffinity", One, Msg(&CORE_V1_POD_ANTI_AFFINITY), Ptr),
+    ],
+};
+
+pub static CORE_V1_APP_ARMOR_PROFILE: Message = Message {
+    name: "core/v1.AppArmorProfile",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "localhostProfile", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_ATTACHED_VOLUME: Message = Message {
+    name: "core/v1.AttachedVolume",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "devicePath", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_AWS_ELASTIC_BLOCK_STORE_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.AWSElasticBlockStoreVolumeSource",
+    fields: &[
+        f(1, "volumeID", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "partition", One, Int32, OmitEmpty),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_AZURE_DISK_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.AzureDiskVolumeSource",
+    fields: &[
+        f(1, "diskName", One, Str, Always),
+        f(2, "diskURI", One, Str, Always),
+        f(3, "cachingMode", One, Str, Ptr),
+        f(4, "fsType", One, Str, Ptr),
+        f(5, "readOnly", One, Bool, Ptr),
+        f(6, "kind", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_AZURE_FILE_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.AzureFilePersistentVolumeSource",
+    fields: &[
+        f(1, "secretName", One, Str, Always),
+        f(2, "shareName", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "secretNamespace", One, Str, PtrNull),
+    ],
+};
+
+pub static CORE_V1_AZURE_FILE_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.AzureFileVolumeSource",
+    fields: &[
+        f(1, "secretName", One, Str, Always),
+        f(2, "shareName", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_BINDING: Message = Message {
+    name: "core/v1.Binding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "target", One, Msg(&CORE_V1_OBJECT_REFERENCE), Always),
+    ],
+};
+
+pub static CORE_V1_CAPABILITIES: Message = Message {
+    name: "core/v1.Capabilities",
+    fields: &[
+        f(1, "add", Rep, Str, OmitEmpty),
+        f(2, "drop", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CEPH_FS_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CephFSPersistentVolumeSource",
+    fields: &[
+        f(1, "monitors", Rep, Str, Always),
+        f(2, "path", One, Str, OmitEmpty),
+        f(3, "user", One, Str, OmitEmpty),
+        f(4, "secretFile", One, Str, OmitEmpty),
+        f(5, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(6, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CEPH_FS_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CephFSVolumeSource",
+    fields: &[
+        f(1, "monitors", Rep, Str, Always),
+        f(2, "path", One, Str, OmitEmpty),
+        f(3, "user", One, Str, OmitEmpty),
+        f(4, "secretFile", One, Str, OmitEmpty),
+        f(5, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(6, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CINDER_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CinderPersistentVolumeSource",
+    fields: &[
+        f(1, "volumeID", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_CINDER_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CinderVolumeSource",
+    fields: &[
+        f(1, "volumeID", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_CLIENT_IP_CONFIG: Message = Message {
+    name: "core/v1.ClientIPConfig",
+    fields: &[
+        f(1, "timeoutSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static CORE_V1_CLUSTER_TRUST_BUNDLE_PROJECTION: Message = Message {
+    name: "core/v1.ClusterTrustBundleProjection",
+    fields: &[
+        f(1, "name", One, Str, Ptr),
+        f(2, "signerName", One, Str, Ptr),
+        f(3, "labelSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(4, "path", One, Str, Always),
+        f(5, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_COMPONENT_CONDITION: Message = Message {
+    name: "core/v1.ComponentCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "message", One, Str, OmitEmpty),
+        f(4, "error", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_COMPONENT_STATUS: Message = Message {
+    name: "core/v1.ComponentStatus",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "conditions", Rep, Msg(&CORE_V1_COMPONENT_CONDITION), OmitEmpty),
+    ],
+};
+
 pub static CORE_V1_CONFIG_MAP: Message = Message {
     name: "core/v1.ConfigMap",
     fields: &[
@@ -44,6 +1458,380 @@ pub static CORE_V1_CONFIG_MAP: Message = Message {
         f(2, "data", Map, Str, OmitEmpty),
         f(3, "binaryData", Map, Bytes, OmitEmpty),
         f(4, "immutable", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_ENV_SOURCE: Message = Message {
+    name: "core/v1.ConfigMapEnvSource",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_KEY_SELECTOR: Message = Message {
+    name: "core/v1.ConfigMapKeySelector",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "key", One, Str, Always),
+        f(3, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_NODE_CONFIG_SOURCE: Message = Message {
+    name: "core/v1.ConfigMapNodeConfigSource",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+        f(3, "uid", One, Str, OmitEmpty),
+        f(4, "resourceVersion", One, Str, OmitEmpty),
+        f(5, "kubeletConfigKey", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_PROJECTION: Message = Message {
+    name: "core/v1.ConfigMapProjection",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "items", Rep, Msg(&CORE_V1_KEY_TO_PATH), OmitEmpty),
+        f(4, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ConfigMapVolumeSource",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "items", Rep, Msg(&CORE_V1_KEY_TO_PATH), OmitEmpty),
+        f(3, "defaultMode", One, Int32, Ptr),
+        f(4, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONTAINER: Message = Message {
+    name: "core/v1.Container",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "image", One, Str, OmitEmpty),
+        f(3, "command", Rep, Str, OmitEmpty),
+        f(4, "args", Rep, Str, OmitEmpty),
+        f(5, "workingDir", One, Str, OmitEmpty),
+        f(6, "ports", Rep, Msg(&CORE_V1_CONTAINER_PORT), OmitEmpty),
+        f(7, "env", Rep, Msg(&CORE_V1_ENV_VAR), OmitEmpty),
+        f(8, "resources", One, Msg(&CORE_V1_RESOURCE_REQUIREMENTS), Always),
+        f(9, "volumeMounts", Rep, Msg(&CORE_V1_VOLUME_MOUNT), OmitEmpty),
+        f(10, "livenessProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(11, "readinessProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(12, "lifecycle", One, Msg(&CORE_V1_LIFECYCLE), Ptr),
+        f(13, "terminationMessagePath", One, Str, OmitEmpty),
+        f(14, "imagePullPolicy", One, Str, OmitEmpty),
+        f(15, "securityContext", One, Msg(&CORE_V1_SECURITY_CONTEXT), Ptr),
+        f(16, "stdin", One, Bool, OmitEmpty),
+        f(17, "stdinOnce", One, Bool, OmitEmpty),
+        f(18, "tty", One, Bool, OmitEmpty),
+        f(19, "envFrom", Rep, Msg(&CORE_V1_ENV_FROM_SOURCE), OmitEmpty),
+        f(20, "terminationMessagePolicy", One, Str, OmitEmpty),
+        f(21, "volumeDevices", Rep, Msg(&CORE_V1_VOLUME_DEVICE), OmitEmpty),
+        f(22, "startupProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(23, "resizePolicy", Rep, Msg(&CORE_V1_CONTAINER_RESIZE_POLICY), OmitEmpty),
+        f(24, "restartPolicy", One, Str, Ptr),
+        f(25, "restartPolicyRules", Rep, Msg(&CORE_V1_CONTAINER_RESTART_RULE), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_EXTENDED_RESOURCE_REQUEST: Message = Message {
+    name: "core/v1.ContainerExtendedResourceRequest",
+    fields: &[
+        f(1, "containerName", One, Str, Always),
+        f(2, "resourceName", One, Str, Always),
+        f(3, "requestName", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_IMAGE: Message = Message {
+    name: "core/v1.ContainerImage",
+    fields: &[
+        f(1, "names", Rep, Str, Always),
+        f(2, "sizeBytes", One, Int64, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_PORT: Message = Message {
+    name: "core/v1.ContainerPort",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "hostPort", One, Int32, OmitEmpty),
+        f(3, "containerPort", One, Int32, Always),
+        f(4, "protocol", One, Str, OmitEmpty),
+        f(5, "hostIP", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_RESIZE_POLICY: Message = Message {
+    name: "core/v1.ContainerResizePolicy",
+    fields: &[
+        f(1, "resourceName", One, Str, Always),
+        f(2, "restartPolicy", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_RESTART_RULE: Message = Message {
+    name: "core/v1.ContainerRestartRule",
+    fields: &[
+        f(1, "action", One, Str, OmitEmpty),
+        f(2, "exitCodes", One, Msg(&CORE_V1_CONTAINER_RESTART_RULE_ON_EXIT_CODES), Ptr),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_RESTART_RULE_ON_EXIT_CODES: Message = Message {
+    name: "core/v1.ContainerRestartRuleOnExitCodes",
+    fields: &[
+        f(1, "operator", One, Str, OmitEmpty),
+        f(2, "values", Rep, Int32, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_STATE: Message = Message {
+    name: "core/v1.ContainerState",
+    fields: &[
+        f(1, "waiting", One, Msg(&CORE_V1_CONTAINER_STATE_WAITING), Ptr),
+        f(2, "running", One, Msg(&CORE_V1_CONTAINER_STATE_RUNNING), Ptr),
+        f(3, "terminated", One, Msg(&CORE_V1_CONTAINER_STATE_TERMINATED), Ptr),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_STATE_RUNNING: Message = Message {
+    name: "core/v1.ContainerStateRunning",
+    fields: &[
+        f(1, "startedAt", One, Time, Always),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_STATE_TERMINATED: Message = Message {
+    name: "core/v1.ContainerStateTerminated",
+    fields: &[
+        f(1, "exitCode", One, Int32, Always),
+        f(2, "signal", One, Int32, OmitEmpty),
+        f(3, "reason", One, Str, OmitEmpty),
+        f(4, "message", One, Str, OmitEmpty),
+        f(5, "startedAt", One, Time, Always),
+        f(6, "finishedAt", One, Time, Always),
+        f(7, "containerID", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_STATE_WAITING: Message = Message {
+    name: "core/v1.ContainerStateWaiting",
+    fields: &[
+        f(1, "reason", One, Str, OmitEmpty),
+        f(2, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_STATUS: Message = Message {
+    name: "core/v1.ContainerStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "state", One, Msg(&CORE_V1_CONTAINER_STATE), Always),
+        f(3, "lastState", One, Msg(&CORE_V1_CONTAINER_STATE), Always),
+        f(4, "ready", One, Bool, Always),
+        f(5, "restartCount", One, Int32, Always),
+        f(6, "image", One, Str, Always),
+        f(7, "imageID", One, Str, Always),
+        f(8, "containerID", One, Str, OmitEmpty),
+        f(9, "started", One, Bool, Ptr),
+        f(10, "allocatedResources", Map, Quantity, OmitEmpty),
+        f(11, "resources", One, Msg(&CORE_V1_RESOURCE_REQUIREMENTS), Ptr),
+        f(12, "volumeMounts", Rep, Msg(&CORE_V1_VOLUME_MOUNT_STATUS), OmitEmpty),
+        f(13, "user", One, Msg(&CORE_V1_CONTAINER_USER), Ptr),
+        f(14, "allocatedResourcesStatus", Rep, Msg(&CORE_V1_RESOURCE_STATUS), OmitEmpty),
+        f(15, "stopSignal", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONTAINER_USER: Message = Message {
+    name: "core/v1.ContainerUser",
+    fields: &[
+        f(1, "linux", One, Msg(&CORE_V1_LINUX_CONTAINER_USER), Ptr),
+    ],
+};
+
+pub static CORE_V1_CSI_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CSIPersistentVolumeSource",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "volumeHandle", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "fsType", One, Str, OmitEmpty),
+        f(5, "volumeAttributes", Map, Str, OmitEmpty),
+        f(6, "controllerPublishSecretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(7, "nodeStageSecretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(8, "nodePublishSecretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(9, "controllerExpandSecretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(10, "nodeExpandSecretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_CSI_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.CSIVolumeSource",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "readOnly", One, Bool, Ptr),
+        f(3, "fsType", One, Str, Ptr),
+        f(4, "volumeAttributes", Map, Str, OmitEmpty),
+        f(5, "nodePublishSecretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_DAEMON_ENDPOINT: Message = Message {
+    name: "core/v1.DaemonEndpoint",
+    fields: &[
+        f(1, "Port", One, Int32, Always),
+    ],
+};
+
+pub static CORE_V1_DOWNWARD_API_PROJECTION: Message = Message {
+    name: "core/v1.DownwardAPIProjection",
+    fields: &[
+        f(1, "items", Rep, Msg(&CORE_V1_DOWNWARD_API_VOLUME_FILE), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_DOWNWARD_API_VOLUME_FILE: Message = Message {
+    name: "core/v1.DownwardAPIVolumeFile",
+    fields: &[
+        f(1, "path", One, Str, Always),
+        f(2, "fieldRef", One, Msg(&CORE_V1_OBJECT_FIELD_SELECTOR), Ptr),
+        f(3, "resourceFieldRef", One, Msg(&CORE_V1_RESOURCE_FIELD_SELECTOR), Ptr),
+        f(4, "mode", One, Int32, Ptr),
+    ],
+};
+
+pub static CORE_V1_DOWNWARD_API_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.DownwardAPIVolumeSource",
+    fields: &[
+        f(1, "items", Rep, Msg(&CORE_V1_DOWNWARD_API_VOLUME_FILE), OmitEmpty),
+        f(2, "defaultMode", One, Int32, Ptr),
+    ],
+};
+
+pub static CORE_V1_EMPTY_DIR_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.EmptyDirVolumeSource",
+    fields: &[
+        f(1, "medium", One, Str, OmitEmpty),
+        f(2, "sizeLimit", One, Quantity, Ptr),
+    ],
+};
+
+pub static CORE_V1_ENDPOINTS: Message = Message {
+    name: "core/v1.Endpoints",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "subsets", Rep, Msg(&CORE_V1_ENDPOINT_SUBSET), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_ENDPOINT_ADDRESS: Message = Message {
+    name: "core/v1.EndpointAddress",
+    fields: &[
+        f(1, "ip", One, Str, Always),
+        f(2, "targetRef", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
+        f(3, "hostname", One, Str, OmitEmpty),
+        f(4, "nodeName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_ENDPOINT_PORT: Message = Message {
+    name: "core/v1.EndpointPort",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "port", One, Int32, Always),
+        f(3, "protocol", One, Str, OmitEmpty),
+        f(4, "appProtocol", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_ENDPOINT_SUBSET: Message = Message {
+    name: "core/v1.EndpointSubset",
+    fields: &[
+        f(1, "addresses", Rep, Msg(&CORE_V1_ENDPOINT_ADDRESS), OmitEmpty),
+        f(2, "notReadyAddresses", Rep, Msg(&CORE_V1_ENDPOINT_ADDRESS), OmitEmpty),
+        f(3, "ports", Rep, Msg(&CORE_V1_ENDPOINT_PORT), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_ENV_FROM_SOURCE: Message = Message {
+    name: "core/v1.EnvFromSource",
+    fields: &[
+        f(1, "prefix", One, Str, OmitEmpty),
+        f(2, "configMapRef", One, Msg(&CORE_V1_CONFIG_MAP_ENV_SOURCE), Ptr),
+        f(3, "secretRef", One, Msg(&CORE_V1_SECRET_ENV_SOURCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_ENV_VAR: Message = Message {
+    name: "core/v1.EnvVar",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "value", One, Str, OmitEmpty),
+        f(3, "valueFrom", One, Msg(&CORE_V1_ENV_VAR_SOURCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_ENV_VAR_SOURCE: Message = Message {
+    name: "core/v1.EnvVarSource",
+    fields: &[
+        f(1, "fieldRef", One, Msg(&CORE_V1_OBJECT_FIELD_SELECTOR), Ptr),
+        f(2, "resourceFieldRef", One, Msg(&CORE_V1_RESOURCE_FIELD_SELECTOR), Ptr),
+        f(3, "configMapKeyRef", One, Msg(&CORE_V1_CONFIG_MAP_KEY_SELECTOR), Ptr),
+        f(4, "secretKeyRef", One, Msg(&CORE_V1_SECRET_KEY_SELECTOR), Ptr),
+        f(5, "fileKeyRef", One, Msg(&CORE_V1_FILE_KEY_SELECTOR), Ptr),
+    ],
+};
+
+pub static CORE_V1_EPHEMERAL_CONTAINER: Message = Message {
+    name: "core/v1.EphemeralContainer",
+    fields: &[
+        f(1, "ephemeralContainerCommon", One, Msg(&CORE_V1_EPHEMERAL_CONTAINER_COMMON), Inline),
+        f(2, "targetContainerName", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_EPHEMERAL_CONTAINER_COMMON: Message = Message {
+    name: "core/v1.EphemeralContainerCommon",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "image", One, Str, OmitEmpty),
+        f(3, "command", Rep, Str, OmitEmpty),
+        f(4, "args", Rep, Str, OmitEmpty),
+        f(5, "workingDir", One, Str, OmitEmpty),
+        f(6, "ports", Rep, Msg(&CORE_V1_CONTAINER_PORT), OmitEmpty),
+        f(7, "env", Rep, Msg(&CORE_V1_ENV_VAR), OmitEmpty),
+        f(8, "resources", One, Msg(&CORE_V1_RESOURCE_REQUIREMENTS), Always),
+        f(9, "volumeMounts", Rep, Msg(&CORE_V1_VOLUME_MOUNT), OmitEmpty),
+        f(10, "livenessProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(11, "readinessProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(12, "lifecycle", One, Msg(&CORE_V1_LIFECYCLE), Ptr),
+        f(13, "terminationMessagePath", One, Str, OmitEmpty),
+        f(14, "imagePullPolicy", One, Str, OmitEmpty),
+        f(15, "securityContext", One, Msg(&CORE_V1_SECURITY_CONTEXT), Ptr),
+        f(16, "stdin", One, Bool, OmitEmpty),
+        f(17, "stdinOnce", One, Bool, OmitEmpty),
+        f(18, "tty", One, Bool, OmitEmpty),
+        f(19, "envFrom", Rep, Msg(&CORE_V1_ENV_FROM_SOURCE), OmitEmpty),
+        f(20, "terminationMessagePolicy", One, Str, OmitEmpty),
+        f(21, "volumeDevices", Rep, Msg(&CORE_V1_VOLUME_DEVICE), OmitEmpty),
+        f(22, "startupProbe", One, Msg(&CORE_V1_PROBE), Ptr),
+        f(23, "resizePolicy", Rep, Msg(&CORE_V1_CONTAINER_RESIZE_POLICY), OmitEmpty),
+        f(24, "restartPolicy", One, Str, Ptr),
+        f(25, "restartPolicyRules", Rep, Msg(&CORE_V1_CONTAINER_RESTART_RULE), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_EPHEMERAL_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.EphemeralVolumeSource",
+    fields: &[
+        f(1, "volumeClaimTemplate", One, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_TEMPLATE), Ptr),
     ],
 };
 
@@ -84,10 +1872,295 @@ pub static CORE_V1_EVENT_SOURCE: Message = Message {
     ],
 };
 
+pub static CORE_V1_EXEC_ACTION: Message = Message {
+    name: "core/v1.ExecAction",
+    fields: &[
+        f(1, "command", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_FC_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.FCVolumeSource",
+    fields: &[
+        f(1, "targetWWNs", Rep, Str, OmitEmpty),
+        f(2, "lun", One, Int32, Ptr),
+        f(3, "fsType", One, Str, OmitEmpty),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+        f(5, "wwids", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_FILE_KEY_SELECTOR: Message = Message {
+    name: "core/v1.FileKeySelector",
+    fields: &[
+        f(1, "volumeName", One, Str, Always),
+        f(2, "path", One, Str, Always),
+        f(3, "key", One, Str, Always),
+        f(4, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_FLEX_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.FlexPersistentVolumeSource",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+        f(5, "options", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_FLEX_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.FlexVolumeSource",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+        f(5, "options", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_FLOCKER_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.FlockerVolumeSource",
+    fields: &[
+        f(1, "datasetName", One, Str, OmitEmpty),
+        f(2, "datasetUUID", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_GCE_PERSISTENT_DISK_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.GCEPersistentDiskVolumeSource",
+    fields: &[
+        f(1, "pdName", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "partition", One, Int32, OmitEmpty),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_GIT_REPO_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.GitRepoVolumeSource",
+    fields: &[
+        f(1, "repository", One, Str, Always),
+        f(2, "revision", One, Str, OmitEmpty),
+        f(3, "directory", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_GLUSTERFS_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.GlusterfsPersistentVolumeSource",
+    fields: &[
+        f(1, "endpoints", One, Str, Always),
+        f(2, "path", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "endpointsNamespace", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_GLUSTERFS_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.GlusterfsVolumeSource",
+    fields: &[
+        f(1, "endpoints", One, Str, Always),
+        f(2, "path", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_GRPC_ACTION: Message = Message {
+    name: "core/v1.GRPCAction",
+    fields: &[
+        f(1, "port", One, Int32, Always),
+        f(2, "service", One, Str, PtrNull),
+    ],
+};
+
+pub static CORE_V1_HOST_ALIAS: Message = Message {
+    name: "core/v1.HostAlias",
+    fields: &[
+        f(1, "ip", One, Str, Always),
+        f(2, "hostnames", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_HOST_IP: Message = Message {
+    name: "core/v1.HostIP",
+    fields: &[
+        f(1, "ip", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_HOST_PATH_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.HostPathVolumeSource",
+    fields: &[
+        f(1, "path", One, Str, Always),
+        f(2, "type", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_HTTP_GET_ACTION: Message = Message {
+    name: "core/v1.HTTPGetAction",
+    fields: &[
+        f(1, "path", One, Str, OmitEmpty),
+        f(2, "port", One, IntOrString, Always),
+        f(3, "host", One, Str, OmitEmpty),
+        f(4, "scheme", One, Str, OmitEmpty),
+        f(5, "httpHeaders", Rep, Msg(&CORE_V1_HTTP_HEADER), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_HTTP_HEADER: Message = Message {
+    name: "core/v1.HTTPHeader",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "value", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_IMAGE_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ImageVolumeSource",
+    fields: &[
+        f(1, "reference", One, Str, OmitEmpty),
+        f(2, "pullPolicy", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_ISCSI_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ISCSIPersistentVolumeSource",
+    fields: &[
+        f(1, "targetPortal", One, Str, Always),
+        f(2, "iqn", One, Str, Always),
+        f(3, "lun", One, Int32, Always),
+        f(4, "iscsiInterface", One, Str, OmitEmpty),
+        f(5, "fsType", One, Str, OmitEmpty),
+        f(6, "readOnly", One, Bool, OmitEmpty),
+        f(7, "portals", Rep, Str, OmitEmpty),
+        f(8, "chapAuthDiscovery", One, Bool, OmitEmpty),
+        f(10, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(11, "chapAuthSession", One, Bool, OmitEmpty),
+        f(12, "initiatorName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_ISCSI_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ISCSIVolumeSource",
+    fields: &[
+        f(1, "targetPortal", One, Str, Always),
+        f(2, "iqn", One, Str, Always),
+        f(3, "lun", One, Int32, Always),
+        f(4, "iscsiInterface", One, Str, OmitEmpty),
+        f(5, "fsType", One, Str, OmitEmpty),
+        f(6, "readOnly", One, Bool, OmitEmpty),
+        f(7, "portals", Rep, Str, OmitEmpty),
+        f(8, "chapAuthDiscovery", One, Bool, OmitEmpty),
+        f(10, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(11, "chapAuthSession", One, Bool, OmitEmpty),
+        f(12, "initiatorName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_KEY_TO_PATH: Message = Message {
+    name: "core/v1.KeyToPath",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "path", One, Str, Always),
+        f(3, "mode", One, Int32, Ptr),
+    ],
+};
+
+pub static CORE_V1_LIFECYCLE: Message = Message {
+    name: "core/v1.Lifecycle",
+    fields: &[
+        f(1, "postStart", One, Msg(&CORE_V1_LIFECYCLE_HANDLER), Ptr),
+        f(2, "preStop", One, Msg(&CORE_V1_LIFECYCLE_HANDLER), Ptr),
+        f(3, "stopSignal", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_LIFECYCLE_HANDLER: Message = Message {
+    name: "core/v1.LifecycleHandler",
+    fields: &[
+        f(1, "exec", One, Msg(&CORE_V1_EXEC_ACTION), Ptr),
+        f(2, "httpGet", One, Msg(&CORE_V1_HTTP_GET_ACTION), Ptr),
+        f(3, "tcpSocket", One, Msg(&CORE_V1_TCP_SOCKET_ACTION), Ptr),
+        f(4, "sleep", One, Msg(&CORE_V1_SLEEP_ACTION), Ptr),
+    ],
+};
+
+pub static CORE_V1_LIMIT_RANGE: Message = Message {
+    name: "core/v1.LimitRange",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_LIMIT_RANGE_SPEC), Always),
+    ],
+};
+
+pub static CORE_V1_LIMIT_RANGE_ITEM: Message = Message {
+    name: "core/v1.LimitRangeItem",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "max", Map, Quantity, OmitEmpty),
+        f(3, "min", Map, Quantity, OmitEmpty),
+        f(4, "default", Map, Quantity, OmitEmpty),
+        f(5, "defaultRequest", Map, Quantity, OmitEmpty),
+        f(6, "maxLimitRequestRatio", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_LIMIT_RANGE_SPEC: Message = Message {
+    name: "core/v1.LimitRangeSpec",
+    fields: &[
+        f(1, "limits", Rep, Msg(&CORE_V1_LIMIT_RANGE_ITEM), Always),
+    ],
+};
+
+pub static CORE_V1_LINUX_CONTAINER_USER: Message = Message {
+    name: "core/v1.LinuxContainerUser",
+    fields: &[
+        f(1, "uid", One, Int64, Always),
+        f(2, "gid", One, Int64, Always),
+        f(3, "supplementalGroups", Rep, Int64, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_LOAD_BALANCER_INGRESS: Message = Message {
+    name: "core/v1.LoadBalancerIngress",
+    fields: &[
+        f(1, "ip", One, Str, OmitEmpty),
+        f(2, "hostname", One, Str, OmitEmpty),
+        f(3, "ipMode", One, Str, Ptr),
+        f(4, "ports", Rep, Msg(&CORE_V1_PORT_STATUS), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_LOAD_BALANCER_STATUS: Message = Message {
+    name: "core/v1.LoadBalancerStatus",
+    fields: &[
+        f(1, "ingress", Rep, Msg(&CORE_V1_LOAD_BALANCER_INGRESS), OmitEmpty),
+    ],
+};
+
 pub static CORE_V1_LOCAL_OBJECT_REFERENCE: Message = Message {
     name: "core/v1.LocalObjectReference",
     fields: &[
         f(1, "name", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_LOCAL_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.LocalVolumeSource",
+    fields: &[
+        f(1, "path", One, Str, Always),
+        f(2, "fsType", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_MODIFY_VOLUME_STATUS: Message = Message {
+    name: "core/v1.ModifyVolumeStatus",
+    fields: &[
+        f(1, "targetVolumeAttributesClassName", One, Str, OmitEmpty),
+        f(2, "status", One, Str, Always),
     ],
 };
 
@@ -126,6 +2199,188 @@ pub static CORE_V1_NAMESPACE_STATUS: Message = Message {
     ],
 };
 
+pub static CORE_V1_NFS_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.NFSVolumeSource",
+    fields: &[
+        f(1, "server", One, Str, Always),
+        f(2, "path", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE: Message = Message {
+    name: "core/v1.Node",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_NODE_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_NODE_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_NODE_ADDRESS: Message = Message {
+    name: "core/v1.NodeAddress",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "address", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_NODE_AFFINITY: Message = Message {
+    name: "core/v1.NodeAffinity",
+    fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Rep, Msg(&CORE_V1_PREFERRED_SCHEDULING_TERM), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_CONDITION: Message = Message {
+    name: "core/v1.NodeCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastHeartbeatTime", One, Time, Always),
+        f(4, "lastTransitionTime", One, Time, Always),
+        f(5, "reason", One, Str, OmitEmpty),
+        f(6, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_CONFIG_SOURCE: Message = Message {
+    name: "core/v1.NodeConfigSource",
+    fields: &[
+        f(2, "configMap", One, Msg(&CORE_V1_CONFIG_MAP_NODE_CONFIG_SOURCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_CONFIG_STATUS: Message = Message {
+    name: "core/v1.NodeConfigStatus",
+    fields: &[
+        f(1, "assigned", One, Msg(&CORE_V1_NODE_CONFIG_SOURCE), Ptr),
+        f(2, "active", One, Msg(&CORE_V1_NODE_CONFIG_SOURCE), Ptr),
+        f(3, "lastKnownGood", One, Msg(&CORE_V1_NODE_CONFIG_SOURCE), Ptr),
+        f(4, "error", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_DAEMON_ENDPOINTS: Message = Message {
+    name: "core/v1.NodeDaemonEndpoints",
+    fields: &[
+        f(1, "kubeletEndpoint", One, Msg(&CORE_V1_DAEMON_ENDPOINT), Always),
+    ],
+};
+
+pub static CORE_V1_NODE_FEATURES: Message = Message {
+    name: "core/v1.NodeFeatures",
+    fields: &[
+        f(1, "supplementalGroupsPolicy", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_RUNTIME_HANDLER: Message = Message {
+    name: "core/v1.NodeRuntimeHandler",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "features", One, Msg(&CORE_V1_NODE_RUNTIME_HANDLER_FEATURES), Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_RUNTIME_HANDLER_FEATURES: Message = Message {
+    name: "core/v1.NodeRuntimeHandlerFeatures",
+    fields: &[
+        f(1, "recursiveReadOnlyMounts", One, Bool, Ptr),
+        f(2, "userNamespaces", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_SELECTOR: Message = Message {
+    name: "core/v1.NodeSelector",
+    fields: &[
+        f(1, "nodeSelectorTerms", Rep, Msg(&CORE_V1_NODE_SELECTOR_TERM), Always),
+    ],
+};
+
+pub static CORE_V1_NODE_SELECTOR_REQUIREMENT: Message = Message {
+    name: "core/v1.NodeSelectorRequirement",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "operator", One, Str, Always),
+        f(3, "values", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_SELECTOR_TERM: Message = Message {
+    name: "core/v1.NodeSelectorTerm",
+    fields: &[
+        f(1, "matchExpressions", Rep, Msg(&CORE_V1_NODE_SELECTOR_REQUIREMENT), OmitEmpty),
+        f(2, "matchFields", Rep, Msg(&CORE_V1_NODE_SELECTOR_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_SPEC: Message = Message {
+    name: "core/v1.NodeSpec",
+    fields: &[
+        f(1, "podCIDR", One, Str, OmitEmpty),
+        f(2, "externalID", One, Str, OmitEmpty),
+        f(3, "providerID", One, Str, OmitEmpty),
+        f(4, "unschedulable", One, Bool, OmitEmpty),
+        f(5, "taints", Rep, Msg(&CORE_V1_TAINT), OmitEmpty),
+        f(6, "configSource", One, Msg(&CORE_V1_NODE_CONFIG_SOURCE), Ptr),
+        f(7, "podCIDRs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_STATUS: Message = Message {
+    name: "core/v1.NodeStatus",
+    fields: &[
+        f(1, "capacity", Map, Quantity, OmitEmpty),
+        f(2, "allocatable", Map, Quantity, OmitEmpty),
+        f(3, "phase", One, Str, OmitEmpty),
+        f(4, "conditions", Rep, Msg(&CORE_V1_NODE_CONDITION), OmitEmpty),
+        f(5, "addresses", Rep, Msg(&CORE_V1_NODE_ADDRESS), OmitEmpty),
+        f(6, "daemonEndpoints", One, Msg(&CORE_V1_NODE_DAEMON_ENDPOINTS), Always),
+        f(7, "nodeInfo", One, Msg(&CORE_V1_NODE_SYSTEM_INFO), Always),
+        f(8, "images", Rep, Msg(&CORE_V1_CONTAINER_IMAGE), OmitEmpty),
+        f(9, "volumesInUse", Rep, Str, OmitEmpty),
+        f(10, "volumesAttached", Rep, Msg(&CORE_V1_ATTACHED_VOLUME), OmitEmpty),
+        f(11, "config", One, Msg(&CORE_V1_NODE_CONFIG_STATUS), Ptr),
+        f(12, "runtimeHandlers", Rep, Msg(&CORE_V1_NODE_RUNTIME_HANDLER), OmitEmpty),
+        f(13, "features", One, Msg(&CORE_V1_NODE_FEATURES), Ptr),
+        f(14, "declaredFeatures", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NODE_SWAP_STATUS: Message = Message {
+    name: "core/v1.NodeSwapStatus",
+    fields: &[
+        f(1, "capacity", One, Int64, Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_SYSTEM_INFO: Message = Message {
+    name: "core/v1.NodeSystemInfo",
+    fields: &[
+        f(1, "machineID", One, Str, Always),
+        f(2, "systemUUID", One, Str, Always),
+        f(3, "bootID", One, Str, Always),
+        f(4, "kernelVersion", One, Str, Always),
+        f(5, "osImage", One, Str, Always),
+        f(6, "containerRuntimeVersion", One, Str, Always),
+        f(7, "kubeletVersion", One, Str, Always),
+        f(8, "kubeProxyVersion", One, Str, Always),
+        f(9, "operatingSystem", One, Str, Always),
+        f(10, "architecture", One, Str, Always),
+        f(11, "swap", One, Msg(&CORE_V1_NODE_SWAP_STATUS), Ptr),
+    ],
+};
+
+pub static CORE_V1_OBJECT_FIELD_SELECTOR: Message = Message {
+    name: "core/v1.ObjectFieldSelector",
+    fields: &[
+        f(1, "apiVersion", One, Str, OmitEmpty),
+        f(2, "fieldPath", One, Str, Always),
+    ],
+};
+
 pub static CORE_V1_OBJECT_REFERENCE: Message = Message {
     name: "core/v1.ObjectReference",
     fields: &[
@@ -136,6 +2391,648 @@ pub static CORE_V1_OBJECT_REFERENCE: Message = Message {
         f(5, "apiVersion", One, Str, OmitEmpty),
         f(6, "resourceVersion", One, Str, OmitEmpty),
         f(7, "fieldPath", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME: Message = Message {
+    name: "core/v1.PersistentVolume",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_PERSISTENT_VOLUME_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_PERSISTENT_VOLUME_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM: Message = Message {
+    name: "core/v1.PersistentVolumeClaim",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_CONDITION: Message = Message {
+    name: "core/v1.PersistentVolumeClaimCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastProbeTime", One, Time, Always),
+        f(4, "lastTransitionTime", One, Time, Always),
+        f(5, "reason", One, Str, OmitEmpty),
+        f(6, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC: Message = Message {
+    name: "core/v1.PersistentVolumeClaimSpec",
+    fields: &[
+        f(1, "accessModes", Rep, Str, OmitEmpty),
+        f(2, "resources", One, Msg(&CORE_V1_VOLUME_RESOURCE_REQUIREMENTS), Always),
+        f(3, "volumeName", One, Str, OmitEmpty),
+        f(4, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(5, "storageClassName", One, Str, Ptr),
+        f(6, "volumeMode", One, Str, Ptr),
+        f(7, "dataSource", One, Msg(&CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(8, "dataSourceRef", One, Msg(&CORE_V1_TYPED_OBJECT_REFERENCE), Ptr),
+        f(9, "volumeAttributesClassName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_STATUS: Message = Message {
+    name: "core/v1.PersistentVolumeClaimStatus",
+    fields: &[
+        f(1, "phase", One, Str, OmitEmpty),
+        f(2, "accessModes", Rep, Str, OmitEmpty),
+        f(3, "capacity", Map, Quantity, OmitEmpty),
+        f(4, "conditions", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_CONDITION), OmitEmpty),
+        f(5, "allocatedResources", Map, Quantity, OmitEmpty),
+        f(7, "allocatedResourceStatuses", Map, Str, OmitEmpty),
+        f(8, "currentVolumeAttributesClassName", One, Str, Ptr),
+        f(9, "modifyVolumeStatus", One, Msg(&CORE_V1_MODIFY_VOLUME_STATUS), Ptr),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_TEMPLATE: Message = Message {
+    name: "core/v1.PersistentVolumeClaimTemplate",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC), Always),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.PersistentVolumeClaimVolumeSource",
+    fields: &[
+        f(1, "claimName", One, Str, Always),
+        f(2, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.PersistentVolumeSource",
+    fields: &[
+        f(1, "gcePersistentDisk", One, Msg(&CORE_V1_GCE_PERSISTENT_DISK_VOLUME_SOURCE), Ptr),
+        f(2, "awsElasticBlockStore", One, Msg(&CORE_V1_AWS_ELASTIC_BLOCK_STORE_VOLUME_SOURCE), Ptr),
+        f(3, "hostPath", One, Msg(&CORE_V1_HOST_PATH_VOLUME_SOURCE), Ptr),
+        f(4, "glusterfs", One, Msg(&CORE_V1_GLUSTERFS_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(5, "nfs", One, Msg(&CORE_V1_NFS_VOLUME_SOURCE), Ptr),
+        f(6, "rbd", One, Msg(&CORE_V1_RBD_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(7, "iscsi", One, Msg(&CORE_V1_ISCSI_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(8, "cinder", One, Msg(&CORE_V1_CINDER_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(9, "cephfs", One, Msg(&CORE_V1_CEPH_FS_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(10, "fc", One, Msg(&CORE_V1_FC_VOLUME_SOURCE), Ptr),
+        f(11, "flocker", One, Msg(&CORE_V1_FLOCKER_VOLUME_SOURCE), Ptr),
+        f(12, "flexVolume", One, Msg(&CORE_V1_FLEX_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(13, "azureFile", One, Msg(&CORE_V1_AZURE_FILE_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(14, "vsphereVolume", One, Msg(&CORE_V1_VSPHERE_VIRTUAL_DISK_VOLUME_SOURCE), Ptr),
+        f(15, "quobyte", One, Msg(&CORE_V1_QUOBYTE_VOLUME_SOURCE), Ptr),
+        f(16, "azureDisk", One, Msg(&CORE_V1_AZURE_DISK_VOLUME_SOURCE), Ptr),
+        f(17, "photonPersistentDisk", One, Msg(&CORE_V1_PHOTON_PERSISTENT_DISK_VOLUME_SOURCE), Ptr),
+        f(18, "portworxVolume", One, Msg(&CORE_V1_PORTWORX_VOLUME_SOURCE), Ptr),
+        f(19, "scaleIO", One, Msg(&CORE_V1_SCALE_IO_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(20, "local", One, Msg(&CORE_V1_LOCAL_VOLUME_SOURCE), Ptr),
+        f(21, "storageos", One, Msg(&CORE_V1_STORAGE_OS_PERSISTENT_VOLUME_SOURCE), Ptr),
+        f(22, "csi", One, Msg(&CORE_V1_CSI_PERSISTENT_VOLUME_SOURCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_SPEC: Message = Message {
+    name: "core/v1.PersistentVolumeSpec",
+    fields: &[
+        f(1, "capacity", Map, Quantity, OmitEmpty),
+        f(2, "persistentVolumeSource", One, Msg(&CORE_V1_PERSISTENT_VOLUME_SOURCE), Inline),
+        f(3, "accessModes", Rep, Str, OmitEmpty),
+        f(4, "claimRef", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
+        f(5, "persistentVolumeReclaimPolicy", One, Str, OmitEmpty),
+        f(6, "storageClassName", One, Str, OmitEmpty),
+        f(7, "mountOptions", Rep, Str, OmitEmpty),
+        f(8, "volumeMode", One, Str, Ptr),
+        f(9, "nodeAffinity", One, Msg(&CORE_V1_VOLUME_NODE_AFFINITY), Ptr),
+        f(10, "volumeAttributesClassName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_STATUS: Message = Message {
+    name: "core/v1.PersistentVolumeStatus",
+    fields: &[
+        f(1, "phase", One, Str, OmitEmpty),
+        f(2, "message", One, Str, OmitEmpty),
+        f(3, "reason", One, Str, OmitEmpty),
+        f(4, "lastPhaseTransitionTime", One, Time, Ptr),
+    ],
+};
+
+pub static CORE_V1_PHOTON_PERSISTENT_DISK_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.PhotonPersistentDiskVolumeSource",
+    fields: &[
+        f(1, "pdID", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD: Message = Message {
+    name: "core/v1.Pod",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_POD_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_POD_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_POD_AFFINITY: Message = Message {
+    name: "core/v1.PodAffinity",
+    fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Rep, Msg(&CORE_V1_POD_AFFINITY_TERM), OmitEmpty),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Rep, Msg(&CORE_V1_WEIGHTED_POD_AFFINITY_TERM), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_AFFINITY_TERM: Message = Message {
+    name: "core/v1.PodAffinityTerm",
+    fields: &[
+        f(1, "labelSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "namespaces", Rep, Str, OmitEmpty),
+        f(3, "topologyKey", One, Str, Always),
+        f(4, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(5, "matchLabelKeys", Rep, Str, OmitEmpty),
+        f(6, "mismatchLabelKeys", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_ANTI_AFFINITY: Message = Message {
+    name: "core/v1.PodAntiAffinity",
+    fields: &[
+        f(1, "requiredDuringSchedulingIgnoredDuringExecution", Rep, Msg(&CORE_V1_POD_AFFINITY_TERM), OmitEmpty),
+        f(2, "preferredDuringSchedulingIgnoredDuringExecution", Rep, Msg(&CORE_V1_WEIGHTED_POD_AFFINITY_TERM), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_CERTIFICATE_PROJECTION: Message = Message {
+    name: "core/v1.PodCertificateProjection",
+    fields: &[
+        f(1, "signerName", One, Str, OmitEmpty),
+        f(2, "keyType", One, Str, OmitEmpty),
+        f(3, "maxExpirationSeconds", One, Int32, Ptr),
+        f(4, "credentialBundlePath", One, Str, OmitEmpty),
+        f(5, "keyPath", One, Str, OmitEmpty),
+        f(6, "certificateChainPath", One, Str, OmitEmpty),
+        f(7, "userAnnotations", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_CONDITION: Message = Message {
+    name: "core/v1.PodCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastProbeTime", One, Time, Always),
+        f(4, "lastTransitionTime", One, Time, Always),
+        f(5, "reason", One, Str, OmitEmpty),
+        f(6, "message", One, Str, OmitEmpty),
+        f(7, "observedGeneration", One, Int64, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_DNS_CONFIG: Message = Message {
+    name: "core/v1.PodDNSConfig",
+    fields: &[
+        f(1, "nameservers", Rep, Str, OmitEmpty),
+        f(2, "searches", Rep, Str, OmitEmpty),
+        f(3, "options", Rep, Msg(&CORE_V1_POD_DNS_CONFIG_OPTION), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_POD_DNS_CONFIG_OPTION: Message = Message {
+    name: "core/v1.PodDNSConfigOption",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "value", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_EXTENDED_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "core/v1.PodExtendedResourceClaimStatus",
+    fields: &[
+        f(1, "requestMappings", Rep, Msg(&CORE_V1_CONTAINER_EXTENDED_RESOURCE_REQUEST), Always),
+        f(2, "resourceClaimName", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_POD_IP: Message = Message {
+    name: "core/v1.PodIP",
+    fields: &[
+        f(1, "ip", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_POD_OS: Message = Message {
+    name: "core/v1.PodOS",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_POD_READINESS_GATE: Message = Message {
+    name: "core/v1.PodReadinessGate",
+    fields: &[
+        f(1, "conditionType", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_POD_RESOURCE_CLAIM: Message = Message {
+    name: "core/v1.PodResourceClaim",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(3, "resourceClaimName", One, Str, Ptr),
+        f(4, "resourceClaimTemplateName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "core/v1.PodResourceClaimStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "resourceClaimName", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_SCHEDULING_GATE: Message = Message {
+    name: "core/v1.PodSchedulingGate",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_POD_SECURITY_CONTEXT: Message = Message {
+    name: "core/v1.PodSecurityContext",
+    fields: &[
+        f(1, "seLinuxOptions", One, Msg(&CORE_V1_SE_LINUX_OPTIONS), Ptr),
+        f(2, "runAsUser", One, Int64, Ptr),
+        f(3, "runAsNonRoot", One, Bool, Ptr),
+        f(4, "supplementalGroups", Rep, Int64, OmitEmpty),
+        f(5, "fsGroup", One, Int64, Ptr),
+        f(6, "runAsGroup", One, Int64, Ptr),
+        f(7, "sysctls", Rep, Msg(&CORE_V1_SYSCTL), OmitEmpty),
+        f(8, "windowsOptions", One, Msg(&CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS), Ptr),
+        f(9, "fsGroupChangePolicy", One, Str, Ptr),
+        f(10, "seccompProfile", One, Msg(&CORE_V1_SECCOMP_PROFILE), Ptr),
+        f(11, "appArmorProfile", One, Msg(&CORE_V1_APP_ARMOR_PROFILE), Ptr),
+        f(12, "supplementalGroupsPolicy", One, Str, Ptr),
+        f(13, "seLinuxChangePolicy", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_SPEC: Message = Message {
+    name: "core/v1.PodSpec",
+    fields: &[
+        f(1, "volumes", Rep, Msg(&CORE_V1_VOLUME), OmitEmpty),
+        f(2, "containers", Rep, Msg(&CORE_V1_CONTAINER), Always),
+        f(3, "restartPolicy", One, Str, OmitEmpty),
+        f(4, "terminationGracePeriodSeconds", One, Int64, Ptr),
+        f(5, "activeDeadlineSeconds", One, Int64, Ptr),
+        f(6, "dnsPolicy", One, Str, OmitEmpty),
+        f(7, "nodeSelector", Map, Str, OmitEmpty),
+        f(8, "serviceAccountName", One, Str, OmitEmpty),
+        f(9, "serviceAccount", One, Str, OmitEmpty),
+        f(10, "nodeName", One, Str, OmitEmpty),
+        f(11, "hostNetwork", One, Bool, OmitEmpty),
+        f(12, "hostPID", One, Bool, OmitEmpty),
+        f(13, "hostIPC", One, Bool, OmitEmpty),
+        f(14, "securityContext", One, Msg(&CORE_V1_POD_SECURITY_CONTEXT), Ptr),
+        f(15, "imagePullSecrets", Rep, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), OmitEmpty),
+        f(16, "hostname", One, Str, OmitEmpty),
+        f(17, "subdomain", One, Str, OmitEmpty),
+        f(18, "affinity", One, Msg(&CORE_V1_AFFINITY), Ptr),
+        f(19, "schedulerName", One, Str, OmitEmpty),
+        f(20, "initContainers", Rep, Msg(&CORE_V1_CONTAINER), OmitEmpty),
+        f(21, "automountServiceAccountToken", One, Bool, Ptr),
+        f(22, "tolerations", Rep, Msg(&CORE_V1_TOLERATION), OmitEmpty),
+        f(23, "hostAliases", Rep, Msg(&CORE_V1_HOST_ALIAS), OmitEmpty),
+        f(24, "priorityClassName", One, Str, OmitEmpty),
+        f(25, "priority", One, Int32, Ptr),
+        f(26, "dnsConfig", One, Msg(&CORE_V1_POD_DNS_CONFIG), Ptr),
+        f(27, "shareProcessNamespace", One, Bool, Ptr),
+        f(28, "readinessGates", Rep, Msg(&CORE_V1_POD_READINESS_GATE), OmitEmpty),
+        f(29, "runtimeClassName", One, Str, Ptr),
+        f(30, "enableServiceLinks", One, Bool, Ptr),
+        f(31, "preemptionPolicy", One, Str, Ptr),
+        f(32, "overhead", Map, Quantity, OmitEmpty),
+        f(33, "topologySpreadConstraints", Rep, Msg(&CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT), OmitEmpty),
+        f(34, "ephemeralContainers", Rep, Msg(&CORE_V1_EPHEMERAL_CONTAINER), OmitEmpty),
+        f(35, "setHostnameAsFQDN", One, Bool, Ptr),
+        f(36, "os", One, Msg(&CORE_V1_POD_OS), Ptr),
+        f(37, "hostUsers", One, Bool, Ptr),
+        f(38, "schedulingGates", Rep, Msg(&CORE_V1_POD_SCHEDULING_GATE), OmitEmpty),
+        f(39, "resourceClaims", Rep, Msg(&CORE_V1_POD_RESOURCE_CLAIM), OmitEmpty),
+        f(40, "resources", One, Msg(&CORE_V1_RESOURCE_REQUIREMENTS), Ptr),
+        f(41, "hostnameOverride", One, Str, Ptr),
+        f(42, "workloadRef", One, Msg(&CORE_V1_WORKLOAD_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_STATUS: Message = Message {
+    name: "core/v1.PodStatus",
+    fields: &[
+        f(1, "phase", One, Str, OmitEmpty),
+        f(2, "conditions", Rep, Msg(&CORE_V1_POD_CONDITION), OmitEmpty),
+        f(3, "message", One, Str, OmitEmpty),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "hostIP", One, Str, OmitEmpty),
+        f(6, "podIP", One, Str, OmitEmpty),
+        f(7, "startTime", One, Time, Ptr),
+        f(8, "containerStatuses", Rep, Msg(&CORE_V1_CONTAINER_STATUS), OmitEmpty),
+        f(9, "qosClass", One, Str, OmitEmpty),
+        f(10, "initContainerStatuses", Rep, Msg(&CORE_V1_CONTAINER_STATUS), OmitEmpty),
+        f(11, "nominatedNodeName", One, Str, OmitEmpty),
+        f(12, "podIPs", Rep, Msg(&CORE_V1_POD_IP), OmitEmpty),
+        f(13, "ephemeralContainerStatuses", Rep, Msg(&CORE_V1_CONTAINER_STATUS), OmitEmpty),
+        f(14, "resize", One, Str, OmitEmpty),
+        f(15, "resourceClaimStatuses", Rep, Msg(&CORE_V1_POD_RESOURCE_CLAIM_STATUS), OmitEmpty),
+        f(16, "hostIPs", Rep, Msg(&CORE_V1_HOST_IP), OmitEmpty),
+        f(17, "observedGeneration", One, Int64, OmitEmpty),
+        f(18, "extendedResourceClaimStatus", One, Msg(&CORE_V1_POD_EXTENDED_RESOURCE_CLAIM_STATUS), Ptr),
+        f(19, "allocatedResources", Map, Quantity, OmitEmpty),
+        f(20, "resources", One, Msg(&CORE_V1_RESOURCE_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static CORE_V1_POD_TEMPLATE: Message = Message {
+    name: "core/v1.PodTemplate",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+    ],
+};
+
+pub static CORE_V1_POD_TEMPLATE_SPEC: Message = Message {
+    name: "core/v1.PodTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_POD_SPEC), Always),
+    ],
+};
+
+pub static CORE_V1_PORTWORX_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.PortworxVolumeSource",
+    fields: &[
+        f(1, "volumeID", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_PORT_STATUS: Message = Message {
+    name: "core/v1.PortStatus",
+    fields: &[
+        f(1, "port", One, Int32, Always),
+        f(2, "protocol", One, Str, Always),
+        f(3, "error", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_PREFERRED_SCHEDULING_TERM: Message = Message {
+    name: "core/v1.PreferredSchedulingTerm",
+    fields: &[
+        f(1, "weight", One, Int32, Always),
+        f(2, "preference", One, Msg(&CORE_V1_NODE_SELECTOR_TERM), Always),
+    ],
+};
+
+pub static CORE_V1_PROBE: Message = Message {
+    name: "core/v1.Probe",
+    fields: &[
+        f(1, "handler", One, Msg(&CORE_V1_PROBE_HANDLER), Inline),
+        f(2, "initialDelaySeconds", One, Int32, OmitEmpty),
+        f(3, "timeoutSeconds", One, Int32, OmitEmpty),
+        f(4, "periodSeconds", One, Int32, OmitEmpty),
+        f(5, "successThreshold", One, Int32, OmitEmpty),
+        f(6, "failureThreshold", One, Int32, OmitEmpty),
+        f(7, "terminationGracePeriodSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static CORE_V1_PROBE_HANDLER: Message = Message {
+    name: "core/v1.ProbeHandler",
+    fields: &[
+        f(1, "exec", One, Msg(&CORE_V1_EXEC_ACTION), Ptr),
+        f(2, "httpGet", One, Msg(&CORE_V1_HTTP_GET_ACTION), Ptr),
+        f(3, "tcpSocket", One, Msg(&CORE_V1_TCP_SOCKET_ACTION), Ptr),
+        f(4, "grpc", One, Msg(&CORE_V1_GRPC_ACTION), Ptr),
+    ],
+};
+
+pub static CORE_V1_PROJECTED_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ProjectedVolumeSource",
+    fields: &[
+        f(1, "sources", Rep, Msg(&CORE_V1_VOLUME_PROJECTION), Always),
+        f(2, "defaultMode", One, Int32, Ptr),
+    ],
+};
+
+pub static CORE_V1_QUOBYTE_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.QuobyteVolumeSource",
+    fields: &[
+        f(1, "registry", One, Str, Always),
+        f(2, "volume", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "user", One, Str, OmitEmpty),
+        f(5, "group", One, Str, OmitEmpty),
+        f(6, "tenant", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RBD_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.RBDPersistentVolumeSource",
+    fields: &[
+        f(1, "monitors", Rep, Str, Always),
+        f(2, "image", One, Str, Always),
+        f(3, "fsType", One, Str, OmitEmpty),
+        f(4, "pool", One, Str, OmitEmpty),
+        f(5, "user", One, Str, OmitEmpty),
+        f(6, "keyring", One, Str, OmitEmpty),
+        f(7, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), Ptr),
+        f(8, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RBD_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.RBDVolumeSource",
+    fields: &[
+        f(1, "monitors", Rep, Str, Always),
+        f(2, "image", One, Str, Always),
+        f(3, "fsType", One, Str, OmitEmpty),
+        f(4, "pool", One, Str, OmitEmpty),
+        f(5, "user", One, Str, OmitEmpty),
+        f(6, "keyring", One, Str, OmitEmpty),
+        f(7, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(8, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_REPLICATION_CONTROLLER: Message = Message {
+    name: "core/v1.ReplicationController",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_REPLICATION_CONTROLLER_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_REPLICATION_CONTROLLER_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_REPLICATION_CONTROLLER_CONDITION: Message = Message {
+    name: "core/v1.ReplicationControllerCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_REPLICATION_CONTROLLER_SPEC: Message = Message {
+    name: "core/v1.ReplicationControllerSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", Map, Str, OmitEmpty),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Ptr),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_REPLICATION_CONTROLLER_STATUS: Message = Message {
+    name: "core/v1.ReplicationControllerStatus",
+    fields: &[
+        f(1, "replicas", One, Int32, Always),
+        f(2, "fullyLabeledReplicas", One, Int32, OmitEmpty),
+        f(3, "observedGeneration", One, Int64, OmitEmpty),
+        f(4, "readyReplicas", One, Int32, OmitEmpty),
+        f(5, "availableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&CORE_V1_REPLICATION_CONTROLLER_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_CLAIM: Message = Message {
+    name: "core/v1.ResourceClaim",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "request", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_FIELD_SELECTOR: Message = Message {
+    name: "core/v1.ResourceFieldSelector",
+    fields: &[
+        f(1, "containerName", One, Str, OmitEmpty),
+        f(2, "resource", One, Str, Always),
+        f(3, "divisor", One, Quantity, Always),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_HEALTH: Message = Message {
+    name: "core/v1.ResourceHealth",
+    fields: &[
+        f(1, "resourceID", One, Str, Always),
+        f(2, "health", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_QUOTA: Message = Message {
+    name: "core/v1.ResourceQuota",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_RESOURCE_QUOTA_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_RESOURCE_QUOTA_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_QUOTA_SPEC: Message = Message {
+    name: "core/v1.ResourceQuotaSpec",
+    fields: &[
+        f(1, "hard", Map, Quantity, OmitEmpty),
+        f(2, "scopes", Rep, Str, OmitEmpty),
+        f(3, "scopeSelector", One, Msg(&CORE_V1_SCOPE_SELECTOR), Ptr),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_QUOTA_STATUS: Message = Message {
+    name: "core/v1.ResourceQuotaStatus",
+    fields: &[
+        f(1, "hard", Map, Quantity, OmitEmpty),
+        f(2, "used", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_REQUIREMENTS: Message = Message {
+    name: "core/v1.ResourceRequirements",
+    fields: &[
+        f(1, "limits", Map, Quantity, OmitEmpty),
+        f(2, "requests", Map, Quantity, OmitEmpty),
+        f(3, "claims", Rep, Msg(&CORE_V1_RESOURCE_CLAIM), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_STATUS: Message = Message {
+    name: "core/v1.ResourceStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "resources", Rep, Msg(&CORE_V1_RESOURCE_HEALTH), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SCALE_IO_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ScaleIOPersistentVolumeSource",
+    fields: &[
+        f(1, "gateway", One, Str, Always),
+        f(2, "system", One, Str, Always),
+        f(3, "secretRef", One, Msg(&CORE_V1_SECRET_REFERENCE), PtrNull),
+        f(4, "sslEnabled", One, Bool, OmitEmpty),
+        f(5, "protectionDomain", One, Str, OmitEmpty),
+        f(6, "storagePool", One, Str, OmitEmpty),
+        f(7, "storageMode", One, Str, OmitEmpty),
+        f(8, "volumeName", One, Str, OmitEmpty),
+        f(9, "fsType", One, Str, OmitEmpty),
+        f(10, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SCALE_IO_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.ScaleIOVolumeSource",
+    fields: &[
+        f(1, "gateway", One, Str, Always),
+        f(2, "system", One, Str, Always),
+        f(3, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), PtrNull),
+        f(4, "sslEnabled", One, Bool, OmitEmpty),
+        f(5, "protectionDomain", One, Str, OmitEmpty),
+        f(6, "storagePool", One, Str, OmitEmpty),
+        f(7, "storageMode", One, Str, OmitEmpty),
+        f(8, "volumeName", One, Str, OmitEmpty),
+        f(9, "fsType", One, Str, OmitEmpty),
+        f(10, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Message = Message {
+    name: "core/v1.ScopedResourceSelectorRequirement",
+    fields: &[
+        f(1, "scopeName", One, Str, Always),
+        f(2, "operator", One, Str, Always),
+        f(3, "values", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SCOPE_SELECTOR: Message = Message {
+    name: "core/v1.ScopeSelector",
+    fields: &[
+        f(1, "matchExpressions", Rep, Msg(&CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SECCOMP_PROFILE: Message = Message {
+    name: "core/v1.SeccompProfile",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "localhostProfile", One, Str, Ptr),
     ],
 };
 
@@ -150,6 +3047,77 @@ pub static CORE_V1_SECRET: Message = Message {
     ],
 };
 
+pub static CORE_V1_SECRET_ENV_SOURCE: Message = Message {
+    name: "core/v1.SecretEnvSource",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_SECRET_KEY_SELECTOR: Message = Message {
+    name: "core/v1.SecretKeySelector",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "key", One, Str, Always),
+        f(3, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_SECRET_PROJECTION: Message = Message {
+    name: "core/v1.SecretProjection",
+    fields: &[
+        f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
+        f(2, "items", Rep, Msg(&CORE_V1_KEY_TO_PATH), OmitEmpty),
+        f(4, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_SECRET_REFERENCE: Message = Message {
+    name: "core/v1.SecretReference",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "namespace", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SECRET_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.SecretVolumeSource",
+    fields: &[
+        f(1, "secretName", One, Str, OmitEmpty),
+        f(2, "items", Rep, Msg(&CORE_V1_KEY_TO_PATH), OmitEmpty),
+        f(3, "defaultMode", One, Int32, Ptr),
+        f(4, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_SECURITY_CONTEXT: Message = Message {
+    name: "core/v1.SecurityContext",
+    fields: &[
+        f(1, "capabilities", One, Msg(&CORE_V1_CAPABILITIES), Ptr),
+        f(2, "privileged", One, Bool, Ptr),
+        f(3, "seLinuxOptions", One, Msg(&CORE_V1_SE_LINUX_OPTIONS), Ptr),
+        f(4, "runAsUser", One, Int64, Ptr),
+        f(5, "runAsNonRoot", One, Bool, Ptr),
+        f(6, "readOnlyRootFilesystem", One, Bool, Ptr),
+        f(7, "allowPrivilegeEscalation", One, Bool, Ptr),
+        f(8, "runAsGroup", One, Int64, Ptr),
+        f(9, "procMount", One, Str, Ptr),
+        f(10, "windowsOptions", One, Msg(&CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS), Ptr),
+        f(11, "seccompProfile", One, Msg(&CORE_V1_SECCOMP_PROFILE), Ptr),
+        f(12, "appArmorProfile", One, Msg(&CORE_V1_APP_ARMOR_PROFILE), Ptr),
+    ],
+};
+
+pub static CORE_V1_SERVICE: Message = Message {
+    name: "core/v1.Service",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CORE_V1_SERVICE_SPEC), Always),
+        f(3, "status", One, Msg(&CORE_V1_SERVICE_STATUS), Always),
+    ],
+};
+
 pub static CORE_V1_SERVICE_ACCOUNT: Message = Message {
     name: "core/v1.ServiceAccount",
     fields: &[
@@ -157,6 +3125,396 @@ pub static CORE_V1_SERVICE_ACCOUNT: Message = Message {
         f(2, "secrets", Rep, Msg(&CORE_V1_OBJECT_REFERENCE), OmitEmpty),
         f(3, "imagePullSecrets", Rep, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), OmitEmpty),
         f(4, "automountServiceAccountToken", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_SERVICE_ACCOUNT_TOKEN_PROJECTION: Message = Message {
+    name: "core/v1.ServiceAccountTokenProjection",
+    fields: &[
+        f(1, "audience", One, Str, OmitEmpty),
+        f(2, "expirationSeconds", One, Int64, Ptr),
+        f(3, "path", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_SERVICE_PORT: Message = Message {
+    name: "core/v1.ServicePort",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "protocol", One, Str, OmitEmpty),
+        f(3, "port", One, Int32, Always),
+        f(4, "targetPort", One, IntOrString, Always),
+        f(5, "nodePort", One, Int32, OmitEmpty),
+        f(6, "appProtocol", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_SERVICE_SPEC: Message = Message {
+    name: "core/v1.ServiceSpec",
+    fields: &[
+        f(1, "ports", Rep, Msg(&CORE_V1_SERVICE_PORT), OmitEmpty),
+        f(2, "selector", Map, Str, OmitEmpty),
+        f(3, "clusterIP", One, Str, OmitEmpty),
+        f(4, "type", One, Str, OmitEmpty),
+        f(5, "externalIPs", Rep, Str, OmitEmpty),
+        f(7, "sessionAffinity", One, Str, OmitEmpty),
+        f(8, "loadBalancerIP", One, Str, OmitEmpty),
+        f(9, "loadBalancerSourceRanges", Rep, Str, OmitEmpty),
+        f(10, "externalName", One, Str, OmitEmpty),
+        f(11, "externalTrafficPolicy", One, Str, OmitEmpty),
+        f(12, "healthCheckNodePort", One, Int32, OmitEmpty),
+        f(13, "publishNotReadyAddresses", One, Bool, OmitEmpty),
+        f(14, "sessionAffinityConfig", One, Msg(&CORE_V1_SESSION_AFFINITY_CONFIG), Ptr),
+        f(17, "ipFamilyPolicy", One, Str, Ptr),
+        f(18, "clusterIPs", Rep, Str, OmitEmpty),
+        f(19, "ipFamilies", Rep, Str, OmitEmpty),
+        f(20, "allocateLoadBalancerNodePorts", One, Bool, Ptr),
+        f(21, "loadBalancerClass", One, Str, Ptr),
+        f(22, "internalTrafficPolicy", One, Str, Ptr),
+        f(23, "trafficDistribution", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_SERVICE_STATUS: Message = Message {
+    name: "core/v1.ServiceStatus",
+    fields: &[
+        f(1, "loadBalancer", One, Msg(&CORE_V1_LOAD_BALANCER_STATUS), Always),
+        f(2, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SESSION_AFFINITY_CONFIG: Message = Message {
+    name: "core/v1.SessionAffinityConfig",
+    fields: &[
+        f(1, "clientIP", One, Msg(&CORE_V1_CLIENT_IP_CONFIG), Ptr),
+    ],
+};
+
+pub static CORE_V1_SE_LINUX_OPTIONS: Message = Message {
+    name: "core/v1.SELinuxOptions",
+    fields: &[
+        f(1, "user", One, Str, OmitEmpty),
+        f(2, "role", One, Str, OmitEmpty),
+        f(3, "type", One, Str, OmitEmpty),
+        f(4, "level", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_SLEEP_ACTION: Message = Message {
+    name: "core/v1.SleepAction",
+    fields: &[
+        f(1, "seconds", One, Int64, Always),
+    ],
+};
+
+pub static CORE_V1_STORAGE_OS_PERSISTENT_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.StorageOSPersistentVolumeSource",
+    fields: &[
+        f(1, "volumeName", One, Str, OmitEmpty),
+        f(2, "volumeNamespace", One, Str, OmitEmpty),
+        f(3, "fsType", One, Str, OmitEmpty),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+        f(5, "secretRef", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_STORAGE_OS_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.StorageOSVolumeSource",
+    fields: &[
+        f(1, "volumeName", One, Str, OmitEmpty),
+        f(2, "volumeNamespace", One, Str, OmitEmpty),
+        f(3, "fsType", One, Str, OmitEmpty),
+        f(4, "readOnly", One, Bool, OmitEmpty),
+        f(5, "secretRef", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_SYSCTL: Message = Message {
+    name: "core/v1.Sysctl",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "value", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_TAINT: Message = Message {
+    name: "core/v1.Taint",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "value", One, Str, OmitEmpty),
+        f(3, "effect", One, Str, Always),
+        f(4, "timeAdded", One, Time, Ptr),
+    ],
+};
+
+pub static CORE_V1_TCP_SOCKET_ACTION: Message = Message {
+    name: "core/v1.TCPSocketAction",
+    fields: &[
+        f(1, "port", One, IntOrString, Always),
+        f(2, "host", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_TOLERATION: Message = Message {
+    name: "core/v1.Toleration",
+    fields: &[
+        f(1, "key", One, Str, OmitEmpty),
+        f(2, "operator", One, Str, OmitEmpty),
+        f(3, "value", One, Str, OmitEmpty),
+        f(4, "effect", One, Str, OmitEmpty),
+        f(5, "tolerationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT: Message = Message {
+    name: "core/v1.TopologySelectorLabelRequirement",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "values", Rep, Str, Always),
+    ],
+};
+
+pub static CORE_V1_TOPOLOGY_SELECTOR_TERM: Message = Message {
+    name: "core/v1.TopologySelectorTerm",
+    fields: &[
+        f(1, "matchLabelExpressions", Rep, Msg(&CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_TOPOLOGY_SPREAD_CONSTRAINT: Message = Message {
+    name: "core/v1.TopologySpreadConstraint",
+    fields: &[
+        f(1, "maxSkew", One, Int32, Always),
+        f(2, "topologyKey", One, Str, Always),
+        f(3, "whenUnsatisfiable", One, Str, Always),
+        f(4, "labelSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(5, "minDomains", One, Int32, Ptr),
+        f(6, "nodeAffinityPolicy", One, Str, Ptr),
+        f(7, "nodeTaintsPolicy", One, Str, Ptr),
+        f(8, "matchLabelKeys", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE: Message = Message {
+    name: "core/v1.TypedLocalObjectReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, PtrNull),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_TYPED_OBJECT_REFERENCE: Message = Message {
+    name: "core/v1.TypedObjectReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, PtrNull),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+        f(4, "namespace", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_VOLUME: Message = Message {
+    name: "core/v1.Volume",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "volumeSource", One, Msg(&CORE_V1_VOLUME_SOURCE), Inline),
+    ],
+};
+
+pub static CORE_V1_VOLUME_DEVICE: Message = Message {
+    name: "core/v1.VolumeDevice",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "devicePath", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_VOLUME_MOUNT: Message = Message {
+    name: "core/v1.VolumeMount",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "readOnly", One, Bool, OmitEmpty),
+        f(3, "mountPath", One, Str, Always),
+        f(4, "subPath", One, Str, OmitEmpty),
+        f(5, "mountPropagation", One, Str, Ptr),
+        f(6, "subPathExpr", One, Str, OmitEmpty),
+        f(7, "recursiveReadOnly", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_VOLUME_MOUNT_STATUS: Message = Message {
+    name: "core/v1.VolumeMountStatus",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "mountPath", One, Str, Always),
+        f(3, "readOnly", One, Bool, OmitEmpty),
+        f(4, "recursiveReadOnly", One, Str, Ptr),
+    ],
+};
+
+pub static CORE_V1_VOLUME_NODE_AFFINITY: Message = Message {
+    name: "core/v1.VolumeNodeAffinity",
+    fields: &[
+        f(1, "required", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+    ],
+};
+
+pub static CORE_V1_VOLUME_PROJECTION: Message = Message {
+    name: "core/v1.VolumeProjection",
+    fields: &[
+        f(1, "secret", One, Msg(&CORE_V1_SECRET_PROJECTION), Ptr),
+        f(2, "downwardAPI", One, Msg(&CORE_V1_DOWNWARD_API_PROJECTION), Ptr),
+        f(3, "configMap", One, Msg(&CORE_V1_CONFIG_MAP_PROJECTION), Ptr),
+        f(4, "serviceAccountToken", One, Msg(&CORE_V1_SERVICE_ACCOUNT_TOKEN_PROJECTION), Ptr),
+        f(5, "clusterTrustBundle", One, Msg(&CORE_V1_CLUSTER_TRUST_BUNDLE_PROJECTION), Ptr),
+        f(6, "podCertificate", One, Msg(&CORE_V1_POD_CERTIFICATE_PROJECTION), Ptr),
+    ],
+};
+
+pub static CORE_V1_VOLUME_RESOURCE_REQUIREMENTS: Message = Message {
+    name: "core/v1.VolumeResourceRequirements",
+    fields: &[
+        f(1, "limits", Map, Quantity, OmitEmpty),
+        f(2, "requests", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.VolumeSource",
+    fields: &[
+        f(1, "hostPath", One, Msg(&CORE_V1_HOST_PATH_VOLUME_SOURCE), Ptr),
+        f(2, "emptyDir", One, Msg(&CORE_V1_EMPTY_DIR_VOLUME_SOURCE), Ptr),
+        f(3, "gcePersistentDisk", One, Msg(&CORE_V1_GCE_PERSISTENT_DISK_VOLUME_SOURCE), Ptr),
+        f(4, "awsElasticBlockStore", One, Msg(&CORE_V1_AWS_ELASTIC_BLOCK_STORE_VOLUME_SOURCE), Ptr),
+        f(5, "gitRepo", One, Msg(&CORE_V1_GIT_REPO_VOLUME_SOURCE), Ptr),
+        f(6, "secret", One, Msg(&CORE_V1_SECRET_VOLUME_SOURCE), Ptr),
+        f(7, "nfs", One, Msg(&CORE_V1_NFS_VOLUME_SOURCE), Ptr),
+        f(8, "iscsi", One, Msg(&CORE_V1_ISCSI_VOLUME_SOURCE), Ptr),
+        f(9, "glusterfs", One, Msg(&CORE_V1_GLUSTERFS_VOLUME_SOURCE), Ptr),
+        f(10, "persistentVolumeClaim", One, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE), Ptr),
+        f(11, "rbd", One, Msg(&CORE_V1_RBD_VOLUME_SOURCE), Ptr),
+        f(12, "flexVolume", One, Msg(&CORE_V1_FLEX_VOLUME_SOURCE), Ptr),
+        f(13, "cinder", One, Msg(&CORE_V1_CINDER_VOLUME_SOURCE), Ptr),
+        f(14, "cephfs", One, Msg(&CORE_V1_CEPH_FS_VOLUME_SOURCE), Ptr),
+        f(15, "flocker", One, Msg(&CORE_V1_FLOCKER_VOLUME_SOURCE), Ptr),
+        f(16, "downwardAPI", One, Msg(&CORE_V1_DOWNWARD_API_VOLUME_SOURCE), Ptr),
+        f(17, "fc", One, Msg(&CORE_V1_FC_VOLUME_SOURCE), Ptr),
+        f(18, "azureFile", One, Msg(&CORE_V1_AZURE_FILE_VOLUME_SOURCE), Ptr),
+        f(19, "configMap", One, Msg(&CORE_V1_CONFIG_MAP_VOLUME_SOURCE), Ptr),
+        f(20, "vsphereVolume", One, Msg(&CORE_V1_VSPHERE_VIRTUAL_DISK_VOLUME_SOURCE), Ptr),
+        f(21, "quobyte", One, Msg(&CORE_V1_QUOBYTE_VOLUME_SOURCE), Ptr),
+        f(22, "azureDisk", One, Msg(&CORE_V1_AZURE_DISK_VOLUME_SOURCE), Ptr),
+        f(23, "photonPersistentDisk", One, Msg(&CORE_V1_PHOTON_PERSISTENT_DISK_VOLUME_SOURCE), Ptr),
+        f(24, "portworxVolume", One, Msg(&CORE_V1_PORTWORX_VOLUME_SOURCE), Ptr),
+        f(25, "scaleIO", One, Msg(&CORE_V1_SCALE_IO_VOLUME_SOURCE), Ptr),
+        f(26, "projected", One, Msg(&CORE_V1_PROJECTED_VOLUME_SOURCE), Ptr),
+        f(27, "storageos", One, Msg(&CORE_V1_STORAGE_OS_VOLUME_SOURCE), Ptr),
+        f(28, "csi", One, Msg(&CORE_V1_CSI_VOLUME_SOURCE), Ptr),
+        f(29, "ephemeral", One, Msg(&CORE_V1_EPHEMERAL_VOLUME_SOURCE), Ptr),
+        f(30, "image", One, Msg(&CORE_V1_IMAGE_VOLUME_SOURCE), Ptr),
+    ],
+};
+
+pub static CORE_V1_VSPHERE_VIRTUAL_DISK_VOLUME_SOURCE: Message = Message {
+    name: "core/v1.VsphereVirtualDiskVolumeSource",
+    fields: &[
+        f(1, "volumePath", One, Str, Always),
+        f(2, "fsType", One, Str, OmitEmpty),
+        f(3, "storagePolicyName", One, Str, OmitEmpty),
+        f(4, "storagePolicyID", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_WEIGHTED_POD_AFFINITY_TERM: Message = Message {
+    name: "core/v1.WeightedPodAffinityTerm",
+    fields: &[
+        f(1, "weight", One, Int32, Always),
+        f(2, "podAffinityTerm", One, Msg(&CORE_V1_POD_AFFINITY_TERM), Always),
+    ],
+};
+
+pub static CORE_V1_WINDOWS_SECURITY_CONTEXT_OPTIONS: Message = Message {
+    name: "core/v1.WindowsSecurityContextOptions",
+    fields: &[
+        f(1, "gmsaCredentialSpecName", One, Str, Ptr),
+        f(2, "gmsaCredentialSpec", One, Str, Ptr),
+        f(3, "runAsUserName", One, Str, Ptr),
+        f(4, "hostProcess", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_WORKLOAD_REFERENCE: Message = Message {
+    name: "core/v1.WorkloadReference",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "podGroup", One, Str, Always),
+        f(3, "podGroupReplicaKey", One, Str, OmitEmpty),
+    ],
+};
+
+pub static DISCOVERY_V1_ENDPOINT: Message = Message {
+    name: "discovery/v1.Endpoint",
+    fields: &[
+        f(1, "addresses", Rep, Str, Always),
+        f(2, "conditions", One, Msg(&DISCOVERY_V1_ENDPOINT_CONDITIONS), Always),
+        f(3, "hostname", One, Str, Ptr),
+        f(4, "targetRef", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
+        f(5, "deprecatedTopology", Map, Str, OmitEmpty),
+        f(6, "nodeName", One, Str, Ptr),
+        f(7, "zone", One, Str, Ptr),
+        f(8, "hints", One, Msg(&DISCOVERY_V1_ENDPOINT_HINTS), Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1_ENDPOINT_CONDITIONS: Message = Message {
+    name: "discovery/v1.EndpointConditions",
+    fields: &[
+        f(1, "ready", One, Bool, Ptr),
+        f(2, "serving", One, Bool, Ptr),
+        f(3, "terminating", One, Bool, Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1_ENDPOINT_HINTS: Message = Message {
+    name: "discovery/v1.EndpointHints",
+    fields: &[
+        f(1, "forZones", Rep, Msg(&DISCOVERY_V1_FOR_ZONE), OmitEmpty),
+        f(2, "forNodes", Rep, Msg(&DISCOVERY_V1_FOR_NODE), OmitEmpty),
+    ],
+};
+
+pub static DISCOVERY_V1_ENDPOINT_PORT: Message = Message {
+    name: "discovery/v1.EndpointPort",
+    fields: &[
+        f(1, "name", One, Str, Ptr),
+        f(2, "protocol", One, Str, Ptr),
+        f(3, "port", One, Int32, Ptr),
+        f(4, "appProtocol", One, Str, Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1_ENDPOINT_SLICE: Message = Message {
+    name: "discovery/v1.EndpointSlice",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "endpoints", Rep, Msg(&DISCOVERY_V1_ENDPOINT), Always),
+        f(3, "ports", Rep, Msg(&DISCOVERY_V1_ENDPOINT_PORT), Always),
+        f(4, "addressType", One, Str, Always),
+    ],
+};
+
+pub static DISCOVERY_V1_FOR_NODE: Message = Message {
+    name: "discovery/v1.ForNode",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static DISCOVERY_V1_FOR_ZONE: Message = Message {
+    name: "discovery/v1.ForZone",
+    fields: &[
+        f(1, "name", One, Str, Always),
     ],
 };
 
@@ -189,6 +3547,200 @@ pub static EVENTS_V1_EVENT_SERIES: Message = Message {
     ],
 };
 
+pub static FLOWCONTROL_V1_EXEMPT_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1.ExemptPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, Ptr),
+        f(2, "lendablePercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_DISTINGUISHER_METHOD: Message = Message {
+    name: "flowcontrol/v1.FlowDistinguisherMethod",
+    fields: &[
+        f(1, "type", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_SCHEMA: Message = Message {
+    name: "flowcontrol/v1.FlowSchema",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1_FLOW_SCHEMA_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1_FLOW_SCHEMA_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_SCHEMA_CONDITION: Message = Message {
+    name: "flowcontrol/v1.FlowSchemaCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_SCHEMA_SPEC: Message = Message {
+    name: "flowcontrol/v1.FlowSchemaSpec",
+    fields: &[
+        f(1, "priorityLevelConfiguration", One, Msg(&FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_REFERENCE), Always),
+        f(2, "matchingPrecedence", One, Int32, Always),
+        f(3, "distinguisherMethod", One, Msg(&FLOWCONTROL_V1_FLOW_DISTINGUISHER_METHOD), Ptr),
+        f(4, "rules", Rep, Msg(&FLOWCONTROL_V1_POLICY_RULES_WITH_SUBJECTS), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_SCHEMA_STATUS: Message = Message {
+    name: "flowcontrol/v1.FlowSchemaStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1_FLOW_SCHEMA_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_GROUP_SUBJECT: Message = Message {
+    name: "flowcontrol/v1.GroupSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_LIMITED_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1.LimitedPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, PtrNull),
+        f(2, "limitResponse", One, Msg(&FLOWCONTROL_V1_LIMIT_RESPONSE), Always),
+        f(3, "lendablePercent", One, Int32, Ptr),
+        f(4, "borrowingLimitPercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1_LIMIT_RESPONSE: Message = Message {
+    name: "flowcontrol/v1.LimitResponse",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "queuing", One, Msg(&FLOWCONTROL_V1_QUEUING_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1_NON_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1.NonResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(6, "nonResourceURLs", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_POLICY_RULES_WITH_SUBJECTS: Message = Message {
+    name: "flowcontrol/v1.PolicyRulesWithSubjects",
+    fields: &[
+        f(1, "subjects", Rep, Msg(&FLOWCONTROL_V1_SUBJECT), Always),
+        f(2, "resourceRules", Rep, Msg(&FLOWCONTROL_V1_RESOURCE_POLICY_RULE), OmitEmpty),
+        f(3, "nonResourceRules", Rep, Msg(&FLOWCONTROL_V1_NON_RESOURCE_POLICY_RULE), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_CONDITION: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfigurationCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_REFERENCE: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfigurationReference",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_SPEC: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfigurationSpec",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "limited", One, Msg(&FLOWCONTROL_V1_LIMITED_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+        f(3, "exempt", One, Msg(&FLOWCONTROL_V1_EXEMPT_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_STATUS: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfigurationStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_QUEUING_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1.QueuingConfiguration",
+    fields: &[
+        f(1, "queues", One, Int32, Always),
+        f(2, "handSize", One, Int32, Always),
+        f(3, "queueLengthLimit", One, Int32, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1.ResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, Always),
+        f(3, "resources", Rep, Str, Always),
+        f(4, "clusterScope", One, Bool, OmitEmpty),
+        f(5, "namespaces", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_SERVICE_ACCOUNT_SUBJECT: Message = Message {
+    name: "flowcontrol/v1.ServiceAccountSubject",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1_SUBJECT: Message = Message {
+    name: "flowcontrol/v1.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "user", One, Msg(&FLOWCONTROL_V1_USER_SUBJECT), Ptr),
+        f(3, "group", One, Msg(&FLOWCONTROL_V1_GROUP_SUBJECT), Ptr),
+        f(4, "serviceAccount", One, Msg(&FLOWCONTROL_V1_SERVICE_ACCOUNT_SUBJECT), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1_USER_SUBJECT: Message = Message {
+    name: "flowcontrol/v1.UserSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static META_V1_CONDITION: Message = Message {
+    name: "meta/v1.Condition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "observedGeneration", One, Int64, OmitEmpty),
+        f(4, "lastTransitionTime", One, Time, Always),
+        f(5, "reason", One, Str, Always),
+        f(6, "message", One, Str, Always),
+    ],
+};
+
 pub static META_V1_DELETE_OPTIONS: Message = Message {
     name: "meta/v1.DeleteOptions",
     fields: &[
@@ -198,6 +3750,32 @@ pub static META_V1_DELETE_OPTIONS: Message = Message {
         f(4, "propagationPolicy", One, Str, Ptr),
         f(5, "dryRun", Rep, Str, OmitEmpty),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", One, Bool, Ptr),
+    ],
+};
+
+pub static META_V1_FIELD_SELECTOR_REQUIREMENT: Message = Message {
+    name: "meta/v1.FieldSelectorRequirement",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "operator", One, Str, Always),
+        f(3, "values", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static META_V1_LABEL_SELECTOR: Message = Message {
+    name: "meta/v1.LabelSelector",
+    fields: &[
+        f(1, "matchLabels", Map, Str, OmitEmpty),
+        f(2, "matchExpressions", Rep, Msg(&META_V1_LABEL_SELECTOR_REQUIREMENT), OmitEmpty),
+    ],
+};
+
+pub static META_V1_LABEL_SELECTOR_REQUIREMENT: Message = Message {
+    name: "meta/v1.LabelSelectorRequirement",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "operator", One, Str, Always),
+        f(3, "values", Rep, Str, OmitEmpty),
     ],
 };
 
@@ -295,5 +3873,910 @@ pub static META_V1_STATUS_DETAILS: Message = Message {
         f(4, "causes", Rep, Msg(&META_V1_STATUS_CAUSE), OmitEmpty),
         f(5, "retryAfterSeconds", One, Int32, OmitEmpty),
         f(6, "uid", One, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_HTTP_INGRESS_PATH: Message = Message {
+    name: "networking/v1.HTTPIngressPath",
+    fields: &[
+        f(1, "path", One, Str, OmitEmpty),
+        f(2, "backend", One, Msg(&NETWORKING_V1_INGRESS_BACKEND), Always),
+        f(3, "pathType", One, Str, PtrNull),
+    ],
+};
+
+pub static NETWORKING_V1_HTTP_INGRESS_RULE_VALUE: Message = Message {
+    name: "networking/v1.HTTPIngressRuleValue",
+    fields: &[
+        f(1, "paths", Rep, Msg(&NETWORKING_V1_HTTP_INGRESS_PATH), Always),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS: Message = Message {
+    name: "networking/v1.Ingress",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1_INGRESS_SPEC), Always),
+        f(3, "status", One, Msg(&NETWORKING_V1_INGRESS_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_BACKEND: Message = Message {
+    name: "networking/v1.IngressBackend",
+    fields: &[
+        f(3, "resource", One, Msg(&CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE), Ptr),
+        f(4, "service", One, Msg(&NETWORKING_V1_INGRESS_SERVICE_BACKEND), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_CLASS: Message = Message {
+    name: "networking/v1.IngressClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1_INGRESS_CLASS_SPEC), Always),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE: Message = Message {
+    name: "networking/v1.IngressClassParametersReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, Ptr),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+        f(4, "scope", One, Str, PtrNull),
+        f(5, "namespace", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_CLASS_SPEC: Message = Message {
+    name: "networking/v1.IngressClassSpec",
+    fields: &[
+        f(1, "controller", One, Str, OmitEmpty),
+        f(2, "parameters", One, Msg(&NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_LOAD_BALANCER_INGRESS: Message = Message {
+    name: "networking/v1.IngressLoadBalancerIngress",
+    fields: &[
+        f(1, "ip", One, Str, OmitEmpty),
+        f(2, "hostname", One, Str, OmitEmpty),
+        f(4, "ports", Rep, Msg(&NETWORKING_V1_INGRESS_PORT_STATUS), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_LOAD_BALANCER_STATUS: Message = Message {
+    name: "networking/v1.IngressLoadBalancerStatus",
+    fields: &[
+        f(1, "ingress", Rep, Msg(&NETWORKING_V1_INGRESS_LOAD_BALANCER_INGRESS), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_PORT_STATUS: Message = Message {
+    name: "networking/v1.IngressPortStatus",
+    fields: &[
+        f(1, "port", One, Int32, Always),
+        f(2, "protocol", One, Str, Always),
+        f(3, "error", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_RULE: Message = Message {
+    name: "networking/v1.IngressRule",
+    fields: &[
+        f(1, "host", One, Str, OmitEmpty),
+        f(2, "ingressRuleValue", One, Msg(&NETWORKING_V1_INGRESS_RULE_VALUE), Inline),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_RULE_VALUE: Message = Message {
+    name: "networking/v1.IngressRuleValue",
+    fields: &[
+        f(1, "http", One, Msg(&NETWORKING_V1_HTTP_INGRESS_RULE_VALUE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_SERVICE_BACKEND: Message = Message {
+    name: "networking/v1.IngressServiceBackend",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "port", One, Msg(&NETWORKING_V1_SERVICE_BACKEND_PORT), Always),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_SPEC: Message = Message {
+    name: "networking/v1.IngressSpec",
+    fields: &[
+        f(1, "defaultBackend", One, Msg(&NETWORKING_V1_INGRESS_BACKEND), Ptr),
+        f(2, "tls", Rep, Msg(&NETWORKING_V1_INGRESS_TLS), OmitEmpty),
+        f(3, "rules", Rep, Msg(&NETWORKING_V1_INGRESS_RULE), OmitEmpty),
+        f(4, "ingressClassName", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_STATUS: Message = Message {
+    name: "networking/v1.IngressStatus",
+    fields: &[
+        f(1, "loadBalancer", One, Msg(&NETWORKING_V1_INGRESS_LOAD_BALANCER_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_TLS: Message = Message {
+    name: "networking/v1.IngressTLS",
+    fields: &[
+        f(1, "hosts", Rep, Str, OmitEmpty),
+        f(2, "secretName", One, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_IP_ADDRESS: Message = Message {
+    name: "networking/v1.IPAddress",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1_IP_ADDRESS_SPEC), Always),
+    ],
+};
+
+pub static NETWORKING_V1_IP_ADDRESS_SPEC: Message = Message {
+    name: "networking/v1.IPAddressSpec",
+    fields: &[
+        f(1, "parentRef", One, Msg(&NETWORKING_V1_PARENT_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_IP_BLOCK: Message = Message {
+    name: "networking/v1.IPBlock",
+    fields: &[
+        f(1, "cidr", One, Str, Always),
+        f(2, "except", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY: Message = Message {
+    name: "networking/v1.NetworkPolicy",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1_NETWORK_POLICY_SPEC), Always),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE: Message = Message {
+    name: "networking/v1.NetworkPolicyEgressRule",
+    fields: &[
+        f(1, "ports", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PORT), OmitEmpty),
+        f(2, "to", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PEER), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE: Message = Message {
+    name: "networking/v1.NetworkPolicyIngressRule",
+    fields: &[
+        f(1, "ports", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PORT), OmitEmpty),
+        f(2, "from", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PEER), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_PEER: Message = Message {
+    name: "networking/v1.NetworkPolicyPeer",
+    fields: &[
+        f(1, "podSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "ipBlock", One, Msg(&NETWORKING_V1_IP_BLOCK), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_PORT: Message = Message {
+    name: "networking/v1.NetworkPolicyPort",
+    fields: &[
+        f(1, "protocol", One, Str, Ptr),
+        f(2, "port", One, IntOrString, Ptr),
+        f(3, "endPort", One, Int32, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_SPEC: Message = Message {
+    name: "networking/v1.NetworkPolicySpec",
+    fields: &[
+        f(1, "podSelector", One, Msg(&META_V1_LABEL_SELECTOR), Always),
+        f(2, "ingress", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE), OmitEmpty),
+        f(3, "egress", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE), OmitEmpty),
+        f(4, "policyTypes", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_PARENT_REFERENCE: Message = Message {
+    name: "networking/v1.ParentReference",
+    fields: &[
+        f(1, "group", One, Str, OmitEmpty),
+        f(2, "resource", One, Str, OmitEmpty),
+        f(3, "namespace", One, Str, OmitEmpty),
+        f(4, "name", One, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_SERVICE_BACKEND_PORT: Message = Message {
+    name: "networking/v1.ServiceBackendPort",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "number", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_SERVICE_CIDR: Message = Message {
+    name: "networking/v1.ServiceCIDR",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1_SERVICE_CIDR_SPEC), Always),
+        f(3, "status", One, Msg(&NETWORKING_V1_SERVICE_CIDR_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1_SERVICE_CIDR_SPEC: Message = Message {
+    name: "networking/v1.ServiceCIDRSpec",
+    fields: &[
+        f(1, "cidrs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_SERVICE_CIDR_STATUS: Message = Message {
+    name: "networking/v1.ServiceCIDRStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static NODE_V1_OVERHEAD: Message = Message {
+    name: "node/v1.Overhead",
+    fields: &[
+        f(1, "podFixed", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static NODE_V1_RUNTIME_CLASS: Message = Message {
+    name: "node/v1.RuntimeClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "handler", One, Str, Always),
+        f(3, "overhead", One, Msg(&NODE_V1_OVERHEAD), Ptr),
+        f(4, "scheduling", One, Msg(&NODE_V1_SCHEDULING), Ptr),
+    ],
+};
+
+pub static NODE_V1_SCHEDULING: Message = Message {
+    name: "node/v1.Scheduling",
+    fields: &[
+        f(1, "nodeSelector", Map, Str, OmitEmpty),
+        f(2, "tolerations", Rep, Msg(&CORE_V1_TOLERATION), OmitEmpty),
+    ],
+};
+
+pub static POLICY_V1_EVICTION: Message = Message {
+    name: "policy/v1.Eviction",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "deleteOptions", One, Msg(&META_V1_DELETE_OPTIONS), Ptr),
+    ],
+};
+
+pub static POLICY_V1_POD_DISRUPTION_BUDGET: Message = Message {
+    name: "policy/v1.PodDisruptionBudget",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&POLICY_V1_POD_DISRUPTION_BUDGET_SPEC), Always),
+        f(3, "status", One, Msg(&POLICY_V1_POD_DISRUPTION_BUDGET_STATUS), Always),
+    ],
+};
+
+pub static POLICY_V1_POD_DISRUPTION_BUDGET_SPEC: Message = Message {
+    name: "policy/v1.PodDisruptionBudgetSpec",
+    fields: &[
+        f(1, "minAvailable", One, IntOrString, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "maxUnavailable", One, IntOrString, Ptr),
+        f(4, "unhealthyPodEvictionPolicy", One, Str, Ptr),
+    ],
+};
+
+pub static POLICY_V1_POD_DISRUPTION_BUDGET_STATUS: Message = Message {
+    name: "policy/v1.PodDisruptionBudgetStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "disruptedPods", Map, Time, OmitEmpty),
+        f(3, "disruptionsAllowed", One, Int32, Always),
+        f(4, "currentHealthy", One, Int32, Always),
+        f(5, "desiredHealthy", One, Int32, Always),
+        f(6, "expectedPods", One, Int32, Always),
+        f(7, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1_AGGREGATION_RULE: Message = Message {
+    name: "rbac/v1.AggregationRule",
+    fields: &[
+        f(1, "clusterRoleSelectors", Rep, Msg(&META_V1_LABEL_SELECTOR), OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1_CLUSTER_ROLE: Message = Message {
+    name: "rbac/v1.ClusterRole",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "rules", Rep, Msg(&RBAC_V1_POLICY_RULE), Always),
+        f(3, "aggregationRule", One, Msg(&RBAC_V1_AGGREGATION_RULE), Ptr),
+    ],
+};
+
+pub static RBAC_V1_CLUSTER_ROLE_BINDING: Message = Message {
+    name: "rbac/v1.ClusterRoleBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "subjects", Rep, Msg(&RBAC_V1_SUBJECT), OmitEmpty),
+        f(3, "roleRef", One, Msg(&RBAC_V1_ROLE_REF), Always),
+    ],
+};
+
+pub static RBAC_V1_POLICY_RULE: Message = Message {
+    name: "rbac/v1.PolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, OmitEmpty),
+        f(3, "resources", Rep, Str, OmitEmpty),
+        f(4, "resourceNames", Rep, Str, OmitEmpty),
+        f(5, "nonResourceURLs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1_ROLE: Message = Message {
+    name: "rbac/v1.Role",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "rules", Rep, Msg(&RBAC_V1_POLICY_RULE), Always),
+    ],
+};
+
+pub static RBAC_V1_ROLE_BINDING: Message = Message {
+    name: "rbac/v1.RoleBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "subjects", Rep, Msg(&RBAC_V1_SUBJECT), OmitEmpty),
+        f(3, "roleRef", One, Msg(&RBAC_V1_ROLE_REF), Always),
+    ],
+};
+
+pub static RBAC_V1_ROLE_REF: Message = Message {
+    name: "rbac/v1.RoleRef",
+    fields: &[
+        f(1, "apiGroup", One, Str, Always),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+    ],
+};
+
+pub static RBAC_V1_SUBJECT: Message = Message {
+    name: "rbac/v1.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "apiGroup", One, Str, OmitEmpty),
+        f(3, "name", One, Str, Always),
+        f(4, "namespace", One, Str, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_ALLOCATED_DEVICE_STATUS: Message = Message {
+    name: "resource/v1.AllocatedDeviceStatus",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Str, Always),
+        f(3, "device", One, Str, Always),
+        f(4, "conditions", Rep, Msg(&META_V1_CONDITION), Always),
+        f(5, "data", One, RawExtension, Ptr),
+        f(6, "networkData", One, Msg(&RESOURCE_V1_NETWORK_DEVICE_DATA), Ptr),
+        f(7, "shareID", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1.AllocationResult",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1_DEVICE_ALLOCATION_RESULT), Always),
+        f(3, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allocationTimestamp", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_CAPACITY_REQUEST_POLICY: Message = Message {
+    name: "resource/v1.CapacityRequestPolicy",
+    fields: &[
+        f(1, "default", One, Quantity, PtrNull),
+        f(3, "validValues", Rep, Quantity, OmitEmpty),
+        f(4, "validRange", One, Msg(&RESOURCE_V1_CAPACITY_REQUEST_POLICY_RANGE), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_CAPACITY_REQUEST_POLICY_RANGE: Message = Message {
+    name: "resource/v1.CapacityRequestPolicyRange",
+    fields: &[
+        f(1, "min", One, Quantity, Ptr),
+        f(2, "max", One, Quantity, Ptr),
+        f(3, "step", One, Quantity, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_CAPACITY_REQUIREMENTS: Message = Message {
+    name: "resource/v1.CapacityRequirements",
+    fields: &[
+        f(1, "requests", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_CEL_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1.CELDeviceSelector",
+    fields: &[
+        f(1, "expression", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1_COUNTER: Message = Message {
+    name: "resource/v1.Counter",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+    ],
+};
+
+pub static RESOURCE_V1_COUNTER_SET: Message = Message {
+    name: "resource/v1.CounterSet",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE: Message = Message {
+    name: "resource/v1.Device",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "attributes", Map, Msg(&RESOURCE_V1_DEVICE_ATTRIBUTE), OmitEmpty),
+        f(3, "capacity", Map, Msg(&RESOURCE_V1_DEVICE_CAPACITY), OmitEmpty),
+        f(4, "consumesCounters", Rep, Msg(&RESOURCE_V1_DEVICE_COUNTER_CONSUMPTION), OmitEmpty),
+        f(5, "nodeName", One, Str, Ptr),
+        f(6, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(7, "allNodes", One, Bool, Ptr),
+        f(8, "taints", Rep, Msg(&RESOURCE_V1_DEVICE_TAINT), OmitEmpty),
+        f(9, "bindsToNode", One, Bool, Ptr),
+        f(10, "bindingConditions", Rep, Str, OmitEmpty),
+        f(11, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(12, "allowMultipleAllocations", One, Bool, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_ALLOCATION_CONFIGURATION: Message = Message {
+    name: "resource/v1.DeviceAllocationConfiguration",
+    fields: &[
+        f(1, "source", One, Str, Always),
+        f(2, "requests", Rep, Str, OmitEmpty),
+        f(3, "deviceConfiguration", One, Msg(&RESOURCE_V1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1.DeviceAllocationResult",
+    fields: &[
+        f(1, "results", Rep, Msg(&RESOURCE_V1_DEVICE_REQUEST_ALLOCATION_RESULT), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1_DEVICE_ALLOCATION_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_ATTRIBUTE: Message = Message {
+    name: "resource/v1.DeviceAttribute",
+    fields: &[
+        f(2, "int", One, Int64, Ptr),
+        f(3, "bool", One, Bool, Ptr),
+        f(4, "string", One, Str, Ptr),
+        f(5, "version", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CAPACITY: Message = Message {
+    name: "resource/v1.DeviceCapacity",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+        f(2, "requestPolicy", One, Msg(&RESOURCE_V1_CAPACITY_REQUEST_POLICY), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CLAIM: Message = Message {
+    name: "resource/v1.DeviceClaim",
+    fields: &[
+        f(1, "requests", Rep, Msg(&RESOURCE_V1_DEVICE_REQUEST), Always),
+        f(2, "constraints", Rep, Msg(&RESOURCE_V1_DEVICE_CONSTRAINT), OmitEmpty),
+        f(3, "config", Rep, Msg(&RESOURCE_V1_DEVICE_CLAIM_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CLAIM_CONFIGURATION: Message = Message {
+    name: "resource/v1.DeviceClaimConfiguration",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "deviceConfiguration", One, Msg(&RESOURCE_V1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CLASS: Message = Message {
+    name: "resource/v1.DeviceClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1_DEVICE_CLASS_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CLASS_CONFIGURATION: Message = Message {
+    name: "resource/v1.DeviceClassConfiguration",
+    fields: &[
+        f(1, "deviceConfiguration", One, Msg(&RESOURCE_V1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CLASS_SPEC: Message = Message {
+    name: "resource/v1.DeviceClassSpec",
+    fields: &[
+        f(1, "selectors", Rep, Msg(&RESOURCE_V1_DEVICE_SELECTOR), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1_DEVICE_CLASS_CONFIGURATION), OmitEmpty),
+        f(4, "extendedResourceName", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1.DeviceConfiguration",
+    fields: &[
+        f(1, "opaque", One, Msg(&RESOURCE_V1_OPAQUE_DEVICE_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_CONSTRAINT: Message = Message {
+    name: "resource/v1.DeviceConstraint",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "matchAttribute", One, Str, Ptr),
+        f(3, "distinctAttribute", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_COUNTER_CONSUMPTION: Message = Message {
+    name: "resource/v1.DeviceCounterConsumption",
+    fields: &[
+        f(1, "counterSet", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_REQUEST: Message = Message {
+    name: "resource/v1.DeviceRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "exactly", One, Msg(&RESOURCE_V1_EXACT_DEVICE_REQUEST), Ptr),
+        f(3, "firstAvailable", Rep, Msg(&RESOURCE_V1_DEVICE_SUB_REQUEST), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_REQUEST_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1.DeviceRequestAllocationResult",
+    fields: &[
+        f(1, "request", One, Str, Always),
+        f(2, "driver", One, Str, Always),
+        f(3, "pool", One, Str, Always),
+        f(4, "device", One, Str, Always),
+        f(5, "adminAccess", One, Bool, Ptr),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "bindingConditions", Rep, Str, OmitEmpty),
+        f(8, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(9, "shareID", One, Str, Ptr),
+        f(10, "consumedCapacity", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1.DeviceSelector",
+    fields: &[
+        f(1, "cel", One, Msg(&RESOURCE_V1_CEL_DEVICE_SELECTOR), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_SUB_REQUEST: Message = Message {
+    name: "resource/v1.DeviceSubRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "deviceClassName", One, Str, Always),
+        f(3, "selectors", Rep, Msg(&RESOURCE_V1_DEVICE_SELECTOR), OmitEmpty),
+        f(4, "allocationMode", One, Str, OmitEmpty),
+        f(5, "count", One, Int64, OmitEmpty),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "capacity", One, Msg(&RESOURCE_V1_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_TAINT: Message = Message {
+    name: "resource/v1.DeviceTaint",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "value", One, Str, OmitEmpty),
+        f(3, "effect", One, Str, Always),
+        f(4, "timeAdded", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_DEVICE_TOLERATION: Message = Message {
+    name: "resource/v1.DeviceToleration",
+    fields: &[
+        f(1, "key", One, Str, OmitEmpty),
+        f(2, "operator", One, Str, OmitEmpty),
+        f(3, "value", One, Str, OmitEmpty),
+        f(4, "effect", One, Str, OmitEmpty),
+        f(5, "tolerationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_EXACT_DEVICE_REQUEST: Message = Message {
+    name: "resource/v1.ExactDeviceRequest",
+    fields: &[
+        f(1, "deviceClassName", One, Str, Always),
+        f(2, "selectors", Rep, Msg(&RESOURCE_V1_DEVICE_SELECTOR), OmitEmpty),
+        f(3, "allocationMode", One, Str, OmitEmpty),
+        f(4, "count", One, Int64, OmitEmpty),
+        f(5, "adminAccess", One, Bool, Ptr),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "capacity", One, Msg(&RESOURCE_V1_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1_NETWORK_DEVICE_DATA: Message = Message {
+    name: "resource/v1.NetworkDeviceData",
+    fields: &[
+        f(1, "interfaceName", One, Str, OmitEmpty),
+        f(2, "ips", Rep, Str, OmitEmpty),
+        f(3, "hardwareAddress", One, Str, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_OPAQUE_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1.OpaqueDeviceConfiguration",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "parameters", One, RawExtension, Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM: Message = Message {
+    name: "resource/v1.ResourceClaim",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1_RESOURCE_CLAIM_SPEC), Always),
+        f(3, "status", One, Msg(&RESOURCE_V1_RESOURCE_CLAIM_STATUS), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_CONSUMER_REFERENCE: Message = Message {
+    name: "resource/v1.ResourceClaimConsumerReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, OmitEmpty),
+        f(3, "resource", One, Str, Always),
+        f(4, "name", One, Str, Always),
+        f(5, "uid", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_SPEC: Message = Message {
+    name: "resource/v1.ResourceClaimSpec",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1_DEVICE_CLAIM), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "resource/v1.ResourceClaimStatus",
+    fields: &[
+        f(1, "allocation", One, Msg(&RESOURCE_V1_ALLOCATION_RESULT), Ptr),
+        f(2, "reservedFor", Rep, Msg(&RESOURCE_V1_RESOURCE_CLAIM_CONSUMER_REFERENCE), OmitEmpty),
+        f(4, "devices", Rep, Msg(&RESOURCE_V1_ALLOCATED_DEVICE_STATUS), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE: Message = Message {
+    name: "resource/v1.ResourceClaimTemplate",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_SPEC: Message = Message {
+    name: "resource/v1.ResourceClaimTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1_RESOURCE_CLAIM_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_POOL: Message = Message {
+    name: "resource/v1.ResourcePool",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "generation", One, Int64, Always),
+        f(3, "resourceSliceCount", One, Int64, Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_SLICE: Message = Message {
+    name: "resource/v1.ResourceSlice",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1_RESOURCE_SLICE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_SLICE_SPEC: Message = Message {
+    name: "resource/v1.ResourceSliceSpec",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Msg(&RESOURCE_V1_RESOURCE_POOL), Always),
+        f(3, "nodeName", One, Str, Ptr),
+        f(4, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allNodes", One, Bool, Ptr),
+        f(6, "devices", Rep, Msg(&RESOURCE_V1_DEVICE), OmitEmpty),
+        f(7, "perDeviceNodeSelection", One, Bool, Ptr),
+        f(8, "sharedCounters", Rep, Msg(&RESOURCE_V1_COUNTER_SET), OmitEmpty),
+    ],
+};
+
+pub static SCHEDULING_V1_PRIORITY_CLASS: Message = Message {
+    name: "scheduling/v1.PriorityClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "value", One, Int32, Always),
+        f(3, "globalDefault", One, Bool, OmitEmpty),
+        f(4, "description", One, Str, OmitEmpty),
+        f(5, "preemptionPolicy", One, Str, Ptr),
+    ],
+};
+
+pub static STORAGE_V1_CSI_DRIVER: Message = Message {
+    name: "storage/v1.CSIDriver",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1_CSI_DRIVER_SPEC), Always),
+    ],
+};
+
+pub static STORAGE_V1_CSI_DRIVER_SPEC: Message = Message {
+    name: "storage/v1.CSIDriverSpec",
+    fields: &[
+        f(1, "attachRequired", One, Bool, Ptr),
+        f(2, "podInfoOnMount", One, Bool, Ptr),
+        f(3, "volumeLifecycleModes", Rep, Str, OmitEmpty),
+        f(4, "storageCapacity", One, Bool, Ptr),
+        f(5, "fsGroupPolicy", One, Str, Ptr),
+        f(6, "tokenRequests", Rep, Msg(&STORAGE_V1_TOKEN_REQUEST), OmitEmpty),
+        f(7, "requiresRepublish", One, Bool, Ptr),
+        f(8, "seLinuxMount", One, Bool, Ptr),
+        f(9, "nodeAllocatableUpdatePeriodSeconds", One, Int64, Ptr),
+        f(10, "serviceAccountTokenInSecrets", One, Bool, Ptr),
+    ],
+};
+
+pub static STORAGE_V1_CSI_NODE: Message = Message {
+    name: "storage/v1.CSINode",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1_CSI_NODE_SPEC), Always),
+    ],
+};
+
+pub static STORAGE_V1_CSI_NODE_DRIVER: Message = Message {
+    name: "storage/v1.CSINodeDriver",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "nodeID", One, Str, Always),
+        f(3, "topologyKeys", Rep, Str, Always),
+        f(4, "allocatable", One, Msg(&STORAGE_V1_VOLUME_NODE_RESOURCES), Ptr),
+    ],
+};
+
+pub static STORAGE_V1_CSI_NODE_SPEC: Message = Message {
+    name: "storage/v1.CSINodeSpec",
+    fields: &[
+        f(1, "drivers", Rep, Msg(&STORAGE_V1_CSI_NODE_DRIVER), Always),
+    ],
+};
+
+pub static STORAGE_V1_CSI_STORAGE_CAPACITY: Message = Message {
+    name: "storage/v1.CSIStorageCapacity",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "nodeTopology", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "storageClassName", One, Str, Always),
+        f(4, "capacity", One, Quantity, Ptr),
+        f(5, "maximumVolumeSize", One, Quantity, Ptr),
+    ],
+};
+
+pub static STORAGE_V1_STORAGE_CLASS: Message = Message {
+    name: "storage/v1.StorageClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "provisioner", One, Str, Always),
+        f(3, "parameters", Map, Str, OmitEmpty),
+        f(4, "reclaimPolicy", One, Str, Ptr),
+        f(5, "mountOptions", Rep, Str, OmitEmpty),
+        f(6, "allowVolumeExpansion", One, Bool, Ptr),
+        f(7, "volumeBindingMode", One, Str, Ptr),
+        f(8, "allowedTopologies", Rep, Msg(&CORE_V1_TOPOLOGY_SELECTOR_TERM), OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1_TOKEN_REQUEST: Message = Message {
+    name: "storage/v1.TokenRequest",
+    fields: &[
+        f(1, "audience", One, Str, Always),
+        f(2, "expirationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTACHMENT: Message = Message {
+    name: "storage/v1.VolumeAttachment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1_VOLUME_ATTACHMENT_SPEC), Always),
+        f(3, "status", One, Msg(&STORAGE_V1_VOLUME_ATTACHMENT_STATUS), Always),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTACHMENT_SOURCE: Message = Message {
+    name: "storage/v1.VolumeAttachmentSource",
+    fields: &[
+        f(1, "persistentVolumeName", One, Str, Ptr),
+        f(2, "inlineVolumeSpec", One, Msg(&CORE_V1_PERSISTENT_VOLUME_SPEC), Ptr),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTACHMENT_SPEC: Message = Message {
+    name: "storage/v1.VolumeAttachmentSpec",
+    fields: &[
+        f(1, "attacher", One, Str, Always),
+        f(2, "source", One, Msg(&STORAGE_V1_VOLUME_ATTACHMENT_SOURCE), Always),
+        f(3, "nodeName", One, Str, Always),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTACHMENT_STATUS: Message = Message {
+    name: "storage/v1.VolumeAttachmentStatus",
+    fields: &[
+        f(1, "attached", One, Bool, Always),
+        f(2, "attachmentMetadata", Map, Str, OmitEmpty),
+        f(3, "attachError", One, Msg(&STORAGE_V1_VOLUME_ERROR), Ptr),
+        f(4, "detachError", One, Msg(&STORAGE_V1_VOLUME_ERROR), Ptr),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTRIBUTES_CLASS: Message = Message {
+    name: "storage/v1.VolumeAttributesClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "driverName", One, Str, Always),
+        f(3, "parameters", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ERROR: Message = Message {
+    name: "storage/v1.VolumeError",
+    fields: &[
+        f(1, "time", One, Time, Always),
+        f(2, "message", One, Str, OmitEmpty),
+        f(3, "errorCode", One, Int32, Ptr),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_NODE_RESOURCES: Message = Message {
+    name: "storage/v1.VolumeNodeResources",
+    fields: &[
+        f(1, "count", One, Int32, Ptr),
     ],
 };
