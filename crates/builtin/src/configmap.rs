@@ -3,14 +3,12 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_config_map_key;
-use kapi_server::resource::{
-    ResourceDefinition, StorageDefinition, Strategy, TableConvertor, Verbs,
-};
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
+use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{drop_if_empty, fields_mut, is_true, map_of, map_value};
 
@@ -23,19 +21,10 @@ pub(crate) const IMMUTABLE_MSG: &str = "field is immutable when `immutable` is s
 
 const DATA_DESCRIPTION: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
 
-/// The configmaps resource.
-pub fn definition() -> ResourceDefinition {
-    ResourceDefinition {
-        group_version: GroupVersion::new("", "v1"),
-        kind: "ConfigMap",
-        list_kind: "ConfigMapList",
-        plural: "configmaps",
-        singular: "configmap",
-        namespaced: true,
-        short_names: &["cm"],
-        categories: &[],
-        verbs: Verbs::ALL,
-        subresources: Vec::new(),
+/// The strategy and printer columns of configmaps.
+pub(crate) fn hooks() -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(ConfigMapStrategy),
         table: Some(TableConvertor {
             columns: vec![
                 name_column(0),
@@ -44,13 +33,6 @@ pub fn definition() -> ResourceDefinition {
             ],
             cells,
         }),
-        strategy: Arc::new(ConfigMapStrategy),
-        storage: Arc::new(StorageDefinition {
-            key_prefix: "configmaps",
-            storage_version: GroupVersionKind::new("", "v1", "ConfigMap"),
-            namespaced: true,
-        }),
-        converter: None,
     }
 }
 

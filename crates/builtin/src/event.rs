@@ -5,15 +5,12 @@
 
 use std::sync::Arc;
 
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
-use kapi_server::resource::{
-    Converter, NameValidator, PrinterColumn, ResourceDefinition, StorageDefinition, Strategy,
-    TableConvertor, Verbs,
-};
+use kapi_server::resource::{Converter, NameValidator, PrinterColumn, Strategy, TableConvertor};
 use serde_json::{Map, Value};
 
+use crate::hooks::TypeHooks;
 use crate::printers::{NAME_DESCRIPTION, column, translate_timestamp_since};
 use crate::util::{
     go_json_string, immutable_rendered, int_of, is_zero_time, normalize_time, str_at, str_of,
@@ -68,42 +65,14 @@ const EVENTS_FIELDS: [&str; 11] = [
     "type",
 ];
 
-/// The one stored collection of both served versions.
-fn storage() -> Arc<StorageDefinition> {
-    Arc::new(StorageDefinition {
-        key_prefix: "events",
-        storage_version: GroupVersionKind::new("", "v1", "Event"),
-        namespaced: true,
-    })
-}
-
-/// core/v1 `events` and events.k8s.io/v1 `events`, sharing one storage definition.
-pub fn definitions() -> [ResourceDefinition; 2] {
-    let storage = storage();
-    let core = ResourceDefinition {
-        group_version: GroupVersion::new("", "v1"),
-        kind: "Event",
-        list_kind: "EventList",
-        plural: "events",
-        singular: "event",
-        namespaced: true,
-        short_names: &["ev"],
-        categories: &[],
-        verbs: Verbs::ALL,
-        subresources: Vec::new(),
+/// The strategy and printer columns of events: core/v1 (`strict` false) or events.k8s.io/v1
+/// (`strict`, which validates as the new API requires). Both versions share core/v1's stored
+/// collection; events.k8s.io/v1 is served through [`EventsV1Converter`].
+pub(crate) fn hooks(strict: bool) -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(EventStrategy { strict }),
         table: Some(table()),
-        strategy: Arc::new(EventStrategy { strict: false }),
-        storage: storage.clone(),
-        converter: None,
-    };
-    let events = ResourceDefinition {
-        group_version: GroupVersion::new("events.k8s.io", "v1"),
-        strategy: Arc::new(EventStrategy { strict: true }),
-        converter: Some(Arc::new(EventsV1Converter)),
-        storage,
-        ..core.clone()
-    };
-    [core, events]
+    }
 }
 
 /// The printer columns of events (the same for both versions, as upstream's shared storage

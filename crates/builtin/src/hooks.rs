@@ -17,6 +17,7 @@ pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
     crate::workloads::hooks(group, kind)
         .or_else(|| crate::service::hooks(group, kind))
         .or_else(|| crate::resources::hooks(group, kind))
+        .or_else(|| crate::review::hooks(group, kind))
 }
 
 /// The converter serving `kind` at `group`/`version` from its stored version, when the two

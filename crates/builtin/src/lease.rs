@@ -3,14 +3,12 @@
 
 use std::sync::Arc;
 
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
-use kapi_server::resource::{
-    ResourceDefinition, StorageDefinition, Strategy, TableConvertor, Verbs,
-};
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
+use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{child_mut, normalize_time, str_at};
 
@@ -19,19 +17,10 @@ const LEASE_STRATEGIES: [&str; 1] = ["OldestEmulationVersion"];
 
 const HOLDER_DESCRIPTION: &str = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.";
 
-/// The leases resource.
-pub fn definition() -> ResourceDefinition {
-    ResourceDefinition {
-        group_version: GroupVersion::new("coordination.k8s.io", "v1"),
-        kind: "Lease",
-        list_kind: "LeaseList",
-        plural: "leases",
-        singular: "lease",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: Verbs::ALL,
-        subresources: Vec::new(),
+/// The strategy and printer columns of leases.
+pub(crate) fn hooks() -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(LeaseStrategy),
         table: Some(TableConvertor {
             columns: vec![
                 name_column(0),
@@ -40,13 +29,6 @@ pub fn definition() -> ResourceDefinition {
             ],
             cells,
         }),
-        strategy: Arc::new(LeaseStrategy),
-        storage: Arc::new(StorageDefinition {
-            key_prefix: "leases",
-            storage_version: GroupVersionKind::new("coordination.k8s.io", "v1", "Lease"),
-            namespaced: true,
-        }),
-        converter: None,
     }
 }
 
@@ -267,7 +249,7 @@ mod tests {
     fn table_and_policy() {
         let lease = json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "me"}});
         assert_eq!(cells(&lease)[..2], [json!("l"), json!("me")]);
-        let def = definition();
+        let def = crate::definition("coordination.k8s.io", "v1", "leases").unwrap();
         let names: Vec<&str> = def
             .table
             .as_ref()

@@ -4,32 +4,32 @@
 //! events.k8s.io/v1 conversion, the NamespaceLifecycle admission plugin and the bootstrap of
 //! the system namespaces.
 //!
-//! Served resources:
-//!
-//! | resource | group/version | storage key | short names |
-//! |---|---|---|---|
-//! | namespaces (+ status, finalize) | v1 | `namespaces` | ns |
-//! | configmaps | v1 | `configmaps` | cm |
-//! | secrets | v1 | `secrets` | |
-//! | serviceaccounts | v1 | `serviceaccounts` | sa |
-//! | events | v1 | `events` | ev |
-//! | events | events.k8s.io/v1 | `events` (stored as v1 Event) | ev |
-//! | leases | coordination.k8s.io/v1 | `leases` | |
+//! Every group-version-resource kube-apiserver 1.35 serves with its default `--runtime-config`
+//! (its GA group-versions and apiregistration.k8s.io/v1; apiextensions.k8s.io is the CRD
+//! server's) is in the generated catalog (`catalog/generated.rs`): upstream's names, scopes,
+//! verbs, short names, categories, subresources, storage versions and etcd key prefixes; the
+//! ones kapi cannot serve yet are [`unserved_resources`]. [`resources`] builds one
+//! definition per entry with the strategy and printer columns of the module that owns the kind
+//! (this crate's namespace, configmap, secret, serviceaccount, event and lease modules, the
+//! workloads, service and resources modules), or the catalog's generic strategy.
 
 mod admission;
-mod hooks;
-mod resources;
-mod service;
-mod subresources;
-mod workloads;
+mod catalog;
 pub mod configmap;
 pub mod event;
+mod hooks;
 pub mod lease;
 pub mod namespace;
 pub mod printers;
+mod resources;
+mod review;
 pub mod secret;
+mod service;
 pub mod serviceaccount;
+mod subresources;
+pub mod token;
 mod util;
+mod workloads;
 
 use kapi_apimachinery::status::ApiError;
 use kapi_server::registry::Registry;
@@ -37,23 +37,37 @@ use kapi_server::resource::ResourceDefinition;
 use serde_json::json;
 
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
+pub use catalog::Unserved;
+pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
+pub use service::{
+    Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,
+    leave_kubernetes_endpoints, reconcile_kubernetes_service,
+};
 
 /// The namespaces kube-apiserver keeps in existence, in the order it creates them.
 pub const SYSTEM_NAMESPACES: [&str; 4] =
     ["kube-system", "kube-public", "kube-node-lease", "default"];
 
-/// Every built-in resource of this crate, one definition per served group-version-resource.
+/// Every built-in resource kapi serves, one definition per served group-version-resource,
+/// in the catalog's order (by group, version and plural). The versions of one resource share
+/// one storage definition.
 pub fn resources() -> Vec<ResourceDefinition> {
-    let [events, events_v1] = event::definitions();
-    vec![
-        namespace::definition(),
-        configmap::definition(),
-        secret::definition(),
-        serviceaccount::definition(),
-        events,
-        events_v1,
-        lease::definition(),
-    ]
+    catalog::build_all().0
+}
+
+/// The built-in resources of kube-apiserver 1.35 kapi does not serve yet, and why (logged at
+/// startup; the discovery test knows them).
+pub fn unserved_resources() -> Vec<Unserved> {
+    catalog::build_all().1
+}
+
+/// The definition of `plural` in `group`/`version`, if served.
+pub fn definition(group: &str, version: &str, plural: &str) -> Option<ResourceDefinition> {
+    resources().into_iter().find(|definition| {
+        definition.group_version.group == group
+            && definition.group_version.version == version
+            && definition.plural == plural
+    })
 }
 
 /// Creates the system namespaces that do not exist (kube-apiserver's system namespaces

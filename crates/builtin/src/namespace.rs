@@ -2,15 +2,12 @@
 
 use std::sync::Arc;
 
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
-use kapi_server::resource::{
-    NameValidator, ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind,
-    TableConvertor, Verbs,
-};
+use kapi_server::resource::{NameValidator, Strategy, SubresourceKind, TableConvertor};
 use serde_json::{Value, json};
 
+use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{
     child_mut, drop_if_empty, str_at, strings_of, validate_core_metadata_finalizers,
@@ -26,36 +23,10 @@ pub const PHASE_ACTIVE: &str = "Active";
 /// `status.phase` of a namespace being deleted.
 pub const PHASE_TERMINATING: &str = "Terminating";
 
-/// The namespaces resource.
-pub fn definition() -> ResourceDefinition {
-    ResourceDefinition {
-        group_version: GroupVersion::new("", "v1"),
-        kind: "Namespace",
-        list_kind: "NamespaceList",
-        plural: "namespaces",
-        singular: "namespace",
-        namespaced: false,
-        short_names: &["ns"],
-        categories: &[],
-        verbs: Verbs::CREATE
-            | Verbs::DELETE
-            | Verbs::GET
-            | Verbs::LIST
-            | Verbs::PATCH
-            | Verbs::UPDATE
-            | Verbs::WATCH,
-        subresources: vec![
-            Subresource {
-                name: "finalize",
-                kind: SubresourceKind::Finalize,
-                verbs: Verbs::UPDATE,
-            },
-            Subresource {
-                name: "status",
-                kind: SubresourceKind::Status,
-                verbs: Verbs::GET_UPDATE_PATCH,
-            },
-        ],
+/// The strategy and printer columns of namespaces.
+pub(crate) fn hooks() -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(NamespaceStrategy),
         table: Some(TableConvertor {
             columns: vec![
                 name_column(0),
@@ -64,13 +35,6 @@ pub fn definition() -> ResourceDefinition {
             ],
             cells,
         }),
-        strategy: Arc::new(NamespaceStrategy),
-        storage: Arc::new(StorageDefinition {
-            key_prefix: "namespaces",
-            storage_version: GroupVersionKind::new("", "v1", "Namespace"),
-            namespaced: false,
-        }),
-        converter: None,
     }
 }
 
@@ -153,6 +117,21 @@ impl Strategy for NamespaceStrategy {
         let mut errs = self.validate(new);
         errs.extend(validate_core_metadata_finalizers(new));
         errs
+    }
+
+    /// Status writes are held to the phase rules and finalize writes to the finalizer
+    /// rules, as upstream's namespace status and finalize strategies validate them.
+    fn validate_subresource_update(
+        &self,
+        subresource: &SubresourceKind,
+        new: &Value,
+        old: &Value,
+    ) -> FieldErrors {
+        match subresource {
+            SubresourceKind::Status => validate_status_update(new, old),
+            SubresourceKind::Finalize => validate_finalize_update(new, old),
+            _ => self.validate_update(new, old),
+        }
     }
 
     fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {

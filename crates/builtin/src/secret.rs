@@ -4,15 +4,13 @@
 use std::sync::Arc;
 
 use base64::Engine as _;
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_config_map_key;
-use kapi_server::resource::{
-    ResourceDefinition, StorageDefinition, Strategy, TableConvertor, Verbs,
-};
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Map, Value};
 
 use crate::configmap::{MAX_DATA_SIZE, decoded_len, validate_immutable_content};
+use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{
     drop_if_empty, fields_mut, map_of, map_value, str_at, str_of, validate_immutable,
@@ -38,19 +36,10 @@ pub const SERVICE_ACCOUNT_NAME_KEY: &str = "kubernetes.io/service-account.name";
 const TYPE_DESCRIPTION: &str = "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types";
 const DATA_DESCRIPTION: &str = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4";
 
-/// The secrets resource.
-pub fn definition() -> ResourceDefinition {
-    ResourceDefinition {
-        group_version: GroupVersion::new("", "v1"),
-        kind: "Secret",
-        list_kind: "SecretList",
-        plural: "secrets",
-        singular: "secret",
-        namespaced: true,
-        short_names: &[],
-        categories: &[],
-        verbs: Verbs::ALL,
-        subresources: Vec::new(),
+/// The strategy and printer columns of secrets.
+pub(crate) fn hooks() -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(SecretStrategy),
         table: Some(TableConvertor {
             columns: vec![
                 name_column(0),
@@ -60,13 +49,6 @@ pub fn definition() -> ResourceDefinition {
             ],
             cells,
         }),
-        strategy: Arc::new(SecretStrategy),
-        storage: Arc::new(StorageDefinition {
-            key_prefix: "secrets",
-            storage_version: GroupVersionKind::new("", "v1", "Secret"),
-            namespaced: true,
-        }),
-        converter: None,
     }
 }
 

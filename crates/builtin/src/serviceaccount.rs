@@ -3,31 +3,20 @@
 
 use std::sync::Arc;
 
-use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::FieldErrors;
-use kapi_server::resource::{
-    ResourceDefinition, StorageDefinition, Strategy, TableConvertor, Verbs,
-};
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
+use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{drop_if_empty, fields_mut, str_of, validate_core_metadata_finalizers};
 
 const SECRETS_DESCRIPTION: &str = "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret";
 
-/// The serviceaccounts resource.
-pub fn definition() -> ResourceDefinition {
-    ResourceDefinition {
-        group_version: GroupVersion::new("", "v1"),
-        kind: "ServiceAccount",
-        list_kind: "ServiceAccountList",
-        plural: "serviceaccounts",
-        singular: "serviceaccount",
-        namespaced: true,
-        short_names: &["sa"],
-        categories: &[],
-        verbs: Verbs::ALL,
-        subresources: Vec::new(),
+/// The strategy and printer columns of service accounts.
+pub(crate) fn hooks() -> TypeHooks {
+    TypeHooks {
+        strategy: Arc::new(ServiceAccountStrategy),
         table: Some(TableConvertor {
             columns: vec![
                 name_column(0),
@@ -36,13 +25,6 @@ pub fn definition() -> ResourceDefinition {
             ],
             cells,
         }),
-        strategy: Arc::new(ServiceAccountStrategy),
-        storage: Arc::new(StorageDefinition {
-            key_prefix: "serviceaccounts",
-            storage_version: GroupVersionKind::new("", "v1", "ServiceAccount"),
-            namespaced: true,
-        }),
-        converter: None,
     }
 }
 
@@ -145,6 +127,14 @@ mod tests {
         let cells = cells(&sa);
         assert_eq!(cells[..2], [json!("sa"), json!(1)]);
         assert_eq!(cells[2], json!("<unknown>"));
-        assert_eq!(definition().table.unwrap().columns.len(), 3);
+        assert_eq!(
+            crate::definition("", "v1", "serviceaccounts")
+                .unwrap()
+                .table
+                .unwrap()
+                .columns
+                .len(),
+            3
+        );
     }
 }

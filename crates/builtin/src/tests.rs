@@ -5,12 +5,29 @@ use super::*;
 /// group/version, plural, kind, namespaced, short names, number of verbs.
 type Summary<'a> = (String, &'a str, &'a str, bool, Vec<&'a str>, usize);
 
+/// The resources served before the catalog keep their definitions and storage layout.
 #[test]
-fn resources_as_discovery_lists_them() {
+fn the_first_resources_as_discovery_lists_them() {
     let resources = resources();
-    let summary: Vec<Summary> = resources
+    let first = [
+        ("", "namespaces"),
+        ("", "configmaps"),
+        ("", "secrets"),
+        ("", "serviceaccounts"),
+        ("", "events"),
+        ("events.k8s.io", "events"),
+        ("coordination.k8s.io", "leases"),
+    ];
+    let find = |group: &str, plural: &str| {
+        resources
+            .iter()
+            .find(|r| r.group_version.group == group && r.plural == plural)
+            .expect("served")
+    };
+    let summary: Vec<Summary> = first
         .iter()
-        .map(|r| {
+        .map(|(group, plural)| {
+            let r = find(group, plural);
             (
                 r.group_version.to_string(),
                 r.plural,
@@ -52,11 +69,9 @@ fn resources_as_discovery_lists_them() {
         ),
     ];
     assert_eq!(summary, want);
-    for r in &resources {
+    for (group, plural) in first {
+        let r = find(group, plural);
         assert!(r.categories.is_empty(), "{}", r.plural);
-        assert_eq!(r.list_kind, format!("{}List", r.kind));
-        assert_eq!(r.singular, r.kind.to_lowercase());
-        assert_eq!(r.storage.namespaced, r.namespaced);
         let table = r.table.as_ref().expect("every resource prints a table");
         assert_eq!(
             table.columns.iter().filter(|c| c.format == "name").count(),
@@ -68,7 +83,10 @@ fn resources_as_discovery_lists_them() {
         let stored = r.group_version_kind() == r.storage.storage_version;
         assert_eq!(stored, r.converter.is_none(), "{}", r.plural);
     }
-    let prefixes: HashSet<&str> = resources.iter().map(|r| r.storage.key_prefix).collect();
+    let prefixes: HashSet<&str> = first
+        .iter()
+        .map(|(group, plural)| find(group, plural).storage.key_prefix)
+        .collect();
     let want: HashSet<&str> = [
         "namespaces",
         "configmaps",
@@ -79,4 +97,12 @@ fn resources_as_discovery_lists_them() {
     ]
     .into();
     assert_eq!(prefixes, want);
+}
+
+#[test]
+fn definitions_are_found_by_group_version_and_plural() {
+    let pods = definition("", "v1", "pods").expect("pods are served");
+    assert_eq!((pods.kind, pods.storage.key_prefix), ("Pod", "pods"));
+    assert!(definition("apps", "v1beta1", "deployments").is_none());
+    assert!(definition("apiextensions.k8s.io", "v1", "customresourcedefinitions").is_none());
 }

@@ -106,10 +106,43 @@ pub struct ServeOptions {
     #[arg(long, default_value = "0s", value_parser = go_duration)]
     pub shutdown_delay_duration: Duration,
 
+    /// The CIDR Service ClusterIPs are allocated from; its first IP is the `kubernetes`
+    /// Service's.
+    #[arg(long, default_value = "10.96.0.0/12", value_parser = service_cidr)]
+    pub service_cluster_ip_range: kapi_builtin::Cidr,
+
+    /// The range of ports NodePort and LoadBalancer Services are given (`first-last`).
+    #[arg(long, default_value = "30000-32767", value_parser = port_range)]
+    pub service_node_port_range: kapi_builtin::PortRange,
+
+    /// Files with PEM public (or private) keys that verify service-account tokens;
+    /// repeatable. The data directory's `pki/sa.pub` when not given.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+
+    /// File with the PEM private key service-account tokens are signed with; the data
+    /// directory's `pki/sa.key` (made on first start) when not given.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
+    /// The issuer (`iss` claim) of service-account tokens, also their default audience.
+    #[arg(long, default_value = kapi_builtin::token::DEFAULT_ISSUER)]
+    pub service_account_issuer: String,
+
     /// Log verbosity, as klog's: 0-2 info, 3-4 debug (access logs), 5 and up trace.
     /// RUST_LOG, when set, takes precedence.
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub verbosity: u8,
+}
+
+/// Parses `--service-cluster-ip-range`.
+fn service_cidr(value: &str) -> Result<kapi_builtin::Cidr, String> {
+    kapi_builtin::Cidr::parse(value).map_err(|err| err.to_string())
+}
+
+/// Parses `--service-node-port-range`.
+fn port_range(value: &str) -> Result<kapi_builtin::PortRange, String> {
+    kapi_builtin::PortRange::parse(value).map_err(|err| err.to_string())
 }
 
 /// Parses a flag value in Go's duration syntax (`60s`, `1m30s`).
@@ -130,6 +163,61 @@ mod tests {
         assert_eq!(options.request_timeout, Duration::from_secs(60));
         assert!(options.anonymous_auth);
         assert!(options.etcd_servers.is_empty());
+        assert_eq!(options.service_cluster_ip_range.to_string(), "10.96.0.0/12");
+        assert_eq!(options.service_node_port_range.to_string(), "30000-32767");
+    }
+
+    #[test]
+    fn parses_service_ranges() {
+        let cli = Cli::try_parse_from([
+            "kapi",
+            "serve",
+            "--service-cluster-ip-range=10.0.0.0/24",
+            "--service-node-port-range=31000-31009",
+        ])
+        .unwrap();
+        let Command::Serve(options) = cli.command;
+        assert_eq!(options.service_cluster_ip_range.to_string(), "10.0.0.0/24");
+        assert_eq!(options.service_node_port_range.size, 10);
+        for bad in [
+            "--service-cluster-ip-range=10.0.0.0",
+            "--service-node-port-range=9-1",
+        ] {
+            assert!(
+                Cli::try_parse_from(["kapi", "serve", bad]).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn service_account_flags_are_kube_apiservers() {
+        let Command::Serve(defaults) = Cli::try_parse_from(["kapi", "serve"]).unwrap().command;
+        assert_eq!(
+            defaults.service_account_issuer,
+            "https://kubernetes.default.svc.cluster.local"
+        );
+        assert!(defaults.service_account_key_file.is_empty());
+        assert!(defaults.service_account_signing_key_file.is_none());
+        let cli = Cli::try_parse_from([
+            "kapi",
+            "serve",
+            "--service-account-issuer=https://issuer.example",
+            "--service-account-signing-key-file=/k/sa.key",
+            "--service-account-key-file=/k/a.pub",
+            "--service-account-key-file=/k/b.pub",
+        ])
+        .unwrap();
+        let Command::Serve(options) = cli.command;
+        assert_eq!(options.service_account_issuer, "https://issuer.example");
+        assert_eq!(
+            options.service_account_signing_key_file,
+            Some(PathBuf::from("/k/sa.key"))
+        );
+        assert_eq!(
+            options.service_account_key_file,
+            [PathBuf::from("/k/a.pub"), PathBuf::from("/k/b.pub")]
+        );
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! The PKI kapi makes on first start in `<data-dir>/pki/`: a CA, the serving certificate,
-//! and an admin client certificate (`CN=kapi-admin, O=system:masters`), plus
-//! `<data-dir>/admin.kubeconfig` embedding them, so `kubectl --kubeconfig` works at once.
+//! an admin client certificate (`CN=kapi-admin, O=system:masters`) and the service-account
+//! token key pair (`sa.key`, `sa.pub`, as kubeadm names them), plus
+//! `<data-dir>/admin.kubeconfig` embedding the admin's, so `kubectl --kubeconfig` works at
+//! once.
 //!
 //! Later starts reuse what is there. The serving certificate is made anew when it lacks a
 //! subject alternative name the server now needs, was not issued by the CA, or expires within
@@ -16,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use kapi_builtin::token::ServiceAccountTokens;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
@@ -43,6 +46,10 @@ pub struct PkiFiles {
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
     pub kubeconfig: PathBuf,
+    /// The key service-account tokens are signed with (PKCS#8 ECDSA P-256).
+    pub service_account_key: PathBuf,
+    /// Its public key, which verifies them.
+    pub service_account_pub: PathBuf,
 }
 
 /// A certificate and its key, as PEM.
@@ -71,12 +78,53 @@ pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Re
     if fs::read_to_string(&kubeconfig).ok().as_deref() != Some(config.as_str()) {
         write_atomic(&kubeconfig, config.as_bytes(), true)?;
     }
+    let (service_account_key, service_account_pub) = ensure_service_account_key(&dir)?;
     Ok(PkiFiles {
         ca_cert: dir.join("ca.crt"),
         serving_cert: dir.join("apiserver.crt"),
         serving_key: dir.join("apiserver.key"),
         kubeconfig,
+        service_account_key,
+        service_account_pub,
     })
+}
+
+/// The service-account token issuer of kube-apiserver's flags: signing with `signing_key`
+/// (`--service-account-signing-key-file`, the PKI's `sa.key` when not given) and verifying
+/// with `key_files` (`--service-account-key-file`, the PKI's `sa.pub` when none).
+pub fn service_account_tokens(
+    pki: &PkiFiles,
+    issuer: &str,
+    signing_key: Option<&Path>,
+    key_files: &[PathBuf],
+) -> Result<ServiceAccountTokens> {
+    let read = |path: &Path| {
+        fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let signing = read(signing_key.unwrap_or(&pki.service_account_key))?;
+    let verifying = if key_files.is_empty() {
+        vec![read(&pki.service_account_pub)?]
+    } else {
+        key_files
+            .iter()
+            .map(|path| read(path))
+            .collect::<Result<Vec<_>>>()?
+    };
+    ServiceAccountTokens::new(issuer, Vec::new(), &signing, &verifying)
+        .context("loading the service-account keys")
+}
+
+/// Makes the service-account key pair (`sa.key`, `sa.pub`) unless both exist; tokens signed
+/// with an existing key stay valid across restarts.
+fn ensure_service_account_key(dir: &Path) -> Result<(PathBuf, PathBuf)> {
+    let (key_path, pub_path) = (dir.join("sa.key"), dir.join("sa.pub"));
+    if key_path.exists() && pub_path.exists() {
+        return Ok((key_path, pub_path));
+    }
+    let key = KeyPair::generate().context("generating the service-account key")?;
+    write_atomic(&key_path, key.serialize_pem().as_bytes(), true)?;
+    write_atomic(&pub_path, key.public_key_pem().as_bytes(), false)?;
+    Ok((key_path, pub_path))
 }
 
 /// Loads the CA, or makes it when absent.
@@ -373,6 +421,47 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
             let mode = fs::metadata(&first.kubeconfig)
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn the_service_account_key_pair_is_made_once_and_signs_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = "https://127.0.0.1:6443";
+        let first = ensure(dir.path(), &names(&["localhost"]), url).unwrap();
+        let key = fs::read_to_string(&first.service_account_key).unwrap();
+        let public = fs::read_to_string(&first.service_account_pub).unwrap();
+        assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"));
+        assert!(public.starts_with("-----BEGIN PUBLIC KEY-----"));
+        ensure(dir.path(), &names(&["localhost"]), url).unwrap();
+        assert_eq!(fs::read_to_string(&first.service_account_key).unwrap(), key);
+
+        // The public key alone verifies what the private key signs.
+        let issuer = kapi_builtin::token::DEFAULT_ISSUER;
+        let signer =
+            kapi_builtin::token::ServiceAccountTokens::new(issuer, vec![], &key, &[]).unwrap();
+        let verifier = kapi_builtin::token::ServiceAccountTokens::new(
+            issuer,
+            vec![],
+            &KeyPair::generate().unwrap().serialize_pem(),
+            &[public],
+        )
+        .unwrap();
+        let claims = serde_json::json!({
+            "sub": "system:serviceaccount:ns:sa", "aud": [issuer], "exp": 2_000_000_000,
+            "kubernetes.io": {"namespace": "ns", "serviceaccount": {"name": "sa", "uid": "u"}},
+        });
+        let token = signer.issue(&claims).unwrap();
+        let verified = verifier.verify(&token, &[], 1_000_000_000).unwrap();
+        assert_eq!(verified.user.name, "system:serviceaccount:ns:sa");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&first.service_account_key)
                 .unwrap()
                 .permissions()
                 .mode();

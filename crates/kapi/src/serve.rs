@@ -8,10 +8,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use kapi_builtin::NamespaceLifecycle;
+use kapi_builtin::{KubernetesService, NamespaceLifecycle, ServiceAllocator, ServiceRanges};
 use kapi_server::endpoints::Served;
 use kapi_server::{
-    ApiHandler, BoxError, GenericApiServer, HealthCheck, Route, ServerConfig, TlsConfig,
+    ApiHandler, BoxError, GenericApiServer, HealthCheck, PostStartHookContext, Route, ServerConfig,
+    TlsConfig,
 };
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -20,8 +21,10 @@ use crate::flags::ServeOptions;
 use crate::pki::{self, PkiFiles};
 use crate::storage::Storage;
 
-/// The first IP of the default service range (10.96.0.0/12): the `kubernetes` service's.
-const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
+/// How often the `kubernetes` Service, its Endpoints and EndpointSlice are reconciled.
+const KUBERNETES_SERVICE_INTERVAL: Duration = Duration::from_secs(10);
+/// How many times the bootstrap hook tries before leaving the rest to the periodic loop.
+const INITIAL_RECONCILE_ATTEMPTS: u32 = 5;
 /// The names the `kubernetes` service is reached by in a cluster.
 const KUBERNETES_SERVICE_NAMES: [&str; 4] = [
     "kubernetes",
@@ -77,17 +80,39 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         &server_url,
     )
     .context("preparing the PKI")?;
+    let tokens = pki::service_account_tokens(
+        &pki,
+        &options.service_account_issuer,
+        options.service_account_signing_key_file.as_deref(),
+        &options.service_account_key_file,
+    )?;
     let storage = Storage::open(&options).await?;
     let api = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
         .resources(kapi_builtin::resources())
+        .service(Arc::new(tokens))
+        .schemas(Arc::new(kapi_server::endpoints::BuiltinSchemas))
         .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
         .build();
+    for unserved in kapi_builtin::unserved_resources() {
+        let gv = format!("{}/{}", unserved.group, unserved.version);
+        tracing::warn!(
+            "{} {} is not served: {}",
+            gv,
+            unserved.plural,
+            unserved.reason
+        );
+    }
     let namespaces = api
         .served("", "v1", "namespaces")
         .context("the built-in resources have no namespaces")?
         .clone();
     let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
     api.set_admission(vec![Arc::new(lifecycle)]);
+    let priority_classes = api
+        .served("scheduling.k8s.io", "v1", "priorityclasses")
+        .context("the built-in resources have no priorityclasses")?
+        .clone();
+    let service_hooks = ServiceHooks::new(&api, &options, &storage, advertise)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     let checks = server.health_checks_mut();
     checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
@@ -95,9 +120,21 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         "etcd-readiness",
         storage.store.clone(),
     ));
-    server.add_post_start_hook("start-system-namespaces-controller", move |_| {
-        system_namespaces(namespaces)
+    server.add_post_start_hook("start-system-namespaces-controller", move |context| {
+        system_namespaces(namespaces, context)
     })?;
+    service_hooks.add_to(&mut server)?;
+    server.add_post_start_hook(
+        "scheduling/bootstrap-system-priority-classes",
+        move |_| async move {
+            kapi_builtin::ensure_system_priority_classes(
+                &priority_classes.registry,
+                &priority_classes.definition,
+            )
+            .await
+            .map_err(Into::into)
+        },
+    )?;
     let listening = server.bind().await?;
     let address = listening.local_addr()?;
     tracing::info!(
@@ -129,7 +166,10 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
 /// The system namespaces post-start hook: creates default, kube-system, kube-public and
 /// kube-node-lease before the server reports ready, then keeps them there every minute, as
 /// kube-apiserver's system namespaces controller does.
-async fn system_namespaces(namespaces: Served) -> Result<(), BoxError> {
+async fn system_namespaces(
+    namespaces: Served,
+    context: PostStartHookContext,
+) -> Result<(), BoxError> {
     let ensure = |served: Served| async move {
         kapi_builtin::ensure_system_namespaces(&served.registry, &served.definition).await
     };
@@ -138,10 +178,118 @@ async fn system_namespaces(namespaces: Served) -> Result<(), BoxError> {
         let mut every_minute = tokio::time::interval(Duration::from_secs(60));
         every_minute.tick().await;
         loop {
-            every_minute.tick().await;
+            tokio::select! {
+                _ = context.stopping.cancelled() => return,
+                _ = every_minute.tick() => {}
+            }
             if let Err(err) = ensure(namespaces.clone()).await {
                 tracing::warn!(%err, "ensuring the system namespaces");
             }
+        }
+    });
+    Ok(())
+}
+
+/// Service allocation, wired into the services registry (its write hooks: ClusterIPs from
+/// `--service-cluster-ip-range`, NodePorts from `--service-node-port-range`), and the
+/// post-start hooks that repair it from the stored Services and keep the `kubernetes`
+/// Service reconciled.
+struct ServiceHooks {
+    allocator: Arc<ServiceAllocator>,
+    services: Served,
+    kubernetes: KubernetesService,
+}
+
+impl ServiceHooks {
+    /// Sets the allocator on the services registry of `api`.
+    fn new(
+        api: &ApiHandler,
+        options: &ServeOptions,
+        storage: &Storage,
+        advertise: IpAddr,
+    ) -> Result<ServiceHooks> {
+        let served = |group: &str, plural: &str| {
+            api.served(group, "v1", plural)
+                .cloned()
+                .with_context(|| format!("the built-in resources have no {plural}"))
+        };
+        let services = served("", "services")?;
+        let ranges = ServiceRanges {
+            cluster_ips: options.service_cluster_ip_range,
+            node_ports: options.service_node_port_range,
+        };
+        let allocator = ServiceAllocator::new(
+            ranges,
+            served("networking.k8s.io", "ipaddresses")?,
+            storage.store.clone(),
+            &storage.prefix,
+        );
+        services.registry.set_write_hooks(allocator.clone());
+        let kubernetes = KubernetesService {
+            services: services.clone(),
+            endpoints: served("", "endpoints")?,
+            endpoint_slices: served("discovery.k8s.io", "endpointslices")?,
+            service_cidrs: served("networking.k8s.io", "servicecidrs")?,
+            cidr: options.service_cluster_ip_range,
+            advertise,
+            secure_port: options.secure_port,
+            store: storage.store.clone(),
+            storage_prefix: storage.prefix.clone(),
+        };
+        Ok(ServiceHooks {
+            allocator,
+            services,
+            kubernetes,
+        })
+    }
+
+    /// Adds the repair and bootstrap post-start hooks (upstream's names).
+    fn add_to(self, server: &mut GenericApiServer) -> Result<()> {
+        let ServiceHooks {
+            allocator,
+            services,
+            kubernetes,
+        } = self;
+        server.add_post_start_hook("start-service-ip-repair-controllers", move |_| async move {
+            allocator.repair(&services).await.map_err(Into::into)
+        })?;
+        server.add_post_start_hook("bootstrap-controller", move |context| {
+            kubernetes_service(kubernetes, context)
+        })?;
+        Ok(())
+    }
+}
+
+/// The bootstrap controller's post-start hook: the `kubernetes` Service, its Endpoints,
+/// EndpointSlice and the default ServiceCIDR, created before the server reports ready and
+/// reconciled every 10 seconds after; on shutdown this server leaves the Endpoints.
+async fn kubernetes_service(
+    target: KubernetesService,
+    context: PostStartHookContext,
+) -> Result<(), BoxError> {
+    for attempt in 1..=INITIAL_RECONCILE_ATTEMPTS {
+        match kapi_builtin::reconcile_kubernetes_service(&target).await {
+            Ok(()) => break,
+            Err(err) if attempt == INITIAL_RECONCILE_ATTEMPTS => {
+                tracing::warn!(%err, "reconciling the kubernetes service; retrying every 10s");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
+        interval.tick().await;
+        loop {
+            tokio::select! {
+                _ = context.stopping.cancelled() => break,
+                _ = interval.tick() => {}
+            }
+            if let Err(err) = kapi_builtin::reconcile_kubernetes_service(&target).await {
+                tracing::warn!(%err, "reconciling the kubernetes service");
+            }
+        }
+        if let Err(err) = kapi_builtin::leave_kubernetes_endpoints(&target).await {
+            tracing::warn!(%err, "removing this server from the kubernetes endpoints");
         }
     });
     Ok(())
@@ -210,7 +358,8 @@ fn local_url(options: &ServeOptions) -> String {
 
 /// Every name the serving certificate must be valid for.
 fn serving_names(options: &ServeOptions, advertise: IpAddr) -> BTreeSet<String> {
-    let mut names: BTreeSet<String> = ["localhost", "127.0.0.1", KUBERNETES_SERVICE_IP]
+    let service_ip = options.service_cluster_ip_range.nth(0).to_string();
+    let mut names: BTreeSet<String> = ["localhost", "127.0.0.1", &service_ip]
         .into_iter()
         .chain(KUBERNETES_SERVICE_NAMES)
         .map(String::from)

@@ -711,7 +711,7 @@ async fn expired_watch(backend: Backend) {
     kapi.restart().await;
     let admin = kapi.admin();
     let listed = admin.get(CONFIGMAPS).await.json();
-    let cache_start: u64 = listed["metadata"]["resourceVersion"]
+    let listed_at: u64 = listed["metadata"]["resourceVersion"]
         .as_str()
         .expect("list resourceVersion")
         .parse()
@@ -729,6 +729,18 @@ async fn expired_watch(backend: Backend) {
         reply.body
     );
     let event: Value = serde_json::from_str(lines[0]).expect("a JSON watch event");
+    // The cache was listed when the server started; the bootstrap controllers may have written
+    // (to other resources) since, so its revision lies between r1 and the list's.
+    let cache_start: u64 = event["object"]["message"]
+        .as_str()
+        .and_then(|message| message.rsplit_once('('))
+        .and_then(|(_, rest)| rest.strip_suffix(')'))
+        .and_then(|number| number.parse().ok())
+        .unwrap_or_else(|| panic!("no cache revision in {event}"));
+    assert!(
+        r1 < cache_start && cache_start <= listed_at,
+        "cache revision {cache_start} not in ({r1}, {listed_at}]"
+    );
     // apiserver pkg/storage/cacher/watch_cache.go getAllEventsSinceLocked:
     // NewResourceExpired("too old resource version: %d (%d)", rv, oldest-1), where oldest-1
     // is the revision the cache was listed at; cacher.go newErrWatcher sends it as the one

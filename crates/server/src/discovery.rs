@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::resource::ResourceDefinition;
+use crate::resource::{ResourceDefinition, Subresource, SubresourceKind};
 
 /// The group kube-apiserver's aggregator serves itself and always lists first.
 pub const APIREGISTRATION_GROUP: &str = "apiregistration.k8s.io";
@@ -160,6 +160,66 @@ fn order_versions(group: &str, versions: &mut [&str]) {
         let (pa, pb) = (priority(group, a).1, priority(group, b).1);
         pb.cmp(&pa).then_with(|| compare_kube_aware_versions(b, a))
     });
+}
+
+/// (parent group, parent kind, subresource name).
+type SubresourceKey = (&'static str, &'static str, &'static str);
+/// (group, version, kind).
+type Gvk = (&'static str, &'static str, &'static str);
+
+/// The kinds upstream's built-in subresources read and write when they are not the parent's
+/// (parent group, parent kind, subresource) -> (group, version, kind): the create
+/// subresources' request kinds and the connect subresources' options kinds.
+const SUBRESOURCE_KINDS: &[(SubresourceKey, Gvk)] = &[
+    (("", "Pod", "binding"), ("", "v1", "Binding")),
+    (("", "Pod", "eviction"), ("policy", "v1", "Eviction")),
+    (("", "Pod", "attach"), ("", "v1", "PodAttachOptions")),
+    (("", "Pod", "exec"), ("", "v1", "PodExecOptions")),
+    (
+        ("", "Pod", "portforward"),
+        ("", "v1", "PodPortForwardOptions"),
+    ),
+    (("", "Pod", "proxy"), ("", "v1", "PodProxyOptions")),
+    (("", "Node", "proxy"), ("", "v1", "NodeProxyOptions")),
+    (("", "Service", "proxy"), ("", "v1", "ServiceProxyOptions")),
+    (
+        ("", "ServiceAccount", "token"),
+        ("authentication.k8s.io", "v1", "TokenRequest"),
+    ),
+];
+
+/// The (group, version, kind) a subresource of `def` reads and writes: a scale subresource's
+/// autoscaling/v1 Scale, a built-in subresource's own kind, else the parent's kind.
+fn subresource_kind(def: &ResourceDefinition, sub: &Subresource) -> (String, String, String) {
+    let gv = &def.group_version;
+    let key = (gv.group.as_str(), def.kind, sub.name);
+    if let Some((_, (group, version, kind))) = SUBRESOURCE_KINDS.iter().find(|(k, _)| *k == key) {
+        return (group.to_string(), version.to_string(), kind.to_string());
+    }
+    match sub.kind {
+        SubresourceKind::Scale(_) => ("autoscaling".into(), "v1".into(), "Scale".into()),
+        _ => (gv.group.clone(), gv.version.clone(), def.kind.to_string()),
+    }
+}
+
+/// A subresource's kind as discovery lists it: group and version empty when they are the
+/// parent's own.
+fn listed_subresource_kind(def: &ResourceDefinition, sub: &Subresource) -> ResponseKind {
+    let (group, version, kind) = subresource_kind(def, sub);
+    let own = group == def.group_version.group && version == def.group_version.version;
+    if own {
+        ResponseKind {
+            group: String::new(),
+            version: String::new(),
+            kind,
+        }
+    } else {
+        ResponseKind {
+            group,
+            version,
+            kind,
+        }
+    }
 }
 
 /// The definitions indexed by group, then version, each version's definitions sorted by plural.
@@ -496,25 +556,26 @@ fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
             verbs: strings(&def.verbs.names()),
             short_names: strings(def.short_names),
             categories: strings(def.categories),
-            storage_version_hash: storage_version_hash(
-                &storage.group,
-                &storage.version,
-                &storage.kind,
-            ),
+            // Resources computed per request (no key prefix) have no storage version.
+            storage_version_hash: if def.storage.key_prefix.is_empty() {
+                String::new()
+            } else {
+                storage_version_hash(&storage.group, &storage.version, &storage.kind)
+            },
         },
     )];
     for sub in &def.subresources {
         let name = format!("{}/{}", def.plural, sub.name);
+        let kind = listed_subresource_kind(def, sub);
         out.push((
             name.clone(),
             ApiResource {
                 name,
                 singular_name: String::new(),
                 namespaced: def.namespaced,
-                group: String::new(),
-                version: String::new(),
-                // Status and finalize read and write the parent's kind.
-                kind: def.kind.to_string(),
+                group: kind.group,
+                version: kind.version,
+                kind: kind.kind,
                 verbs: strings(&sub.verbs.names()),
                 short_names: Vec::new(),
                 categories: Vec::new(),
@@ -684,7 +745,7 @@ fn resource_discovery(def: &ResourceDefinition) -> ApiResourceDiscovery {
             .into_iter()
             .map(|sub| ApiSubresourceDiscovery {
                 subresource: sub.name.to_string(),
-                response_kind: kind.clone(),
+                response_kind: listed_subresource_kind(def, sub),
                 verbs: strings(&sub.verbs.names()),
             })
             .collect(),
@@ -1028,6 +1089,120 @@ pub(crate) mod tests {
         assert_eq!(storage_version_hash("", "v1", "Event"), "r2yiGXH7wu8=");
         assert_eq!(storage_version_hash("", "v1", "Pod"), "xPOwRZ+Yhw8=");
         assert_eq!(storage_version_hash("", "v1", "Service"), "0/CO1lhkEBI=");
+    }
+
+    #[test]
+    fn subresource_kinds_and_computed_resources_as_upstream_lists_them() {
+        let scale = Subresource {
+            name: "scale",
+            kind: SubresourceKind::Scale(crate::resource::ScalePaths {
+                spec_replicas: "/spec/replicas",
+                status_replicas: "/status/replicas",
+                selector: crate::resource::ScaleSelector::LabelSelector("/spec/selector"),
+            }),
+            verbs: Verbs::GET_UPDATE_PATCH,
+        };
+        // The kind of a connect subresource comes from the table, whatever serves it.
+        let exec = Subresource {
+            name: "exec",
+            kind: SubresourceKind::Status,
+            verbs: Verbs::CREATE | Verbs::GET,
+        };
+        let eviction = Subresource {
+            name: "eviction",
+            kind: SubresourceKind::Status,
+            verbs: Verbs::CREATE,
+        };
+        let deployments = def(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            true,
+            &[],
+            &[],
+            Verbs::ALL,
+            vec![scale.clone(), status()],
+        );
+        let pods = def(
+            "",
+            "v1",
+            "Pod",
+            "pods",
+            true,
+            &[],
+            &[],
+            Verbs::ALL,
+            vec![eviction, exec, status()],
+        );
+        let reviews = Arc::new(StorageDefinition {
+            key_prefix: "",
+            storage_version: GroupVersionKind::new("authentication.k8s.io", "v1", "TokenReview"),
+            namespaced: false,
+        });
+        let token_reviews = stored_in(
+            "authentication.k8s.io",
+            "v1",
+            "TokenReview",
+            "tokenreviews",
+            false,
+            &[],
+            &[],
+            Verbs::CREATE,
+            vec![],
+            reviews,
+        );
+        let defs = vec![deployments, pods, token_reviews];
+        let listed =
+            |group: &str, version: &str| -> Vec<(String, String, String, String, String)> {
+                api_resource_list_document(&defs, group, version)
+                    .unwrap()
+                    .resources
+                    .into_iter()
+                    .map(|r| (r.name, r.group, r.version, r.kind, r.storage_version_hash))
+                    .collect()
+            };
+        let row = |n: &str, g: &str, v: &str, k: &str, h: &str| {
+            (n.into(), g.into(), v.into(), k.into(), h.into())
+        };
+        assert_eq!(
+            listed("apps", "v1"),
+            [
+                row("deployments", "", "", "Deployment", "8aSe+NMegvE="),
+                row("deployments/scale", "autoscaling", "v1", "Scale", ""),
+                row("deployments/status", "", "", "Deployment", ""),
+            ]
+        );
+        assert_eq!(
+            listed("", "v1")[1..3],
+            [
+                row("pods/eviction", "policy", "v1", "Eviction", ""),
+                row("pods/exec", "", "", "PodExecOptions", ""),
+            ]
+        );
+        assert_eq!(
+            listed("authentication.k8s.io", "v1"),
+            [row("tokenreviews", "", "", "TokenReview", "")]
+        );
+        let aggregated = aggregated_document(&defs, false, "v2");
+        let apps = &aggregated.items[0].versions[0].resources[0];
+        let kinds: Vec<&ResponseKind> =
+            apps.subresources.iter().map(|s| &s.response_kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                &ResponseKind {
+                    group: "autoscaling".into(),
+                    version: "v1".into(),
+                    kind: "Scale".into()
+                },
+                &ResponseKind {
+                    group: String::new(),
+                    version: String::new(),
+                    kind: "Deployment".into()
+                },
+            ]
+        );
     }
 
     #[test]

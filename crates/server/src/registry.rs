@@ -7,7 +7,7 @@
 //! according to the request's resourceVersion semantics. Per-type behaviour comes from the
 //! resource's [`Strategy`](crate::resource::Strategy). Objects here are in the stored version.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,6 +25,7 @@ use crate::cacher::{CacheError, CachedObject, Cacher};
 use crate::codec;
 use crate::object;
 use crate::resource::{ResourceDefinition, StorageDefinition, SubresourceKind};
+use crate::write_hooks::{self, WriteHooks};
 
 /// How long a read waits for the watch cache to reach a requested revision.
 const CACHE_WAIT: Duration = Duration::from_secs(3);
@@ -154,6 +155,8 @@ pub struct Registry {
     cacher: Arc<Cacher>,
     /// The collection's key prefix, ending in `/`.
     prefix: String,
+    /// Steps around writes, for objects holding claims outside themselves (services).
+    write_hooks: OnceLock<Arc<dyn WriteHooks>>,
 }
 
 impl Registry {
@@ -175,7 +178,13 @@ impl Registry {
             store,
             cacher,
             prefix,
+            write_hooks: OnceLock::new(),
         }
+    }
+
+    /// Sets the collection's write hooks, once, before serving; false if set already.
+    pub fn set_write_hooks(&self, hooks: Arc<dyn WriteHooks>) -> bool {
+        self.write_hooks.set(hooks).is_ok()
     }
 
     pub fn cacher(&self) -> &Arc<Cacher> {
@@ -351,6 +360,26 @@ impl Registry {
         dry_run: bool,
     ) -> Result<Value, ApiError> {
         before_create(definition, namespace, &mut object)?;
+        let reservation = match self.write_hooks.get() {
+            Some(hooks) => Some(hooks.begin_create(&mut object, dry_run).await?),
+            None => None,
+        };
+        let created = match validate_create(definition, &object) {
+            Ok(()) => self.store_new(definition, namespace, object, dry_run).await,
+            Err(err) => Err(err),
+        };
+        write_hooks::settle(reservation, created.is_ok() && !dry_run).await;
+        created
+    }
+
+    /// Stores a prepared new object (a dry run only checks that its name is free).
+    async fn store_new(
+        &self,
+        definition: &ResourceDefinition,
+        namespace: &str,
+        mut object: Value,
+        dry_run: bool,
+    ) -> Result<Value, ApiError> {
         let resource = definition.group_resource();
         if dry_run {
             // A dry run still fails where the write would (upstream's dry-run storage).
@@ -432,31 +461,66 @@ impl Registry {
                 object::set_meta(&mut new, "resourceVersion", version);
             }
             before_update(definition, namespace, write.subresource, &mut new, &old)?;
-            if should_delete_during_update(definition, &new) {
-                match self
-                    .delete_now(&key, current.mod_revision, write.dry_run)
-                    .await
-                {
-                    Err(StorageError::Conflict { .. }) => continue,
-                    Err(err) => return Err(storage_error(err, &resource, name)),
-                    Ok(_) => return Ok((new, false)),
+            let reservation = match (self.write_hooks.get(), write.subresource) {
+                (Some(hooks), None) => {
+                    Some(hooks.begin_update(&mut new, &old, write.dry_run).await?)
                 }
+                _ => None,
+            };
+            if let Err(err) = validate_update(definition, write.subresource, &new, &old) {
+                write_hooks::settle(reservation, false).await;
+                return Err(err);
             }
-            let encoded = codec::encode(&new);
-            if encoded == current.value || write.dry_run {
-                codec::set_resource_version(&mut new, current.mod_revision);
-                return Ok((new, false));
-            }
-            match self.store.update(&key, encoded, current.mod_revision).await {
-                Ok(revision) => {
-                    codec::set_resource_version(&mut new, revision);
-                    return Ok((new, false));
-                }
-                Err(StorageError::Conflict { .. }) | Err(StorageError::KeyNotFound { .. }) => {
-                    continue;
-                }
+            let written = self
+                .store_update(definition, &key, &current, new, write)
+                .await;
+            let stored = matches!(written, Ok(Some(_))) && !write.dry_run;
+            write_hooks::settle(reservation, stored).await;
+            match written {
+                Ok(Some(new)) => return Ok((new, false)),
+                Ok(None) => continue,
                 Err(err) => return Err(storage_error(err, &resource, name)),
             }
+        }
+    }
+
+    /// Writes an updated object over `current` (deleting it when nothing keeps a deleted
+    /// object any more); `None` when `current` changed meanwhile and the update must retry.
+    async fn store_update(
+        &self,
+        definition: &ResourceDefinition,
+        key: &str,
+        current: &KeyValue,
+        mut new: Value,
+        write: Write<'_>,
+    ) -> Result<Option<Value>, StorageError> {
+        if should_delete_during_update(definition, &new) {
+            return match self
+                .delete_now(key, current.mod_revision, write.dry_run)
+                .await
+            {
+                Err(StorageError::Conflict { .. }) => Ok(None),
+                Err(err) => Err(err),
+                Ok(_) => {
+                    if let Some(hooks) = self.write_hooks.get().filter(|_| !write.dry_run) {
+                        hooks.after_delete(&new).await;
+                    }
+                    Ok(Some(new))
+                }
+            };
+        }
+        let encoded = codec::encode(&new);
+        if encoded == current.value || write.dry_run {
+            codec::set_resource_version(&mut new, current.mod_revision);
+            return Ok(Some(new));
+        }
+        match self.store.update(key, encoded, current.mod_revision).await {
+            Ok(revision) => {
+                codec::set_resource_version(&mut new, revision);
+                Ok(Some(new))
+            }
+            Err(StorageError::Conflict { .. }) | Err(StorageError::KeyNotFound { .. }) => Ok(None),
+            Err(err) => Err(err),
         }
     }
 
@@ -486,6 +550,9 @@ impl Registry {
                         Err(StorageError::Conflict { .. }) => continue,
                         Err(err) => return Err(storage_error(err, &resource, name)),
                         Ok(_) => {}
+                    }
+                    if let Some(hooks) = self.write_hooks.get() {
+                        hooks.after_delete(&object).await;
                     }
                 }
                 return Ok(DeleteOutcome::Deleted(object));
@@ -635,7 +702,7 @@ fn should_delete_during_update(definition: &ResourceDefinition, new: &Value) -> 
         && !definition.strategy.has_pending_finalizers(new)
 }
 
-/// kube-apiserver's rest.BeforeCreate: namespace, system fields, strategy, validation.
+/// kube-apiserver's rest.BeforeCreate up to validation: namespace, system fields, strategy.
 fn before_create(
     definition: &ResourceDefinition,
     namespace: &str,
@@ -661,6 +728,11 @@ fn before_create(
         Value::String(meta::now_rfc3339()),
     );
     definition.strategy.prepare_for_create(object);
+    Ok(())
+}
+
+/// The validation of rest.BeforeCreate (after the write hooks filled what they assign).
+fn validate_create(definition: &ResourceDefinition, object: &Value) -> Result<(), ApiError> {
     let mut errors = validate_object_meta(
         &object["metadata"],
         definition.namespaced,
@@ -671,8 +743,8 @@ fn before_create(
     invalid_if_any(definition, object, errors)
 }
 
-/// kube-apiserver's rest.BeforeUpdate: namespace, carried-over system fields, strategy,
-/// validation. A subresource write has already taken only its part of the object; the main
+/// kube-apiserver's rest.BeforeUpdate up to validation: namespace, carried-over system
+/// fields, strategy. A subresource write has already taken only its part of the object; the main
 /// strategy's preparation (which keeps such parts unchanged) is not applied to it.
 fn before_update(
     definition: &ResourceDefinition,
@@ -700,6 +772,16 @@ fn before_update(
     if subresource.is_none() {
         definition.strategy.prepare_for_update(new, old);
     }
+    Ok(())
+}
+
+/// The validation of rest.BeforeUpdate (after the write hooks filled what they assign).
+fn validate_update(
+    definition: &ResourceDefinition,
+    subresource: Option<&SubresourceKind>,
+    new: &Value,
+    old: &Value,
+) -> Result<(), ApiError> {
     let mut errors =
         validate_object_meta_update(&new["metadata"], &old["metadata"], &Path::root("metadata"));
     errors.extend(validate_object_meta(

@@ -8,8 +8,11 @@
 use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupResource, GroupVersion, GroupVersionKind};
+use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::FieldErrors;
 use serde_json::Value;
+
+use crate::authn::UserInfo;
 
 /// The REST verbs a resource's storage supports, as discovery lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +31,11 @@ impl Verbs {
     pub const ALL: Verbs = Verbs(0xff);
     /// The verbs of a subresource that can be read and written (status, scale).
     pub const GET_UPDATE_PATCH: Verbs = Verbs(Self::GET.0 | Self::UPDATE.0 | Self::PATCH.0);
+
+    /// The verbs of both (a `const` form of `|`).
+    pub const fn union(self, other: Verbs) -> Verbs {
+        Verbs(self.0 | other.0)
+    }
 
     /// Whether every verb of `other` is in `self`.
     pub fn contains(self, other: Verbs) -> bool {
@@ -62,12 +70,120 @@ impl std::ops::BitOr for Verbs {
 }
 
 /// What a subresource does; the generic handlers implement each kind once.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum SubresourceKind {
     /// `status`: reads the object; writes change only its `status`.
     Status,
     /// `finalize` (namespaces): writes change only `spec.finalizers`.
     Finalize,
+    /// `scale`: an autoscaling/v1 Scale view of the object; writes change only the replicas.
+    Scale(ScalePaths),
+    /// Reads the object; writes change only the part `merge` takes from the written object
+    /// (pods/ephemeralcontainers, pods/resize, certificatesigningrequests/approval).
+    Part(PartWrite),
+    /// A create on an existing object, answered by a hook (pods/binding, pods/eviction,
+    /// serviceaccounts/token).
+    Create(CreateHook),
+    /// A stream or proxy through a node agent (pods/log, exec, attach, portforward, proxy;
+    /// nodes/proxy; services/proxy), answered from the existing object by the function: kapi
+    /// reaches no node agent, so it answers what upstream answers without one.
+    Connect(ConnectFn),
+}
+
+/// The object a [`SubresourceKind::Part`] write stores: `current` with the subresource's
+/// part taken from `written`.
+pub type PartFn = fn(current: &Value, written: &Value) -> Value;
+
+/// Validates a [`SubresourceKind::Part`] write (`new` as it will be stored) against `old`,
+/// instead of the resource's update validation (upstream gives these subresources strategies
+/// of their own).
+pub type PartValidateFn = fn(new: &Value, old: &Value) -> FieldErrors;
+
+/// How a [`SubresourceKind::Part`] subresource writes.
+#[derive(Clone, Copy, Debug)]
+pub struct PartWrite {
+    pub merge: PartFn,
+    pub validate: PartValidateFn,
+}
+
+/// What a [`SubresourceKind::Connect`] request asks of an existing object.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectRequest<'a> {
+    /// The subresource (`log`, `exec`, `proxy`, ...).
+    pub subresource: &'a str,
+    /// The `container` query parameter, if given.
+    pub container: Option<&'a str>,
+}
+
+/// Answers a [`SubresourceKind::Connect`] request on an existing object: the plain-text
+/// body of a 200, or the error.
+pub type ConnectFn = fn(request: &ConnectRequest<'_>, object: &Value) -> Result<String, ApiError>;
+
+/// Where a resource keeps what its Scale shows, as JSON pointers (the same data a CRD's
+/// scale subresource gives as specReplicasPath, statusReplicasPath and labelSelectorPath).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// The desired replicas (`/spec/replicas`).
+    pub spec_replicas: &'static str,
+    /// The observed replicas (`/status/replicas`).
+    pub status_replicas: &'static str,
+    /// Where the selector is and in which form.
+    pub selector: ScaleSelector,
+}
+
+/// The form of the selector a Scale's `status.selector` shows as a string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScaleSelector {
+    /// A metav1.LabelSelector (matchLabels, matchExpressions), e.g. `/spec/selector`.
+    LabelSelector(&'static str),
+    /// A map of labels (ReplicationControllers' `/spec/selector`).
+    Map(&'static str),
+    /// Already a string (CRDs' labelSelectorPath, e.g. `/status/selector`).
+    String(&'static str),
+}
+
+/// A [`Creater`] as subresource data.
+#[derive(Clone)]
+pub struct CreateHook(pub Arc<dyn Creater>);
+
+impl std::fmt::Debug for CreateHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CreateHook")
+    }
+}
+
+/// What a [`Creater`] is asked to do: one POST, already decoded. A collection's creates are
+/// checked against the endpoint's apiVersion and kind; a subresource's hook checks its own.
+pub struct CreateRequest<'a> {
+    /// Who asks.
+    pub user: &'a UserInfo,
+    /// The request's namespace ("" for cluster-scoped resources).
+    pub namespace: &'a str,
+    /// The parent object's name for a subresource, "" for a create on a collection.
+    pub name: &'a str,
+    /// The request body.
+    pub object: Value,
+    pub dry_run: bool,
+    /// The other served resources and the server's shared services.
+    pub api: &'a dyn Api,
+}
+
+/// What a [`Creater`] may reach besides its request.
+pub trait Api: Send + Sync {
+    /// The stored version of the resource `group`/`resource`, if served.
+    fn resource(&self, group: &str, resource: &str) -> Option<crate::endpoints::Served>;
+    /// The services the server was built with (e.g. the service-account token issuer),
+    /// and the request's own extensions (e.g. the authorizer deciding it).
+    fn services(&self) -> &http::Extensions;
+}
+
+/// Answers a create that is not a plain store write: review resources that are computed
+/// and never stored (TokenReview, SubjectAccessReview, ...) and create subresources
+/// (pods/binding, pods/eviction, serviceaccounts/token). Returns the response body; it is
+/// answered 201 Created, as upstream answers these creates.
+#[async_trait::async_trait]
+pub trait Creater: Send + Sync + 'static {
+    async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError>;
 }
 
 /// A subresource of a resource, e.g. `namespaces/status`.
@@ -127,15 +243,17 @@ pub trait Strategy: Send + Sync + 'static {
         self.validate(new)
     }
 
-    /// Validates a write through a subresource (`status`, `finalize`), whose own strategy
-    /// upstream validates differently from the main resource.
+    /// Validates a write through a subresource (`status`, `finalize`, ...), whose own
+    /// strategy upstream validates differently from the main resource. By default: the
+    /// subresource's own rules ([`own_subresource_validation`]), else the update validation.
     fn validate_subresource_update(
         &self,
-        _subresource: &SubresourceKind,
+        subresource: &SubresourceKind,
         new: &Value,
         old: &Value,
     ) -> FieldErrors {
-        self.validate_update(new, old)
+        own_subresource_validation(subresource, new, old)
+            .unwrap_or_else(|| self.validate_update(new, old))
     }
 
     /// Whether a PUT of a missing object creates it.
@@ -177,6 +295,29 @@ pub trait Strategy: Send + Sync + 'static {
     /// Whether DELETE answers with the object rather than a Success Status.
     fn return_deleted_object(&self) -> bool {
         false
+    }
+
+    /// The hook answering creates of a resource that is not stored (the review resources
+    /// and `bindings`); `None` for stored resources.
+    fn creater(&self) -> Option<Arc<dyn Creater>> {
+        None
+    }
+}
+
+/// The validation of subresource writes that carry their own rules rather than the
+/// resource's update validation: a [`SubresourceKind::Part`]'s `validate`, and none for a
+/// [`SubresourceKind::Create`] hook's write, which checks what it changes itself (as
+/// upstream's binding storage writes the pod without the pod strategy). `None` for the
+/// other kinds. Strategies overriding [`Strategy::validate_subresource_update`] call it.
+pub fn own_subresource_validation(
+    subresource: &SubresourceKind,
+    new: &Value,
+    old: &Value,
+) -> Option<FieldErrors> {
+    match subresource {
+        SubresourceKind::Part(part) => Some((part.validate)(new, old)),
+        SubresourceKind::Create(_) => Some(FieldErrors::new()),
+        _ => None,
     }
 }
 

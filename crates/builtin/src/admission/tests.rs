@@ -20,7 +20,7 @@ async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
-    let namespaces = crate::namespace::definition();
+    let namespaces = crate::definition("", "v1", "namespaces").unwrap();
     let strategy = namespaces.strategy.clone();
     let registry = Registry::new(
         namespaces.storage.clone(),
@@ -32,7 +32,7 @@ async fn fixture() -> Fixture {
     Fixture {
         _dir: dir,
         namespaces,
-        configmaps: crate::configmap::definition(),
+        configmaps: crate::definition("", "v1", "configmaps").unwrap(),
         registry,
         plugin,
     }
@@ -192,7 +192,7 @@ async fn lifecycle() {
 
 #[test]
 fn names_in_errors() {
-    let definition = crate::configmap::definition();
+    let definition = crate::definition("", "v1", "configmaps").unwrap();
     let named = json!({"metadata": {"name": "n", "generateName": "g-"}});
     let generated = json!({"metadata": {"generateName": "g-"}});
     let cases = [

@@ -137,7 +137,7 @@ fn empty_maps_read_back_absent() {
 
 #[test]
 fn definition_and_cells() {
-    let def = definition();
+    let def = crate::definition("", "v1", "configmaps").unwrap();
     assert_eq!(
         (def.plural, def.singular, def.short_names),
         ("configmaps", "configmap", &["cm"][..])

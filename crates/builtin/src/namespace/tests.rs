@@ -146,7 +146,7 @@ fn deletion() {
 
 #[test]
 fn definition_matches_upstream() {
-    let def = definition();
+    let def = crate::definition("", "v1", "namespaces").unwrap();
     assert_eq!(def.plural, "namespaces");
     assert!(!def.namespaced);
     assert_eq!(def.short_names, ["ns"]);

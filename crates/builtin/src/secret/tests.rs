@@ -187,7 +187,7 @@ fn updates() {
 
 #[test]
 fn definition_fields_and_cells() {
-    let def = definition();
+    let def = crate::definition("", "v1", "secrets").unwrap();
     assert_eq!((def.plural, def.short_names.len()), ("secrets", 0));
     assert_eq!(def.storage.key_prefix, "secrets");
     assert!(def.strategy.supports_field("type"));

@@ -7,13 +7,15 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
+use kapi_apimachinery::meta;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
+use kapi_fieldmanager::{CatalogFieldManager, FieldManager};
 use kapi_patch::PatchType;
 use serde_json::{Value, json};
 
 use super::negotiation::{self, Output};
-use super::params::{self, Query};
+use super::params::{self, Query, WriteKind, WriteOptions};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
@@ -34,6 +36,10 @@ struct Context<'a> {
     namespace: String,
     accept: Option<String>,
     content_type: Option<String>,
+    /// The User-Agent, which names the field manager of writes without `fieldManager`.
+    user_agent: String,
+    /// The `Warning` headers of the response (e.g. unknown fields with `fieldValidation=Warn`).
+    warnings: parking_lot::Mutex<Vec<String>>,
 }
 
 impl Context<'_> {
@@ -57,7 +63,34 @@ impl Context<'_> {
     ) -> Result<Response<Body>, ApiError> {
         let output = negotiation::negotiate(self.accept.as_deref(), false)?;
         let body = self.renderer(output)?.value(object)?;
-        Ok(response(status, content_type(output), body))
+        let mut response = response(status, content_type(output), body);
+        for warning in self.warnings.lock().iter() {
+            let value = super::decode::warning_header(warning);
+            if let Ok(value) = http::HeaderValue::from_str(&value) {
+                response.headers_mut().append(header::WARNING, value);
+            }
+        }
+        Ok(response)
+    }
+
+    /// Adds warnings to the response, each once.
+    fn warn(&self, warnings: Vec<String>) {
+        let mut all = self.warnings.lock();
+        for warning in warnings {
+            if !all.contains(&warning) {
+                all.push(warning);
+            }
+        }
+    }
+
+    /// The schema of the endpoint's kind, if the server has one.
+    fn kind_schema(&self) -> Option<kapi_schema::KindSchema> {
+        let definition = self.definition();
+        let gv = &definition.group_version;
+        self.apis
+            .schemas
+            .as_ref()?
+            .kind_schema(&gv.group, &gv.version, definition.kind)
     }
 
     async fn admit(
@@ -110,9 +143,18 @@ where
     let verbs = subresource
         .as_ref()
         .map_or(definition.verbs, |sub| sub.verbs);
+    let special = super::subresource::Special::of(&definition, subresource.as_ref(), info);
     let named_create = info.verb == "create" && !info.name.is_empty();
-    if named_create || !verb_flag(&info.verb).is_some_and(|verb| verbs.contains(verb)) {
+    let named_create_allowed = special
+        .as_ref()
+        .is_some_and(super::subresource::Special::takes_named_create);
+    if (named_create && !named_create_allowed)
+        || !verb_flag(&info.verb).is_some_and(|verb| verbs.contains(verb))
+    {
         return Err(method_not_allowed());
+    }
+    if let Some(special) = special {
+        return super::subresource::serve(apis, &served, info, &namespace, special, request).await;
     }
     let context = Context {
         apis,
@@ -123,6 +165,10 @@ where
         namespace,
         accept: header_str(&request, header::ACCEPT).map(str::to_string),
         content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
+        user_agent: header_str(&request, header::USER_AGENT)
+            .unwrap_or_default()
+            .to_string(),
+        warnings: parking_lot::Mutex::default(),
     };
     let body = request.into_body();
     match info.verb.as_str() {
@@ -181,7 +227,7 @@ fn verb_flag(verb: &str) -> Option<Verbs> {
 }
 
 /// Reads a request body, at most 3 MiB.
-async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
+pub(super) async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
@@ -196,7 +242,7 @@ where
 }
 
 /// The Content-Type of a negotiated output, with its parameters as upstream sends them.
-fn content_type(output: Output) -> &'static str {
+pub(super) fn content_type(output: Output) -> &'static str {
     match output {
         Output::Json => "application/json",
         Output::Yaml => "application/yaml",
@@ -261,7 +307,9 @@ async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
 }
 
 /// Decodes an object body and checks its apiVersion and kind against the endpoint's,
-/// filling them in when absent.
+/// filling them in when absent; then, when the server has the kind's schema, decodes it as
+/// upstream's typed decoding does (unknown and duplicate fields per `fieldValidation`, type
+/// errors).
 fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> {
     let json = context
         .content_type
@@ -292,6 +340,18 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
             )));
         }
     }
+    if let Some(schema) = context.kind_schema() {
+        let options = match context.info.verb.as_str() {
+            "create" => "CreateOptions",
+            _ => "UpdateOptions",
+        };
+        let directive = super::decode::directive(&context.query, options)?;
+        let kind = (expected_kind, definition.group_version.version.as_str());
+        let json_body = json.then_some(body);
+        let warnings =
+            super::decode::decode_with_schema(&schema, kind, &mut object, json_body, directive)?;
+        context.warn(warnings);
+    }
     Ok(object)
 }
 
@@ -302,10 +362,65 @@ fn stored_form(definition: &ResourceDefinition, object: Value) -> Result<Value, 
         .map_err(ApiError::bad_request)
 }
 
+impl Context<'_> {
+    /// The field manager of this endpoint: the kind's schema from the catalog (a typed kind,
+    /// compared on create with its zero value; deduced types for kinds it does not have),
+    /// the subresource, and the fields the endpoint resets (`status` through a resource
+    /// with a status subresource, `spec` through that subresource).
+    fn field_manager(&self) -> CatalogFieldManager {
+        let definition = self.definition();
+        let group_version = &definition.group_version;
+        let schema = kapi_fieldmanager::builtin_schema(
+            &group_version.group,
+            &group_version.version,
+            definition.kind,
+        );
+        let subresource = self.subresource.as_ref().map_or("", |sub| sub.name);
+        let resets: &[&str] = match subresource {
+            "" if definition.subresource("status").is_some() => &["status"],
+            "status" => &["spec"],
+            _ => &[],
+        };
+        let api_version = group_version.api_version();
+        let typed = schema.is_some();
+        let manager =
+            FieldManager::new(schema, &api_version, definition.kind, subresource).ignoring(resets);
+        if typed { manager.typed() } else { manager }
+    }
+
+    /// The manager of a write: `fieldManager`, else the User-Agent's product name.
+    fn manager(&self, options: &WriteOptions) -> String {
+        kapi_fieldmanager::manager_or_user_agent(&options.field_manager, &self.user_agent)
+    }
+}
+
+/// `new` (stored form) with its managedFields updated for a write over `current` (`None`
+/// for a create), computed on the served forms as upstream computes them in the request's
+/// version.
+fn track_update(
+    definition: &ResourceDefinition,
+    field_manager: &CatalogFieldManager,
+    manager: &str,
+    current: Option<&Value>,
+    new: Value,
+) -> Result<Value, ApiError> {
+    let live = current.map(|current| definition.served_form(current.clone()));
+    let mut served = definition.served_form(new);
+    field_manager.update(live.as_ref(), &mut served, manager, &meta::now_rfc3339());
+    stored_form(definition, served)
+}
+
 async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&context.query, "CreateOptions")?;
+    let options =
+        params::write_options(&context.query, "CreateOptions", WriteKind::CreateOrUpdate)?;
     let definition = context.definition();
-    let object = stored_form(definition, decode_object(context, &body)?)?;
+    let mut served = decode_object(context, &body)?;
+    let manager = context.manager(&options);
+    context
+        .field_manager()
+        .update(None, &mut served, &manager, &meta::now_rfc3339());
+    let object = stored_form(definition, served)?;
     context
         .admit(Operation::Create, object::name(&object), Some(&object))
         .await?;
@@ -331,6 +446,9 @@ fn check_name(context: &Context<'_>, object: &Value) -> Result<(), ApiError> {
 
 async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&context.query, "UpdateOptions")?;
+    let options =
+        params::write_options(&context.query, "UpdateOptions", WriteKind::CreateOrUpdate)?;
+    let (field_manager, manager) = (context.field_manager(), context.manager(&options));
     let definition = context.definition();
     let provided = decode_object(context, &body)?;
     check_name(context, &provided)?;
@@ -364,12 +482,13 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         .served
         .registry
         .update(definition, &context.namespace, &name, write, |current| {
-            Ok(match current {
+            let new = match current {
                 Some(current) => {
                     written(definition, subresource.as_ref(), current, provided.clone())
                 }
                 None => provided.clone(),
-            })
+            };
+            track_update(definition, &field_manager, &manager, current, new)
         })
         .await?;
     let status = if created {
@@ -417,6 +536,11 @@ fn written(
             }
             with_version(carry(base, "/spec/finalizers", &new), &new)
         }
+        Some(SubresourceKind::Part(part)) => with_version((part.merge)(current, &new), &new),
+        // Served by endpoints::subresource, never written through here.
+        Some(
+            SubresourceKind::Scale(_) | SubresourceKind::Create(_) | SubresourceKind::Connect(_),
+        ) => new,
         None if definition.subresource("status").is_some() => carry(new, "/status", current),
         None => new,
     }
@@ -425,6 +549,11 @@ fn written(
 async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&context.query, "PatchOptions")?;
     let content_type = context.content_type.as_deref().unwrap_or_default();
+    if negotiation::essence(content_type) == APPLY_PATCH {
+        return apply(context, &body, dry_run).await;
+    }
+    let options = params::write_options(&context.query, "PatchOptions", WriteKind::Patch)?;
+    let (field_manager, manager) = (context.field_manager(), context.manager(&options));
     let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
         // The patch route consumes only the patch types: the router's own 415.
         router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
@@ -435,7 +564,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     context.admit(Operation::Update, &name, None).await?;
     let resource = definition.group_resource();
     let subresource = context.subresource.clone();
-    let schema = patch_schema(definition);
+    let schema = patch_schema(context);
     let write = Write {
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
@@ -448,30 +577,142 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
             let served = definition.served_form(current.clone());
             let patched = kapi_patch::apply(patch_type, &served, &body, &schema)
                 .map_err(|err| patch_error(&err))?;
-            if object::name(&patched) != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({}) does not match the name on the URL ({name})",
-                    object::name(&patched)
-                )));
-            }
+            check_name(context, &patched)?;
+            let patched = decode_patched(context, patch_type, &body, patched)?;
             let patched = stored_form(definition, patched)?;
-            Ok(written(definition, subresource.as_ref(), current, patched))
+            let new = written(definition, subresource.as_ref(), current, patched);
+            track_update(definition, &field_manager, &manager, Some(current), new)
         })
         .await?;
     context.respond_object(StatusCode::OK, definition.served_form(object))
 }
 
-/// The list and map semantics strategic merge patch uses for a resource.
-fn patch_schema(definition: &ResourceDefinition) -> Box<dyn kapi_patch::PatchSchema + Send + Sync> {
-    match kapi_patch::TableSchema::for_resource(&definition.group_version.group, definition.plural)
-    {
+/// The media type of server-side apply patches.
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// How many times an apply alternates between updating and creating while another writer
+/// creates or deletes the object meanwhile.
+const APPLY_ATTEMPTS: usize = 3;
+
+/// An apply patch body: a YAML (or JSON) object; `null` is an empty one, as upstream's
+/// decoding into a Go map leaves it.
+fn decode_apply_config(body: &[u8]) -> Result<Value, ApiError> {
+    let config: Value = serde_yaml_ng::from_slice(body)
+        .map_err(|err| ApiError::bad_request(format!("error decoding YAML: {err}")))?;
+    let json_type = match config {
+        Value::Object(_) => return Ok(config),
+        Value::Null => return Ok(json!({})),
+        Value::Array(_) => "array",
+        Value::String(_) => "string",
+        Value::Number(_) => "number",
+        Value::Bool(_) => "bool",
+    };
+    Err(ApiError::bad_request(format!(
+        "error decoding YAML: error unmarshaling JSON: while decoding JSON: json: cannot \
+         unmarshal {json_type} into Go value of type map[string]interface {{}}"
+    )))
+}
+
+/// A server-side apply patch: the YAML (or JSON) configuration is merged into the object by
+/// its schema, with conflicts against other managers' fields (unless `force=true`); a
+/// missing object is created from it (201).
+async fn apply(
+    context: &Context<'_>,
+    body: &[u8],
+    dry_run: bool,
+) -> Result<Response<Body>, ApiError> {
+    let options = params::write_options(&context.query, "PatchOptions", WriteKind::Apply)?;
+    let config = decode_apply_config(body)?;
+    let definition = context.definition();
+    let name = context.info.name.clone();
+    let field_manager = context.field_manager();
+    let subresource = context.subresource.clone();
+    let write = Write {
+        subresource: subresource.as_ref().map(|sub| &sub.kind),
+        dry_run,
+    };
+    let resource = definition.group_resource();
+    let apply_to = |live: Option<&Value>| -> Result<Value, ApiError> {
+        let now = meta::now_rfc3339();
+        let (manager, force) = (&options.field_manager, options.force);
+        let applied = field_manager.apply(live, &config, manager, force, &now)?;
+        check_name(context, &applied)?;
+        stored_form(definition, applied)
+    };
+    for _ in 0..APPLY_ATTEMPTS {
+        context.admit(Operation::Update, &name, None).await?;
+        let updated = context
+            .served
+            .registry
+            .update(definition, &context.namespace, &name, write, |current| {
+                let current = current.ok_or_else(|| ApiError::not_found(&resource, &name))?;
+                let live = definition.served_form(current.clone());
+                let applied = apply_to(Some(&live))?;
+                Ok(written(definition, subresource.as_ref(), current, applied))
+            })
+            .await;
+        match updated {
+            Ok((object, _)) => {
+                return context.respond_object(StatusCode::OK, definition.served_form(object));
+            }
+            Err(err) if err.is_not_found() && subresource.is_none() => {}
+            Err(err) => return Err(err),
+        }
+        let object = apply_to(None)?;
+        context
+            .admit(Operation::Create, &name, Some(&object))
+            .await?;
+        let created = context
+            .served
+            .registry
+            .create(definition, &context.namespace, object, dry_run)
+            .await;
+        match created {
+            Ok(created) => {
+                return context
+                    .respond_object(StatusCode::CREATED, definition.served_form(created));
+            }
+            Err(err) if err.is_already_exists() => continue,
+            Err(err) => return Err(err),
+        }
+    }
+    Err(ApiError::conflict(
+        &resource,
+        &name,
+        "the object was created and deleted concurrently; please retry",
+    ))
+}
+
+/// The list and map semantics strategic merge patch uses for a resource: its kind's schema
+/// (`x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key`), or ObjectMeta's
+/// alone for a kind the server has no schema for.
+fn patch_schema(context: &Context<'_>) -> Box<dyn kapi_patch::PatchSchema + Send + Sync> {
+    match context.kind_schema() {
         Some(schema) => Box::new(schema),
         None => Box::new(kapi_patch::MetadataSchema),
     }
 }
 
+/// Decodes a patched object against its kind's schema, per the request's
+/// `fieldValidation` (unknown fields dropped, warned about or refused).
+fn decode_patched(
+    context: &Context<'_>,
+    patch_type: PatchType,
+    patch: &[u8],
+    mut patched: Value,
+) -> Result<Value, ApiError> {
+    let Some(schema) = context.kind_schema() else {
+        return Ok(patched);
+    };
+    let directive = super::decode::directive(&context.query, "PatchOptions")?;
+    let warnings =
+        super::decode::decode_patched(&schema, patch_type, patch, &mut patched, directive)?;
+    context.warn(warnings);
+    Ok(patched)
+}
+
 /// The API error of a failed patch, as upstream's patch handler answers it.
-fn patch_error(err: &kapi_patch::PatchError) -> ApiError {
+pub(super) fn patch_error(err: &kapi_patch::PatchError) -> ApiError {
     let mut status = Status::failure(err.status_code(), err.reason(), err.message());
     if err.has_details() {
         let causes = err

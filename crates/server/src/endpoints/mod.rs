@@ -2,10 +2,12 @@
 //! request's [`RequestInfo`] and driven by the resource's [`ResourceDefinition`], plus the
 //! discovery and OpenAPI documents computed from the same definitions.
 
+mod decode;
 mod handlers;
 mod negotiation;
 mod params;
 mod render;
+mod subresource;
 mod watch;
 
 use std::collections::HashMap;
@@ -27,6 +29,7 @@ use crate::openapi;
 use crate::registry::Registry;
 use crate::resource::ResourceDefinition;
 
+pub use decode::{BuiltinSchemas, SchemaProvider};
 pub use render::{NAME_DESCRIPTION, human_duration};
 
 /// The largest request body accepted, as kube-apiserver's 3 MiB.
@@ -46,9 +49,26 @@ pub struct ApiHandlerBuilder {
     definitions: Vec<ResourceDefinition>,
     server_address: String,
     bookmark_interval: Duration,
+    services: http::Extensions,
+    schemas: Option<Arc<dyn SchemaProvider>>,
 }
 
 impl ApiHandlerBuilder {
+    /// The schemas of the served kinds: request bodies are decoded against them (unknown
+    /// fields, `fieldValidation`), strategic merge patches follow their patch metadata and
+    /// the OpenAPI documents carry them.
+    pub fn schemas(mut self, schemas: Arc<dyn SchemaProvider>) -> Self {
+        self.schemas = Some(schemas);
+        self
+    }
+
+    /// Shares `service` with the hooks of the resources (e.g. the service-account token
+    /// issuer), which find it by its type.
+    pub fn service<T: Clone + Send + Sync + 'static>(mut self, service: T) -> Self {
+        self.services.insert(service);
+        self
+    }
+
     /// Serves `definitions` (in addition to those already added).
     pub fn resources(mut self, definitions: impl IntoIterator<Item = ResourceDefinition>) -> Self {
         self.definitions.extend(definitions);
@@ -107,6 +127,9 @@ impl ApiHandlerBuilder {
             server_address: self.server_address,
             bookmark_interval: self.bookmark_interval,
             request_info: RequestInfoFactory::default(),
+            services: self.services,
+            schemas: self.schemas,
+            openapi: openapi::Documents::default(),
         }))
     }
 }
@@ -140,6 +163,12 @@ struct Apis {
     server_address: String,
     bookmark_interval: Duration,
     request_info: RequestInfoFactory,
+    /// What [`ApiHandlerBuilder::service`] shared.
+    services: http::Extensions,
+    /// What [`ApiHandlerBuilder::schemas`] gave.
+    schemas: Option<Arc<dyn SchemaProvider>>,
+    /// The OpenAPI documents, generated on first request.
+    openapi: openapi::Documents,
 }
 
 impl Apis {
@@ -158,6 +187,8 @@ impl ApiHandler {
             definitions: Vec::new(),
             server_address: "127.0.0.1:6443".into(),
             bookmark_interval: Duration::from_secs(60),
+            services: http::Extensions::new(),
+            schemas: None,
         }
     }
 
@@ -243,15 +274,9 @@ impl ApiHandler {
             ["api", version] => discovery::api_resource_list(defs, "", version),
             ["apis", group] => discovery::api_group(defs, group),
             ["apis", group, version] => discovery::api_resource_list(defs, group, version),
-            ["openapi", "v2"] if !negotiation::accepts_json(accept) => {
-                // The protobuf form of the v2 document is not served; clients fall back.
-                return Err(ApiError::not_acceptable(["application/json"]));
-            }
-            ["openapi", "v2"] => Some(openapi::v2(defs)),
-            ["openapi", "v3"] => Some(openapi::v3_index(defs)),
-            ["openapi", "v3", "api", version] => openapi::v3_group_version(defs, "", version),
-            ["openapi", "v3", "apis", group, version] => {
-                openapi::v3_group_version(defs, group, version)
+            ["openapi", ..] => {
+                let full = self.0.schemas.as_ref().map(|s| s.definitions());
+                return self.0.openapi.respond(request, defs, full).unwrap_or_else(|| Err(not_found()));
             }
             _ => None,
         };

@@ -128,15 +128,6 @@ fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
     }
 }
 
-/// Whether a non-resource request accepts JSON (no Accept header accepts anything).
-pub fn accepts_json(accept: Option<&str>) -> bool {
-    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return true;
-    };
-    media_ranges(accept)
-        .any(|range| matches!(range.essence, "application/json" | "application/*" | "*/*"))
-}
-
 /// The aggregated discovery version a discovery request accepts, if any.
 pub fn aggregated_discovery(accept: Option<&str>) -> Option<&'static str> {
     for range in media_ranges(accept?) {

@@ -287,6 +287,68 @@ pub fn dry_run(query: &Query, options_kind: &str) -> Result<bool, ApiError> {
     }
 }
 
+/// The field manager and `force` of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// `?fieldManager=` ("" when absent).
+    pub field_manager: String,
+    /// `?force=true` (apply only).
+    pub force: bool,
+}
+
+/// How a write is made, for the checks of its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A create or an update (CreateOptions / UpdateOptions).
+    CreateOrUpdate,
+    /// A patch other than apply (PatchOptions).
+    Patch,
+    /// A server-side apply patch (PatchOptions).
+    Apply,
+}
+
+/// `fieldManager` and `force`, validated as upstream's ValidateCreateOptions /
+/// ValidateUpdateOptions / ValidatePatchOptions: apply needs a field manager, `force` is
+/// for apply only, and a field manager has at most 128 printable characters.
+pub fn write_options(
+    query: &Query,
+    options_kind: &str,
+    kind: WriteKind,
+) -> Result<WriteOptions, ApiError> {
+    let field_manager = query.get("fieldManager").unwrap_or_default().to_string();
+    let force = query.get("force");
+    let path = Path::root("fieldManager");
+    let mut errors = FieldErrors::default();
+    match kind {
+        WriteKind::Apply if field_manager.is_empty() => {
+            errors.push(FieldError::required(&path, "is required for apply patch"));
+        }
+        WriteKind::Patch if force.is_some() => errors.push(FieldError::forbidden(
+            &Path::root("force"),
+            "may not be specified for non-apply patch",
+        )),
+        _ => {}
+    }
+    if field_manager.len() > kapi_fieldmanager::FIELD_MANAGER_MAX_LENGTH {
+        errors.push(FieldError::too_long(
+            &path,
+            kapi_fieldmanager::FIELD_MANAGER_MAX_LENGTH,
+        ));
+    }
+    for (position, c) in field_manager.char_indices().filter(|(_, c)| c.is_control()) {
+        let detail = format!(
+            "invalid character U+{:04X} (at position {position})",
+            c as u32
+        );
+        errors.push(FieldError::invalid(&path, field_manager.clone(), detail));
+    }
+    invalid_options(options_kind, errors)?;
+    Ok(WriteOptions {
+        field_manager,
+        force: matches!(force, Some("1" | "t" | "T" | "true" | "TRUE" | "True")),
+    })
+}
+
 /// The delete options from the query and the optional DeleteOptions body.
 pub fn delete_params(
     query: &Query,
@@ -358,4 +420,70 @@ fn invalid_options(kind: &str, errors: FieldErrors) -> Result<(), ApiError> {
         "",
         &errors,
     ))
+}
+
+#[cfg(test)]
+mod write_options_tests {
+    use super::*;
+
+    /// A query, the kind of write, and the manager and force parsed or the error message.
+    type Case<'a> = (&'a str, WriteKind, Result<(&'a str, bool), &'a str>);
+
+    #[test]
+    fn write_options_are_validated_as_upstream() {
+        let long = format!("fieldManager={}", "x".repeat(129));
+        let cases: [Case; 7] = [
+            (
+                "fieldManager=m&force=true",
+                WriteKind::Apply,
+                Ok(("m", true)),
+            ),
+            ("fieldManager=m", WriteKind::Apply, Ok(("m", false))),
+            (
+                "",
+                WriteKind::Apply,
+                Err(
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                ),
+            ),
+            (
+                "force=false",
+                WriteKind::Patch,
+                Err(
+                    "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch",
+                ),
+            ),
+            ("", WriteKind::CreateOrUpdate, Ok(("", false))),
+            (
+                &long,
+                WriteKind::CreateOrUpdate,
+                Err(
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes",
+                ),
+            ),
+            (
+                "fieldManager=a%07b",
+                WriteKind::CreateOrUpdate,
+                Err(
+                    "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"a\\ab\": invalid character U+0007 (at position 1)",
+                ),
+            ),
+        ];
+        for (query, kind, want) in cases {
+            let got = write_options(&Query::parse(Some(query)), "PatchOptions", kind);
+            match (got, want) {
+                (Ok(options), Ok((manager, force))) => {
+                    assert_eq!(
+                        (options.field_manager.as_str(), options.force),
+                        (manager, force)
+                    );
+                }
+                (Err(err), Err(message)) => {
+                    assert_eq!(err.code(), 422, "{query}");
+                    assert_eq!(err.message(), message, "{query}");
+                }
+                (got, want) => panic!("{query}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 }

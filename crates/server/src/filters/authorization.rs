@@ -69,9 +69,13 @@ where
         let authorizer = self.authorizer.clone();
         Box::pin(async move {
             // Only the head is borrowed across the authorizer's await: bodies need not be Sync.
-            let (parts, body) = request.into_parts();
+            let (mut parts, body) = request.into_parts();
             match decide(authorizer.as_ref(), &parts).await {
-                Ok(()) => Ok(call(inner, Request::from_parts(parts, body)).await),
+                Ok(()) => {
+                    // Handlers answering access reviews ask the same authorizer.
+                    parts.extensions.insert(authorizer);
+                    Ok(call(inner, Request::from_parts(parts, body)).await)
+                }
                 Err(response) => Ok(response),
             }
         })

@@ -1,0 +1,254 @@
+//! The catalog of the built-in resources kube-apiserver 1.35 serves (generated from upstream's
+//! facts by tools/gen_builtin_catalog.py) and the builder that turns it into one
+//! [`ResourceDefinition`] per served group-version-resource.
+//!
+//! Each entry takes its strategy and printer columns from the module that owns its kind (this
+//! crate's own type modules first, then [`crate::hooks::hooks`]), falling back to the
+//! [`generic`] strategy and the NAME/AGE table; its subresources from
+//! [`crate::subresources::subresource`] (only those served are listed); and, for versions that
+//! are not the stored one, its converter. The versions of one resource share one
+//! [`StorageDefinition`], so they share one registry and watch cache.
+
+mod generated;
+mod generic;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
+use kapi_server::resource::{
+    Converter, ResourceDefinition, StorageDefinition, Subresource, TableConvertor, Verbs,
+};
+
+use crate::hooks::TypeHooks;
+use crate::printers::{age_cell, age_column, name_cell, name_column};
+
+pub(crate) use generated::CATALOG;
+
+/// One served group-version-resource, as upstream's discovery describes it, with where and in
+/// which version it is stored.
+#[derive(Debug)]
+pub(crate) struct CatalogEntry {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub list_kind: &'static str,
+    pub namespaced: bool,
+    /// Discovery's verbs (`create`, `delete`, ...), sorted.
+    pub verbs: &'static [&'static str],
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    pub subresources: &'static [CatalogSubresource],
+    /// Upstream's etcd key prefix; empty for resources computed per request (reviews,
+    /// bindings, componentstatuses), which are never stored.
+    pub key_prefix: &'static str,
+    /// The group and version objects are written in (the kind is the same).
+    pub storage_group: &'static str,
+    pub storage_version: &'static str,
+}
+
+/// A subresource of a [`CatalogEntry`] with upstream's verbs.
+#[derive(Debug)]
+pub(crate) struct CatalogSubresource {
+    pub name: &'static str,
+    pub verbs: &'static [&'static str],
+}
+
+impl CatalogEntry {
+    /// Whether this version is the one objects are stored in.
+    fn is_storage_version(&self) -> bool {
+        self.group == self.storage_group && self.version == self.storage_version
+    }
+
+    /// Whether objects of this resource are stored at all.
+    fn is_stored(&self) -> bool {
+        !self.key_prefix.is_empty()
+    }
+
+    fn has_subresource(&self, name: &str) -> bool {
+        self.subresources.iter().any(|sub| sub.name == name)
+    }
+}
+
+/// A catalog entry kapi does not serve, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unserved {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+    pub reason: &'static str,
+}
+
+/// Why an entry is not served: it is computed per request and nothing answers its creates.
+pub(crate) const NO_CREATER: &str = "computed per request, and no hook answers it";
+/// Why an entry is not served: it is served in a version that is not stored and nothing
+/// converts between the two.
+pub(crate) const NO_CONVERTER: &str = "stored in another version, and no converter is registered";
+/// Why an entry is not served: it is read-only and computed per request (componentstatuses).
+pub(crate) const NO_READER: &str = "computed per request on reads, which kapi does not implement";
+
+/// The discovery verbs by name (the catalog lists at least one for every resource).
+fn verbs_of(names: &[&str]) -> Verbs {
+    let verb = |name: &&str| match *name {
+        "create" => Verbs::CREATE,
+        "delete" => Verbs::DELETE,
+        "deletecollection" => Verbs::DELETECOLLECTION,
+        "get" => Verbs::GET,
+        "list" => Verbs::LIST,
+        "patch" => Verbs::PATCH,
+        "update" => Verbs::UPDATE,
+        "watch" => Verbs::WATCH,
+        other => unreachable!("the generated catalog has no verb {other:?}"),
+    };
+    names
+        .iter()
+        .map(verb)
+        .reduce(|a, b| a | b)
+        .expect("every catalog entry has verbs")
+}
+
+/// The hooks of `kind` in `group`: this crate's type modules first, then the others'.
+fn type_hooks(entry: &CatalogEntry) -> Option<TypeHooks> {
+    own_hooks(entry.group, entry.kind).or_else(|| crate::hooks::hooks(entry.group, entry.kind))
+}
+
+/// The hooks of the kinds this crate's own type modules serve.
+fn own_hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+    match (group, kind) {
+        ("", "Namespace") => Some(crate::namespace::hooks()),
+        ("", "ConfigMap") => Some(crate::configmap::hooks()),
+        ("", "Secret") => Some(crate::secret::hooks()),
+        ("", "ServiceAccount") => Some(crate::serviceaccount::hooks()),
+        ("", "Event") => Some(crate::event::hooks(false)),
+        ("events.k8s.io", "Event") => Some(crate::event::hooks(true)),
+        ("coordination.k8s.io", "Lease") => Some(crate::lease::hooks()),
+        _ => None,
+    }
+}
+
+/// The converter from the stored version of `entry`'s resource to `entry`'s version.
+fn converter(entry: &CatalogEntry) -> Option<Arc<dyn Converter>> {
+    match (entry.group, entry.version, entry.kind) {
+        ("events.k8s.io", "v1", "Event") => Some(Arc::new(crate::event::EventsV1Converter)),
+        (group, version, kind) => crate::hooks::converter(group, version, kind),
+    }
+}
+
+/// The served subresources of `entry`, in the catalog's (alphabetical) order, with upstream's
+/// verbs.
+fn subresources(entry: &CatalogEntry) -> Vec<Subresource> {
+    entry
+        .subresources
+        .iter()
+        .filter_map(|sub| {
+            let served = crate::subresources::subresource(entry.group, entry.plural, sub.name)?;
+            Some(Subresource {
+                verbs: verbs_of(sub.verbs),
+                ..served
+            })
+        })
+        .collect()
+}
+
+/// The table of kinds without printer columns of their own: NAME and AGE, as upstream's
+/// printers show for most kinds.
+fn default_table() -> TableConvertor {
+    TableConvertor {
+        columns: vec![name_column(0), age_column()],
+        cells: |object| vec![name_cell(object), age_cell(object)],
+    }
+}
+
+/// The stored collection of `entry`, shared by every version of its resource.
+fn storage(
+    entry: &CatalogEntry,
+    shared: &mut HashMap<(&'static str, &'static str), Arc<StorageDefinition>>,
+) -> Arc<StorageDefinition> {
+    let key = if entry.is_stored() {
+        ("", entry.key_prefix)
+    } else {
+        (entry.group, entry.plural)
+    };
+    shared
+        .entry(key)
+        .or_insert_with(|| {
+            Arc::new(StorageDefinition {
+                key_prefix: entry.key_prefix,
+                storage_version: GroupVersionKind::new(
+                    entry.storage_group,
+                    entry.storage_version,
+                    entry.kind,
+                ),
+                namespaced: entry.namespaced,
+            })
+        })
+        .clone()
+}
+
+/// The definition of `entry`, or why it is not served.
+fn build(
+    entry: &CatalogEntry,
+    shared: &mut HashMap<(&'static str, &'static str), Arc<StorageDefinition>>,
+) -> Result<ResourceDefinition, &'static str> {
+    let hooks = type_hooks(entry).unwrap_or_else(|| TypeHooks {
+        strategy: Arc::new(generic::GenericStrategy::for_entry(entry)),
+        table: None,
+    });
+    if !entry.is_stored() && hooks.strategy.creater().is_none() {
+        return Err(if entry.verbs.contains(&"create") {
+            NO_CREATER
+        } else {
+            NO_READER
+        });
+    }
+    let converter = if entry.is_storage_version() {
+        None
+    } else {
+        Some(converter(entry).ok_or(NO_CONVERTER)?)
+    };
+    Ok(ResourceDefinition {
+        group_version: GroupVersion::new(entry.group, entry.version),
+        kind: entry.kind,
+        list_kind: entry.list_kind,
+        plural: entry.plural,
+        singular: entry.singular,
+        namespaced: entry.namespaced,
+        short_names: entry.short_names,
+        categories: entry.categories,
+        verbs: verbs_of(entry.verbs),
+        subresources: subresources(entry),
+        table: Some(hooks.table.unwrap_or_else(default_table)),
+        strategy: hooks.strategy,
+        storage: storage(entry, shared),
+        converter,
+    })
+}
+
+/// Every servable catalog entry as a definition, and the entries that are not served.
+pub(crate) fn build_all() -> (Vec<ResourceDefinition>, Vec<Unserved>) {
+    let mut shared = HashMap::new();
+    let mut served = Vec::new();
+    let mut unserved = Vec::new();
+    for entry in CATALOG {
+        match build(entry, &mut shared) {
+            Ok(definition) => served.push(definition),
+            Err(reason) => unserved.push(Unserved {
+                group: entry.group,
+                version: entry.version,
+                plural: entry.plural,
+                reason,
+            }),
+        }
+    }
+    (served, unserved)
+}
+
+/// Whether `entry` has a status subresource (its main resource's writes keep the status).
+pub(crate) fn has_status(entry: &CatalogEntry) -> bool {
+    entry.has_subresource("status")
+}
+
+#[cfg(test)]
+mod tests;

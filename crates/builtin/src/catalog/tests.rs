@@ -1,0 +1,287 @@
+use std::collections::{HashMap, HashSet};
+
+use super::*;
+
+fn entry(group: &str, version: &str, plural: &str) -> &'static CatalogEntry {
+    CATALOG
+        .iter()
+        .find(|e| e.group == group && e.version == version && e.plural == plural)
+        .expect("in the catalog")
+}
+
+#[test]
+fn catalog_holds_upstreams_facts() {
+    // (group, version, plural) -> (kind, namespaced, short names, categories, key prefix,
+    // storage group/version).
+    type Fact<'a> = (
+        &'a str,
+        bool,
+        &'a [&'a str],
+        &'a [&'a str],
+        &'a str,
+        &'a str,
+    );
+    let cases: &[((&str, &str, &str), Fact)] = &[
+        (
+            ("", "v1", "pods"),
+            ("Pod", true, &["po"], &["all"], "pods", "v1"),
+        ),
+        (
+            ("", "v1", "nodes"),
+            ("Node", false, &["no"], &[], "minions", "v1"),
+        ),
+        (
+            ("", "v1", "services"),
+            ("Service", true, &["svc"], &["all"], "services/specs", "v1"),
+        ),
+        (
+            ("", "v1", "endpoints"),
+            ("Endpoints", true, &["ep"], &[], "services/endpoints", "v1"),
+        ),
+        (
+            ("", "v1", "replicationcontrollers"),
+            (
+                "ReplicationController",
+                true,
+                &["rc"],
+                &["all"],
+                "controllers",
+                "v1",
+            ),
+        ),
+        (
+            ("", "v1", "bindings"),
+            ("Binding", true, &[], &[], "", "v1"),
+        ),
+        (
+            ("apps", "v1", "deployments"),
+            (
+                "Deployment",
+                true,
+                &["deploy"],
+                &["all"],
+                "deployments",
+                "apps/v1",
+            ),
+        ),
+        (
+            ("autoscaling", "v1", "horizontalpodautoscalers"),
+            (
+                "HorizontalPodAutoscaler",
+                true,
+                &["hpa"],
+                &["all"],
+                "horizontalpodautoscalers",
+                "autoscaling/v2",
+            ),
+        ),
+        (
+            ("events.k8s.io", "v1", "events"),
+            ("Event", true, &["ev"], &[], "events", "v1"),
+        ),
+        (
+            ("networking.k8s.io", "v1", "ingresses"),
+            (
+                "Ingress",
+                true,
+                &["ing"],
+                &[],
+                "ingress",
+                "networking.k8s.io/v1",
+            ),
+        ),
+        (
+            ("apiregistration.k8s.io", "v1", "apiservices"),
+            (
+                "APIService",
+                false,
+                &[],
+                &["api-extensions"],
+                "apiregistration.k8s.io/apiservices",
+                "apiregistration.k8s.io/v1",
+            ),
+        ),
+        (
+            ("authorization.k8s.io", "v1", "localsubjectaccessreviews"),
+            (
+                "LocalSubjectAccessReview",
+                true,
+                &[],
+                &[],
+                "",
+                "authorization.k8s.io/v1",
+            ),
+        ),
+    ];
+    for ((group, version, plural), want) in cases {
+        let e = entry(group, version, plural);
+        let storage = if e.storage_group.is_empty() {
+            e.storage_version.to_string()
+        } else {
+            format!("{}/{}", e.storage_group, e.storage_version)
+        };
+        let got = (
+            e.kind,
+            e.namespaced,
+            e.short_names,
+            e.categories,
+            e.key_prefix,
+            storage.as_str(),
+        );
+        assert_eq!(got, *want, "{group}/{version} {plural}");
+    }
+}
+
+#[test]
+fn catalog_is_ga_only_without_crds() {
+    let groups: HashSet<&str> = CATALOG.iter().map(|e| e.group).collect();
+    assert!(!groups.contains("apiextensions.k8s.io"));
+    assert_eq!(groups.len(), 20);
+    for e in CATALOG {
+        assert!(
+            e.version
+                .strip_prefix('v')
+                .is_some_and(|n| n.parse::<u32>().is_ok()),
+            "{} {}",
+            e.group,
+            e.version
+        );
+        assert_eq!(e.list_kind, format!("{}List", e.kind));
+        assert_eq!(e.singular, e.kind.to_lowercase());
+        assert!(!e.verbs.is_empty());
+    }
+}
+
+#[test]
+fn definitions_follow_their_entries() {
+    let (served, unserved) = build_all();
+    assert_eq!(served.len() + unserved.len(), CATALOG.len());
+    let served_keys: HashSet<(String, &str)> = served
+        .iter()
+        .map(|d| (d.group_version.to_string(), d.plural))
+        .collect();
+    for (definition, e) in served.iter().zip(CATALOG.iter().filter(|e| {
+        let gv = GroupVersion::new(e.group, e.version).to_string();
+        served_keys.contains(&(gv, e.plural))
+    })) {
+        assert_eq!(
+            (definition.kind, definition.namespaced, definition.verbs),
+            (e.kind, e.namespaced, verbs_of(e.verbs)),
+            "{}",
+            e.plural
+        );
+        assert_eq!(definition.storage.key_prefix, e.key_prefix);
+        assert_eq!(definition.converter.is_none(), e.is_storage_version());
+        assert!(definition.table.is_some(), "{}", e.plural);
+        for sub in &definition.subresources {
+            let listed = e
+                .subresources
+                .iter()
+                .find(|s| s.name == sub.name)
+                .expect("only the catalog's subresources are served");
+            assert_eq!(
+                sub.verbs,
+                verbs_of(listed.verbs),
+                "{}/{}",
+                e.plural,
+                sub.name
+            );
+        }
+    }
+}
+
+#[test]
+fn unserved_entries_say_why() {
+    let (_, unserved) = build_all();
+    for u in &unserved {
+        let e = entry(u.group, u.version, u.plural);
+        let want = if !e.is_stored() && e.verbs.contains(&"create") {
+            NO_CREATER
+        } else if !e.is_stored() {
+            NO_READER
+        } else {
+            NO_CONVERTER
+        };
+        assert_eq!(u.reason, want, "{} {}", u.group, u.plural);
+        assert!(u.reason != NO_CONVERTER || !e.is_storage_version());
+    }
+    // Nothing answers componentstatuses' reads yet.
+    assert!(unserved.iter().any(|u| u.plural == "componentstatuses"));
+}
+
+#[test]
+fn versions_of_a_resource_share_their_storage() {
+    let (served, _) = build_all();
+    let mut by_prefix: HashMap<&str, Vec<&ResourceDefinition>> = HashMap::new();
+    for d in served.iter().filter(|d| !d.storage.key_prefix.is_empty()) {
+        by_prefix.entry(d.storage.key_prefix).or_default().push(d);
+    }
+    let events = &by_prefix["events"];
+    assert_eq!(events.len(), 2);
+    assert!(Arc::ptr_eq(&events[0].storage, &events[1].storage));
+    assert_eq!(
+        events[0].storage.storage_version,
+        GroupVersionKind::new("", "v1", "Event")
+    );
+    for definitions in by_prefix.values() {
+        for d in definitions {
+            assert!(Arc::ptr_eq(&d.storage, &definitions[0].storage));
+        }
+    }
+}
+
+#[test]
+fn own_modules_provide_their_kinds() {
+    let (served, _) = build_all();
+    let find = |group: &str, plural: &str| {
+        served
+            .iter()
+            .find(|d| d.group_version.group == group && d.plural == plural)
+            .expect("served")
+    };
+    let columns = |d: &ResourceDefinition| -> Vec<&str> {
+        d.table
+            .as_ref()
+            .unwrap()
+            .columns
+            .iter()
+            .map(|c| c.name)
+            .collect()
+    };
+    assert_eq!(columns(find("", "namespaces")), ["Name", "Status", "Age"]);
+    assert_eq!(columns(find("", "configmaps")), ["Name", "Data", "Age"]);
+    assert_eq!(
+        columns(find("", "secrets")),
+        ["Name", "Type", "Data", "Age"]
+    );
+    assert_eq!(
+        columns(find("", "serviceaccounts")),
+        ["Name", "Secrets", "Age"]
+    );
+    assert_eq!(
+        columns(find("coordination.k8s.io", "leases")),
+        ["Name", "Holder", "Age"]
+    );
+    assert_eq!(find("events.k8s.io", "events").subresources.len(), 0);
+    assert!(
+        find("events.k8s.io", "events")
+            .strategy
+            .supports_field("regarding.name")
+    );
+    assert!(!find("", "events").strategy.supports_field("regarding.name"));
+    let namespaces: Vec<&str> = find("", "namespaces")
+        .subresources
+        .iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(namespaces, ["finalize", "status"]);
+}
+
+#[test]
+fn kinds_without_hooks_print_name_and_age() {
+    let table = default_table();
+    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    assert_eq!(names, ["Name", "Age"]);
+    let object = serde_json::json!({"metadata": {"name": "x"}});
+    assert_eq!((table.cells)(&object)[0], "x");
+}

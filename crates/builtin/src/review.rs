@@ -1,0 +1,427 @@
+//! The resources that are computed per request and never stored, answered by [`Creater`]
+//! hooks: authentication.k8s.io/v1 TokenReview (kapi's service-account tokens) and
+//! SelfSubjectReview (the requester's user), authorization.k8s.io/v1 SubjectAccessReview,
+//! SelfSubjectAccessReview, LocalSubjectAccessReview and SelfSubjectRulesReview (answered by
+//! the authorizer deciding the server's requests), and the core `bindings` resource.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kapi_apimachinery::meta::now_rfc3339;
+use kapi_apimachinery::schema::GroupKind;
+use kapi_apimachinery::schema::GroupResource;
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_server::authn::ALL_AUTHENTICATED;
+use kapi_server::object;
+use kapi_server::registry::ReadVersion;
+use kapi_server::resource::{CreateRequest, Creater, Strategy};
+use kapi_server::{Attributes, Authorizer, Decision, UserInfo};
+use serde_json::{Map, Value, json};
+
+use crate::hooks::TypeHooks;
+use crate::token::{ServiceAccountTokens, VerifiedToken};
+use crate::util::str_of;
+
+/// The hooks of the kinds this module answers.
+pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+    let creater: Arc<dyn Creater> = match (group, kind) {
+        ("", "Binding") => Arc::new(crate::subresources::BindingCreater),
+        ("authentication.k8s.io", "TokenReview") => Arc::new(TokenReviewCreater),
+        ("authentication.k8s.io", "SelfSubjectReview") => Arc::new(SelfSubjectReviewCreater),
+        ("authorization.k8s.io", "SubjectAccessReview") => Arc::new(AccessReviewCreater::Subject),
+        ("authorization.k8s.io", "SelfSubjectAccessReview") => {
+            Arc::new(AccessReviewCreater::SelfSubject)
+        }
+        ("authorization.k8s.io", "LocalSubjectAccessReview") => {
+            Arc::new(AccessReviewCreater::Local)
+        }
+        ("authorization.k8s.io", "SelfSubjectRulesReview") => Arc::new(RulesReviewCreater),
+        _ => return None,
+    };
+    Some(TypeHooks {
+        strategy: Arc::new(ComputedStrategy(creater)),
+        table: None,
+    })
+}
+
+/// The strategy of a resource that is never stored: its creates go to the hook.
+struct ComputedStrategy(Arc<dyn Creater>);
+
+impl Strategy for ComputedStrategy {
+    fn validate(&self, _object: &Value) -> FieldErrors {
+        FieldErrors::new()
+    }
+
+    fn creater(&self) -> Option<Arc<dyn Creater>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A review as upstream answers it: the request with the computed `status`, and the
+/// `creationTimestamp: null` an empty Go ObjectMeta serializes to.
+fn answered(mut review: Value, status: Value) -> Value {
+    if !review["metadata"].is_object() {
+        review["metadata"] = json!({});
+    }
+    if review["metadata"].get("creationTimestamp").is_none() {
+        review["metadata"]["creationTimestamp"] = Value::Null;
+    }
+    review["status"] = status;
+    review
+}
+
+/// A user as the reviews' UserInfo shows it (`username`, `uid`, `groups`, `extra`; empty
+/// fields left out).
+fn user_json(user: &UserInfo) -> Value {
+    let mut out = Map::new();
+    out.insert("username".into(), Value::from(user.name.as_str()));
+    if !user.uid.is_empty() {
+        out.insert("uid".into(), Value::from(user.uid.as_str()));
+    }
+    if !user.groups.is_empty() {
+        out.insert("groups".into(), json!(user.groups));
+    }
+    if !user.extra.is_empty() {
+        out.insert("extra".into(), json!(user.extra));
+    }
+    Value::Object(out)
+}
+
+/// Answers TokenReview: whether the token is one of kapi's valid service-account tokens.
+struct TokenReviewCreater;
+
+#[async_trait::async_trait]
+impl Creater for TokenReviewCreater {
+    async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let review = request.object.clone();
+        let token = str_of(&review["spec"], "token");
+        if token.is_empty() {
+            return Err(ApiError::bad_request(
+                "token is required for TokenReview in authentication",
+            ));
+        }
+        let Some(tokens) = request.api.services().get::<Arc<ServiceAccountTokens>>() else {
+            return Ok(answered(review, json!({ "user": {} })));
+        };
+        let audiences: Vec<String> = review["spec"]["audiences"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let now = crate::token::unix_now();
+        let verified = match tokens.verify(token, &audiences, now) {
+            Ok(verified) => still_valid(&request, verified).await,
+            Err(err) => Err(err.to_string()),
+        };
+        let status = match verified {
+            Ok(verified) => {
+                let mut user = verified.user;
+                user.groups.push(ALL_AUTHENTICATED.into());
+                json!({
+                    "authenticated": true,
+                    "user": user_json(&user),
+                    "audiences": verified.audiences,
+                })
+            }
+            Err(reason) => json!({
+                "user": {},
+                "error": format!("[invalid bearer token, {reason}]"),
+            }),
+        };
+        Ok(answered(review, status))
+    }
+}
+
+/// Checks that the token's service account (and the pod it is bound to) still exist with
+/// the uids the token names, as upstream's service-account token validator does.
+async fn still_valid(
+    request: &CreateRequest<'_>,
+    verified: VerifiedToken,
+) -> Result<VerifiedToken, String> {
+    let claims = &verified.kubernetes;
+    let namespace = claims["namespace"].as_str().unwrap_or_default();
+    for (resource, reference) in [
+        ("serviceaccounts", &claims["serviceaccount"]),
+        ("pods", &claims["pod"]),
+    ] {
+        if !reference.is_object() {
+            continue;
+        }
+        let Some(served) = request.api.resource("", resource) else {
+            continue;
+        };
+        let name = str_of(reference, "name");
+        let found = served
+            .registry
+            .get(
+                &GroupResource::new("", resource),
+                namespace,
+                name,
+                &ReadVersion::MostRecent,
+            )
+            .await
+            .and_then(|item| item.decode());
+        let valid = found.is_ok_and(|object| {
+            object::uid(&object) == str_of(reference, "uid") && !object::is_deleting(&object)
+        });
+        if !valid {
+            return Err("service account token has been invalidated".into());
+        }
+    }
+    Ok(verified)
+}
+
+/// Answers SelfSubjectReview (`kubectl auth whoami`): the requester's user.
+struct SelfSubjectReviewCreater;
+
+#[async_trait::async_trait]
+impl Creater for SelfSubjectReviewCreater {
+    async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
+        Ok(json!({
+            "kind": "SelfSubjectReview",
+            "apiVersion": request.object["apiVersion"],
+            "metadata": { "creationTimestamp": now_rfc3339() },
+            "status": { "userInfo": user_json(request.user) },
+        }))
+    }
+}
+
+/// The authorizer deciding this server's requests, which the authorization filter passes on.
+fn authorizer(request: &CreateRequest<'_>) -> Result<Arc<dyn Authorizer>, ApiError> {
+    request
+        .api
+        .services()
+        .get::<Arc<dyn Authorizer>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("no authorizer is configured"))
+}
+
+/// The three access reviews, which differ in whose access they ask about and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AccessReviewCreater {
+    /// SubjectAccessReview: any user's, anywhere.
+    Subject,
+    /// SelfSubjectAccessReview (`kubectl auth can-i`): the requester's.
+    SelfSubject,
+    /// LocalSubjectAccessReview: any user's, in the request's namespace.
+    Local,
+}
+
+impl AccessReviewCreater {
+    fn kind(self) -> &'static str {
+        match self {
+            AccessReviewCreater::Subject => "SubjectAccessReview",
+            AccessReviewCreater::SelfSubject => "SelfSubjectAccessReview",
+            AccessReviewCreater::Local => "LocalSubjectAccessReview",
+        }
+    }
+
+    /// Upstream's validation of the review's spec.
+    fn validate(self, spec: &Value, namespace: &str) -> Result<(), ApiError> {
+        let path = Path::root("spec");
+        let (resource, non_resource) =
+            (&spec["resourceAttributes"], &spec["nonResourceAttributes"]);
+        let mut errors = FieldErrors::new();
+        if self == AccessReviewCreater::Local && !non_resource.is_null() {
+            errors.push(FieldError::invalid(
+                &path.child("nonResourceAttributes"),
+                non_resource.clone(),
+                "disallowed on this kind of request",
+            ));
+        } else if !resource.is_null() && !non_resource.is_null() {
+            errors.push(FieldError::invalid(
+                &path.child("nonResourceAttributes"),
+                non_resource.clone(),
+                "cannot be specified in combination with resourceAttributes",
+            ));
+        }
+        if resource.is_null() && non_resource.is_null() {
+            errors.push(FieldError::invalid(
+                &path.child("resourceAttributes"),
+                "null",
+                "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+            ));
+        }
+        let groups = spec["groups"].as_array().map_or(0, Vec::len);
+        if self != AccessReviewCreater::SelfSubject
+            && str_of(spec, "user").is_empty()
+            && groups == 0
+        {
+            errors.push(FieldError::invalid(
+                &path.child("user"),
+                "",
+                "at least one of user or group must be specified",
+            ));
+        }
+        if !errors.is_empty() {
+            let kind = GroupKind::new("authorization.k8s.io", self.kind());
+            return Err(ApiError::invalid(&kind, "", &errors));
+        }
+        if self == AccessReviewCreater::Local
+            && resource.is_object()
+            && str_of(resource, "namespace") != namespace
+        {
+            return Err(ApiError::bad_request(format!(
+                "spec.resourceAttributes.namespace must match namespace: {namespace}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The user a SubjectAccessReview's spec names.
+fn spec_user(spec: &Value) -> UserInfo {
+    let strings = |value: &Value| -> Vec<String> {
+        value
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let extra: BTreeMap<String, Vec<String>> = spec["extra"]
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
+        .unwrap_or_default();
+    UserInfo {
+        name: str_of(spec, "user").to_string(),
+        uid: str_of(spec, "uid").to_string(),
+        groups: strings(&spec["groups"]),
+        extra,
+    }
+}
+
+/// Asks the authorizer about `spec`'s attributes for `user`; the review's status.
+async fn decide(authorizer: &dyn Authorizer, user: &UserInfo, spec: &Value) -> Value {
+    let resource = &spec["resourceAttributes"];
+    let non_resource = &spec["nonResourceAttributes"];
+    let field = |object: &Value, key: &str| str_of(object, key).to_string();
+    let (verb, path) = if resource.is_object() {
+        (field(resource, "verb"), String::new())
+    } else {
+        (field(non_resource, "verb"), field(non_resource, "path"))
+    };
+    let text = |key: &str| field(resource, key);
+    let (namespace, group, version, plural, subresource, name) = (
+        text("namespace"),
+        text("group"),
+        text("version"),
+        text("resource"),
+        text("subresource"),
+        text("name"),
+    );
+    let field_selector = str_of(&resource["fieldSelector"], "rawSelector").to_string();
+    let label_selector = str_of(&resource["labelSelector"], "rawSelector").to_string();
+    let attributes = Attributes {
+        user,
+        verb: &verb,
+        namespace: &namespace,
+        api_group: &group,
+        api_version: &version,
+        resource: &plural,
+        subresource: &subresource,
+        name: &name,
+        resource_request: resource.is_object(),
+        path: &path,
+        field_selector: &field_selector,
+        label_selector: &label_selector,
+    };
+    let mut status = Map::new();
+    match authorizer.authorize(&attributes).await {
+        Ok(decision) => {
+            let (allowed, denied, reason) = match decision {
+                Decision::Allow => (true, false, String::new()),
+                Decision::Deny(reason) => (false, true, reason),
+                Decision::NoOpinion(reason) => (false, false, reason),
+            };
+            status.insert("allowed".into(), allowed.into());
+            if denied {
+                status.insert("denied".into(), true.into());
+            }
+            if !reason.is_empty() {
+                status.insert("reason".into(), reason.into());
+            }
+        }
+        Err(err) => {
+            status.insert("allowed".into(), false.into());
+            status.insert("evaluationError".into(), err.to_string().into());
+        }
+    }
+    Value::Object(status)
+}
+
+#[async_trait::async_trait]
+impl Creater for AccessReviewCreater {
+    async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let mut review = request.object.clone();
+        let spec = review["spec"].clone();
+        self.validate(&spec, request.namespace)?;
+        let user = match self {
+            AccessReviewCreater::SelfSubject => request.user.clone(),
+            _ => spec_user(&spec),
+        };
+        let status = decide(authorizer(&request)?.as_ref(), &user, &spec).await;
+        if *self == AccessReviewCreater::Local && object::namespace(&review).is_empty() {
+            object::set_meta(&mut review, "namespace", Value::from(request.namespace));
+        }
+        Ok(answered(review, status))
+    }
+}
+
+/// Answers SelfSubjectRulesReview. kapi's authorizers decide requests but cannot list the
+/// rules they grant, so the rules are those the requester has over everything: `*` on every
+/// resource of the namespace and every non-resource URL when the authorizer allows that,
+/// none otherwise, marked incomplete when they may not be all.
+struct RulesReviewCreater;
+
+#[async_trait::async_trait]
+impl Creater for RulesReviewCreater {
+    async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
+        let review = request.object.clone();
+        let namespace = str_of(&review["spec"], "namespace").to_string();
+        let authorizer = authorizer(&request)?;
+        let everything = |resource_request: bool| Attributes {
+            user: request.user,
+            verb: "*",
+            namespace: &namespace,
+            api_group: "*",
+            api_version: "*",
+            resource: if resource_request { "*" } else { "" },
+            subresource: "",
+            name: "",
+            resource_request,
+            path: if resource_request { "" } else { "*" },
+            field_selector: "",
+            label_selector: "",
+        };
+        let resources = authorizer.authorize(&everything(true)).await;
+        let non_resources = authorizer.authorize(&everything(false)).await;
+        let resources = matches!(resources, Ok(Decision::Allow));
+        let non_resources = matches!(non_resources, Ok(Decision::Allow));
+        let resource_rules = if resources {
+            json!([{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }])
+        } else {
+            json!([])
+        };
+        let non_resource_rules = if non_resources {
+            json!([{ "verbs": ["*"], "nonResourceURLs": ["*"] }])
+        } else {
+            json!([])
+        };
+        let status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": !(resources && non_resources),
+        });
+        Ok(answered(review, status))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,230 @@
+use kapi_server::authz::AuthenticatedAuthorizer;
+use kapi_server::endpoints::Served;
+use kapi_server::resource::Api;
+
+use super::*;
+use crate::token::tests::tokens;
+
+/// What the hooks reach in these tests: services only, no other resources.
+struct Services(http::Extensions);
+
+impl Api for Services {
+    fn resource(&self, _group: &str, _resource: &str) -> Option<Served> {
+        None
+    }
+
+    fn services(&self) -> &http::Extensions {
+        &self.0
+    }
+}
+
+fn services() -> Services {
+    let mut extensions = http::Extensions::new();
+    extensions.insert::<Arc<dyn Authorizer>>(Arc::new(AuthenticatedAuthorizer));
+    extensions.insert(Arc::new(tokens()));
+    Services(extensions)
+}
+
+fn alice() -> UserInfo {
+    UserInfo {
+        name: "alice".into(),
+        uid: "a1".into(),
+        groups: vec!["dev".into(), ALL_AUTHENTICATED.into()],
+        extra: BTreeMap::from([("scopes".to_string(), vec!["x".to_string()])]),
+    }
+}
+
+async fn create(
+    creater: &dyn Creater,
+    user: &UserInfo,
+    namespace: &str,
+    object: Value,
+) -> Result<Value, ApiError> {
+    let api = services();
+    let request = CreateRequest {
+        user,
+        namespace,
+        name: "",
+        object,
+        dry_run: false,
+        api: &api,
+    };
+    creater.create(request).await
+}
+
+#[tokio::test]
+async fn self_subject_review_shows_the_requester() {
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let answer = create(&SelfSubjectReviewCreater, &alice(), "", review)
+        .await
+        .unwrap();
+    assert_eq!(answer["kind"], "SelfSubjectReview");
+    assert_eq!(answer["apiVersion"], "authentication.k8s.io/v1");
+    assert!(answer["metadata"]["creationTimestamp"].is_string());
+    assert_eq!(
+        answer["status"]["userInfo"],
+        json!({"username": "alice", "uid": "a1", "groups": ["dev", "system:authenticated"], "extra": {"scopes": ["x"]}})
+    );
+}
+
+#[tokio::test]
+async fn access_reviews_ask_the_servers_authorizer() {
+    let ssar = |attributes: Value| json!({"spec": attributes});
+    let pods =
+        json!({"resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "ns"}});
+    let cases = [
+        (
+            AccessReviewCreater::SelfSubject,
+            alice(),
+            ssar(pods.clone()),
+            json!({"allowed": true}),
+        ),
+        (
+            AccessReviewCreater::SelfSubject,
+            UserInfo::anonymous(),
+            ssar(pods.clone()),
+            json!({"allowed": false}),
+        ),
+        (
+            AccessReviewCreater::Subject,
+            alice(),
+            json!({"spec": {"user": "system:anonymous", "nonResourceAttributes": {"verb": "get", "path": "/healthz"}}}),
+            json!({"allowed": true}),
+        ),
+        (
+            AccessReviewCreater::Subject,
+            alice(),
+            json!({"spec": {"user": "bob", "resourceAttributes": {"verb": "get", "resource": "pods"}}}),
+            json!({"allowed": true}),
+        ),
+        (
+            AccessReviewCreater::Local,
+            alice(),
+            json!({"spec": {"groups": ["system:unauthenticated"], "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "ns"}}}),
+            json!({"allowed": false}),
+        ),
+    ];
+    for (creater, user, review, status) in cases {
+        let answer = create(&creater, &user, "ns", review.clone()).await.unwrap();
+        assert_eq!(answer["status"], status, "{creater:?} {review}");
+        assert_eq!(answer["spec"], review["spec"]);
+        assert_eq!(answer["metadata"]["creationTimestamp"], Value::Null);
+    }
+}
+
+#[tokio::test]
+async fn access_reviews_are_validated_as_upstream() {
+    let both = json!({"resourceAttributes": {}, "nonResourceAttributes": {}, "user": "u"});
+    let cases = [
+        (
+            AccessReviewCreater::Subject,
+            json!({"user": "u"}),
+            r#"SubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes: Invalid value: "null": exactly one of nonResourceAttributes or resourceAttributes must be specified"#,
+        ),
+        (
+            AccessReviewCreater::Subject,
+            json!({"resourceAttributes": {}}),
+            r#"SubjectAccessReview.authorization.k8s.io "" is invalid: spec.user: Invalid value: "": at least one of user or group must be specified"#,
+        ),
+        (
+            AccessReviewCreater::SelfSubject,
+            both.clone(),
+            r#"SelfSubjectAccessReview.authorization.k8s.io "" is invalid: spec.nonResourceAttributes: Invalid value: {}: cannot be specified in combination with resourceAttributes"#,
+        ),
+        (
+            AccessReviewCreater::Local,
+            both,
+            r#"LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.nonResourceAttributes: Invalid value: {}: disallowed on this kind of request"#,
+        ),
+        (
+            AccessReviewCreater::Local,
+            json!({"user": "u", "resourceAttributes": {"namespace": "other"}}),
+            "spec.resourceAttributes.namespace must match namespace: ns",
+        ),
+    ];
+    for (creater, spec, message) in cases {
+        let err = create(&creater, &alice(), "ns", json!({ "spec": spec }))
+            .await
+            .unwrap_err();
+        assert_eq!(err.message(), message);
+    }
+}
+
+#[tokio::test]
+async fn rules_reviews_show_what_the_authorizer_allows_everywhere() {
+    let review = json!({"spec": {"namespace": "ns"}});
+    let everything = create(&RulesReviewCreater, &alice(), "", review.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        everything["status"],
+        json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        })
+    );
+    let nothing = create(&RulesReviewCreater, &UserInfo::anonymous(), "", review)
+        .await
+        .unwrap();
+    assert_eq!(
+        nothing["status"],
+        json!({"resourceRules": [], "nonResourceRules": [], "incomplete": true})
+    );
+}
+
+#[tokio::test]
+async fn token_reviews_accept_kapis_service_account_tokens_only() {
+    let api = services();
+    let tokens = api.0.get::<Arc<ServiceAccountTokens>>().unwrap().clone();
+    let now = crate::token::unix_now();
+    let claims = json!({
+        "sub": "system:serviceaccount:ns:sa", "aud": [crate::token::DEFAULT_ISSUER],
+        "iat": now, "nbf": now, "exp": now + 600, "jti": "j",
+        "kubernetes.io": {"namespace": "ns", "serviceaccount": {"name": "sa", "uid": "u1"}},
+    });
+    let token = tokens.issue(&claims).unwrap();
+    let review = |token: &str| json!({"spec": {"token": token}});
+    let nobody = UserInfo::default();
+    let request = |object: Value| CreateRequest {
+        user: &nobody,
+        namespace: "",
+        name: "",
+        object,
+        dry_run: false,
+        api: &api,
+    };
+    let answer = TokenReviewCreater
+        .create(request(review(&token)))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["status"],
+        json!({
+            "authenticated": true,
+            "user": {
+                "username": "system:serviceaccount:ns:sa",
+                "uid": "u1",
+                "groups": ["system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"],
+                "extra": {"authentication.kubernetes.io/credential-id": ["JTI=j"]},
+            },
+            "audiences": [crate::token::DEFAULT_ISSUER],
+        })
+    );
+    let answer = TokenReviewCreater
+        .create(request(review("x.y.z")))
+        .await
+        .unwrap();
+    assert_eq!(
+        answer["status"],
+        json!({"user": {}, "error": "[invalid bearer token, token is malformed]"})
+    );
+    let err = TokenReviewCreater
+        .create(request(review("")))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.code(), err.message()),
+        (400, "token is required for TokenReview in authentication")
+    );
+}

@@ -1,0 +1,419 @@
+//! Service-account tokens, as kube-apiserver issues and verifies them: JWTs signed with the
+//! `--service-account-signing-key-file` key (ES256 for ECDSA P-256 keys, RS256 for RSA keys),
+//! verified with the `--service-account-key-file` public keys, carrying upstream's claims
+//! (`iss`, `sub` = `system:serviceaccount:<namespace>:<name>`, `aud`, `exp`, `iat`, `nbf`,
+//! `jti` and the private `kubernetes.io` claim naming the namespace, the service account and
+//! the object the token is bound to). [`TokenRequestCreater`] answers
+//! `serviceaccounts/token` (authentication.k8s.io/v1 TokenRequest).
+
+mod der;
+mod request;
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kapi_server::UserInfo;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey};
+use serde_json::{Value, json};
+
+pub use request::TokenRequestCreater;
+pub(crate) use request::unix_now;
+
+/// The issuer kube-apiserver's `--service-account-issuer` usually names (and kapi's default).
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The prefix of service accounts' user names.
+const USER_PREFIX: &str = "system:serviceaccount:";
+/// The group of every service account, and the prefix of each namespace's group.
+const ALL_SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
+
+/// Why a key could not be loaded or a token was not issued or accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("no supported key in the PEM data (ECDSA P-256 or RSA)")]
+    NoKey,
+    #[error("invalid key: {0}")]
+    InvalidKey(String),
+    #[error("signing failed")]
+    Signing,
+    #[error("token is malformed")]
+    Malformed,
+    #[error("token signature is invalid")]
+    Signature,
+    #[error("token issuer {0:?} is not {1:?}")]
+    Issuer(String, String),
+    #[error("token is expired")]
+    Expired,
+    #[error("token is not valid yet")]
+    NotYetValid,
+    #[error("token audiences {0:?} is invalid for the target audiences {1:?}")]
+    Audience(Vec<String>, Vec<String>),
+    #[error("token is not a service account token")]
+    NotServiceAccount,
+}
+
+/// A key that signs tokens.
+enum SigningKey {
+    Ecdsa(EcdsaKeyPair),
+    Rsa(RsaKeyPair),
+}
+
+/// A key tokens are verified with: its algorithm and the public key in ring's form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct PublicKey {
+    algorithm: Algorithm,
+    /// The uncompressed point (ECDSA) or the PKCS#1 RSAPublicKey DER (RSA).
+    key: Vec<u8>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Algorithm {
+    Es256,
+    Rs256,
+}
+
+impl Algorithm {
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::Es256 => "ES256",
+            Algorithm::Rs256 => "RS256",
+        }
+    }
+}
+
+impl PublicKey {
+    /// The key ID upstream puts in the `kid` header: the unpadded base64url SHA-256 of the
+    /// key's SubjectPublicKeyInfo DER.
+    fn key_id(&self) -> String {
+        let spki = der::subject_public_key_info(self.algorithm == Algorithm::Rs256, &self.key);
+        URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, &spki))
+    }
+
+    fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
+        let algorithm: &dyn signature::VerificationAlgorithm = match self.algorithm {
+            Algorithm::Es256 => &signature::ECDSA_P256_SHA256_FIXED,
+            Algorithm::Rs256 => &signature::RSA_PKCS1_2048_8192_SHA256,
+        };
+        UnparsedPublicKey::new(algorithm, &self.key)
+            .verify(message, signature)
+            .is_ok()
+    }
+}
+
+/// Issues and verifies the service-account tokens of one server.
+pub struct ServiceAccountTokens {
+    issuer: String,
+    /// The audiences tokens are issued for when a request names none (kube-apiserver's
+    /// `--api-audiences`, defaulting to the issuer).
+    api_audiences: Vec<String>,
+    signing: SigningKey,
+    key_id: String,
+    verifying: Vec<PublicKey>,
+}
+
+impl std::fmt::Debug for ServiceAccountTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceAccountTokens")
+            .field("issuer", &self.issuer)
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a verified token says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifiedToken {
+    /// The service account's user: `system:serviceaccount:<ns>:<name>`, its uid, its groups
+    /// and the extra of the bound pod and node and the token's `credential-id`.
+    pub user: UserInfo,
+    /// The token's audiences that were asked for.
+    pub audiences: Vec<String>,
+    /// The private `kubernetes.io` claim.
+    pub kubernetes: Value,
+}
+
+impl ServiceAccountTokens {
+    /// Loads the signing key (PEM: a PKCS#8 ECDSA P-256 or RSA key, or a PKCS#1 RSA key) and
+    /// the keys to verify with (PEM public or private keys; the signing key's public key is
+    /// always one of them).
+    pub fn new(
+        issuer: impl Into<String>,
+        api_audiences: Vec<String>,
+        signing_key_pem: &str,
+        verification_pems: &[String],
+    ) -> Result<Self, TokenError> {
+        let issuer = issuer.into();
+        let (signing, public) = signing_key(signing_key_pem)?;
+        let mut verifying = vec![public.clone()];
+        for pem in verification_pems {
+            for key in public_keys(pem)? {
+                if !verifying.contains(&key) {
+                    verifying.push(key);
+                }
+            }
+        }
+        let api_audiences = if api_audiences.is_empty() {
+            vec![issuer.clone()]
+        } else {
+            api_audiences
+        };
+        Ok(ServiceAccountTokens {
+            issuer,
+            api_audiences,
+            key_id: public.key_id(),
+            signing,
+            verifying,
+        })
+    }
+
+    /// The issuer (`iss`) of the tokens.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The audiences of tokens whose request names none.
+    pub fn api_audiences(&self) -> &[String] {
+        &self.api_audiences
+    }
+
+    /// Signs `claims` (with `iss` set to the issuer) as a compact JWT.
+    pub fn issue(&self, claims: &Value) -> Result<String, TokenError> {
+        let mut claims = claims.clone();
+        claims["iss"] = Value::from(self.issuer.as_str());
+        let algorithm = match self.signing {
+            SigningKey::Ecdsa(_) => Algorithm::Es256,
+            SigningKey::Rsa(_) => Algorithm::Rs256,
+        };
+        let header = json!({ "alg": algorithm.name(), "kid": self.key_id });
+        let encode = |value: &Value| URL_SAFE_NO_PAD.encode(value.to_string());
+        let message = format!("{}.{}", encode(&header), encode(&claims));
+        let signature = self.sign(message.as_bytes())?;
+        Ok(format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature)))
+    }
+
+    fn sign(&self, message: &[u8]) -> Result<Vec<u8>, TokenError> {
+        let rng = SystemRandom::new();
+        match &self.signing {
+            SigningKey::Ecdsa(key) => key
+                .sign(&rng, message)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| TokenError::Signing),
+            SigningKey::Rsa(key) => {
+                let mut signature = vec![0; key.public().modulus_len()];
+                key.sign(&signature::RSA_PKCS1_SHA256, &rng, message, &mut signature)
+                    .map_err(|_| TokenError::Signing)?;
+                Ok(signature)
+            }
+        }
+    }
+
+    /// Verifies a service-account token as kube-apiserver's authenticator does: signed by
+    /// one of the keys, issued by this issuer, within its validity at `now` (Unix seconds),
+    /// for one of `audiences` (the API audiences when empty), naming a service account.
+    pub fn verify(
+        &self,
+        token: &str,
+        audiences: &[String],
+        now: i64,
+    ) -> Result<VerifiedToken, TokenError> {
+        let claims = self.verified_claims(token)?;
+        let issuer = claims["iss"].as_str().unwrap_or_default();
+        if issuer != self.issuer {
+            return Err(TokenError::Issuer(issuer.into(), self.issuer.clone()));
+        }
+        check_times(&claims, now)?;
+        let wanted = if audiences.is_empty() {
+            &self.api_audiences
+        } else {
+            audiences
+        };
+        let granted = token_audiences(&claims);
+        let matched: Vec<String> = wanted
+            .iter()
+            .filter(|aud| granted.contains(aud))
+            .cloned()
+            .collect();
+        if matched.is_empty() {
+            return Err(TokenError::Audience(granted, wanted.to_vec()));
+        }
+        let user = service_account_user(&claims).ok_or(TokenError::NotServiceAccount)?;
+        Ok(VerifiedToken {
+            user,
+            audiences: matched,
+            kubernetes: claims["kubernetes.io"].clone(),
+        })
+    }
+
+    /// The claims of a token whose signature one of the keys verifies.
+    fn verified_claims(&self, token: &str) -> Result<Value, TokenError> {
+        let mut parts = token.split('.');
+        let (Some(header), Some(claims), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(TokenError::Malformed);
+        };
+        let decode = |part: &str| {
+            URL_SAFE_NO_PAD
+                .decode(part)
+                .map_err(|_| TokenError::Malformed)
+        };
+        let header: Value =
+            serde_json::from_slice(&decode(header)?).map_err(|_| TokenError::Malformed)?;
+        let signature = decode(signature)?;
+        let message = &token[..token.len() - token.rsplit('.').next().map_or(0, str::len) - 1];
+        let algorithm = header["alg"].as_str().unwrap_or_default();
+        let verified = self
+            .verifying
+            .iter()
+            .filter(|key| key.algorithm.name() == algorithm)
+            .any(|key| key.verify(message.as_bytes(), &signature));
+        if !verified {
+            return Err(TokenError::Signature);
+        }
+        serde_json::from_slice(&decode(claims)?).map_err(|_| TokenError::Malformed)
+    }
+}
+
+/// Checks `nbf` and `exp` at `now`, with the minute of leeway upstream allows.
+fn check_times(claims: &Value, now: i64) -> Result<(), TokenError> {
+    const LEEWAY: i64 = 60;
+    if claims["exp"].as_i64().is_some_and(|exp| now > exp + LEEWAY) {
+        return Err(TokenError::Expired);
+    }
+    if claims["nbf"].as_i64().is_some_and(|nbf| now + LEEWAY < nbf) {
+        return Err(TokenError::NotYetValid);
+    }
+    Ok(())
+}
+
+/// The `aud` claim, a string or a list.
+fn token_audiences(claims: &Value) -> Vec<String> {
+    match &claims["aud"] {
+        Value::String(aud) => vec![aud.clone()],
+        Value::Array(auds) => auds
+            .iter()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The user of a service-account token's claims, as upstream's authenticator builds it.
+fn service_account_user(claims: &Value) -> Option<UserInfo> {
+    let subject = claims["sub"].as_str()?;
+    let (namespace, name) = subject.strip_prefix(USER_PREFIX)?.split_once(':')?;
+    let private = &claims["kubernetes.io"];
+    if private["namespace"] != namespace || private["serviceaccount"]["name"] != name {
+        return None;
+    }
+    let mut extra = BTreeMap::new();
+    let mut add = |key: &str, value: &Value| {
+        if let Some(value) = value.as_str().filter(|v| !v.is_empty()) {
+            extra.insert(
+                format!("authentication.kubernetes.io/{key}"),
+                vec![value.to_string()],
+            );
+        }
+    };
+    add("pod-name", &private["pod"]["name"]);
+    add("pod-uid", &private["pod"]["uid"]);
+    add("node-name", &private["node"]["name"]);
+    add("node-uid", &private["node"]["uid"]);
+    if let Some(jti) = claims["jti"].as_str() {
+        extra.insert(
+            kapi_server::authn::CREDENTIAL_ID_KEY.to_string(),
+            vec![format!("JTI={jti}")],
+        );
+    }
+    Some(UserInfo {
+        name: subject.to_string(),
+        uid: private["serviceaccount"]["uid"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        groups: vec![
+            ALL_SERVICE_ACCOUNTS.to_string(),
+            format!("{ALL_SERVICE_ACCOUNTS}:{namespace}"),
+        ],
+        extra,
+    })
+}
+
+/// The service account's user name (upstream's MakeUsername).
+pub fn service_account_username(namespace: &str, name: &str) -> String {
+    format!("{USER_PREFIX}{namespace}:{name}")
+}
+
+/// The first private key of a PEM document and its public key.
+fn signing_key(pem: &str) -> Result<(SigningKey, PublicKey), TokenError> {
+    let invalid = |err: ring::error::KeyRejected| TokenError::InvalidKey(err.to_string());
+    for (label, der) in der::pem_blocks(pem) {
+        match label.as_str() {
+            "PRIVATE KEY" => {
+                let rng = SystemRandom::new();
+                let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+                if let Ok(key) = EcdsaKeyPair::from_pkcs8(alg, &der, &rng) {
+                    return Ok(ecdsa(key));
+                }
+                return RsaKeyPair::from_pkcs8(&der).map(rsa).map_err(invalid);
+            }
+            "RSA PRIVATE KEY" => return RsaKeyPair::from_der(&der).map(rsa).map_err(invalid),
+            _ => {}
+        }
+    }
+    Err(TokenError::NoKey)
+}
+
+fn ecdsa(key: EcdsaKeyPair) -> (SigningKey, PublicKey) {
+    let public = PublicKey {
+        algorithm: Algorithm::Es256,
+        key: key.public_key().as_ref().to_vec(),
+    };
+    (SigningKey::Ecdsa(key), public)
+}
+
+fn rsa(key: RsaKeyPair) -> (SigningKey, PublicKey) {
+    let public = PublicKey {
+        algorithm: Algorithm::Rs256,
+        key: key.public_key().as_ref().to_vec(),
+    };
+    (SigningKey::Rsa(key), public)
+}
+
+/// The public keys of a PEM document: its public keys (SubjectPublicKeyInfo, PKCS#1 RSA)
+/// and the public halves of its private keys.
+fn public_keys(pem: &str) -> Result<Vec<PublicKey>, TokenError> {
+    let mut keys = Vec::new();
+    for (label, der) in der::pem_blocks(pem) {
+        match label.as_str() {
+            "PUBLIC KEY" => {
+                let (rsa, key) = der::parse_subject_public_key_info(&der)
+                    .ok_or_else(|| TokenError::InvalidKey("unsupported public key".into()))?;
+                let algorithm = if rsa {
+                    Algorithm::Rs256
+                } else {
+                    Algorithm::Es256
+                };
+                keys.push(PublicKey { algorithm, key });
+            }
+            "RSA PUBLIC KEY" => keys.push(PublicKey {
+                algorithm: Algorithm::Rs256,
+                key: der,
+            }),
+            "PRIVATE KEY" | "RSA PRIVATE KEY" => {
+                let block = der::pem_encode(&label, &der);
+                keys.push(signing_key(&block)?.1);
+            }
+            _ => {}
+        }
+    }
+    if keys.is_empty() {
+        return Err(TokenError::NoKey);
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,282 @@
+//! Built-in API benchmark: realistic Pods (about 4 KiB) and Deployments created at
+//! concurrency 32 with validation and defaulting on, and server-side apply updates/s.
+//!
+//! `cargo bench -p kapi --bench builtin`
+//!
+//! A kapi server on the embedded store runs in this process (its own multi-threaded runtime,
+//! as the binary runs it); the client is kube-rs on a separate single-threaded runtime, so both
+//! share the machine as a real client and server on one host do.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kapi::flags::{Cli, Command};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
+
+const CONCURRENCY: usize = 32;
+const PODS: usize = 5_000;
+const DEPLOYMENTS: usize = 5_000;
+const APPLY_OBJECTS: usize = 100;
+const APPLIES: usize = 5_000;
+const NAMESPACE: &str = "bench";
+
+fn main() {
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let server = server_runtime.block_on(start_server(data_dir.path()));
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    client_runtime.block_on(async {
+        let client = client(&server.kubeconfig).await;
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))
+            .expect("namespace");
+        namespaces
+            .create(&PostParams::default(), &namespace)
+            .await
+            .expect("create namespace");
+        println!("| workload | result |");
+        println!("|---|---|");
+        let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
+        let size = serde_json::to_vec(&pod("sample")).expect("json").len();
+        let report = creates(PODS, |i| {
+            let pods = pods.clone();
+            async move {
+                let pod = serde_json::from_value(pod(&format!("pod-{i}"))).expect("pod");
+                pods.create(&PostParams::default(), &pod).await.map(drop)
+            }
+        })
+        .await;
+        println!("| Pod creates ({size} B each), concurrency {CONCURRENCY} | {report} |");
+        let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
+        let size = serde_json::to_vec(&deployment("sample", 1))
+            .expect("json")
+            .len();
+        let report = creates(DEPLOYMENTS, |i| {
+            let deployments = deployments.clone();
+            async move {
+                let object = serde_json::from_value(deployment(&format!("deploy-{i}"), 1))
+                    .expect("deployment");
+                deployments
+                    .create(&PostParams::default(), &object)
+                    .await
+                    .map(drop)
+            }
+        })
+        .await;
+        println!("| Deployment creates ({size} B each), concurrency {CONCURRENCY} | {report} |");
+        let report = applies(&deployments).await;
+        println!(
+            "| server-side apply updates of {APPLY_OBJECTS} Deployments, concurrency {CONCURRENCY} | {report} |"
+        );
+    });
+    server_runtime
+        .block_on(server.stop())
+        .expect("server stops");
+}
+
+async fn start_server(data_dir: &std::path::Path) -> kapi::serve::RunningServer {
+    let port = kapi_testing::free_port().to_string();
+    let dir = data_dir.to_str().expect("utf-8 temp dir");
+    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
+    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
+    kapi::serve::start(options).await.expect("kapi starts")
+}
+
+async fn client(kubeconfig: &std::path::Path) -> kube::Client {
+    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("client config");
+    let client = kube::Client::try_from(config).expect("client");
+    // The server creates the system namespaces right after it starts listening.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while namespaces.get("default").await.is_err() {
+        assert!(Instant::now() < deadline, "kapi did not become ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client
+}
+
+/// Runs `n` operations `op(i)` with [`CONCURRENCY`] in flight; returns the report line.
+async fn creates<F, Fut>(n: usize, op: F) -> String
+where
+    F: Fn(usize) -> Fut,
+    Fut: Future<Output = Result<(), kube::Error>>,
+{
+    let started = Instant::now();
+    let results: Vec<(Duration, Result<(), kube::Error>)> = futures::stream::iter(0..n)
+        .map(|i| {
+            let operation = op(i);
+            async move {
+                let begun = Instant::now();
+                let result = operation.await;
+                (begun.elapsed(), result)
+            }
+        })
+        .buffer_unordered(CONCURRENCY)
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    summary(results, elapsed)
+}
+
+fn summary(results: Vec<(Duration, Result<(), kube::Error>)>, elapsed: Duration) -> String {
+    let mut latencies: Vec<Duration> = Vec::with_capacity(results.len());
+    let mut errors = 0;
+    let mut first_error = None;
+    for (latency, result) in results {
+        match result {
+            Ok(()) => latencies.push(latency),
+            Err(err) => {
+                errors += 1;
+                first_error.get_or_insert(err.to_string());
+            }
+        }
+    }
+    latencies.sort();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    let rate = latencies.len() as f64 / elapsed.as_secs_f64();
+    let mut line = format!(
+        "{rate:.0}/s; p50 {:.1} ms, p99 {:.1} ms; {} ok",
+        at(0.5),
+        at(0.99),
+        latencies.len()
+    );
+    if errors > 0 {
+        line.push_str(&format!(
+            "; {errors} errors, first: {}",
+            first_error.unwrap_or_default()
+        ));
+    }
+    line
+}
+
+/// Server-side apply: [`APPLY_OBJECTS`] Deployments created by apply, then [`APPLIES`] applies
+/// each changing one Deployment's replicas and an annotation (timed).
+async fn applies(deployments: &Api<Deployment>) -> String {
+    let params = Arc::new(PatchParams::apply("bench").force());
+    for i in 0..APPLY_OBJECTS {
+        let name = format!("apply-{i}");
+        deployments
+            .patch(&name, &params, &Patch::Apply(deployment(&name, 1)))
+            .await
+            .expect("first apply");
+    }
+    creates(APPLIES, |i| {
+        let deployments = deployments.clone();
+        let params = params.clone();
+        async move {
+            let name = format!("apply-{}", i % APPLY_OBJECTS);
+            let mut config = deployment(&name, (i % 5) as i64 + 1);
+            config["metadata"]["annotations"] = json!({"bench/revision": i.to_string()});
+            deployments
+                .patch(&name, &params, &Patch::Apply(config))
+                .await
+                .map(drop)
+        }
+    })
+    .await
+}
+
+/// A Deployment as users write them: two containers, probes, resources, env, volumes.
+fn deployment(name: &str, replicas: i64) -> Value {
+    json!({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"app": name, "tier": "backend"}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name, "tier": "backend"}},
+                "spec": pod_spec(),
+            },
+        },
+    })
+}
+
+/// A Pod of about 4 KiB.
+fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"app": "web", "tier": "frontend", "release": "2026.11", "team": "platform"},
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "kubectl.kubernetes.io/default-container": "web",
+                "example.com/owner": "platform-team@example.com",
+                "example.com/description": "A benchmark pod shaped like a typical web workload with a sidecar, probes, resources and volumes.",
+            },
+        },
+        "spec": pod_spec(),
+    })
+}
+
+fn pod_spec() -> Value {
+    let env: Vec<Value> = (0..12)
+        .map(|i| json!({"name": format!("SETTING_{i}"), "value": format!("value-of-setting-number-{i}")}))
+        .collect();
+    json!({
+        "serviceAccountName": "default",
+        "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "fsGroup": 2000},
+        "containers": [
+            {
+                "name": "web",
+                "image": "registry.example.com/team/web:1.27.3",
+                "args": ["--port=8080", "--metrics-port=9090", "--log-level=info"],
+                "ports": [
+                    {"name": "http", "containerPort": 8080},
+                    {"name": "metrics", "containerPort": 9090},
+                ],
+                "env": env,
+                "resources": {
+                    "requests": {"cpu": "250m", "memory": "256Mi"},
+                    "limits": {"cpu": "1", "memory": "512Mi"},
+                },
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 5},
+                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 10},
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/etc/web"},
+                    {"name": "cache", "mountPath": "/var/cache/web"},
+                ],
+            },
+            {
+                "name": "log-shipper",
+                "image": "registry.example.com/team/log-shipper:3.1.0",
+                "args": ["--input=/var/log/web", "--output=collector.logging.svc:24224"],
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"cpu": "200m", "memory": "128Mi"},
+                },
+                "volumeMounts": [{"name": "logs", "mountPath": "/var/log/web"}],
+            },
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": "web-config"}},
+            {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
+            {"name": "logs", "emptyDir": {}},
+        ],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+    })
+}

@@ -1,0 +1,577 @@
+//! The requests that are not reads or writes of the stored object itself, served generically
+//! from their [`SubresourceKind`] data: the autoscaling/v1 `scale` view, creates answered by a
+//! [`Creater`] hook (review resources that are never stored, pods/binding, pods/eviction,
+//! serviceaccounts/token) and the node-agent streams and proxies (`connect` subresources),
+//! which kapi cannot reach.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode, header};
+use kapi_apimachinery::labels;
+use kapi_apimachinery::request_info::RequestInfo;
+use kapi_apimachinery::schema::{GroupKind, GroupResource};
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_patch::PatchType;
+use serde_json::{Map, Value, json};
+
+use super::handlers::{content_type, patch_error, read_body};
+use super::negotiation;
+use super::params::{self, Query};
+use super::render::{
+    CREATED_AT_DESCRIPTION, IncludeObject, NAME_DESCRIPTION, Renderer, encode, human_duration,
+};
+use super::{Apis, Served, header_str, response, router_error};
+use crate::admission::{self, AdmissionRequest, Operation};
+use crate::authn::UserInfo;
+use crate::body::{Body, BoxError};
+use crate::object;
+use crate::registry::{ReadVersion, Write};
+use crate::resource::{
+    Api, ConnectFn, ConnectRequest, CreateRequest, Creater, PrinterColumn, ResourceDefinition,
+    ScalePaths, ScaleSelector, Subresource, SubresourceKind, TableConvertor,
+};
+
+/// The API version of every Scale served (upstream serves the built-in resources' and CRDs'
+/// scale subresources as autoscaling/v1).
+const SCALE_API_VERSION: &str = "autoscaling/v1";
+
+/// A request served here rather than by the stored object's handlers.
+pub(super) enum Special {
+    Scale(ScalePaths),
+    /// A create answered by a hook; `on_object` when it is a subresource of a named object.
+    Create {
+        hook: Arc<dyn Creater>,
+        on_object: bool,
+    },
+    Connect(ConnectFn),
+}
+
+impl Special {
+    /// How the request is served, if not by the stored object's handlers.
+    pub(super) fn of(
+        definition: &ResourceDefinition,
+        subresource: Option<&Subresource>,
+        info: &RequestInfo,
+    ) -> Option<Special> {
+        match subresource.map(|sub| &sub.kind) {
+            Some(SubresourceKind::Scale(paths)) => Some(Special::Scale(*paths)),
+            Some(SubresourceKind::Create(hook)) => Some(Special::Create {
+                hook: hook.0.clone(),
+                on_object: true,
+            }),
+            Some(SubresourceKind::Connect(connect)) => Some(Special::Connect(*connect)),
+            None if info.verb == "create" => {
+                definition.strategy.creater().map(|hook| Special::Create {
+                    hook,
+                    on_object: false,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a create names an object in its path (`POST .../pods/x/eviction`).
+    pub(super) fn takes_named_create(&self) -> bool {
+        match self {
+            Special::Scale(_) => false,
+            Special::Create { on_object, .. } => *on_object,
+            Special::Connect(_) => true,
+        }
+    }
+}
+
+/// One request's parts the special handlers need.
+struct Call<'a> {
+    apis: &'a Apis,
+    served: &'a Served,
+    info: &'a RequestInfo,
+    namespace: &'a str,
+    query: Query,
+    accept: Option<String>,
+    content_type: Option<String>,
+    extensions: http::Extensions,
+}
+
+impl Call<'_> {
+    fn resource(&self) -> GroupResource {
+        self.served.definition.group_resource()
+    }
+
+    /// Renders `document` as the client accepts (JSON or YAML).
+    fn respond(&self, status: StatusCode, document: &Value) -> Result<Response<Body>, ApiError> {
+        let output = match negotiation::negotiate(self.accept.as_deref(), false)? {
+            negotiation::Output::Yaml => negotiation::Output::Yaml,
+            _ => negotiation::Output::Json,
+        };
+        Ok(response(
+            status,
+            content_type(output),
+            encode(output, document)?,
+        ))
+    }
+
+    /// Renders a Scale as the client accepts: JSON, YAML, or a Table with upstream's Scale
+    /// columns (`kubectl get --subresource=scale`).
+    fn respond_scale(&self, scale: Value) -> Result<Response<Body>, ApiError> {
+        let output = negotiation::negotiate(self.accept.as_deref(), false)?;
+        let definition = ResourceDefinition {
+            table: Some(scale_table()),
+            ..ResourceDefinition::clone(&self.served.definition)
+        };
+        let renderer = Renderer {
+            definition: &definition,
+            output,
+            include_object: IncludeObject::parse(self.query.get("includeObject"))?,
+        };
+        Ok(response(
+            StatusCode::OK,
+            content_type(output),
+            renderer.value(scale)?,
+        ))
+    }
+
+    /// The stored object the request names, decoded.
+    async fn object(&self, version: &ReadVersion) -> Result<Value, ApiError> {
+        let registry = &self.served.registry;
+        let item = registry
+            .get(&self.resource(), self.namespace, &self.info.name, version)
+            .await?;
+        item.decode()
+    }
+}
+
+/// Serves a [`Special`] request.
+pub(super) async fn serve<B>(
+    apis: &Apis,
+    served: &Served,
+    info: &RequestInfo,
+    namespace: &str,
+    special: Special,
+    request: Request<B>,
+) -> Result<Response<Body>, ApiError>
+where
+    B: http_body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let call = Call {
+        apis,
+        served,
+        info,
+        namespace,
+        query: Query::parse(request.uri().query()),
+        accept: header_str(&request, header::ACCEPT).map(str::to_string),
+        content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
+        extensions: request.extensions().clone(),
+    };
+    let body = request.into_body();
+    match (special, info.verb.as_str()) {
+        (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
+        (Special::Scale(paths), "update") => {
+            scale_update(&call, &paths, read_body(body).await?).await
+        }
+        (Special::Scale(paths), "patch") => {
+            scale_patch(&call, &paths, read_body(body).await?).await
+        }
+        (Special::Create { hook, .. }, "create") => {
+            create(&call, hook.as_ref(), read_body(body).await?).await
+        }
+        (Special::Connect(connect), _) => {
+            let object = call.object(&ReadVersion::MostRecent).await?;
+            let request = ConnectRequest {
+                subresource: &info.subresource,
+                container: call.query.get("container"),
+            };
+            let body = connect(&request, &object)?;
+            Ok(response(StatusCode::OK, "text/plain", body.into_bytes()))
+        }
+        _ => Err(router_error(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// The autoscaling/v1 Scale of `object`: its name, namespace, uid, resourceVersion and
+/// creationTimestamp, the desired and observed replicas and the selector as a string.
+pub fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
+    let mut metadata = Map::new();
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(value) = object["metadata"].get(field).filter(|v| !v.is_null()) {
+            metadata.insert(field.into(), value.clone());
+        }
+    }
+    let replicas = |pointer: &str| object.pointer(pointer).and_then(Value::as_i64);
+    let mut spec = Map::new();
+    if let Some(desired) = replicas(paths.spec_replicas).filter(|n| *n != 0) {
+        spec.insert("replicas".into(), desired.into());
+    }
+    let mut status = Map::new();
+    status.insert(
+        "replicas".into(),
+        replicas(paths.status_replicas).unwrap_or(0).into(),
+    );
+    let selector = selector_string(object, paths.selector);
+    if !selector.is_empty() {
+        status.insert("selector".into(), selector.into());
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": SCALE_API_VERSION,
+        "metadata": metadata,
+        "spec": spec,
+        "status": status,
+    })
+}
+
+/// The selector of `object` in the string form of a Scale's `status.selector`.
+fn selector_string(object: &Value, selector: ScaleSelector) -> String {
+    match selector {
+        ScaleSelector::LabelSelector(pointer) => {
+            let selector = object.pointer(pointer).unwrap_or(&Value::Null);
+            labels::from_label_selector(selector)
+                .map(|s| s.to_string())
+                .unwrap_or_default()
+        }
+        ScaleSelector::Map(pointer) => {
+            let wrapped = json!({ "matchLabels": object.pointer(pointer).cloned() });
+            labels::from_label_selector(&wrapped)
+                .map(|s| s.to_string())
+                .unwrap_or_default()
+        }
+        ScaleSelector::String(pointer) => object
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    }
+}
+
+/// The columns upstream prints a Scale with: Name, Desired, Available and Age.
+fn scale_table() -> TableConvertor {
+    let column = |name, type_, description| PrinterColumn {
+        name,
+        type_,
+        format: "",
+        description,
+        priority: 0,
+    };
+    TableConvertor {
+        columns: vec![
+            column("Name", "string", NAME_DESCRIPTION),
+            column(
+                "Desired",
+                "integer",
+                "replicas is the desired number of instances for the scaled object.",
+            ),
+            column(
+                "Available",
+                "integer",
+                "replicas is the actual number of observed instances of the scaled object.",
+            ),
+            column("Age", "string", CREATED_AT_DESCRIPTION),
+        ],
+        cells: |scale| {
+            let created = scale["metadata"]["creationTimestamp"].as_str();
+            vec![
+                scale["metadata"]["name"].clone(),
+                scale["spec"]["replicas"].as_i64().unwrap_or(0).into(),
+                scale["status"]["replicas"].as_i64().unwrap_or(0).into(),
+                age(created, unix_now()).into(),
+            ]
+        },
+    }
+}
+
+/// Unix seconds now.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// How long ago an RFC 3339 UTC timestamp was, as kubectl's AGE columns print it;
+/// `<unknown>` without one, as upstream's translateTimestampSince.
+fn age(timestamp: Option<&str>, now: i64) -> String {
+    match timestamp.and_then(unix_seconds) {
+        Some(then) => human_duration(now - then),
+        None => "<unknown>".into(),
+    }
+}
+
+/// The Unix seconds of `YYYY-MM-DDTHH:MM:SS[.frac]Z`.
+fn unix_seconds(timestamp: &str) -> Option<i64> {
+    let number = |range: std::ops::Range<usize>| timestamp.get(range)?.parse::<i64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !timestamp.ends_with('Z') || !(1..=12).contains(&month) {
+        return None;
+    }
+    // Days from the civil date (the proleptic Gregorian calendar, years from March).
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second)
+}
+
+/// `object` with the replicas `scale` asks for, its resourceVersion as the write's
+/// precondition; a Conflict when the Scale's uid names another object.
+pub fn apply_scale(
+    object: &Value,
+    scale: &Value,
+    paths: &ScalePaths,
+    resource: &GroupResource,
+) -> Result<Value, ApiError> {
+    let (wanted_uid, uid) = (object::uid(scale), object::uid(object));
+    if !wanted_uid.is_empty() && wanted_uid != uid {
+        return Err(ApiError::conflict(
+            resource,
+            object::name(object),
+            format!(
+                "Precondition failed: UID in precondition: {wanted_uid}, UID in object meta: {uid}"
+            ),
+        ));
+    }
+    let mut updated = object.clone();
+    let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+    set_pointer(&mut updated, paths.spec_replicas, replicas.into());
+    let version = object::resource_version(scale).to_string();
+    object::set_meta(&mut updated, "resourceVersion", version.into());
+    Ok(updated)
+}
+
+/// Sets the value at a JSON pointer, creating the objects on the way.
+fn set_pointer(object: &mut Value, pointer: &str, value: Value) {
+    let mut target = object;
+    let mut fields = pointer.trim_start_matches('/').split('/').peekable();
+    while let Some(field) = fields.next() {
+        if !target.is_object() {
+            *target = json!({});
+        }
+        let map = target.as_object_mut().expect("made an object above");
+        if fields.peek().is_none() {
+            map.insert(field.to_string(), value);
+            return;
+        }
+        target = map.entry(field.to_string()).or_insert_with(|| json!({}));
+    }
+}
+
+/// Checks a written Scale as upstream's ValidateScale: the replicas are not negative.
+pub fn validate_scale(scale: &Value) -> Result<(), ApiError> {
+    let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+    let mut errors = FieldErrors::new();
+    if replicas < 0 {
+        errors.push(FieldError::invalid(
+            &Path::root("spec").child("replicas"),
+            replicas,
+            "must be greater than or equal to 0",
+        ));
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let kind = GroupKind::new("autoscaling", "Scale");
+    Err(ApiError::invalid(&kind, object::name(scale), &errors))
+}
+
+async fn scale_get(call: &Call<'_>, paths: &ScalePaths) -> Result<Response<Body>, ApiError> {
+    let object = call.object(&params::get_version(&call.query)?).await?;
+    call.respond_scale(scale_of(&object, paths))
+}
+
+/// Writes the replicas of `scale` through the resource's own update path (its strategy and
+/// validation run, as upstream's scale storage updates the parent object).
+async fn write_scale(
+    call: &Call<'_>,
+    paths: &ScalePaths,
+    dry_run: bool,
+    mut scale_for: impl FnMut(&Value) -> Result<Value, ApiError>,
+) -> Result<Response<Body>, ApiError> {
+    admit(call, Operation::Update, &call.info.name, None, dry_run).await?;
+    let definition = &call.served.definition;
+    let resource = call.resource();
+    let write = Write {
+        subresource: None,
+        dry_run,
+    };
+    let (object, _) = call
+        .served
+        .registry
+        .update(
+            definition,
+            call.namespace,
+            &call.info.name,
+            write,
+            |current| {
+                let current =
+                    current.ok_or_else(|| ApiError::not_found(&resource, &call.info.name))?;
+                let scale = scale_for(&scale_of(current, paths))?;
+                validate_scale(&scale)?;
+                apply_scale(current, &scale, paths, &resource)
+            },
+        )
+        .await?;
+    call.respond_scale(scale_of(&object, paths))
+}
+
+async fn scale_update(
+    call: &Call<'_>,
+    paths: &ScalePaths,
+    body: Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&call.query, "UpdateOptions")?;
+    let scale = decode_as(call, &body, SCALE_API_VERSION, "Scale")?;
+    let (name, url_name) = (object::name(&scale), call.info.name.as_str());
+    if name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        )));
+    }
+    write_scale(call, paths, dry_run, |_| Ok(scale.clone())).await
+}
+
+async fn scale_patch(
+    call: &Call<'_>,
+    paths: &ScalePaths,
+    body: Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&call.query, "PatchOptions")?;
+    let patch_type = PatchType::from_content_type(call.content_type.as_deref().unwrap_or_default())
+        .ok_or_else(|| router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type"))?;
+    kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
+    write_scale(call, paths, dry_run, |current| {
+        kapi_patch::apply(patch_type, current, &body, &kapi_patch::MetadataSchema)
+            .map_err(|err| patch_error(&err))
+    })
+    .await
+}
+
+/// Decodes a request body that must be `api_version`/`kind` (filled in when absent).
+fn decode_as(
+    call: &Call<'_>,
+    body: &[u8],
+    api_version: &str,
+    kind: &str,
+) -> Result<Value, ApiError> {
+    let mut object = negotiation::decode_body(call.content_type.as_deref(), body)?;
+    if !object.is_object() {
+        return Err(ApiError::bad_request(format!(
+            "the body of the request was not a {kind} object"
+        )));
+    }
+    for (field, expected, what) in [
+        ("apiVersion", api_version, "API version"),
+        ("kind", kind, "kind"),
+    ] {
+        match object[field].as_str() {
+            None | Some("") => object[field] = Value::from(expected),
+            Some(found) if found == expected => {}
+            Some(found) => {
+                return Err(ApiError::bad_request(format!(
+                    "the {what} in the data ({found}) does not match the expected {what} ({expected})"
+                )));
+            }
+        }
+    }
+    Ok(object)
+}
+
+/// Runs the admission plugins on a request served here, as on any other write.
+async fn admit(
+    call: &Call<'_>,
+    operation: Operation,
+    name: &str,
+    object: Option<&Value>,
+    dry_run: bool,
+) -> Result<(), ApiError> {
+    let request = AdmissionRequest {
+        operation,
+        definition: &call.served.definition,
+        subresource: &call.info.subresource,
+        namespace: call.namespace,
+        name,
+        object,
+        old_object: None,
+        dry_run,
+    };
+    admission::admit(call.apis.admission(), &request).await
+}
+
+/// What a [`Creater`] reaches: the other served resources, the server's services and the
+/// request's extensions.
+struct RequestApi<'a> {
+    apis: &'a Apis,
+    services: http::Extensions,
+}
+
+impl Api for RequestApi<'_> {
+    fn resource(&self, group: &str, resource: &str) -> Option<Served> {
+        let definition = self.apis.definitions.iter().find(|d| {
+            d.group_version.group == group
+                && d.plural == resource
+                && d.group_version_kind() == d.storage.storage_version
+        })?;
+        let gv = &definition.group_version;
+        let key = (gv.group.clone(), gv.version.clone(), resource.to_string());
+        self.apis.served.get(&key).cloned()
+    }
+
+    fn services(&self) -> &http::Extensions {
+        &self.services
+    }
+}
+
+/// A create answered by its hook, 201 Created with what the hook returns.
+async fn create(
+    call: &Call<'_>,
+    hook: &dyn Creater,
+    body: Bytes,
+) -> Result<Response<Body>, ApiError> {
+    let dry_run = params::dry_run(&call.query, "CreateOptions")?;
+    let object = if call.info.subresource.is_empty() {
+        let definition = &call.served.definition;
+        let api_version = definition.group_version.api_version();
+        decode_as(call, &body, &api_version, definition.kind)?
+    } else {
+        negotiation::decode_body(call.content_type.as_deref(), &body)?
+    };
+    let name = if call.info.name.is_empty() {
+        object::name(&object).to_string()
+    } else {
+        call.info.name.clone()
+    };
+    admit(call, Operation::Create, &name, Some(&object), dry_run).await?;
+    let anonymous = UserInfo::anonymous();
+    let user = call.extensions.get::<UserInfo>().unwrap_or(&anonymous);
+    let mut services = call.extensions.clone();
+    services.extend(call.apis.services.clone());
+    let api = RequestApi {
+        apis: call.apis,
+        services,
+    };
+    let request = CreateRequest {
+        user,
+        namespace: call.namespace,
+        name: &call.info.name,
+        object,
+        dry_run,
+        api: &api,
+    };
+    let created = hook.create(request).await?;
+    call.respond(StatusCode::CREATED, &created)
+}
+
+#[cfg(test)]
+mod tests;
