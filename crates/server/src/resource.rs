@@ -256,6 +256,11 @@ pub trait Strategy: Send + Sync + 'static {
             .unwrap_or_else(|| self.validate_update(new, old))
     }
 
+    /// Records who asks for a new object, for types whose objects carry their requester
+    /// (CertificateSigningRequests' `spec.username`, `uid`, `groups`, `extra`); called on every
+    /// create with the authenticated user.
+    fn set_requester(&self, _object: &mut Value, _user: &UserInfo) {}
+
     /// Whether a PUT of a missing object creates it.
     fn allow_create_on_update(&self) -> bool {
         false

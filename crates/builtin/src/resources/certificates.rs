@@ -5,6 +5,7 @@
 use base64::Engine;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
+use kapi_server::UserInfo;
 use kapi_server::resource::TableConvertor;
 use serde_json::{Value, json};
 
@@ -52,7 +53,8 @@ pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
     (kind == "CertificateSigningRequest").then(|| {
         (
             Rules {
-                on_create: csr_on_create,
+                on_create: super::reset_status,
+                requester: set_requester,
                 on_update: |new, old| {
                     if let Some(fields) = new.as_object_mut() {
                         fields.insert("spec".into(), old["spec"].clone());
@@ -69,14 +71,25 @@ pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
     })
 }
 
-/// PrepareForCreate: the requester's identity is the server's to fill, and a request starts
-/// without conditions.
-fn csr_on_create(csr: &mut Value) {
+/// PrepareForCreate: the requester's identity is the server's to fill, whatever the request
+/// says (empty parts are left out, as the Go fields' omitempty does).
+fn set_requester(csr: &mut Value, user: &UserInfo) {
     let spec = object_at(csr, "/spec");
     for key in ["username", "uid", "groups", "extra"] {
         spec.remove(key);
     }
-    super::reset_status(csr);
+    if !user.name.is_empty() {
+        spec.insert("username".into(), Value::from(user.name.clone()));
+    }
+    if !user.uid.is_empty() {
+        spec.insert("uid".into(), Value::from(user.uid.clone()));
+    }
+    if !user.groups.is_empty() {
+        spec.insert("groups".into(), json!(user.groups));
+    }
+    if !user.extra.is_empty() {
+        spec.insert("extra".into(), json!(user.extra));
+    }
 }
 
 /// SetDefaults_CertificateSigningRequestSpec: digital signature and key encipherment.
@@ -323,12 +336,17 @@ mod tests {
         let rules = hooks("CertificateSigningRequest").unwrap().0;
         let mut csr = json!({"metadata": {"name": "c"}, "spec": {"request": request(), "signerName": "example.com/signer",
             "username": "mallory", "groups": ["system:masters"]}, "status": {"conditions": [{"type": "Approved"}]}});
+        let alice = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
+        rules.set_requester(&mut csr, &alice);
         rules.prepare_for_create(&mut csr);
         assert_eq!(
             csr["spec"]["usages"],
             json!(["digital signature", "key encipherment"])
         );
-        assert!(csr["spec"].get("username").is_none());
+        assert_eq!(csr["spec"]["username"], json!("alice"));
         assert!(csr["spec"].get("groups").is_none());
         assert_eq!(csr["status"], json!({}));
         assert!(rules.validate(&csr).is_empty());

@@ -25,6 +25,7 @@ mod storage;
 use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::FieldErrors;
+use kapi_server::UserInfo;
 use kapi_server::resource::{NameValidator, Strategy, TableConvertor};
 use serde_json::Value;
 
@@ -58,6 +59,8 @@ pub(crate) struct Rules {
     pub create_on_update: bool,
     /// Upstream's AllowUnconditionalUpdate.
     pub unconditional_update: bool,
+    /// What PrepareForCreate takes from the requesting user.
+    pub requester: fn(&mut Value, &UserInfo),
 }
 
 /// How a kind's strategy keeps `metadata.generation`.
@@ -110,6 +113,7 @@ pub(crate) const BASE: Rules = Rules {
     fields: &[],
     create_on_update: false,
     unconditional_update: true,
+    requester: |_, _| {},
 };
 
 /// The part of an object that counts for its generation: everything but metadata, status
@@ -127,6 +131,10 @@ fn generation_relevant(object: &Value) -> Vec<(&String, &Value)> {
 }
 
 impl Strategy for Rules {
+    fn set_requester(&self, object: &mut Value, user: &UserInfo) {
+        (self.requester)(object, user);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         (self.on_create)(object);
         (self.defaults)(object);

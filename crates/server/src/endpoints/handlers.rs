@@ -38,6 +38,8 @@ struct Context<'a> {
     content_type: Option<String>,
     /// The User-Agent, which names the field manager of writes without `fieldManager`.
     user_agent: String,
+    /// The authenticated requester.
+    user: crate::authn::UserInfo,
     /// The `Warning` headers of the response (e.g. unknown fields with `fieldValidation=Warn`).
     warnings: parking_lot::Mutex<Vec<String>>,
 }
@@ -169,6 +171,11 @@ where
             .unwrap_or_default()
             .to_string(),
         warnings: parking_lot::Mutex::default(),
+        user: request
+            .extensions()
+            .get::<crate::authn::UserInfo>()
+            .cloned()
+            .unwrap_or_else(crate::authn::UserInfo::anonymous),
     };
     let body = request.into_body();
     match info.verb.as_str() {
@@ -416,6 +423,9 @@ async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         params::write_options(&context.query, "CreateOptions", WriteKind::CreateOrUpdate)?;
     let definition = context.definition();
     let mut served = decode_object(context, &body)?;
+    definition
+        .strategy
+        .set_requester(&mut served, &context.user);
     let manager = context.manager(&options);
     context
         .field_manager()
@@ -486,7 +496,11 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
                 Some(current) => {
                     written(definition, subresource.as_ref(), current, provided.clone())
                 }
-                None => provided.clone(),
+                None => {
+                    let mut new = provided.clone();
+                    definition.strategy.set_requester(&mut new, &context.user);
+                    new
+                }
             };
             track_update(definition, &field_manager, &manager, current, new)
         })
@@ -658,7 +672,10 @@ async fn apply(
             Err(err) if err.is_not_found() && subresource.is_none() => {}
             Err(err) => return Err(err),
         }
-        let object = apply_to(None)?;
+        let mut object = apply_to(None)?;
+        definition
+            .strategy
+            .set_requester(&mut object, &context.user);
         context
             .admit(Operation::Create, &name, Some(&object))
             .await?;

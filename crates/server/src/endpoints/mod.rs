@@ -276,7 +276,11 @@ impl ApiHandler {
             ["apis", group, version] => discovery::api_resource_list(defs, group, version),
             ["openapi", ..] => {
                 let full = self.0.schemas.as_ref().map(|s| s.definitions());
-                return self.0.openapi.respond(request, defs, full).unwrap_or_else(|| Err(not_found()));
+                return self
+                    .0
+                    .openapi
+                    .respond(request, defs, full)
+                    .unwrap_or_else(|| Err(not_found()));
             }
             _ => None,
         };
