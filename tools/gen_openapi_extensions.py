@@ -78,7 +78,16 @@ def list_item(definition):
     return ref[len(prefix):] if ref.startswith(prefix) else None
 
 
-def definition_facts(definition):
+# Defaults of list-map key fields. Upstream's OpenAPI v3 documents declare them (`default`);
+# the v2 document this tool reads does not, so they are listed here. Server-side apply matches
+# a list-map element that leaves such a key out by the default, as structured-merge-diff does.
+KEY_DEFAULTS = {
+    ("io.k8s.api.core.v1.ContainerPort", "protocol"): "TCP",
+    ("io.k8s.api.core.v1.ServicePort", "protocol"): "TCP",
+}
+
+
+def definition_facts(definition, name=None):
     """The facts kept for one definition (every definition has an entry, so that a
     definition without `r` is known to have no required properties)."""
     facts = {}
@@ -86,10 +95,13 @@ def definition_facts(definition):
     if own:
         facts["x"] = own
     props = {}
-    for name, prop in sorted(definition.get("properties", {}).items()):
+    for prop_name, prop in sorted(definition.get("properties", {}).items()):
         found = property_facts(prop)
+        default = KEY_DEFAULTS.get((name, prop_name))
+        if default is not None:
+            found = dict(found or {}, default=default)
         if found:
-            props[name] = found
+            props[prop_name] = found
     if props:
         facts["p"] = props
     if definition.get("required"):
@@ -131,7 +143,7 @@ def main():
         definitions = json.load(f)["definitions"]
     out = {}
     for name in sorted(definitions):
-        out[name] = definition_facts(definitions[name])
+        out[name] = definition_facts(definitions[name], name)
     with open(target, "w", encoding="utf-8") as f:
         json.dump({"definitions": out}, f, separators=(",", ":"), sort_keys=True)
         f.write("\n")

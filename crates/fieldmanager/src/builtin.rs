@@ -13,6 +13,24 @@ pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<SchemaRe
     Catalog::builtin().kind(group, version, kind)
 }
 
+/// A list-map's key fields with the defaults their schemas declare (upstream's OpenAPI
+/// defaults `protocol` to TCP in container and service ports, so an applied port without
+/// `protocol` is the live one with `protocol: TCP`).
+fn keys_with_defaults(
+    list: SchemaRef<'_>,
+    keys: Vec<String>,
+) -> Vec<(String, Option<serde_json::Value>)> {
+    let item = list.items();
+    keys.into_iter()
+        .map(|key| {
+            let default = item
+                .and_then(|item| item.property(&key))
+                .and_then(|field| field.default_value().cloned());
+            (key, default)
+        })
+        .collect()
+}
+
 impl Schema for SchemaRef<'_> {
     /// Objects with properties are structs, with `additionalProperties` maps; objects with
     /// neither (free-form JSON such as RawExtension) and untyped nodes are deduced.
@@ -30,7 +48,7 @@ impl Schema for SchemaRef<'_> {
             NodeType::Array => Shape::List(match self.list_type() {
                 ListType::Atomic => ListShape::Atomic,
                 ListType::Set => ListShape::Set,
-                ListType::Map(keys) => ListShape::Map(keys),
+                ListType::Map(keys) => ListShape::Map(keys_with_defaults(self, keys)),
             }),
             NodeType::Unknown => Shape::Deduced,
             NodeType::String
@@ -64,6 +82,33 @@ mod tests {
 
     use super::*;
     use crate::typed::to_field_set;
+
+    /// A port without `protocol` is the port with the protocol's default, TCP.
+    #[test]
+    fn list_map_keys_take_their_defaults() {
+        let schema = builtin_schema("", "v1", "Pod");
+        let with = json!({"spec": {"containers": [{"name": "c", "ports": [
+            {"containerPort": 80, "protocol": "TCP"}]}]}});
+        let without = json!({"spec": {"containers": [{"name": "c", "ports": [
+            {"containerPort": 80}]}]}});
+        let with = to_field_set(&with, schema).to_fields_v1();
+        let without = to_field_set(&without, schema).to_fields_v1();
+        let ports = &without["f:spec"]["f:containers"][r#"k:{"name":"c"}"#]["f:ports"];
+        assert!(
+            ports
+                .get(r#"k:{"containerPort":80,"protocol":"TCP"}"#)
+                .is_some(),
+            "{ports}"
+        );
+        assert_eq!(
+            with["f:spec"]["f:containers"][r#"k:{"name":"c"}"#]["f:ports"]
+                .as_object()
+                .map(|keys| keys.keys().collect::<Vec<_>>()),
+            ports
+                .as_object()
+                .map(|keys| keys.keys().collect::<Vec<_>>())
+        );
+    }
 
     #[test]
     fn deployment_field_set() {

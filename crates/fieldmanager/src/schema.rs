@@ -12,8 +12,9 @@ pub enum ListShape {
     Atomic,
     /// Scalar elements, each its own value.
     Set,
-    /// Object elements, told apart by the values of these key fields.
-    Map(Vec<String>),
+    /// Object elements, told apart by the values of these key fields; a key field an element
+    /// leaves out has its default value, when the schema declares one.
+    Map(Vec<(String, Option<serde_json::Value>)>),
 }
 
 /// How a schema node holds its value.
@@ -108,7 +109,7 @@ pub(crate) mod testing {
 
     /// A list keyed by `keys`.
     pub fn list_map(keys: &[&str], item: Node) -> Node {
-        let keys = keys.iter().map(|key| key.to_string()).collect();
+        let keys = keys.iter().map(|key| (key.to_string(), None)).collect();
         Node::List(ListShape::Map(keys), Box::new(item))
     }
 

@@ -62,7 +62,10 @@ fn item_element(list: &ListShape, index: usize, item: &Value) -> PathElement {
         (ListShape::Map(keys), Value::Object(fields)) => {
             let mut key: Vec<(String, Value)> = keys
                 .iter()
-                .filter_map(|name| Some((name.clone(), fields.get(name)?.clone())))
+                .filter_map(|(name, default)| {
+                    let value = fields.get(name).or(default.as_ref())?;
+                    Some((name.clone(), value.clone()))
+                })
                 .collect();
             key.sort_by(|a, b| a.0.cmp(&b.0));
             PathElement::Key(key)

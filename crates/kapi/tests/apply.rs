@@ -295,6 +295,29 @@ async fn list_maps_merge_by_key(backend: Backend) {
     server.stop().await;
 }
 
+/// Re-applying a container port without `protocol` matches the live port, whose protocol was
+/// defaulted to TCP (the key's schema default), instead of adding a duplicate port.
+async fn defaulted_keys_match_on_reapply(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    let manifest = deployment(&[("a", "img-a")], None)
+        + "        ports:\n        - containerPort: 80\n          name: http\n";
+    apply(&server, &manifest, &["--field-manager=first"]).await;
+    apply(
+        &server,
+        &manifest.replace("img-a", "img-b"),
+        &["--field-manager=first"],
+    )
+    .await;
+    let object = get_json(&server, &["deployment", "d"]).await;
+    let container = &object["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "img-b");
+    assert_eq!(
+        container["ports"],
+        json!([{"containerPort": 80, "name": "http", "protocol": "TCP"}])
+    );
+    server.stop().await;
+}
+
 /// A kube-rs client built from the server's admin kubeconfig.
 async fn kube_client(server: &TestServer) -> Client {
     let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
@@ -379,6 +402,7 @@ on_both_backends!(
     kube_rs_patch_apply,
     list_maps_merge_by_key,
     client_side_apply_moves_to_server_side,
+    defaulted_keys_match_on_reapply,
 );
 
 /// Applies per second: one kube-rs client applying a changing ConfigMap in a loop, 8 at a

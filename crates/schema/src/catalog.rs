@@ -76,6 +76,9 @@ struct Node {
     merge_key: Option<Box<str>>,
     preserve_unknown: Option<bool>,
     embedded: bool,
+    /// `default`: the value a defaulted field has when absent (only list-map key fields
+    /// carry one in the built-in catalog; server-side apply matches keys with it).
+    default: Option<Value>,
     definition: Option<Box<str>>,
 }
 
@@ -263,6 +266,7 @@ impl Builder {
                 .get("x-kubernetes-embedded-resource")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            default: schema.get("default").cloned(),
             definition: None,
         }
     }
@@ -423,6 +427,11 @@ impl<'a> SchemaRef<'a> {
     /// types keep any JSON, such as RawExtension).
     pub fn preserves_unknown_fields(&self) -> bool {
         self.either(|n| n.preserve_unknown).unwrap_or(false)
+    }
+
+    /// The schema's `default`, if it declares one.
+    pub fn default_value(&self) -> Option<&'a Value> {
+        self.either(|n| n.default.as_ref())
     }
 
     /// `x-kubernetes-embedded-resource`.
