@@ -461,6 +461,13 @@ impl ApiError {
         ApiError::new_generic(503, "ServiceUnavailable", message)
     }
 
+    /// 503 ServiceUnavailable with `details.retryAfterSeconds` (as upstream's not-found
+    /// handler answers requests made before every known path was installed).
+    pub fn service_unavailable_retry(message: impl Into<String>, retry_after_seconds: u32) -> Self {
+        let details = retry_details(retry_after_seconds);
+        ApiError::with_details(503, "ServiceUnavailable", message, details)
+    }
+
     /// 504 Timeout `Timeout: <message>` with `details.retryAfterSeconds` (upstream's
     /// NewTimeoutError).
     pub fn timeout(message: impl fmt::Display, retry_after_seconds: u32) -> Self {

@@ -135,7 +135,7 @@ fn table() -> TableConvertor {
                 priority: 1,
             },
         ],
-        cells,
+        cells: std::sync::Arc::new(cells),
     }
 }
 
@@ -688,15 +688,17 @@ fn from_core(event: &Value) -> Value {
 pub struct EventsV1Converter;
 
 impl Converter for EventsV1Converter {
-    fn stored_form(&self, object: Value) -> Result<Value, String> {
+    fn stored_form(&self, object: Value) -> Result<Value, kapi_apimachinery::status::ApiError> {
         if !object.is_object() {
-            return Err("an Event must be a JSON object".to_string());
+            return Err(kapi_apimachinery::status::ApiError::bad_request(
+                "an Event must be a JSON object",
+            ));
         }
         Ok(to_core(&object))
     }
 
-    fn served_form(&self, object: Value) -> Value {
-        from_core(&object)
+    fn served_form(&self, object: Value) -> Result<Value, kapi_apimachinery::status::ApiError> {
+        Ok(from_core(&object))
     }
 }
 

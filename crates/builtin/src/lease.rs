@@ -27,7 +27,7 @@ pub(crate) fn hooks() -> TypeHooks {
                 column("Holder", HOLDER_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells,
+            cells: std::sync::Arc::new(cells),
         }),
     }
 }

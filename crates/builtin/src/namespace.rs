@@ -33,7 +33,7 @@ pub(crate) fn hooks() -> TypeHooks {
                 column("Status", "The status of the namespace", 0),
                 age_column(),
             ],
-            cells,
+            cells: std::sync::Arc::new(cells),
         }),
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn hooks() -> TypeHooks {
                 column("Data", DATA_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells,
+            cells: std::sync::Arc::new(cells),
         }),
     }
 }

@@ -23,7 +23,7 @@ pub(crate) fn hooks() -> TypeHooks {
                 column("Secrets", SECRETS_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells,
+            cells: std::sync::Arc::new(cells),
         }),
     }
 }

@@ -15,11 +15,26 @@ enum SharedCatalog {
     Shared(Arc<Catalog>),
 }
 
+/// Drops the unknown fields of an object of an untyped kind (a custom resource, pruned by its
+/// structural schema), returning their paths (`spec.foo`).
+pub type Pruner = Arc<dyn Fn(&mut serde_json::Value) -> Vec<String> + Send + Sync>;
+
 /// The schema of one kind: a catalog and the node of the kind's root type.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct KindSchema {
     catalog: SharedCatalog,
     name: Option<String>,
+    /// Set for untyped kinds: their objects are pruned, never refused for a field's type.
+    pruner: Option<Pruner>,
+}
+
+impl std::fmt::Debug for KindSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindSchema")
+            .field("name", &self.name)
+            .field("untyped", &self.pruner.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl KindSchema {
@@ -30,6 +45,7 @@ impl KindSchema {
         Some(KindSchema {
             catalog: SharedCatalog::Static(catalog),
             name: Some(name.to_string()),
+            pruner: None,
         })
     }
 
@@ -39,7 +55,48 @@ impl KindSchema {
         Some(KindSchema {
             catalog: SharedCatalog::Shared(catalog),
             name: None,
+            pruner: None,
         })
+    }
+
+    /// An untyped kind (a custom resource) whose schema is the root of `catalog` and whose
+    /// unknown fields `pruner` drops.
+    pub fn untyped(catalog: Arc<Catalog>, pruner: Pruner) -> Option<KindSchema> {
+        let mut schema = KindSchema::root(catalog)?;
+        schema.pruner = Some(pruner);
+        Some(schema)
+    }
+
+    /// Whether objects of this kind decode into Go types (built-in kinds) rather than being
+    /// unstructured (custom resources).
+    pub fn is_typed(&self) -> bool {
+        self.pruner.is_none()
+    }
+
+    /// Drops the unknown fields of a decoded `object`, returning them; for typed kinds also
+    /// checks the fields' types as Go's decoder does ([`crate::decode`]).
+    pub fn decode(
+        &self,
+        object: &mut serde_json::Value,
+    ) -> Result<Vec<crate::StrictError>, crate::TypeError> {
+        match &self.pruner {
+            Some(prune) => Ok(prune(object)
+                .into_iter()
+                .map(|path| crate::StrictError {
+                    kind: crate::StrictKind::Unknown,
+                    path,
+                })
+                .collect()),
+            None => crate::decode(object, self.schema()),
+        }
+    }
+
+    /// The fields given more than once in a JSON `body` of this kind.
+    pub fn duplicate_fields(&self, body: &[u8]) -> Vec<crate::StrictError> {
+        match &self.pruner {
+            Some(_) => crate::duplicate_fields_untyped(body),
+            None => crate::duplicate_fields(body, self.schema()),
+        }
     }
 
     /// The schema of the kind's root type.

@@ -17,4 +17,4 @@ pub use decode::{
     StrictError, StrictKind, TypeError, decode, duplicate_fields, duplicate_fields_untyped,
     strict_message,
 };
-pub use kind::KindSchema;
+pub use kind::{KindSchema, Pruner};

@@ -1164,39 +1164,62 @@ fn meta_schemas() -> BTreeMap<String, Value> {
 fn kind_schemas(def: &ResourceDefinition, out: &mut BTreeMap<String, Value>) {
     let group = def.group_version.group.as_str();
     let version = def.group_version.version.as_str();
-    let object = definition_name(group, version, def.kind);
-    out.insert(
-        object.clone(),
+    let kinds = (def.kind, def.list_kind);
+    out.extend(kind_definitions(group, version, kinds, None));
+}
+
+/// The OpenAPI definitions (v2 form) of a kind and its list kind: the kind's `schema` (a
+/// CRD version's openAPIV3Schema; any object without one) with apiVersion, kind and metadata
+/// as every kind has them, and the list of it, as upstream publishes custom resources.
+pub fn kind_definitions(
+    group: &str,
+    version: &str,
+    (kind, list_kind): (&str, &str),
+    schema: Option<&Value>,
+) -> Map<String, Value> {
+    let object = definition_name(group, version, kind);
+    let gvk = |kind: &str| json!([{"group": group, "kind": kind, "version": version}]);
+    let mut definition = match schema {
+        Some(schema) => schema.clone(),
+        None => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    };
+    let metadata = ref_with(
+        &meta("ObjectMeta"),
         json!({
-            "properties": {
-                "apiVersion": api_version_prop(),
-                "kind": kind_prop(),
-                "metadata": ref_with(&meta("ObjectMeta"), json!({
-                    "default": {},
-                    "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-                })),
-            },
-            "type": "object",
-            "x-kubernetes-preserve-unknown-fields": true,
+            "default": {},
+            "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
         }),
     );
-    out.insert(
-        definition_name(group, version, def.list_kind),
-        json!({
-            "description": format!("{} is a list of {} objects.", def.list_kind, def.kind),
-            "properties": {
-                "apiVersion": api_version_prop(),
-                "items": {"items": ref_with(&object, json!({"default": {}})), "type": "array"},
-                "kind": kind_prop(),
-                "metadata": ref_with(&meta("ListMeta"), json!({
-                    "default": {},
-                    "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-                })),
-            },
-            "required": ["items"],
-            "type": "object",
-        }),
-    );
+    if !definition["properties"].is_object() {
+        definition["properties"] = json!({});
+    }
+    definition["properties"]["apiVersion"] = api_version_prop();
+    definition["properties"]["kind"] = kind_prop();
+    definition["properties"]["metadata"] = metadata;
+    if schema.is_some() {
+        definition["x-kubernetes-group-version-kind"] = gvk(kind);
+    }
+    let mut list = json!({
+        "description": format!("{list_kind} is a list of {kind} objects."),
+        "properties": {
+            "apiVersion": api_version_prop(),
+            "items": {"items": ref_with(&object, json!({"default": {}})), "type": "array"},
+            "kind": kind_prop(),
+            "metadata": ref_with(&meta("ListMeta"), json!({
+                "default": {},
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+            })),
+        },
+        "required": ["items"],
+        "type": "object",
+    });
+    if schema.is_some() {
+        list["x-kubernetes-group-version-kind"] = gvk(list_kind);
+    }
+    let mut definitions = Map::new();
+    definitions.insert(object, definition);
+    definitions.insert(definition_name(group, version, list_kind), list);
+    definitions
 }
 
 /// Every schema the documents of `defs` may reference, in v3 form: the `full` definitions

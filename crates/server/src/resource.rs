@@ -206,14 +206,23 @@ pub struct PrinterColumn {
     pub priority: i32,
 }
 
-/// Computes one object's table cells, one per [`PrinterColumn`].
-pub type RowFn = fn(&Value) -> Vec<Value>;
+/// Computes one object's table cells, one per [`PrinterColumn`] (a closure, so that a
+/// custom resource's cells can follow its CRD's column JSON paths).
+pub type RowFn = Arc<dyn Fn(&Value) -> Vec<Value> + Send + Sync>;
 
 /// How a resource prints as a Table.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TableConvertor {
     pub columns: Vec<PrinterColumn>,
     pub cells: RowFn,
+}
+
+impl std::fmt::Debug for TableConvertor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableConvertor")
+            .field("columns", &self.columns)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Validates an object name (`prefix`: it is a generateName prefix), returning the problems,
@@ -224,7 +233,13 @@ pub type NameValidator = fn(&str, bool) -> Vec<String>;
 /// RESTUpdateStrategy and RESTDeleteStrategy. Objects are JSON values in the version that is
 /// stored.
 pub trait Strategy: Send + Sync + 'static {
-    /// Fills defaults and clears what a create must not set (e.g. `status`).
+    /// The type's defaulting, run where upstream's decoder defaults: on every decoded object
+    /// of a create or update, on the result of a patch and on a server-side apply's merged
+    /// object, in the request's version, before managedFields of updates are recorded (so
+    /// the writer owns the defaulted fields).
+    fn default(&self, _object: &mut Value) {}
+
+    /// Clears what a create must not set (e.g. `status`) and sets what the server owns.
     fn prepare_for_create(&self, _object: &mut Value) {}
 
     /// Carries over what an update of the main resource must not change (e.g. `status`).
@@ -328,10 +343,11 @@ pub fn own_subresource_validation(
 
 /// Converts objects between a served version and the stored version of a resource.
 pub trait Converter: Send + Sync + 'static {
-    /// From the served version to the stored one.
-    fn stored_form(&self, object: Value) -> Result<Value, String>;
+    /// From the served version to the stored one (a 400 for objects that cannot be
+    /// converted; a conversion webhook's failure is upstream's 500).
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError>;
     /// From the stored version to the served one.
-    fn served_form(&self, object: Value) -> Value;
+    fn served_form(&self, object: Value) -> Result<Value, ApiError>;
 }
 
 /// One stored collection: where its objects live and in which version they are written.
@@ -386,7 +402,7 @@ impl ResourceDefinition {
     }
 
     /// The stored form of a served object.
-    pub fn stored_form(&self, object: Value) -> Result<Value, String> {
+    pub fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
         match &self.converter {
             Some(converter) => converter.stored_form(object),
             None => Ok(object),
@@ -394,10 +410,10 @@ impl ResourceDefinition {
     }
 
     /// The served form of a stored object.
-    pub fn served_form(&self, object: Value) -> Value {
+    pub fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         match &self.converter {
             Some(converter) => converter.served_form(object),
-            None => object,
+            None => Ok(object),
         }
     }
 }

@@ -157,7 +157,9 @@ fn subresources(entry: &CatalogEntry) -> Vec<Subresource> {
 fn default_table() -> TableConvertor {
     TableConvertor {
         columns: vec![name_column(0), age_column()],
-        cells: |object| vec![name_cell(object), age_cell(object)],
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
+            vec![name_cell(object), age_cell(object)]
+        }),
     }
 }
 

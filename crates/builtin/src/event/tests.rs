@@ -74,7 +74,7 @@ fn events_v1_to_core_and_back() {
             "lastTimestamp": null,
         })
     );
-    let served = converter.served_form(stored);
+    let served = converter.served_form(stored).unwrap();
     let mut want = events_v1();
     want["deprecatedSource"] = json!({});
     want["deprecatedFirstTimestamp"] = Value::Null;
@@ -90,7 +90,7 @@ fn core_to_events_v1_and_back() {
     assert_eq!(stored["eventTime"], Value::Null);
     assert_eq!(stored["reportingComponent"], "");
     assert_eq!(stored["reportingInstance"], "");
-    let served = converter.served_form(stored.clone());
+    let served = converter.served_form(stored.clone()).unwrap();
     assert_eq!(
         served,
         json!({

@@ -487,12 +487,12 @@ fn format_metric(spec: &Value, status: &Value) -> String {
 pub(super) struct V1Converter;
 
 impl Converter for V1Converter {
-    fn stored_form(&self, object: Value) -> Result<Value, String> {
-        v1_to_v2(object)
+    fn stored_form(&self, object: Value) -> Result<Value, kapi_apimachinery::status::ApiError> {
+        v1_to_v2(object).map_err(kapi_apimachinery::status::ApiError::bad_request)
     }
 
-    fn served_form(&self, object: Value) -> Value {
-        v2_to_v1(object)
+    fn served_form(&self, object: Value) -> Result<Value, kapi_apimachinery::status::ApiError> {
+        Ok(v2_to_v1(object))
     }
 }
 
@@ -1120,7 +1120,7 @@ mod tests {
             stored["spec"]["metrics"],
             json!([cpu_utilization_metric(60)])
         );
-        let back = V1Converter.served_form(stored);
+        let back = V1Converter.served_form(stored).unwrap();
         assert_eq!(back["spec"]["targetCPUUtilizationPercentage"], 60);
         assert_eq!(
             back["status"],
@@ -1157,7 +1157,7 @@ mod tests {
                 "currentMetrics": [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": 40, "averageValue": "100m"}}}],
                 "conditions": [{"type": "AbleToScale", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z", "reason": "Ready"}]}});
         hpa_defaults(&mut stored);
-        let served = V1Converter.served_form(stored.clone());
+        let served = V1Converter.served_form(stored.clone()).unwrap();
         let annotations = &served["metadata"]["annotations"];
         assert_eq!(
             annotations[METRIC_SPECS_ANNOTATION],

@@ -272,7 +272,7 @@ fn csr_table() -> TableConvertor {
                 "Condition of the certificate, like Approved, Denied, Issued or Failed",
             ),
         ],
-        cells: csr_cells,
+        cells: std::sync::Arc::new(csr_cells),
     }
 }
 

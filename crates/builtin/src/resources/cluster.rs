@@ -792,7 +792,7 @@ fn quota_table() -> TableConvertor {
                 "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
             ),
         ],
-        cells: quota_cells,
+        cells: std::sync::Arc::new(quota_cells),
     }
 }
 
@@ -926,7 +926,9 @@ fn limit_range_table() -> TableConvertor {
             crate::printers::name_column(0),
             super::common::created_at_column(),
         ],
-        cells: |range| vec![name_cell(range), created_at(range)],
+        cells: std::sync::Arc::new(|range: &serde_json::Value| {
+            vec![name_cell(range), created_at(range)]
+        }),
     }
 }
 
@@ -940,7 +942,7 @@ fn component_status_table() -> TableConvertor {
             col("Message", "Message of the component conditions"),
             col("Error", "Error of the component conditions"),
         ],
-        cells: component_status_cells,
+        cells: std::sync::Arc::new(component_status_cells),
     }
 }
 

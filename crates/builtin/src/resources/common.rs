@@ -2,16 +2,19 @@
 //! quantities compared as `resource.Quantity` does, defaulting and validation shorthands.
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_server::resource::{PrinterColumn, RowFn, TableConvertor};
+use kapi_server::resource::{PrinterColumn, TableConvertor};
 use serde_json::{Map, Value};
 
 use crate::printers::{age_column, column, name_column};
 
 /// A printer whose first column is NAME, then `rest`, with its cells.
-pub(crate) fn table(rest: Vec<PrinterColumn>, cells: RowFn) -> TableConvertor {
+pub(crate) fn table(rest: Vec<PrinterColumn>, cells: fn(&Value) -> Vec<Value>) -> TableConvertor {
     let mut columns = vec![name_column(0)];
     columns.extend(rest);
-    TableConvertor { columns, cells }
+    TableConvertor {
+        columns,
+        cells: std::sync::Arc::new(cells),
+    }
 }
 
 /// A column of the default view.

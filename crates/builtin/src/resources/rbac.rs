@@ -284,7 +284,9 @@ fn validate_binding_update(new: &Value, old: &Value) -> FieldErrors {
 fn role_table() -> TableConvertor {
     TableConvertor {
         columns: vec![crate::printers::name_column(0), created_at_column()],
-        cells: |role| vec![name_cell(role), created_at(role)],
+        cells: std::sync::Arc::new(|role: &serde_json::Value| {
+            vec![name_cell(role), created_at(role)]
+        }),
     }
 }
 

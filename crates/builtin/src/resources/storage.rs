@@ -97,7 +97,7 @@ pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
                         "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
                     ),
                 ],
-                cells: |capacity| {
+                cells: std::sync::Arc::new(|capacity: &serde_json::Value| {
                     let shown = match capacity.get("capacity").and_then(Value::as_str) {
                         Some(value) => value.to_string(),
                         None => "<unset>".to_string(),
@@ -107,7 +107,7 @@ pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
                         text(str_of(capacity, "storageClassName")),
                         text(shown),
                     ]
-                },
+                }),
             },
         ),
         "VolumeAttachment" => (

@@ -35,7 +35,7 @@ pub(super) fn endpoints_hooks() -> TypeHooks {
                 column("Endpoints", SUBSETS_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells: endpoints_cells,
+            cells: std::sync::Arc::new(endpoints_cells),
         }),
     }
 }
@@ -52,7 +52,7 @@ pub(super) fn endpoint_slice_hooks() -> TypeHooks {
                 column("Endpoints", SLICE_ENDPOINTS_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells: endpoint_slice_cells,
+            cells: std::sync::Arc::new(endpoint_slice_cells),
         }),
     }
 }

@@ -31,10 +31,10 @@ pub(super) fn service_cidr_hooks() -> TypeHooks {
                 column("CIDRs", CIDRS_DESCRIPTION, 0),
                 age_column(),
             ],
-            cells: |cidr| {
+            cells: std::sync::Arc::new(|cidr: &serde_json::Value| {
                 let cidrs = strings_of(&cidr["spec"], "cidrs").join(",");
                 vec![name_cell(cidr), Value::from(cidrs), age_cell(cidr)]
-            },
+            }),
         }),
     }
 }
@@ -48,7 +48,9 @@ pub(super) fn ip_address_hooks() -> TypeHooks {
                 name_column(0),
                 column("ParentRef", PARENT_REF_DESCRIPTION, 0),
             ],
-            cells: |address| vec![name_cell(address), Value::from(parent_ref_cell(address))],
+            cells: std::sync::Arc::new(|address: &serde_json::Value| {
+                vec![name_cell(address), Value::from(parent_ref_cell(address))]
+            }),
         }),
     }
 }

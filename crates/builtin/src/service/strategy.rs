@@ -55,7 +55,7 @@ pub(super) fn hooks() -> TypeHooks {
         strategy: Arc::new(ServiceStrategy),
         table: Some(TableConvertor {
             columns: columns(),
-            cells,
+            cells: std::sync::Arc::new(cells),
         }),
     }
 }

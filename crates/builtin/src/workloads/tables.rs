@@ -102,7 +102,7 @@ pub(crate) fn pods() -> TableConvertor {
     ]);
     TableConvertor {
         columns,
-        cells: pod_cells,
+        cells: std::sync::Arc::new(pod_cells),
     }
 }
 
@@ -336,7 +336,7 @@ pub(crate) fn pod_templates() -> TableConvertor {
             column("Images", IMAGES_DESCRIPTION, 0),
             column("Pod Labels", "The labels for the pod template.", 0),
         ],
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let template = &object["template"];
             let [containers, images] = container_cells(&template["spec"]);
             let labels = template["metadata"]["labels"].as_object();
@@ -346,7 +346,7 @@ pub(crate) fn pod_templates() -> TableConvertor {
                 images,
                 json!(format_labels(labels)),
             ]
-        },
+        }),
     }
 }
 
@@ -372,7 +372,7 @@ pub(crate) fn deployments() -> TableConvertor {
     columns.extend(template_columns(Some("Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.")));
     TableConvertor {
         columns,
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
             let [containers, images] = container_cells(&spec["template"]["spec"]);
             vec![
@@ -389,7 +389,7 @@ pub(crate) fn deployments() -> TableConvertor {
                 images,
                 json!(selector_string(&spec["selector"])),
             ]
-        },
+        }),
     }
 }
 
@@ -436,7 +436,9 @@ pub(crate) fn replica_sets() -> TableConvertor {
             "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition.",
             "Selector is a label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
         ),
-        cells: |object| replica_cells(object, selector_string(&object["spec"]["selector"])),
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
+            replica_cells(object, selector_string(&object["spec"]["selector"]))
+        }),
     }
 }
 
@@ -449,10 +451,10 @@ pub(crate) fn replication_controllers() -> TableConvertor {
             "The number of ready replicas for this replication controller.",
             "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
         ),
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let selector = format_labels(object["spec"]["selector"].as_object());
             replica_cells(object, selector)
-        },
+        }),
     }
 }
 
@@ -466,7 +468,7 @@ pub(crate) fn stateful_sets() -> TableConvertor {
     columns.extend(template_columns(None));
     TableConvertor {
         columns,
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
             let [containers, images] = container_cells(&spec["template"]["spec"]);
             vec![
@@ -480,7 +482,7 @@ pub(crate) fn stateful_sets() -> TableConvertor {
                 containers,
                 images,
             ]
-        },
+        }),
     }
 }
 
@@ -528,7 +530,7 @@ pub(crate) fn daemon_sets() -> TableConvertor {
     columns.extend(template_columns(Some("A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors")));
     TableConvertor {
         columns,
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
             let pod_spec = &spec["template"]["spec"];
             let [containers, images] = container_cells(pod_spec);
@@ -545,7 +547,7 @@ pub(crate) fn daemon_sets() -> TableConvertor {
                 images,
                 json!(selector_string(&spec["selector"])),
             ]
-        },
+        }),
     }
 }
 
@@ -563,7 +565,7 @@ pub(crate) fn jobs() -> TableConvertor {
     columns.extend(template_columns(Some(JOB_SELECTOR_DESCRIPTION)));
     TableConvertor {
         columns,
-        cells: job_cells,
+        cells: std::sync::Arc::new(job_cells),
     }
 }
 
@@ -654,7 +656,7 @@ pub(crate) fn cron_jobs() -> TableConvertor {
     columns.extend(template_columns(Some(JOB_SELECTOR_DESCRIPTION)));
     TableConvertor {
         columns,
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
             let job_spec = &spec["jobTemplate"]["spec"];
             let [containers, images] = container_cells(&job_spec["template"]["spec"]);
@@ -679,7 +681,7 @@ pub(crate) fn cron_jobs() -> TableConvertor {
                 images,
                 json!(selector_string(&job_spec["selector"])),
             ]
-        },
+        }),
     }
 }
 
@@ -697,14 +699,14 @@ pub(crate) fn controller_revisions() -> TableConvertor {
             ),
             age_column(),
         ],
-        cells: |object| {
+        cells: std::sync::Arc::new(|object: &serde_json::Value| {
             vec![
                 name_cell(object),
                 json!(controller_name(object)),
                 json!(int_of(object, "revision")),
                 age_cell(object),
             ]
-        },
+        }),
     }
 }
 

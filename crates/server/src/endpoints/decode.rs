@@ -90,12 +90,11 @@ pub(super) fn decode_with_schema(
             "{kind} in version {version:?} cannot be handled as a {kind}: {reason}"
         ))
     };
-    let unknown =
-        kapi_schema::decode(object, schema.schema()).map_err(|e| cannot_handle(e.to_string()))?;
+    let unknown = schema
+        .decode(object)
+        .map_err(|e| cannot_handle(e.to_string()))?;
     let mut errors = match (json_body, directive) {
-        (Some(body), Directive::Warn | Directive::Strict) => {
-            kapi_schema::duplicate_fields(body, schema.schema())
-        }
+        (Some(body), Directive::Warn | Directive::Strict) => schema.duplicate_fields(body),
         _ => Vec::new(),
     };
     errors.extend(unknown);
@@ -130,7 +129,7 @@ pub(super) fn decode_patched(
         errors.push(FieldError::invalid(&Path::root("patch"), value, reason));
         ApiError::invalid(&GroupKind::new("", ""), "", &errors)
     };
-    let unknown = match kapi_schema::decode(patched, schema.schema()) {
+    let unknown = match schema.decode(patched) {
         Ok(unknown) => unknown,
         Err(err) => return Err(invalid(patched, err.to_string())),
     };

@@ -10,8 +10,9 @@ use http_body_util::BodyExt;
 use kapi_apimachinery::meta;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
-use kapi_fieldmanager::{CatalogFieldManager, FieldManager};
+use kapi_fieldmanager::FieldManager;
 use kapi_patch::PatchType;
+use kapi_schema::{KindSchema, SchemaRef};
 use serde_json::{Value, json};
 
 use super::negotiation::{self, Output};
@@ -130,7 +131,7 @@ where
         info.api_version.clone(),
         info.resource.clone(),
     );
-    let served = apis.served.get(&key).cloned().ok_or_else(not_found)?;
+    let served = apis.served(&key).ok_or_else(not_found)?;
     let definition = served.definition.clone();
     let subresource = match info.subresource.as_str() {
         "" => None,
@@ -359,14 +360,13 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
             super::decode::decode_with_schema(&schema, kind, &mut object, json_body, directive)?;
         context.warn(warnings);
     }
+    definition.strategy.default(&mut object);
     Ok(object)
 }
 
 /// The stored form of a served object, or 400 if it cannot be converted.
 fn stored_form(definition: &ResourceDefinition, object: Value) -> Result<Value, ApiError> {
-    definition
-        .stored_form(object)
-        .map_err(ApiError::bad_request)
+    definition.stored_form(object)
 }
 
 impl Context<'_> {
@@ -374,14 +374,9 @@ impl Context<'_> {
     /// compared on create with its zero value; deduced types for kinds it does not have),
     /// the subresource, and the fields the endpoint resets (`status` through a resource
     /// with a status subresource, `spec` through that subresource).
-    fn field_manager(&self) -> CatalogFieldManager {
+    fn field_manager<'s>(&self, schema: Option<&'s KindSchema>) -> FieldManager<SchemaRef<'s>> {
         let definition = self.definition();
         let group_version = &definition.group_version;
-        let schema = kapi_fieldmanager::builtin_schema(
-            &group_version.group,
-            &group_version.version,
-            definition.kind,
-        );
         let subresource = self.subresource.as_ref().map_or("", |sub| sub.name);
         let resets: &[&str] = match subresource {
             "" if definition.subresource("status").is_some() => &["status"],
@@ -389,7 +384,8 @@ impl Context<'_> {
             _ => &[],
         };
         let api_version = group_version.api_version();
-        let typed = schema.is_some();
+        let typed = schema.is_some_and(KindSchema::is_typed);
+        let schema = schema.map(KindSchema::schema);
         let manager =
             FieldManager::new(schema, &api_version, definition.kind, subresource).ignoring(resets);
         if typed { manager.typed() } else { manager }
@@ -406,13 +402,15 @@ impl Context<'_> {
 /// version.
 fn track_update(
     definition: &ResourceDefinition,
-    field_manager: &CatalogFieldManager,
+    field_manager: &FieldManager<SchemaRef<'_>>,
     manager: &str,
     current: Option<&Value>,
     new: Value,
 ) -> Result<Value, ApiError> {
-    let live = current.map(|current| definition.served_form(current.clone()));
-    let mut served = definition.served_form(new);
+    let live = current
+        .map(|current| definition.served_form(current.clone()))
+        .transpose()?;
+    let mut served = definition.served_form(new)?;
     field_manager.update(live.as_ref(), &mut served, manager, &meta::now_rfc3339());
     stored_form(definition, served)
 }
@@ -427,9 +425,13 @@ async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         .strategy
         .set_requester(&mut served, &context.user);
     let manager = context.manager(&options);
-    context
-        .field_manager()
-        .update(None, &mut served, &manager, &meta::now_rfc3339());
+    let schema = context.kind_schema();
+    context.field_manager(schema.as_ref()).update(
+        None,
+        &mut served,
+        &manager,
+        &meta::now_rfc3339(),
+    );
     let object = stored_form(definition, served)?;
     context
         .admit(Operation::Create, object::name(&object), Some(&object))
@@ -439,7 +441,7 @@ async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         .registry
         .create(definition, &context.namespace, object, dry_run)
         .await?;
-    context.respond_object(StatusCode::CREATED, definition.served_form(created))
+    context.respond_object(StatusCode::CREATED, definition.served_form(created)?)
 }
 
 /// Checks that the body's name is the URL's, as upstream's checkName. (A different namespace
@@ -458,7 +460,9 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     let dry_run = params::dry_run(&context.query, "UpdateOptions")?;
     let options =
         params::write_options(&context.query, "UpdateOptions", WriteKind::CreateOrUpdate)?;
-    let (field_manager, manager) = (context.field_manager(), context.manager(&options));
+    let schema = context.kind_schema();
+    let field_manager = context.field_manager(schema.as_ref());
+    let manager = context.manager(&options);
     let definition = context.definition();
     let provided = decode_object(context, &body)?;
     check_name(context, &provided)?;
@@ -510,7 +514,7 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     } else {
         StatusCode::OK
     };
-    context.respond_object(status, definition.served_form(object))
+    context.respond_object(status, definition.served_form(object)?)
 }
 
 /// What a write of `new` through the resource or one of its subresources changes of
@@ -567,11 +571,21 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         return apply(context, &body, dry_run).await;
     }
     let options = params::write_options(&context.query, "PatchOptions", WriteKind::Patch)?;
-    let (field_manager, manager) = (context.field_manager(), context.manager(&options));
+    let schema = context.kind_schema();
+    let field_manager = context.field_manager(schema.as_ref());
+    let manager = context.manager(&options);
     let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
         // The patch route consumes only the patch types: the router's own 415.
         router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     })?;
+    if patch_type == PatchType::StrategicMerge && schema.as_ref().is_some_and(|s| !s.is_typed()) {
+        // Custom resources have no patch strategies: upstream's CRD handler refuses these.
+        return Err(ApiError::unsupported_media_type([
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ]));
+    }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();
     let name = context.info.name.clone();
@@ -588,17 +602,18 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         .registry
         .update(definition, &context.namespace, &name, write, |current| {
             let current = current.ok_or_else(|| ApiError::not_found(&resource, &name))?;
-            let served = definition.served_form(current.clone());
+            let served = definition.served_form(current.clone())?;
             let patched = kapi_patch::apply(patch_type, &served, &body, &schema)
                 .map_err(|err| patch_error(&err))?;
             check_name(context, &patched)?;
-            let patched = decode_patched(context, patch_type, &body, patched)?;
+            let mut patched = decode_patched(context, patch_type, &body, patched)?;
+            definition.strategy.default(&mut patched);
             let patched = stored_form(definition, patched)?;
             let new = written(definition, subresource.as_ref(), current, patched);
             track_update(definition, &field_manager, &manager, Some(current), new)
         })
         .await?;
-    context.respond_object(StatusCode::OK, definition.served_form(object))
+    context.respond_object(StatusCode::OK, definition.served_form(object)?)
 }
 
 /// The media type of server-side apply patches.
@@ -639,7 +654,8 @@ async fn apply(
     let config = decode_apply_config(body)?;
     let definition = context.definition();
     let name = context.info.name.clone();
-    let field_manager = context.field_manager();
+    let schema = context.kind_schema();
+    let field_manager = context.field_manager(schema.as_ref());
     let subresource = context.subresource.clone();
     let write = Write {
         subresource: subresource.as_ref().map(|sub| &sub.kind),
@@ -649,7 +665,8 @@ async fn apply(
     let apply_to = |live: Option<&Value>| -> Result<Value, ApiError> {
         let now = meta::now_rfc3339();
         let (manager, force) = (&options.field_manager, options.force);
-        let applied = field_manager.apply(live, &config, manager, force, &now)?;
+        let mut applied = field_manager.apply(live, &config, manager, force, &now)?;
+        definition.strategy.default(&mut applied);
         check_name(context, &applied)?;
         stored_form(definition, applied)
     };
@@ -660,14 +677,14 @@ async fn apply(
             .registry
             .update(definition, &context.namespace, &name, write, |current| {
                 let current = current.ok_or_else(|| ApiError::not_found(&resource, &name))?;
-                let live = definition.served_form(current.clone());
+                let live = definition.served_form(current.clone())?;
                 let applied = apply_to(Some(&live))?;
                 Ok(written(definition, subresource.as_ref(), current, applied))
             })
             .await;
         match updated {
             Ok((object, _)) => {
-                return context.respond_object(StatusCode::OK, definition.served_form(object));
+                return context.respond_object(StatusCode::OK, definition.served_form(object)?);
             }
             Err(err) if err.is_not_found() && subresource.is_none() => {}
             Err(err) => return Err(err),
@@ -687,7 +704,7 @@ async fn apply(
         match created {
             Ok(created) => {
                 return context
-                    .respond_object(StatusCode::CREATED, definition.served_form(created));
+                    .respond_object(StatusCode::CREATED, definition.served_form(created)?);
             }
             Err(err) if err.is_already_exists() => continue,
             Err(err) => return Err(err),
@@ -773,7 +790,7 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
             Ok(response(StatusCode::OK, "application/json", body))
         }
         DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object) => {
-            context.respond_object(StatusCode::OK, definition.served_form(object))
+            context.respond_object(StatusCode::OK, definition.served_form(object)?)
         }
     }
 }
@@ -804,7 +821,7 @@ async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Respons
             context.admit(Operation::Delete, name, None).await?;
             match registry.delete(definition, ns, name, delete_params).await {
                 Ok(DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object)) => {
-                    Ok(Some(definition.served_form(object)))
+                    Ok(Some(definition.served_form(object)?))
                 }
                 Err(err) if err.code() == 404 => Ok(None),
                 Err(err) => Err(err),

@@ -10,6 +10,9 @@ mod render;
 mod subresource;
 mod watch;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -32,6 +35,10 @@ use crate::resource::ResourceDefinition;
 pub use decode::{BuiltinSchemas, SchemaProvider};
 pub use render::{NAME_DESCRIPTION, human_duration};
 
+/// The 503 of a request made before every known path was installed, as upstream words it.
+const PATHS_NOT_INSTALLED: &str =
+    "the request has been made before all known HTTP paths have been installed, please try again";
+
 /// The largest request body accepted, as kube-apiserver's 3 MiB.
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -51,9 +58,29 @@ pub struct ApiHandlerBuilder {
     bookmark_interval: Duration,
     services: http::Extensions,
     schemas: Option<Arc<dyn SchemaProvider>>,
+    delegate: Option<ApiHandler>,
+    synced: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl ApiHandlerBuilder {
+    /// The next server of the delegation chain: requests for paths this handler does not
+    /// serve go to it (instead of the 404 at the end of the chain), and the discovery and
+    /// OpenAPI documents served here include what it serves.
+    pub fn delegate(mut self, delegate: ApiHandler) -> Self {
+        self.delegate = Some(delegate);
+        self
+    }
+
+    /// Resource requests this handler does not serve answer 503 until `synced` turns true
+    /// (the apiextensions server until its CRD informer has synced: never a false 404).
+    pub fn unserved_unavailable_until(
+        mut self,
+        synced: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        self.synced = Some(synced);
+        self
+    }
+
     /// The schemas of the served kinds: request bodies are decoded against them (unknown
     /// fields, `fieldValidation`), strategic merge patches follow their patch metadata and
     /// the OpenAPI documents carry them.
@@ -89,49 +116,81 @@ impl ApiHandlerBuilder {
 
     /// Creates the registries and their watch caches (which start filling at once).
     pub fn build(self) -> ApiHandler {
-        let mut registries: HashMap<&'static str, Arc<Registry>> = HashMap::new();
+        let storage = StorageFactory {
+            store: self.store,
+            prefix: self.storage_prefix,
+        };
         let definitions: Vec<Arc<ResourceDefinition>> =
             self.definitions.into_iter().map(Arc::new).collect();
-        let mut served = HashMap::new();
-        for definition in &definitions {
-            let registry = registries
-                .entry(definition.storage.key_prefix)
-                .or_insert_with(|| {
-                    let fields = storage_fields(definition, &definitions);
-                    Arc::new(Registry::new(
-                        definition.storage.clone(),
-                        self.store.clone(),
-                        &self.storage_prefix,
-                        fields,
-                    ))
-                })
-                .clone();
-            let gv = &definition.group_version;
-            let key = (
-                gv.group.clone(),
-                gv.version.clone(),
-                definition.plural.to_string(),
-            );
-            served.insert(
-                key,
-                Served {
-                    definition: definition.clone(),
-                    registry,
-                },
-            );
-        }
-        ApiHandler(Arc::new(Apis {
+        let served = storage.serve(&definitions);
+        let resources = Resources {
             served,
             definitions,
+            installed: HashMap::new(),
+        };
+        ApiHandler(Arc::new(Apis {
+            resources: parking_lot::RwLock::new(Arc::new(resources)),
+            storage,
+            generation: std::sync::atomic::AtomicU64::new(0),
+            openapi: parking_lot::Mutex::new((0, Arc::default())),
             admission: std::sync::OnceLock::new(),
             server_address: self.server_address,
             bookmark_interval: self.bookmark_interval,
             request_info: RequestInfoFactory::default(),
             services: self.services,
             schemas: self.schemas,
-            openapi: openapi::Documents::default(),
+            delegate: self.delegate,
+            synced: self.synced,
         }))
     }
+}
+
+/// Creates the registries (and their watch caches) of served definitions.
+struct StorageFactory {
+    store: Arc<dyn Store>,
+    prefix: String,
+}
+
+impl StorageFactory {
+    /// The served resources of `definitions`, one registry per stored collection.
+    fn serve(&self, definitions: &[Arc<ResourceDefinition>]) -> HashMap<ServedKey, Served> {
+        let mut registries: HashMap<&'static str, Arc<Registry>> = HashMap::new();
+        let mut served = HashMap::new();
+        for definition in definitions {
+            let registry = registries
+                .entry(definition.storage.key_prefix)
+                .or_insert_with(|| {
+                    let fields = storage_fields(definition, definitions);
+                    Arc::new(Registry::new(
+                        definition.storage.clone(),
+                        self.store.clone(),
+                        &self.prefix,
+                        fields,
+                    ))
+                })
+                .clone();
+            served.insert(
+                served_key(definition),
+                Served {
+                    definition: definition.clone(),
+                    registry,
+                },
+            );
+        }
+        served
+    }
+}
+
+/// A served resource's (group, version, plural).
+type ServedKey = (String, String, String);
+
+fn served_key(definition: &ResourceDefinition) -> ServedKey {
+    let gv = &definition.group_version;
+    (
+        gv.group.clone(),
+        gv.version.clone(),
+        definition.plural.to_string(),
+    )
 }
 
 /// The selectable fields of a stored collection come from the definition of its stored
@@ -155,10 +214,33 @@ fn storage_fields(
 #[derive(Clone)]
 pub struct ApiHandler(Arc<Apis>);
 
-struct Apis {
+/// The resources a handler serves at one moment: fixed ones from the builder, and those
+/// installed at run time (custom resources), replaced as a whole on every change so that a
+/// request sees one consistent set.
+struct Resources {
     /// By (group, version, plural).
-    served: HashMap<(String, String, String), Served>,
+    served: HashMap<ServedKey, Served>,
     definitions: Vec<Arc<ResourceDefinition>>,
+    /// What each owner installed (e.g. a CRD's name → its versions).
+    installed: HashMap<String, Installed>,
+}
+
+/// What one owner installed.
+#[derive(Clone)]
+struct Installed {
+    keys: Vec<ServedKey>,
+    /// OpenAPI definitions of the installed kinds, by definition name.
+    schemas: Arc<serde_json::Map<String, serde_json::Value>>,
+}
+
+struct Apis {
+    resources: parking_lot::RwLock<Arc<Resources>>,
+    storage: StorageFactory,
+    /// Counts the changes of `resources`.
+    generation: std::sync::atomic::AtomicU64,
+    /// The OpenAPI documents of the chain's resources, generated on first request, and the
+    /// chain generation they were made for.
+    openapi: parking_lot::Mutex<(u64, Arc<openapi::Documents>)>,
     admission: std::sync::OnceLock<Vec<Arc<dyn AdmissionPlugin>>>,
     server_address: String,
     bookmark_interval: Duration,
@@ -167,13 +249,80 @@ struct Apis {
     services: http::Extensions,
     /// What [`ApiHandlerBuilder::schemas`] gave.
     schemas: Option<Arc<dyn SchemaProvider>>,
-    /// The OpenAPI documents, generated on first request.
-    openapi: openapi::Documents,
+    /// The next server of the chain.
+    delegate: Option<ApiHandler>,
+    /// Unserved resource requests answer 503 while this is false.
+    synced: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Apis {
     fn admission(&self) -> &[Arc<dyn AdmissionPlugin>] {
         self.admission.get().map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// The current set of served resources.
+    fn resources(&self) -> Arc<Resources> {
+        self.resources.read().clone()
+    }
+
+    /// The served resource `key`, if any.
+    fn served(&self, key: &ServedKey) -> Option<Served> {
+        self.resources.read().served.get(key).cloned()
+    }
+
+    /// Every definition served here and down the chain, for discovery and OpenAPI.
+    fn chain_definitions(&self) -> Vec<Arc<ResourceDefinition>> {
+        let mut definitions = self.resources().definitions.clone();
+        if let Some(delegate) = &self.delegate {
+            definitions.extend(delegate.0.chain_definitions());
+        }
+        definitions
+    }
+
+    /// The OpenAPI definitions of the kinds installed here and down the chain, with the
+    /// provider's (built-in) ones.
+    fn chain_schemas(&self, into: &mut serde_json::Map<String, serde_json::Value>) {
+        for installed in self.resources().installed.values() {
+            into.extend(
+                installed
+                    .schemas
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone())),
+            );
+        }
+        if let Some(delegate) = &self.delegate {
+            delegate.0.chain_schemas(into);
+        }
+    }
+
+    /// Whether this handler or one down the chain has installed anything at run time (the
+    /// OpenAPI documents then include their schemas).
+    fn chain_dynamic(&self) -> bool {
+        !self.resources().installed.is_empty()
+            || self.delegate.as_ref().is_some_and(|d| d.0.chain_dynamic())
+    }
+
+    /// The number of changes to the served resources here and down the chain.
+    fn chain_generation(&self) -> u64 {
+        let own = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        own + self.delegate.as_ref().map_or(0, |d| d.0.chain_generation())
+    }
+
+    /// The OpenAPI documents of the chain's current resources.
+    fn openapi(&self) -> Arc<openapi::Documents> {
+        let generation = self.chain_generation();
+        let mut cached = self.openapi.lock();
+        if cached.0 != generation {
+            *cached = (generation, Arc::default());
+        }
+        cached.1.clone()
+    }
+
+    /// Replaces the served resources.
+    fn replace(&self, resources: &mut Arc<Resources>, next: Resources) {
+        *resources = Arc::new(next);
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -189,14 +338,51 @@ impl ApiHandler {
             bookmark_interval: Duration::from_secs(60),
             services: http::Extensions::new(),
             schemas: None,
+            delegate: None,
+            synced: None,
         }
     }
 
     /// The served resource `group`/`version`/`plural`.
-    pub fn served(&self, group: &str, version: &str, plural: &str) -> Option<&Served> {
+    pub fn served(&self, group: &str, version: &str, plural: &str) -> Option<Served> {
         self.0
-            .served
-            .get(&(group.to_string(), version.to_string(), plural.to_string()))
+            .served(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// Serves `definitions` (each with its own new registry and watch cache) on behalf of
+    /// `owner`, replacing whatever `owner` served before; `schemas` are the OpenAPI
+    /// definitions of their kinds (`#/definitions/<name>` form). A request sees either the old
+    /// or the new set, never a mix. Watches on replaced registries end when their caches stop.
+    pub fn install(
+        &self,
+        owner: &str,
+        definitions: Vec<ResourceDefinition>,
+        schemas: serde_json::Map<String, serde_json::Value>,
+    ) {
+        let definitions: Vec<Arc<ResourceDefinition>> =
+            definitions.into_iter().map(Arc::new).collect();
+        let served = self.0.storage.serve(&definitions);
+        let mut resources = self.0.resources.write();
+        let mut next = without(&resources, owner);
+        next.installed.insert(
+            owner.to_string(),
+            Installed {
+                keys: served.keys().cloned().collect(),
+                schemas: Arc::new(schemas),
+            },
+        );
+        next.definitions.extend(definitions);
+        next.served.extend(served);
+        self.0.replace(&mut resources, next);
+    }
+
+    /// Stops serving what `owner` installed.
+    pub fn uninstall(&self, owner: &str) {
+        let mut resources = self.0.resources.write();
+        if resources.installed.contains_key(owner) {
+            let next = without(&resources, owner);
+            self.0.replace(&mut resources, next);
+        }
     }
 
     /// Sets the admission plugins, run in order on every write. They are set once, after
@@ -227,8 +413,7 @@ impl ApiHandler {
             }
         };
         if !self.serves(&info) {
-            // Nothing is served there: upstream's final handler answers Go's plain 404.
-            return crate::responses::not_found();
+            return self.unserved(request).await;
         }
         let result = if info.is_resource_request {
             handlers::resource(&self.0, &info, request).await
@@ -238,11 +423,35 @@ impl ApiHandler {
         result.unwrap_or_else(|err| error_response(&err))
     }
 
+    /// A request for a path not served here: 503 while this handler's resources are not
+    /// all installed yet (as upstream's not-found handler answers before its
+    /// MuxAndDiscoveryComplete signal), else the delegate's, else (at the end of the chain)
+    /// upstream's final handler's plain 404.
+    fn unserved<'a, B>(&'a self, request: Request<B>) -> BoxFuture<'a, Response<Body>>
+    where
+        B: http_body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
+        let unsynced = self
+            .0
+            .synced
+            .as_ref()
+            .is_some_and(|synced| !*synced.borrow());
+        if unsynced {
+            let err = ApiError::service_unavailable_retry(PATHS_NOT_INSTALLED, 5);
+            return Box::pin(std::future::ready(error_response(&err)));
+        }
+        match &self.0.delegate {
+            Some(delegate) => Box::pin(delegate.handle(request)),
+            None => Box::pin(std::future::ready(crate::responses::not_found())),
+        }
+    }
+
     /// Whether a route serves the request's path: a served group-version (even when the
     /// resource is unknown there), discovery or OpenAPI.
     fn serves(&self, info: &RequestInfo) -> bool {
         if info.is_resource_request {
-            return self.0.definitions.iter().any(|d| {
+            return self.0.resources().definitions.iter().any(|d| {
                 d.group_version.group == info.api_group
                     && d.group_version.version == info.api_version
             });
@@ -257,7 +466,7 @@ impl ApiHandler {
     fn non_resource<B>(&self, request: &Request<B>) -> Result<Response<Body>, ApiError> {
         let path = request.uri().path().trim_end_matches('/');
         let accept = header_str(request, header::ACCEPT);
-        let defs = &self.0.definitions;
+        let defs = &self.0.chain_definitions();
         let document = match path.split('/').skip(1).collect::<Vec<_>>().as_slice() {
             ["api"] => match negotiation::aggregated_discovery(accept) {
                 Some(version) => {
@@ -275,11 +484,17 @@ impl ApiHandler {
             ["apis", group] => discovery::api_group(defs, group),
             ["apis", group, version] => discovery::api_resource_list(defs, group, version),
             ["openapi", ..] => {
-                let full = self.0.schemas.as_ref().map(|s| s.definitions());
-                return self
-                    .0
-                    .openapi
-                    .respond(request, defs, full)
+                let documents = self.0.openapi();
+                let provided = self.0.schemas.as_ref().map(|s| s.definitions());
+                let full = if self.0.chain_dynamic() {
+                    let mut full = provided.cloned().unwrap_or_default();
+                    self.0.chain_schemas(&mut full);
+                    Some(std::borrow::Cow::Owned(full))
+                } else {
+                    provided.map(std::borrow::Cow::Borrowed)
+                };
+                return documents
+                    .respond(request, defs, full.as_deref())
                     .unwrap_or_else(|| Err(not_found()));
             }
             _ => None,
@@ -313,6 +528,32 @@ where
     fn call(&mut self, request: Request<B>) -> Self::Future {
         let handler = self.clone();
         Box::pin(async move { Ok(handler.handle(request).await) })
+    }
+}
+
+/// `resources` without what `owner` installed.
+fn without(resources: &Resources, owner: &str) -> Resources {
+    let removed: Vec<&ServedKey> = resources
+        .installed
+        .get(owner)
+        .map(|installed| installed.keys.iter().collect())
+        .unwrap_or_default();
+    let mut served = resources.served.clone();
+    for key in &removed {
+        served.remove(*key);
+    }
+    let definitions = resources
+        .definitions
+        .iter()
+        .filter(|d| !removed.contains(&&served_key(d)))
+        .cloned()
+        .collect();
+    let mut installed = resources.installed.clone();
+    installed.remove(owner);
+    Resources {
+        served,
+        definitions,
+        installed,
     }
 }
 

@@ -108,7 +108,7 @@ impl Renderer<'_> {
 
     /// The object of `item` in the served version, with its resourceVersion.
     pub fn served(&self, item: &Item) -> Result<Value, ApiError> {
-        Ok(self.definition.served_form(item.decode()?))
+        self.definition.served_form(item.decode()?)
     }
 
     /// A JSON list built from the stored bytes without parsing them.

@@ -279,7 +279,7 @@ fn scale_table() -> TableConvertor {
             ),
             column("Age", "string", CREATED_AT_DESCRIPTION),
         ],
-        cells: |scale| {
+        cells: std::sync::Arc::new(|scale: &serde_json::Value| {
             let created = scale["metadata"]["creationTimestamp"].as_str();
             vec![
                 scale["metadata"]["name"].clone(),
@@ -287,7 +287,7 @@ fn scale_table() -> TableConvertor {
                 scale["status"]["replicas"].as_i64().unwrap_or(0).into(),
                 age(created, unix_now()).into(),
             ]
-        },
+        }),
     }
 }
 
@@ -518,14 +518,15 @@ struct RequestApi<'a> {
 
 impl Api for RequestApi<'_> {
     fn resource(&self, group: &str, resource: &str) -> Option<Served> {
-        let definition = self.apis.definitions.iter().find(|d| {
+        let resources = self.apis.resources();
+        let definition = resources.definitions.iter().find(|d| {
             d.group_version.group == group
                 && d.plural == resource
                 && d.group_version_kind() == d.storage.storage_version
         })?;
         let gv = &definition.group_version;
         let key = (gv.group.clone(), gv.version.clone(), resource.to_string());
-        self.apis.served.get(&key).cloned()
+        resources.served.get(&key).cloned()
     }
 
     fn services(&self) -> &http::Extensions {
