@@ -9,8 +9,8 @@ Facts come from two places:
   and response kinds. It is served with every API enabled, so it is filtered to what the default
   `--runtime-config` serves: the GA group-versions (pkg/controlplane/instance.go
   stableAPIGroupVersionsEnabledByDefault; 1.35 enables no beta API by default), plus
-  apiregistration.k8s.io/v1 (the aggregator's). apiextensions.k8s.io belongs to the CRD server,
-  which is not part of this catalog.
+  apiregistration.k8s.io/v1 (the aggregator's). apiextensions.k8s.io belongs to the CRD server
+  (kapi-apiextensions): it is in the discovery fixtures, not in the built-in catalog.
 * the tables below, which the OpenAPI document does not carry: short names and categories
   (each REST storage's ShortNames()/Categories()), the etcd key prefixes that differ from the
   plural (pkg/registry/**/storage/storage.go, test/integration/etcd/data.go), the storage
@@ -38,11 +38,12 @@ GENERATED_RS = "crates/builtin/src/catalog/generated.rs"
 DISCOVERY_FIXTURE = "crates/kapi/tests/fixtures/discovery.json"
 API_RESOURCES_FIXTURE = "crates/kapi/tests/fixtures/api-resources.txt"
 
-# Group-versions outside the GA rule: the aggregator's own group is served; the CRD server's is
-# not part of the built-in catalog.
-EXCLUDED_GROUPS = {"apiextensions.k8s.io"}
+# Groups served by another server of the chain: in the discovery fixtures (kube-apiserver's
+# discovery lists them), not in the built-in catalog (kapi-apiextensions serves the CRD server's).
+OTHER_SERVERS = {"apiextensions.k8s.io"}
 
 SHORT_NAMES = {
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ["crd", "crds"],
     ("", "componentstatuses"): ["cs"],
     ("", "configmaps"): ["cm"],
     ("", "endpoints"): ["ep"],
@@ -90,6 +91,7 @@ CATEGORIES = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ["api-extensions"],
     ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): ["api-extensions"],
     ("apiregistration.k8s.io", "apiservices"): ["api-extensions"],
+    ("apiextensions.k8s.io", "customresourcedefinitions"): ["api-extensions"],
 }
 
 # etcd key prefixes that are not the plural.
@@ -100,6 +102,7 @@ KEY_PREFIXES = {
     ("", "replicationcontrollers"): "controllers",
     ("networking.k8s.io", "ingresses"): "ingress",
     ("apiregistration.k8s.io", "apiservices"): "apiregistration.k8s.io/apiservices",
+    ("apiextensions.k8s.io", "customresourcedefinitions"): "apiextensions.k8s.io/customresourcedefinitions",
 }
 
 # Resources served in several group-versions and stored in one: (group, resource) -> stored
@@ -147,6 +150,7 @@ PRIORITIES = {
     ("resource.k8s.io", "v1"): (16200, 21),
     ("flowcontrol.apiserver.k8s.io", "v1"): (16100, 21),
     ("apiregistration.k8s.io", "v1"): (20001, 0),
+    ("apiextensions.k8s.io", "v1"): (16700, 15),
 }
 
 # How an OpenAPI operation's x-kubernetes-action lists in discovery.
@@ -174,7 +178,7 @@ PATH = re.compile(r"^/(?:api|apis/(?P<group>[^/]+))/(?P<version>v[0-9a-z]+)/(?P<
 
 def served_group_version(group, version):
     """The default --runtime-config of kube-apiserver 1.35: GA versions only."""
-    return group not in EXCLUDED_GROUPS and re.fullmatch(r"v\d+", version) is not None
+    return re.fullmatch(r"v\d+", version) is not None
 
 
 def split_path(rest):
@@ -505,7 +509,7 @@ def main():
         "resources": documents,
     }
     with open(GENERATED_RS, "w") as f:
-        f.write(render_rust(entries))
+        f.write(render_rust([e for e in entries if e["group"] not in OTHER_SERVERS]))
     with open(DISCOVERY_FIXTURE, "w") as f:
         json.dump(fixture, f, indent=1)
         f.write("\n")

@@ -4,5 +4,6 @@
 pub mod flags;
 pub mod logging;
 mod pki;
+mod resolver;
 pub mod serve;
 mod storage;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use kapi_apiextensions::ApiExtensionsServer;
 use kapi_builtin::{KubernetesService, NamespaceLifecycle, ServiceAllocator, ServiceRanges};
 use kapi_server::endpoints::Served;
 use kapi_server::{
@@ -19,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use crate::flags::ServeOptions;
 use crate::pki::{self, PkiFiles};
+use crate::resolver::EndpointsResolver;
 use crate::storage::Storage;
 
 /// How often the `kubernetes` Service, its Endpoints and EndpointSlice are reconciled.
@@ -87,12 +89,17 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         &options.service_account_key_file,
     )?;
     let storage = Storage::open(&options).await?;
+    let resolver = EndpointsResolver::new();
+    let apiextensions =
+        ApiExtensionsServer::new(storage.store.clone(), &storage.prefix, resolver.clone());
     let api = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
         .resources(kapi_builtin::resources())
+        .delegate(apiextensions.handler())
         .service(Arc::new(tokens))
         .schemas(Arc::new(kapi_server::endpoints::BuiltinSchemas))
         .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
         .build();
+    resolver.set_api(api.clone());
     for unserved in kapi_builtin::unserved_resources() {
         let gv = format!("{}/{}", unserved.group, unserved.version);
         tracing::warn!(
@@ -106,8 +113,11 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .served("", "v1", "namespaces")
         .context("the built-in resources have no namespaces")?
         .clone();
-    let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
-    api.set_admission(vec![Arc::new(lifecycle)]);
+    let lifecycle = Arc::new(NamespaceLifecycle::new(
+        namespaces.registry.cacher().clone(),
+    ));
+    api.set_admission(vec![lifecycle.clone()]);
+    apiextensions.set_admission(vec![lifecycle]);
     let priority_classes = api
         .served("scheduling.k8s.io", "v1", "priorityclasses")
         .context("the built-in resources have no priorityclasses")?
@@ -124,6 +134,11 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         system_namespaces(namespaces, context)
     })?;
     service_hooks.add_to(&mut server)?;
+    let crd_informer_synced = apiextensions.informer_synced();
+    server.add_post_start_hook("start-apiextensions-controllers", move |context| {
+        apiextensions.start_controllers(context)
+    })?;
+    server.add_post_start_hook("crd-informer-synced", move |_| crd_informer_synced)?;
     server.add_post_start_hook(
         "scheduling/bootstrap-system-priority-classes",
         move |_| async move {
@@ -210,7 +225,6 @@ impl ServiceHooks {
     ) -> Result<ServiceHooks> {
         let served = |group: &str, plural: &str| {
             api.served(group, "v1", plural)
-                .cloned()
                 .with_context(|| format!("the built-in resources have no {plural}"))
         };
         let services = served("", "services")?;

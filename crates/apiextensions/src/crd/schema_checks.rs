@@ -1,0 +1,36 @@
+//! The checks of a CRD version's schema: structural-ness (the structural-schema module's),
+//! the OpenAPI rules of [`super::schema_rules`], and the compilation of the
+//! `x-kubernetes-validations` rules (the CEL module's), in upstream's order.
+
+use kapi_apimachinery::validation::field::{FieldErrors, Path};
+use serde_json::Value;
+
+use super::schema_rules::{self, Strictness};
+
+/// The errors of a version's `openAPIV3Schema` at `path`: the structural errors (when a
+/// structural schema is required), then the OpenAPI rules' errors; the CEL rules are
+/// compiled only when both found nothing, as upstream compiles them only on a valid
+/// structural schema.
+pub(crate) fn structural_and_rules(
+    schema: &Value,
+    path: &Path,
+    strictness: Strictness,
+) -> FieldErrors {
+    let mut errs = if strictness.structural {
+        crate::schema::validate_structural(schema, path)
+    } else {
+        FieldErrors::new()
+    };
+    let structural = strictness.structural && errs.is_empty();
+    let rule_errs = schema_rules::validate(schema, path, strictness);
+    let compile = structural && rule_errs.is_empty();
+    errs.extend(rule_errs);
+    if compile && let Err(cel_errs) = crate::cel::Validator::compile(schema, path) {
+        let fresh: Vec<_> = cel_errs
+            .into_iter()
+            .filter(|err| !errs.iter().any(|known| known == err))
+            .collect();
+        errs.extend(fresh);
+    }
+    errs
+}

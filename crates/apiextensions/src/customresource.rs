@@ -1,0 +1,348 @@
+//! The served definitions of a CRD's custom resources: one [`ResourceDefinition`] per served
+//! version over one stored collection, driven by the CRD (names, scope, subresources,
+//! printer columns, selectable fields) and its structural schemas, as upstream's crdHandler
+//! builds a crdInfo per CRD.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation::field::{FieldErrors, Path};
+use kapi_schema::{Catalog, KindSchema};
+use kapi_server::object;
+use kapi_server::resource::{
+    Converter, ResourceDefinition, ScalePaths, ScaleSelector, StorageDefinition, Strategy,
+    Subresource, SubresourceKind, Verbs,
+};
+use serde_json::{Map, Value};
+
+use crate::cel;
+use crate::conversion::{self, ServiceResolver};
+use crate::crd::access::{served_versions, storage_version};
+use crate::intern::{intern, intern_all};
+use crate::printer;
+use crate::schema::{self as structural, Structural};
+
+/// What a custom resource's version needs at run time: its schema in its three uses.
+pub(crate) struct VersionSchema {
+    pub structural: Structural,
+    pub rules: cel::Validator,
+    /// The schema as the decoder and the field manager navigate it.
+    pub kind: KindSchema,
+}
+
+/// Everything served for one CRD: the definitions to install, the OpenAPI definitions of
+/// their kinds, and the schemas by version for decoding.
+pub(crate) struct CustomResources {
+    pub definitions: Vec<ResourceDefinition>,
+    pub openapi: Map<String, Value>,
+    pub schemas: HashMap<String, Arc<VersionSchema>>,
+}
+
+/// The names the CRD's resources are served under: its accepted names.
+struct Names {
+    group: String,
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    list_kind: &'static str,
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+}
+
+impl Names {
+    fn of(crd: &Value) -> Names {
+        let accepted = &crd["status"]["acceptedNames"];
+        let text = |key: &str| intern(accepted[key].as_str().unwrap_or_default());
+        let list = |key: &str| {
+            let names: Vec<String> = accepted[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect();
+            intern_all(&names)
+        };
+        Names {
+            group: crd["spec"]["group"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            plural: text("plural"),
+            singular: text("singular"),
+            kind: text("kind"),
+            list_kind: text("listKind"),
+            short_names: list("shortNames"),
+            categories: list("categories"),
+        }
+    }
+}
+
+/// Builds what `crd` serves. Fails (with the reason, for the CRD's status) if one of its
+/// schemas cannot be used.
+pub(crate) fn build(
+    crd: &Value,
+    resolver: Arc<dyn ServiceResolver>,
+) -> Result<CustomResources, String> {
+    let names = Names::of(crd);
+    let storage_version = storage_version(crd).ok_or("no storage version")?;
+    let namespaced = crd["spec"]["scope"].as_str() == Some("Namespaced");
+    let storage = Arc::new(StorageDefinition {
+        key_prefix: intern(&format!("{}/{}", names.group, names.plural)),
+        storage_version: GroupVersionKind::new(names.group.clone(), storage_version, names.kind),
+        namespaced,
+    });
+    let mut built = CustomResources {
+        definitions: Vec::new(),
+        openapi: Map::new(),
+        schemas: HashMap::new(),
+    };
+    for version in served_versions(crd) {
+        let name = version["name"].as_str().unwrap_or_default();
+        let schema = Arc::new(version_schema(crd, version)?);
+        let kinds = (names.kind, names.list_kind);
+        let published = &version["schema"]["openAPIV3Schema"];
+        let published = published.is_object().then_some(published);
+        built.openapi.extend(kapi_server::openapi::kind_definitions(
+            &names.group,
+            name,
+            kinds,
+            published,
+        ));
+        let served = ServedVersion {
+            names: &names,
+            version,
+            storage: storage.clone(),
+            schema: schema.clone(),
+        };
+        built
+            .definitions
+            .push(served.definition(crd, resolver.clone()));
+        built.schemas.insert(name.to_string(), schema);
+    }
+    Ok(built)
+}
+
+/// The schema of one version (the CRD's top-level `spec.validation` does not exist in v1:
+/// every version has its own).
+fn version_schema(crd: &Value, version: &Value) -> Result<VersionSchema, String> {
+    let schema = &version["schema"]["openAPIV3Schema"];
+    let schema = if schema.is_object() {
+        schema.clone()
+    } else {
+        serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true})
+    };
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let structural = Structural::new(&schema)
+        .map_err(|errors| format!("the schema of {name} is not structural: {errors}"))?;
+    let rules = cel::Validator::compile(&schema, &Path::root("openAPIV3Schema"))
+        .map_err(|errors| format!("the rules of {name} do not compile: {errors}"))?;
+    let pruning = Arc::new(Structural::new(&schema).map_err(|errors| errors.to_string())?);
+    let pruner: kapi_schema::Pruner =
+        Arc::new(move |object: &mut Value| structural::prune(object, &pruning));
+    let kind = KindSchema::untyped(Arc::new(Catalog::from_schema(&schema)), pruner)
+        .ok_or_else(|| format!("the schema of {name} has no root"))?;
+    Ok(VersionSchema {
+        structural,
+        rules,
+        kind,
+    })
+}
+
+/// One served version of a CRD.
+struct ServedVersion<'a> {
+    names: &'a Names,
+    version: &'a Value,
+    storage: Arc<StorageDefinition>,
+    schema: Arc<VersionSchema>,
+}
+
+impl ServedVersion<'_> {
+    fn definition(&self, crd: &Value, resolver: Arc<dyn ServiceResolver>) -> ResourceDefinition {
+        let names = self.names;
+        let version = self.version["name"].as_str().unwrap_or_default();
+        let subresources = subresources(&self.version["subresources"]);
+        let status = subresources.iter().any(|s| s.name == "status");
+        let conversion = conversion::converter(crd, version, resolver);
+        let converter: Option<Arc<dyn Converter>> = Some(Arc::new(Defaulting {
+            conversion,
+            schema: self.schema.clone(),
+        }));
+        ResourceDefinition {
+            group_version: GroupVersion::new(names.group.clone(), version),
+            kind: names.kind,
+            list_kind: names.list_kind,
+            plural: names.plural,
+            singular: names.singular,
+            namespaced: self.storage.namespaced,
+            short_names: names.short_names,
+            categories: names.categories,
+            verbs: Verbs::ALL,
+            subresources,
+            table: Some(printer::table(self.version)),
+            strategy: Arc::new(CustomResourceStrategy {
+                schema: self.schema.clone(),
+                status,
+                selectable: printer::selectable_fields(self.version),
+            }),
+            storage: self.storage.clone(),
+            converter,
+        }
+    }
+}
+
+/// The status and scale subresources a version declares.
+fn subresources(declared: &Value) -> Vec<Subresource> {
+    let mut subresources = Vec::new();
+    if declared.get("status").is_some() {
+        subresources.push(Subresource {
+            name: "status",
+            kind: SubresourceKind::Status,
+            verbs: Verbs::GET_UPDATE_PATCH,
+        });
+    }
+    if let Some(scale) = declared.get("scale") {
+        let pointer = |key: &str| intern(&json_pointer(scale[key].as_str().unwrap_or_default()));
+        let selector = scale["labelSelectorPath"].as_str().unwrap_or_default();
+        subresources.push(Subresource {
+            name: "scale",
+            kind: SubresourceKind::Scale(ScalePaths {
+                spec_replicas: pointer("specReplicasPath"),
+                status_replicas: pointer("statusReplicasPath"),
+                selector: ScaleSelector::String(intern(&json_pointer(selector))),
+            }),
+            verbs: Verbs::GET_UPDATE_PATCH,
+        });
+    }
+    subresources
+}
+
+/// `.spec.replicas` (the CRD's scale paths) as the JSON pointer `/spec/replicas`.
+fn json_pointer(path: &str) -> String {
+    path.split('.')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| format!("/{}", segment.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// The converter of every custom resource version: conversion between the served and the
+/// stored version (if they differ), and the served version's defaults applied to objects
+/// read from storage, as upstream defaults custom resources when it decodes them from etcd.
+struct Defaulting {
+    conversion: Option<Arc<dyn Converter>>,
+    schema: Arc<VersionSchema>,
+}
+
+impl Converter for Defaulting {
+    fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
+        match &self.conversion {
+            Some(conversion) => conversion.stored_form(object),
+            None => Ok(object),
+        }
+    }
+
+    fn served_form(&self, object: Value) -> Result<Value, ApiError> {
+        let mut served = match &self.conversion {
+            Some(conversion) => conversion.served_form(object)?,
+            None => object,
+        };
+        structural::default(&mut served, &self.schema.structural);
+        Ok(served)
+    }
+}
+
+/// The strategy of custom resources (upstream's customresource strategy): the structural
+/// schema's defaulting and validation, CEL rules, the status subresource's split and
+/// generation.
+struct CustomResourceStrategy {
+    schema: Arc<VersionSchema>,
+    /// Whether the status subresource is enabled (then the main resource ignores `status`).
+    status: bool,
+    selectable: Vec<(&'static str, printer::SelectableField)>,
+}
+
+impl CustomResourceStrategy {
+    fn validate_against(&self, new: &Value, old: Option<&Value>) -> FieldErrors {
+        let mut errors = structural::validate(new, old, &self.schema.structural);
+        if !self.schema.rules.is_empty() {
+            errors.extend(self.schema.rules.validate(new, old));
+        }
+        errors
+    }
+}
+
+impl Strategy for CustomResourceStrategy {
+    fn default(&self, object: &mut Value) {
+        structural::default(object, &self.schema.structural);
+    }
+
+    fn prepare_for_create(&self, object: &mut Value) {
+        if self.status
+            && let Some(fields) = object.as_object_mut()
+        {
+            fields.remove("status");
+        }
+        object::set_meta(object, "generation", Value::from(1));
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.status {
+            match old.get("status") {
+                Some(status) => new["status"] = status.clone(),
+                None => {
+                    if let Some(fields) = new.as_object_mut() {
+                        fields.remove("status");
+                    }
+                }
+            }
+        }
+        let generation = old["metadata"]["generation"].as_i64().unwrap_or(0);
+        object::set_meta(new, "generation", Value::from(generation));
+        if changed_beyond_metadata(new, old, self.status) {
+            object::set_meta(new, "generation", Value::from(generation + 1));
+        }
+    }
+
+    fn validate(&self, object: &Value) -> FieldErrors {
+        self.validate_against(object, None)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        self.validate_against(new, Some(old))
+    }
+
+    fn validate_subresource_update(
+        &self,
+        _subresource: &SubresourceKind,
+        new: &Value,
+        old: &Value,
+    ) -> FieldErrors {
+        self.validate_against(new, Some(old))
+    }
+
+    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+        self.selectable
+            .iter()
+            .filter_map(|(name, field)| Some((*name, field.value(object)?)))
+            .collect()
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        self.selectable.iter().any(|(name, _)| *name == field)
+    }
+}
+
+/// Whether an update changes more than metadata (and, with the status subresource, more
+/// than metadata and status): upstream bumps the generation then.
+fn changed_beyond_metadata(new: &Value, old: &Value, status: bool) -> bool {
+    let strip = |object: &Value| {
+        let mut fields = object.as_object().cloned().unwrap_or_default();
+        fields.remove("metadata");
+        if status {
+            fields.remove("status");
+        }
+        fields
+    };
+    strip(new) != strip(old)
+}
