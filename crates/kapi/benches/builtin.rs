@@ -19,6 +19,10 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use serde_json::{Value, json};
 
+/// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const CONCURRENCY: usize = 32;
 const PODS: usize = 5_000;
 const DEPLOYMENTS: usize = 5_000;

@@ -6,6 +6,12 @@ use clap::Parser;
 use kapi::flags::{Cli, Command};
 use kapi::{logging, serve};
 
+/// mimalloc rather than the system allocator: a request builds and drops many small JSON
+/// values on every worker thread, where glibc's malloc spent about a third of the CPU time
+/// of the create benchmarks (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let Command::Serve(options) = Cli::parse().command;
     logging::init(options.verbosity);
