@@ -47,26 +47,37 @@ struct InstalledState {
 }
 
 impl Controllers {
-    /// Runs until `stopping`: lists the CRDs, reconciles each, marks the informer synced,
-    /// then reconciles every change (re-listing if the watch falls behind).
+    /// Runs until `stopping`: lists the CRDs (a consistent read of storage), reconciles
+    /// each, marks the informer synced, then reconciles every change the watch cache sees
+    /// (subscribed before the list, so nothing between is missed; re-listing if the watch
+    /// falls behind).
     pub async fn run(self: Arc<Self>, stopping: CancellationToken) {
         let mut installed: HashMap<String, InstalledState> = HashMap::new();
         let cacher = self.crds.registry.cacher().clone();
         let prefix = self.crds.registry.collection_prefix(None);
+        let resource = self.crds.definition.group_resource();
         while !stopping.is_cancelled() {
-            if cacher.wait_fresh(Duration::from_secs(5)).await.is_err() {
+            let subscription = cacher.subscribe(None, &prefix);
+            let listed = self
+                .crds
+                .registry
+                .list(&resource, &ListParams::default())
+                .await;
+            let (Ok(mut subscription), Ok(listed)) = (subscription, listed) else {
                 tokio::select! {
                     _ = stopping.cancelled() => return,
                     _ = tokio::time::sleep(CLEANUP_RETRY) => continue,
                 }
-            }
-            let Ok(mut subscription) = cacher.subscribe(None, &prefix) else {
-                continue;
             };
-            for object in &subscription.initial {
-                self.reconcile(object, &mut installed).await;
+            let crds: Vec<Value> = listed
+                .items
+                .iter()
+                .filter_map(|i| i.decode().ok())
+                .collect();
+            for crd in &crds {
+                self.reconcile(crd, &mut installed).await;
             }
-            self.forget_missing(&subscription.initial, &mut installed);
+            self.forget_missing(&crds, &mut installed);
             self.synced.send_replace(true);
             loop {
                 let notification = tokio::select! {
@@ -94,7 +105,14 @@ impl Controllers {
                 // The names it held may free a conflicting CRD of its group.
                 self.requeue_group(&event.object, installed).await;
             }
-            _ => self.reconcile(&event.object, installed).await,
+            _ => {
+                // Events may be older than the cache: work on the CRD as it is now.
+                let (current, _) = self.crds.registry.cacher().get(&event.object.key);
+                let object = current.unwrap_or_else(|| event.object.clone());
+                if let Ok(crd) = Item::from(&*object).decode() {
+                    self.reconcile(&crd, installed).await;
+                }
+            }
         }
     }
 
@@ -118,19 +136,18 @@ impl Controllers {
                 continue;
             };
             if other["spec"]["group"].as_str() == Some(group.as_str()) {
-                self.reconcile(&object, installed).await;
+                self.reconcile(&other, installed).await;
             }
         }
     }
 
-    fn forget_missing(
-        &self,
-        present: &[Arc<CachedObject>],
-        installed: &mut HashMap<String, InstalledState>,
-    ) {
+    fn forget_missing(&self, present: &[Value], installed: &mut HashMap<String, InstalledState>) {
         let names: Vec<String> = installed.keys().cloned().collect();
         for name in names {
-            if !present.iter().any(|object| *object.name == *name) {
+            if !present
+                .iter()
+                .any(|crd| crd["metadata"]["name"] == name.as_str())
+            {
                 self.uninstall(&name, installed);
             }
         }
@@ -144,16 +161,7 @@ impl Controllers {
     }
 
     /// Brings one CRD's status and its served resources up to date.
-    async fn reconcile(
-        &self,
-        object: &CachedObject,
-        installed: &mut HashMap<String, InstalledState>,
-    ) {
-        // Events may be older than the cache: work on the CRD as it is now.
-        let (current, _) = self.crds.registry.cacher().get(&object.key);
-        let Some(Ok(crd)) = current.map(|object| Item::from(&*object).decode()) else {
-            return;
-        };
+    async fn reconcile(&self, crd: &Value, installed: &mut HashMap<String, InstalledState>) {
         let name = crd["metadata"]["name"]
             .as_str()
             .unwrap_or_default()

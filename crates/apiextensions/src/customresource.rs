@@ -141,13 +141,41 @@ fn version_schema(crd: &Value, version: &Value) -> Result<VersionSchema, String>
     let pruning = Arc::new(Structural::new(&schema).map_err(|errors| errors.to_string())?);
     let pruner: kapi_schema::Pruner =
         Arc::new(move |object: &mut Value| structural::prune(object, &pruning));
-    let kind = KindSchema::untyped(Arc::new(Catalog::from_schema(&schema)), pruner)
-        .ok_or_else(|| format!("the schema of {name} has no root"))?;
+    let kind = field_schema(crd, version, &schema, pruner)
+        .ok_or_else(|| format!("the schema of {name} has no kind"))?;
     Ok(VersionSchema {
         structural,
         rules,
         kind,
     })
+}
+
+/// The schema the decoder and the field manager navigate: the published kind definition
+/// (the version's schema with apiVersion, kind and ObjectMeta), over the meta/v1 definitions.
+fn field_schema(
+    crd: &Value,
+    version: &Value,
+    schema: &Value,
+    pruner: kapi_schema::Pruner,
+) -> Option<KindSchema> {
+    let names = Names::of(crd);
+    let version = version["name"].as_str().unwrap_or_default();
+    let kinds = (names.kind, names.list_kind);
+    let mut definitions: Map<String, Value> = Catalog::builtin()
+        .definitions_json()
+        .iter()
+        .filter(|(name, _)| name.starts_with("io.k8s.apimachinery.pkg.apis.meta.v1."))
+        .map(|(name, definition)| (name.clone(), definition.clone()))
+        .collect();
+    definitions.extend(kapi_server::openapi::kind_definitions(
+        &names.group,
+        version,
+        kinds,
+        Some(schema),
+    ));
+    let name = kapi_server::openapi::definition_name(&names.group, version, names.kind);
+    let catalog = Arc::new(Catalog::from_definitions(&definitions));
+    KindSchema::untyped(catalog, &name, pruner)
 }
 
 /// One served version of a CRD.
@@ -188,8 +216,21 @@ impl ServedVersion<'_> {
             }),
             storage: self.storage.clone(),
             converter,
+            deprecation: deprecation(&names.group, version, names.kind, self.version),
+            strategic_merge_patch: false,
         }
     }
+}
+
+/// The warning of a deprecated version: its `deprecationWarning`, or upstream's default.
+fn deprecation(group: &str, version: &str, kind: &str, declared: &Value) -> Option<String> {
+    if declared["deprecated"].as_bool() != Some(true) {
+        return None;
+    }
+    Some(match declared["deprecationWarning"].as_str() {
+        Some(warning) => warning.to_string(),
+        None => format!("{group}/{version} {kind} is deprecated"),
+    })
 }
 
 /// The status and scale subresources a version declares.

@@ -90,6 +90,18 @@ fn normalize_special_types(defs: &mut Map<String, Value>) {
             &|_| {},
         );
     }
+    // k8s-openapi's schemars impl leaves out JSONSchemaProps' `default` (a keyword in Rust).
+    let props = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps";
+    if let Some(properties) = defs
+        .get_mut(props)
+        .and_then(|def| def.get_mut("properties"))
+        .and_then(Value::as_object_mut)
+    {
+        properties.entry("default").or_insert_with(|| json!({
+            "$ref": "#/definitions/io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+            "description": "default is a default value for undefined object fields. Defaulting is a beta feature under the CustomResourceDefaulting feature gate. Defaulting requires spec.preserveUnknownFields to be false.",
+        }));
+    }
 }
 
 /// The definition of an XList kind `name` listing the definition `item`: apiVersion and
@@ -169,6 +181,16 @@ mod tests {
         assert!(defs.values().all(|d| d.get("type").is_some()
             || d.get("properties").is_some()
             || d.get("description").is_some()));
+    }
+
+    #[test]
+    fn json_schema_props_have_their_default() {
+        let catalog = Catalog::builtin();
+        let props = catalog
+            .definition("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
+            .expect("JSONSchemaProps");
+        let keys: Vec<&str> = props.properties().map(|(k, _)| k).collect();
+        assert!(props.property("default").is_some(), "{keys:?}");
     }
 
     #[test]

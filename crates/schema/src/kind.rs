@@ -59,12 +59,16 @@ impl KindSchema {
         })
     }
 
-    /// An untyped kind (a custom resource) whose schema is the root of `catalog` and whose
-    /// unknown fields `pruner` drops.
-    pub fn untyped(catalog: Arc<Catalog>, pruner: Pruner) -> Option<KindSchema> {
-        let mut schema = KindSchema::root(catalog)?;
-        schema.pruner = Some(pruner);
-        Some(schema)
+    /// An untyped kind (a custom resource) whose schema is the definition `name` of
+    /// `catalog` (with the meta/v1 definitions it references) and whose unknown fields
+    /// `pruner` drops.
+    pub fn untyped(catalog: Arc<Catalog>, name: &str, pruner: Pruner) -> Option<KindSchema> {
+        catalog.definition(name)?;
+        Some(KindSchema {
+            catalog: SharedCatalog::Shared(catalog),
+            name: Some(name.to_string()),
+            pruner: Some(pruner),
+        })
     }
 
     /// Whether objects of this kind decode into Go types (built-in kinds) rather than being

@@ -937,6 +937,8 @@ pub(crate) mod tests {
             strategy: Arc::new(NoopStrategy),
             storage,
             converter: None,
+            deprecation: None,
+            strategic_merge_patch: true,
         })
     }
 

@@ -63,6 +63,12 @@ const PATCH_TYPES: &[&str] = &[
     "application/strategic-merge-patch+json",
     "application/apply-patch+yaml",
 ];
+/// What custom resources accept: no strategic merge patch.
+const CUSTOM_PATCH_TYPES: &[&str] = &[
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/apply-patch+yaml",
+];
 const ANY_TYPE: &[&str] = &["*/*"];
 
 // ---------------------------------------------------------------------------------------------
@@ -417,10 +423,10 @@ fn resource_routes(def: &ResourceDefinition) -> Vec<Route> {
         description,
         action: Some(action),
         gvk: gvk.clone(),
-        consumes: if method == "PATCH" {
-            PATCH_TYPES
-        } else {
-            ANY_TYPE
+        consumes: match method {
+            "PATCH" if def.strategic_merge_patch => PATCH_TYPES,
+            "PATCH" => CUSTOM_PATCH_TYPES,
+            _ => ANY_TYPE,
         },
         params,
         produces,
@@ -1310,7 +1316,8 @@ fn wrap_refs(value: &mut Value) {
     }
 }
 
-/// v2: references point into `#/definitions/` and schemas carry no defaults.
+/// v2: references point into `#/definitions/` and schemas carry no defaults (the keyword;
+/// a property named `default`, as JSONSchemaProps has, stays).
 fn to_v2_schema(value: &mut Value) {
     match value {
         Value::Object(map) => {
@@ -1320,7 +1327,14 @@ fn to_v2_schema(value: &mut Value) {
             {
                 *r = format!("{DEFINITIONS_V2}{name}");
             }
-            map.values_mut().for_each(to_v2_schema);
+            for (key, child) in map.iter_mut() {
+                match (key.as_str(), child) {
+                    ("properties", Value::Object(properties)) => {
+                        properties.values_mut().for_each(to_v2_schema)
+                    }
+                    (_, child) => to_v2_schema(child),
+                }
+            }
         }
         Value::Array(items) => items.iter_mut().for_each(to_v2_schema),
         _ => {}

@@ -381,6 +381,13 @@ pub struct ResourceDefinition {
     pub storage: Arc<StorageDefinition>,
     /// Set when this version is not the stored one.
     pub converter: Option<Arc<dyn Converter>>,
+    /// The `Warning` every request to this version gets when it is deprecated (a CRD
+    /// version's `deprecationWarning`, or upstream's default wording).
+    pub deprecation: Option<String>,
+    /// Whether strategic merge patches are accepted (built-in kinds, whose schemas carry
+    /// patch strategies); custom resources answer 415 to them, and their OpenAPI does not
+    /// list them.
+    pub strategic_merge_patch: bool,
 }
 
 impl ResourceDefinition {

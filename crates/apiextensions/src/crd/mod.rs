@@ -68,6 +68,8 @@ pub fn definition() -> ResourceDefinition {
             namespaced: false,
         }),
         converter: None,
+        deprecation: None,
+        strategic_merge_patch: true,
     }
 }
 

@@ -225,6 +225,8 @@ fn build(
         strategy: hooks.strategy,
         storage: storage(entry, shared),
         converter,
+        deprecation: None,
+        strategic_merge_patch: true,
     })
 }
 

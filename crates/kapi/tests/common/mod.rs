@@ -184,3 +184,42 @@ macro_rules! on_both_backends {
         }
     };
 }
+
+/// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
+pub async fn ok_with_input(server: &TestServer, args: &[&str], input: &str) -> String {
+    let output = server.kubectl_stdin(args, Some(input)).await;
+    assert!(
+        output.status.success(),
+        "kubectl {args:?} failed: {}",
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+/// Runs kubectl, which must fail; returns its stderr.
+pub async fn must_fail(server: &TestServer, args: &[&str], input: Option<&str>) -> String {
+    let output = server.kubectl_stdin(args, input).await;
+    assert!(
+        !output.status.success(),
+        "kubectl {args:?} should fail; stdout: {}",
+        stdout(&output)
+    );
+    stderr(&output)
+}
+
+/// `kubectl get <args> -o json`, parsed.
+pub async fn get_json(server: &TestServer, args: &[&str]) -> serde_json::Value {
+    let mut args = [&["get"], args].concat();
+    args.extend(["-o", "json"]);
+    let out = server.kubectl_ok(&args).await;
+    serde_json::from_str(&out).unwrap_or_else(|err| panic!("kubectl {args:?}: {err}: {out}"))
+}
+
+/// The cells of a kubectl table line (separated by at least two spaces).
+pub fn cells(line: &str) -> Vec<String> {
+    line.split("  ")
+        .map(str::trim)
+        .filter(|cell| !cell.is_empty())
+        .map(str::to_string)
+        .collect()
+}

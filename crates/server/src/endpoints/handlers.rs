@@ -133,6 +133,7 @@ where
     );
     let served = apis.served(&key).ok_or_else(not_found)?;
     let definition = served.definition.clone();
+    let deprecation = definition.deprecation.iter().cloned();
     let subresource = match info.subresource.as_str() {
         "" => None,
         name => Some(
@@ -171,7 +172,7 @@ where
         user_agent: header_str(&request, header::USER_AGENT)
             .unwrap_or_default()
             .to_string(),
-        warnings: parking_lot::Mutex::default(),
+        warnings: parking_lot::Mutex::new(deprecation.collect()),
         user: request
             .extensions()
             .get::<crate::authn::UserInfo>()
@@ -578,13 +579,8 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         // The patch route consumes only the patch types: the router's own 415.
         router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     })?;
-    if patch_type == PatchType::StrategicMerge && schema.as_ref().is_some_and(|s| !s.is_typed()) {
-        // Custom resources have no patch strategies: upstream's CRD handler refuses these.
-        return Err(ApiError::unsupported_media_type([
-            "application/json-patch+json",
-            "application/merge-patch+json",
-            "application/apply-patch+yaml",
-        ]));
+    if patch_type == PatchType::StrategicMerge && !context.definition().strategic_merge_patch {
+        return Err(strategic_merge_unsupported());
     }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();
@@ -614,6 +610,16 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         })
         .await?;
     context.respond_object(StatusCode::OK, definition.served_form(object)?)
+}
+
+/// The 415 of a strategic merge patch of a resource without patch strategies (custom
+/// resources), as upstream's CRD handler answers it.
+pub(super) fn strategic_merge_unsupported() -> ApiError {
+    ApiError::unsupported_media_type([
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ])
 }
 
 /// The media type of server-side apply patches.

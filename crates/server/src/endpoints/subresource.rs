@@ -450,6 +450,9 @@ async fn scale_patch(
     let dry_run = params::dry_run(&call.query, "PatchOptions")?;
     let patch_type = PatchType::from_content_type(call.content_type.as_deref().unwrap_or_default())
         .ok_or_else(|| router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type"))?;
+    if patch_type == PatchType::StrategicMerge && !call.served.definition.strategic_merge_patch {
+        return Err(super::handlers::strategic_merge_unsupported());
+    }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     write_scale(call, paths, dry_run, |current| {
         kapi_patch::apply(patch_type, current, &body, &kapi_patch::MetadataSchema)

@@ -44,6 +44,8 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
             namespaced: false,
         }),
         converter: None,
+        deprecation: None,
+        strategic_merge_patch: true,
     }
 }
 
