@@ -66,14 +66,18 @@ impl Context<'_> {
     ) -> Result<Response<Body>, ApiError> {
         let output = negotiation::negotiate(self.accept.as_deref(), false)?;
         let body = self.renderer(output)?.value(object)?;
-        let mut response = response(status, content_type(output), body);
+        Ok(response(status, content_type(output), body))
+    }
+
+    /// `response` with the request's `Warning` headers.
+    fn with_warnings(&self, mut response: Response<Body>) -> Response<Body> {
         for warning in self.warnings.lock().iter() {
             let value = super::decode::warning_header(warning);
             if let Ok(value) = http::HeaderValue::from_str(&value) {
                 response.headers_mut().append(header::WARNING, value);
             }
         }
-        Ok(response)
+        response
     }
 
     /// Adds warnings to the response, each once.
@@ -180,7 +184,7 @@ where
             .unwrap_or_else(crate::authn::UserInfo::anonymous),
     };
     let body = request.into_body();
-    match info.verb.as_str() {
+    let response = match info.verb.as_str() {
         "get" => get(&context).await,
         "list" => list(&context).await,
         "watch" => watch_(&context).await,
@@ -190,7 +194,8 @@ where
         "delete" => delete(&context, read_body(body).await?).await,
         "deletecollection" => delete_collection(&context, read_body(body).await?).await,
         _ => Err(method_not_allowed()),
-    }
+    }?;
+    Ok(context.with_warnings(response))
 }
 
 /// The 405 of a method no route serves at a path.

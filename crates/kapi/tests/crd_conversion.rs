@@ -1,0 +1,243 @@
+//! CRD version conversion through the real kubectl: a `None`-conversion CRD served in two
+//! versions (apiVersion rewritten, a deprecated version's warning, an unserved version's 404),
+//! and a `Webhook`-conversion CRD whose ConversionReviews go over HTTPS to a small webhook this
+//! test serves (its own CA in the CRD's caBundle), including a webhook that fails.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use common::{Backend, TestServer, get_json, ok_with_input, stderr};
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+fn crd(conversion: Value) -> String {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "backends.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "backends", "singular": "backend", "kind": "Backend"},
+            "conversion": conversion,
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                        "host": {"type": "string"}, "port": {"type": "integer"}}}}}}},
+                {"name": "v2", "served": true, "storage": false, "deprecated": true,
+                 "schema": {"openAPIV3Schema": {
+                    "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                        "endpoint": {"type": "string"}, "host": {"type": "string"},
+                        "port": {"type": "integer"}}}}}}},
+                {"name": "v3", "served": false, "storage": false, "schema": {"openAPIV3Schema": {
+                    "type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+            ],
+        },
+    })
+    .to_string()
+}
+
+async fn install(server: &TestServer, manifest: &str) {
+    ok_with_input(server, &["apply", "-f", "-"], manifest).await;
+    let wait = [
+        "wait",
+        "--for",
+        "condition=established",
+        "crd/backends.example.com",
+    ];
+    server.kubectl_ok(&wait).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn none_conversion_rewrites_the_api_version() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    install(&server, &crd(json!({"strategy": "None"}))).await;
+    let backend = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: b, namespace: default}\nspec: {host: db, port: 5432}\n";
+    ok_with_input(&server, &["apply", "-f", "-"], backend).await;
+    let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
+    assert_eq!(v1["apiVersion"], "example.com/v1");
+    let read = server
+        .kubectl(&["get", "backends.v2.example.com", "b", "-o", "json"])
+        .await;
+    assert!(read.status.success(), "{}", stderr(&read));
+    assert!(
+        stderr(&read).contains("Warning: example.com/v2 Backend is deprecated"),
+        "{}",
+        stderr(&read)
+    );
+    let v2: Value = serde_json::from_slice(&read.stdout).expect("json");
+    assert_eq!(v2["apiVersion"], "example.com/v2");
+    assert_eq!(v2["spec"], json!({"host": "db", "port": 5432}));
+    assert_eq!(v2["metadata"]["uid"], v1["metadata"]["uid"]);
+    let unserved = server
+        .kubectl(&[
+            "get",
+            "--raw",
+            "/apis/example.com/v3/namespaces/default/backends",
+        ])
+        .await;
+    assert!(!unserved.status.success());
+    assert!(
+        stderr(&unserved).contains("NotFound"),
+        "{}",
+        stderr(&unserved)
+    );
+    server.stop().await;
+}
+
+/// The webhook's TLS: a CA (its PEM goes in the CRD's caBundle) and a serving certificate for
+/// 127.0.0.1.
+fn webhook_tls() -> (String, rustls::ServerConfig) {
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    let cert = leaf.signed_by(&key, &issuer).expect("leaf");
+    let chain = vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("der")];
+    let private = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .expect("server config");
+    (ca_pem, config)
+}
+
+/// v1 `spec.host` and `spec.port` are v2's `spec.endpoint: "host:port"`; a host `fail` makes
+/// the webhook answer a failed review.
+fn convert(review: &Value) -> Value {
+    let request = &review["request"];
+    let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
+    let mut converted = Vec::new();
+    for object in request["objects"].as_array().into_iter().flatten() {
+        let mut object = object.clone();
+        let spec = object["spec"].clone();
+        if spec["host"] == "fail"
+            || spec["endpoint"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("fail:"))
+        {
+            return json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+                "response": {"uid": request["uid"], "result": {"status": "Failure",
+                    "message": "cannot convert fail"}}});
+        }
+        object["spec"] = match desired {
+            "example.com/v2" => json!({"endpoint": format!("{}:{}",
+                spec["host"].as_str().unwrap_or_default(), spec["port"])}),
+            _ => {
+                let endpoint = spec["endpoint"].as_str().unwrap_or_default();
+                let (host, port) = endpoint.split_once(':').unwrap_or((endpoint, "0"));
+                json!({"host": host, "port": port.parse::<i64>().unwrap_or(0)})
+            }
+        };
+        object["apiVersion"] = Value::from(desired);
+        converted.push(object);
+    }
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+        "response": {"uid": request["uid"], "result": {"status": "Success"},
+            "convertedObjects": converted}})
+}
+
+/// Serves the conversion webhook on a free loopback port; returns its address and CA.
+async fn start_webhook() -> (SocketAddr, String) {
+    let (ca, config) = webhook_tls();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async {
+                    let body = request.into_body().collect().await?.to_bytes();
+                    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let answer = serde_json::to_vec(&convert(&review)).unwrap_or_default();
+                    Ok::<_, hyper::Error>(hyper::Response::new(Full::new(Bytes::from(answer))))
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (address, ca)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_conversion_over_https() {
+    let (address, ca) = start_webhook().await;
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    let conversion = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": format!("https://{address}/convert"), "caBundle": ca_bundle}}});
+    install(&server, &crd(conversion)).await;
+
+    // Created in v2, stored in v1, read back in both.
+    let backend = "apiVersion: example.com/v2\nkind: Backend\nmetadata: {name: b, namespace: default, labels: {tier: db}}\nspec: {endpoint: \"db:5432\"}\n";
+    ok_with_input(&server, &["create", "-f", "-"], backend).await;
+    let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
+    assert_eq!(v1["apiVersion"], "example.com/v1");
+    assert_eq!(v1["spec"], json!({"host": "db", "port": 5432}));
+    assert_eq!(v1["metadata"]["labels"], json!({"tier": "db"}));
+    let v2 = get_json(&server, &["backends.v2.example.com", "b"]).await;
+    assert_eq!(v2["spec"], json!({"endpoint": "db:5432"}));
+    let list = get_json(&server, &["backends.v2.example.com"]).await;
+    assert_eq!(list["items"][0]["spec"], json!({"endpoint": "db:5432"}));
+
+    // A patch in v2 goes through the webhook both ways.
+    let patch = r#"{"spec":{"endpoint":"db:6432"}}"#;
+    server
+        .kubectl_ok(&[
+            "patch",
+            "backends.v2.example.com",
+            "b",
+            "--type=merge",
+            "-p",
+            patch,
+        ])
+        .await;
+    let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
+    assert_eq!(v1["spec"], json!({"host": "db", "port": 6432}));
+
+    // A webhook that refuses: upstream's 500 with the webhook's message.
+    let failing = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: f, namespace: default}\nspec: {host: fail, port: 1}\n";
+    ok_with_input(&server, &["create", "-f", "-"], failing).await;
+    let read = server
+        .kubectl(&["get", "backends.v2.example.com", "f"])
+        .await;
+    assert!(!read.status.success());
+    assert!(
+        stderr(&read).contains(
+            "conversion webhook for example.com/v1, Kind=Backend failed: cannot convert fail"
+        ),
+        "{}",
+        stderr(&read)
+    );
+    server.stop().await;
+}
