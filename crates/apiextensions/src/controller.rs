@@ -166,7 +166,7 @@ impl Controllers {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let status = self.desired_status(&crd);
+        let status = self.desired_status(crd);
         if status != crd["status"] {
             if let Err(err) = self.write_status(&name, status).await {
                 tracing::warn!(crd = %name, "updating the CRD's status failed: {err}");
@@ -174,15 +174,15 @@ impl Controllers {
             // The write comes back as an event; it is reconciled then.
             return;
         }
-        if is_condition_true(&crd, "Established") {
-            self.serve(&crd, &name, installed);
+        if is_condition_true(crd, "Established") {
+            self.serve(crd, &name, installed);
         }
-        if kapi_server::object::is_deleting(&crd)
+        if kapi_server::object::is_deleting(crd)
             && crd["metadata"]["finalizers"]
                 .as_array()
                 .is_some_and(|f| f.iter().any(|f| f == CLEANUP_FINALIZER))
         {
-            self.clean_up(&crd, &name).await;
+            self.clean_up(crd, &name).await;
         }
     }
 

@@ -318,6 +318,32 @@ async fn defaulted_keys_match_on_reapply(backend: Backend) {
     server.stop().await;
 }
 
+/// A create owns what defaulting filled in, as upstream's decoder defaults before the field
+/// manager records the write: `kubectl create` owns the Deployment's strategy and
+/// revisionHistoryLimit and the template's terminationMessagePath, which it never sent.
+async fn creates_own_defaulted_fields(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    let manifest = deployment(&[("a", "img-a")], None);
+    ok_stdin(&server, &["create", "-f", "-"], &manifest).await;
+    let object = get_json(&server, &["deployment", "d", "--show-managed-fields"]).await;
+    let entries = managers(&object);
+    let (manager, operation, fields) = &entries[0];
+    assert_eq!(
+        (manager.as_str(), operation.as_str()),
+        ("kubectl-create", "Update")
+    );
+    let spec = &fields["f:spec"];
+    assert!(spec.get("f:strategy").is_some(), "{fields}");
+    assert!(spec.get("f:revisionHistoryLimit").is_some(), "{fields}");
+    assert!(spec.get("f:progressDeadlineSeconds").is_some(), "{fields}");
+    let container = &spec["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"a\"}"];
+    assert!(
+        container.get("f:terminationMessagePath").is_some(),
+        "{fields}"
+    );
+    server.stop().await;
+}
+
 /// A kube-rs client built from the server's admin kubeconfig.
 async fn kube_client(server: &TestServer) -> Client {
     let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
@@ -403,6 +429,7 @@ on_both_backends!(
     list_maps_merge_by_key,
     client_side_apply_moves_to_server_side,
     defaulted_keys_match_on_reapply,
+    creates_own_defaulted_fields,
 );
 
 /// Applies per second: one kube-rs client applying a changing ConfigMap in a loop, 8 at a

@@ -146,29 +146,6 @@ impl TableSchema {
             .push((path.iter().map(|s| s.to_string()).collect(), strategy));
         self
     }
-
-    /// The patch metadata of a built-in resource whose lists need more than ObjectMeta's,
-    /// from the core/v1 struct tags; `None` for a resource this crate does not know yet.
-    ///
-    /// - `namespaces`: `status.conditions` merges by `type` (`spec.finalizers` is atomic).
-    /// - `serviceaccounts`: `secrets` merges by `name` (`imagePullSecrets` is atomic).
-    /// - `configmaps`, `secrets`, `events` (core and `events.k8s.io`) and
-    ///   `coordination.k8s.io` `leases` have no merging field outside `metadata`.
-    pub fn for_resource(group: &str, resource: &str) -> Option<TableSchema> {
-        let schema = TableSchema::new();
-        match (group, resource) {
-            ("", "namespaces") => {
-                Some(schema.with_list(&["status", "conditions"], ListStrategy::merge_by("type")))
-            }
-            ("", "serviceaccounts") => {
-                Some(schema.with_list(&["secrets"], ListStrategy::merge_by("name")))
-            }
-            ("", "configmaps" | "secrets" | "events")
-            | ("events.k8s.io", "events")
-            | ("coordination.k8s.io", "leases") => Some(schema),
-            _ => None,
-        }
-    }
 }
 
 fn path_is(entry: &[String], path: &[&str]) -> bool {

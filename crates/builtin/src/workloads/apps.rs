@@ -329,6 +329,13 @@ fn not_more_than_100_percent(value: &Value, path: &Path) -> FieldErrors {
 }
 
 impl Strategy for DeploymentStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        Self::default(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
         reset_for_create(object, json!({}));
@@ -390,6 +397,14 @@ impl ReplicaSetStrategy {
 }
 
 impl Strategy for ReplicaSetStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        set_default(spec_mut(object), "replicas", json!(1));
+        default_spec_template(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         set_default(spec_mut(object), "replicas", json!(1));
         default_spec_template(object);
@@ -493,6 +508,13 @@ impl ReplicationControllerStrategy {
 }
 
 impl Strategy for ReplicationControllerStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        Self::default(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
         reset_for_create(object, json!({"replicas": 0}));
@@ -696,6 +718,13 @@ fn validate_retention_policy(policy: &Value, path: &Path) -> FieldErrors {
 }
 
 impl Strategy for StatefulSetStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        Self::default(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
         reset_for_create(object, json!({"replicas": 0, "availableReplicas": 0}));
@@ -874,6 +903,13 @@ fn validate_daemon_update_strategy(strategy: &Value, path: &Path) -> FieldErrors
 }
 
 impl Strategy for DaemonSetStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        Self::default(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
         Self::set_template_generation(object, 1);

@@ -313,6 +313,13 @@ impl JobStrategy {
 }
 
 impl Strategy for JobStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        default_job(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         default_job(object);
         if !manual_selector(&object["spec"]) {
@@ -541,6 +548,13 @@ fn validate_time_zone(spec: &Value, path: &Path) -> FieldErrors {
 }
 
 impl Strategy for CronJobStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        Self::default(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
         reset_for_create(object, json!({}));

@@ -49,6 +49,13 @@ fn admit_priority(pod: &mut Value) {
 pub(crate) struct PodStrategy;
 
 impl Strategy for PodStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        default_pod(object);
+    }
+
     /// Defaults, priority, generation 1, and a status of `Pending` with the QOS class.
     fn prepare_for_create(&self, object: &mut Value) {
         default_pod(object);
@@ -274,6 +281,13 @@ fn validate_only_added_tolerations(spec: &Value, old: &Value, path: &Path) -> Fi
 pub(crate) struct PodTemplateStrategy;
 
 impl Strategy for PodTemplateStrategy {
+    /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
+    /// writer owns the defaulted fields); the preparation below runs it again for writers
+    /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.
+    fn default(&self, object: &mut Value) {
+        default_template_of(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         default_template_of(object);
         super::set_generation(object, 1);
