@@ -85,7 +85,8 @@ impl Webhook {
             .to_string();
         let gvk = format!("{from}, Kind={}", self.kind);
         let original = object.clone();
-        let converted = block_on(self.review(vec![object], desired)).map_err(|err| {
+        let reviewed = block_on(self.review(vec![object], desired));
+        let converted = reviewed.and_then(|result| result).map_err(|err| {
             ApiError::internal(format!("conversion webhook for {gvk} failed: {err}"))
         })?;
         let converted = check_converted(converted, &original, desired, &self.kind)
@@ -297,7 +298,7 @@ fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
 
 /// Runs `future` to completion from synchronous code inside or outside a runtime: converters
 /// are synchronous (called in storage update closures and renderers), webhooks are not.
-fn block_on<F>(future: F) -> F::Output
+fn block_on<F>(future: F) -> Result<F::Output, String>
 where
     F: Future + Send,
     F::Output: Send,
@@ -305,17 +306,17 @@ where
     use tokio::runtime::{Builder, Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| handle.block_on(future))
+            Ok(tokio::task::block_in_place(|| handle.block_on(future)))
         }
         _ => std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    let runtime = Builder::new_current_thread().enable_all().build();
-                    runtime.map(|rt| rt.block_on(future))
-                })
-                .join()
-                .expect("the conversion thread does not panic")
-                .expect("a current-thread runtime starts")
+            let call = scope.spawn(|| {
+                let runtime = Builder::new_current_thread().enable_all().build();
+                runtime
+                    .map(|rt| rt.block_on(future))
+                    .map_err(|err| err.to_string())
+            });
+            call.join()
+                .map_err(|_| "the conversion call panicked".to_string())?
         }),
     }
 }
