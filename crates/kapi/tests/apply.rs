@@ -6,23 +6,12 @@ mod common;
 
 use std::time::Instant;
 
-use common::{Backend, TestServer, stderr, stdout};
+use common::{Backend, TestServer, ok_stdin, stderr};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-
-/// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
-async fn ok_stdin(server: &TestServer, args: &[&str], input: &str) -> String {
-    let output = server.kubectl_stdin(args, Some(input)).await;
-    assert!(
-        output.status.success(),
-        "kubectl {args:?} failed: {}",
-        stderr(&output)
-    );
-    stdout(&output)
-}
 
 /// `kubectl apply --server-side` of `manifest` with extra `flags`.
 async fn apply(server: &TestServer, manifest: &str, flags: &[&str]) -> String {

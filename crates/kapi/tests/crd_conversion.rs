@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use bytes::Bytes;
-use common::{Backend, TestServer, get_json, ok_with_input, stderr};
+use common::{Backend, TestServer, get_json, ok_stdin, stderr};
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -48,7 +48,7 @@ fn crd(conversion: Value) -> String {
 }
 
 async fn install(server: &TestServer, manifest: &str) {
-    ok_with_input(server, &["apply", "-f", "-"], manifest).await;
+    ok_stdin(server, &["apply", "-f", "-"], manifest).await;
     let wait = [
         "wait",
         "--for",
@@ -63,7 +63,7 @@ async fn none_conversion_rewrites_the_api_version() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
     install(&server, &crd(json!({"strategy": "None"}))).await;
     let backend = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: b, namespace: default}\nspec: {host: db, port: 5432}\n";
-    ok_with_input(&server, &["apply", "-f", "-"], backend).await;
+    ok_stdin(&server, &["apply", "-f", "-"], backend).await;
     let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
     assert_eq!(v1["apiVersion"], "example.com/v1");
     let read = server
@@ -200,7 +200,7 @@ async fn webhook_conversion_over_https() {
 
     // Created in v2, stored in v1, read back in both.
     let backend = "apiVersion: example.com/v2\nkind: Backend\nmetadata: {name: b, namespace: default, labels: {tier: db}}\nspec: {endpoint: \"db:5432\"}\n";
-    ok_with_input(&server, &["create", "-f", "-"], backend).await;
+    ok_stdin(&server, &["create", "-f", "-"], backend).await;
     let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
     assert_eq!(v1["apiVersion"], "example.com/v1");
     assert_eq!(v1["spec"], json!({"host": "db", "port": 5432}));
@@ -227,7 +227,7 @@ async fn webhook_conversion_over_https() {
 
     // A webhook that refuses: upstream's 500 with the webhook's message.
     let failing = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: f, namespace: default}\nspec: {host: fail, port: 1}\n";
-    ok_with_input(&server, &["create", "-f", "-"], failing).await;
+    ok_stdin(&server, &["create", "-f", "-"], failing).await;
     let read = server
         .kubectl(&["get", "backends.v2.example.com", "f"])
         .await;

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{Backend, TestServer, cells, get_json, must_fail, ok_with_input, stderr, stdout};
+use common::{Backend, TestServer, cells, fails, get_json, ok_stdin, stderr, stdout};
 use serde_json::{Value, json};
 
 const CRONTAB_CRD: &str = r#"
@@ -61,7 +61,7 @@ spec: {cronSpec: "*/5 * * * *", image: cron:1, color: blue, bogus: dropped}
 "#;
 
 async fn install(server: &TestServer, manifest: &str, names: &[&str]) {
-    ok_with_input(server, &["apply", "-f", "-"], manifest).await;
+    ok_stdin(server, &["apply", "-f", "-"], manifest).await;
     for name in names {
         let crd = format!("crd/{name}");
         let wait = [
@@ -116,7 +116,7 @@ async fn custom_resources(backend: Backend) {
         json!({"cronSpec": "*/5 * * * *", "image": "cron:1", "color": "blue", "replicas": 1})
     );
     assert_eq!(cron["metadata"]["generation"], 1);
-    let strict = must_fail(&server, &["apply", "-f", "-"], Some(CRONTAB)).await;
+    let strict = fails(&server, &["apply", "-f", "-"], Some(CRONTAB)).await;
     assert!(
         strict.contains(r#"strict decoding error: unknown field "spec.bogus""#),
         "{strict}"
@@ -147,7 +147,7 @@ async fn custom_resources(backend: Backend) {
 
     // OpenAPI validation and CEL, with upstream's causes.
     let merge = ["patch", "ct", "my-cron", "--type=merge", "-p"];
-    let low = must_fail(
+    let low = fails(
         &server,
         &[&merge[..], &[r#"{"spec":{"replicas":0}}"#]].concat(),
         None,
@@ -157,7 +157,7 @@ async fn custom_resources(backend: Backend) {
         low.contains("spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1"),
         "{low}"
     );
-    let high = must_fail(
+    let high = fails(
         &server,
         &[&merge[..], &[r#"{"spec":{"replicas":11}}"#]].concat(),
         None,
@@ -167,7 +167,7 @@ async fn custom_resources(backend: Backend) {
         high.contains(r#"spec: Invalid value: "object": replicas must be at most 10"#),
         "{high}"
     );
-    let color = must_fail(
+    let color = fails(
         &server,
         &[&merge[..], &[r#"{"spec":{"color":"green"}}"#]].concat(),
         None,
@@ -178,7 +178,7 @@ async fn custom_resources(backend: Backend) {
             .contains(r#"spec.color: Unsupported value: "green": supported values: "blue", "red""#),
         "{color}"
     );
-    let strategic = must_fail(
+    let strategic = fails(
         &server,
         &[
             "patch",
@@ -251,7 +251,7 @@ async fn custom_resources(backend: Backend) {
         .replace("my-cron", "red-cron")
         .replace("color: blue", "color: red")
         .replace(", bogus: dropped", "");
-    ok_with_input(&server, &["apply", "-f", "-"], &red).await;
+    ok_stdin(&server, &["apply", "-f", "-"], &red).await;
     let blue = server
         .kubectl_ok(&[
             "get",
@@ -276,8 +276,8 @@ async fn custom_resources(backend: Backend) {
             "-",
         ]
     };
-    ok_with_input(&server, &apply("first"), applied).await;
-    let conflict = must_fail(
+    ok_stdin(&server, &apply("first"), applied).await;
+    let conflict = fails(
         &server,
         &apply("second"),
         Some(&applied.replace("image: a", "image: b")),
@@ -286,7 +286,7 @@ async fn custom_resources(backend: Backend) {
     assert!(conflict.contains(r#"conflict with "first""#), "{conflict}");
     assert!(conflict.contains(".spec.image"), "{conflict}");
     let forced = [&apply("second")[..], &["--force-conflicts"]].concat();
-    ok_with_input(&server, &forced, &applied.replace("image: a", "image: b")).await;
+    ok_stdin(&server, &forced, &applied.replace("image: a", "image: b")).await;
 
     // Deleting the CRD deletes its resources, and the path is gone.
     server
@@ -323,7 +323,7 @@ async fn cluster_scoped_resources_and_name_conflicts() {
         .replace("shortNames: [ct]", "shortNames: [clt]");
     install(&server, &crd, &["clustertabs.stable.example.com"]).await;
     let object = "apiVersion: stable.example.com/v1\nkind: ClusterTab\nmetadata: {name: global}\nspec: {image: x}\n";
-    ok_with_input(&server, &["apply", "-f", "-"], object).await;
+    ok_stdin(&server, &["apply", "-f", "-"], object).await;
     let got = get_json(&server, &["clustertab", "global"]).await;
     assert!(got["metadata"].get("namespace").is_none());
 
@@ -334,7 +334,7 @@ async fn cluster_scoped_resources_and_name_conflicts() {
         .replace("plural: crontabs", "plural: othertabs")
         .replace("singular: crontab", "singular: othertab")
         .replace("kind: CronTab", "kind: OtherTab");
-    ok_with_input(&server, &["apply", "-f", "-"], &conflicting).await;
+    ok_stdin(&server, &["apply", "-f", "-"], &conflicting).await;
     let wait = [
         "wait",
         "--for=condition=NamesAccepted=False",
@@ -575,7 +575,7 @@ kind: Challenge
 metadata: {name: web-1, namespace: default}
 spec: {url: "https://acme/chall/1", dnsName: web.example.com, token: t, type: HTTP-01, solver: {http01: {ingress: {}}}}
 "#;
-    ok_with_input(&server, &["apply", "-f", "-"], samples).await;
+    ok_stdin(&server, &["apply", "-f", "-"], samples).await;
     let cert = get_json(&server, &["certificate", "web"]).await;
     assert_eq!(
         cert["spec"]["privateKey"]["rotationPolicy"], "Always",
@@ -603,7 +603,7 @@ kind: Certificate
 metadata: {name: nameless, namespace: default}
 spec: {secretName: x, issuerRef: {name: y}, privateKey: {algorithm: DSA}}
 "#;
-    let errors = must_fail(&server, &["apply", "-f", "-"], Some(invalid)).await;
+    let errors = fails(&server, &["apply", "-f", "-"], Some(invalid)).await;
     assert!(
         errors.contains(
             r#"spec: Invalid value: "object": exactly one of selfSigned, ca or acme must be set"#

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{Backend, KUBECTL, TestServer, stderr, stdout};
+use common::{Backend, KUBECTL, TestServer, ok_stdin, stderr, stdout};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
@@ -29,17 +29,6 @@ const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of 
 // ---------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------
-
-/// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
-async fn ok_stdin(server: &TestServer, args: &[&str], input: &str) -> String {
-    let output = server.kubectl_stdin(args, Some(input)).await;
-    assert!(
-        output.status.success(),
-        "kubectl {args:?} failed: {}",
-        stderr(&output)
-    );
-    stdout(&output)
-}
 
 /// Runs kubectl and fails the test unless it exits with code 1; returns its stderr.
 async fn fails(server: &TestServer, args: &[&str], input: Option<&str>) -> String {

@@ -5,38 +5,7 @@
 
 mod common;
 
-use common::{Backend, TestServer, stderr, stdout};
-use serde_json::Value;
-
-/// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
-async fn ok_stdin(server: &TestServer, args: &[&str], input: &str) -> String {
-    let output = server.kubectl_stdin(args, Some(input)).await;
-    assert!(
-        output.status.success(),
-        "kubectl {args:?} failed: {}",
-        stderr(&output)
-    );
-    stdout(&output)
-}
-
-/// Runs kubectl, which must fail; returns its stderr.
-async fn fails(server: &TestServer, args: &[&str], input: Option<&str>) -> String {
-    let output = server.kubectl_stdin(args, input).await;
-    assert!(
-        !output.status.success(),
-        "kubectl {args:?} should fail; stdout: {}",
-        stdout(&output)
-    );
-    stderr(&output)
-}
-
-/// `kubectl get <args> -o json`, parsed.
-async fn get_json(server: &TestServer, args: &[&str]) -> Value {
-    let mut args = [&["get"], args].concat();
-    args.extend(["-o", "json"]);
-    let out = server.kubectl_ok(&args).await;
-    serde_json::from_str(&out).unwrap_or_else(|err| panic!("kubectl {args:?}: {err}: {out}"))
-}
+use common::{Backend, TestServer, fails, get_json, ok_stdin};
 
 /// The header of `kubectl get` output, split into its column names.
 fn header(table: &str) -> Vec<String> {

@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
-use common::{Backend, TestServer, stderr, stdout};
+use common::{Backend, TestServer, fails, ok_stdin, stderr, stdout};
 use serde_json::{Value, json};
 
 /// How long anything asynchronous may take before a test gives up.
@@ -16,28 +16,6 @@ const DEADLINE: Duration = Duration::from_secs(30);
 
 async fn server() -> TestServer {
     TestServer::start(Backend::Embedded, &[]).await
-}
-
-/// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
-async fn ok_stdin(server: &TestServer, args: &[&str], input: &str) -> String {
-    let output = server.kubectl_stdin(args, Some(input)).await;
-    assert!(
-        output.status.success(),
-        "kubectl {args:?} failed: {}",
-        stderr(&output)
-    );
-    stdout(&output)
-}
-
-/// Runs kubectl and fails the test unless it fails; returns its stderr.
-async fn fails(server: &TestServer, args: &[&str], input: Option<&str>) -> String {
-    let output = server.kubectl_stdin(args, input).await;
-    assert!(
-        !output.status.success(),
-        "kubectl {args:?} should fail; stdout: {}",
-        stdout(&output)
-    );
-    stderr(&output)
 }
 
 /// `kubectl get -o json` of one object.

@@ -186,7 +186,7 @@ macro_rules! on_both_backends {
 }
 
 /// Runs kubectl feeding `input`; fails the test unless it succeeds; returns its stdout.
-pub async fn ok_with_input(server: &TestServer, args: &[&str], input: &str) -> String {
+pub async fn ok_stdin(server: &TestServer, args: &[&str], input: &str) -> String {
     let output = server.kubectl_stdin(args, Some(input)).await;
     assert!(
         output.status.success(),
@@ -197,7 +197,7 @@ pub async fn ok_with_input(server: &TestServer, args: &[&str], input: &str) -> S
 }
 
 /// Runs kubectl, which must fail; returns its stderr.
-pub async fn must_fail(server: &TestServer, args: &[&str], input: Option<&str>) -> String {
+pub async fn fails(server: &TestServer, args: &[&str], input: Option<&str>) -> String {
     let output = server.kubectl_stdin(args, input).await;
     assert!(
         !output.status.success(),
