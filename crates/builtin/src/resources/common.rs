@@ -153,39 +153,9 @@ pub(crate) fn enum_field(
     }
 }
 
-/// A quantity's value as a number (`resource.Quantity` with its binary and decimal
-/// suffixes and exponents), for comparisons; `None` when it does not parse.
-pub(crate) fn quantity(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024f64,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exponent if exponent.starts_with(['e', 'E']) => {
-            10f64.powi(exponent[1..].parse::<i32>().ok()?)
-        }
-        _ => return None,
-    };
-    Some(number * factor)
-}
+/// A quantity's value as a number (`resource.Quantity`), for comparisons; `None` when it
+/// does not parse.
+pub(crate) use crate::workloads::qos::parse_quantity as quantity;
 
 /// The quantity at a JSON pointer (`None` when absent or unreadable).
 pub(crate) fn quantity_at(object: &Value, pointer: &str) -> Option<f64> {

@@ -10,7 +10,7 @@ mod cron;
 mod defaults;
 mod pod;
 mod podspec;
-mod qos;
+pub(crate) mod qos;
 mod security;
 mod tables;
 
