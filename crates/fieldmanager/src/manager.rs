@@ -551,6 +551,23 @@ mod tests {
                "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields})
     }
 
+    /// `config` applied (not forced) by `applier` at `time` to `live`; the apply must succeed.
+    fn applied(live: Option<&Value>, config: &Value, applier: &str, time: &str) -> Value {
+        manager()
+            .apply(live, config, applier, false, time)
+            .unwrap_or_else(|err| panic!("{applier} applies: {err}"))
+    }
+
+    /// The managedFields entry of an apply by `manager` at `time` that owns `spec.replicas`.
+    fn replicas_applied_by(manager: &str, time: &str) -> Value {
+        entry(
+            manager,
+            "Apply",
+            time,
+            json!({"f:spec": {"f:replicas": {}}}),
+        )
+    }
+
     fn thing(spec: Value) -> Value {
         json!({"apiVersion": "apps/v1", "kind": "Thing",
                "metadata": {"name": "x", "uid": "u"}, "spec": spec})
@@ -635,27 +652,15 @@ mod tests {
     #[test]
     fn apply_creates_and_owns_the_applied_fields() {
         let config = thing(json!({"replicas": 1}));
-        let created = manager()
-            .apply(None, &config, "ssa", false, T1)
-            .expect("applied");
+        let created = applied(None, &config, "ssa", T1);
         assert_eq!(created["spec"], json!({"replicas": 1}));
-        assert_eq!(
-            entries(&created),
-            [entry(
-                "ssa",
-                "Apply",
-                T1,
-                json!({"f:spec": {"f:replicas": {}}})
-            )]
-        );
+        assert_eq!(entries(&created), [replicas_applied_by("ssa", T1)]);
     }
 
     #[test]
     fn apply_conflicts_with_other_managers_unless_forced() {
         let config = thing(json!({"replicas": 1}));
-        let live = manager()
-            .apply(None, &config, "a", false, T1)
-            .expect("applied");
+        let live = applied(None, &config, "a", T1);
         let other = thing(json!({"replicas": 2}));
         let err = manager()
             .apply(Some(&live), &other, "b", false, T2)
@@ -685,33 +690,21 @@ mod tests {
             .apply(Some(&live), &other, "b", true, T2)
             .expect("forced");
         assert_eq!(forced["spec"]["replicas"], json!(2));
-        assert_eq!(
-            entries(&forced),
-            [entry(
-                "b",
-                "Apply",
-                T2,
-                json!({"f:spec": {"f:replicas": {}}})
-            )]
-        );
+        assert_eq!(entries(&forced), [replicas_applied_by("b", T2)]);
     }
 
     #[test]
     fn appliers_of_the_same_value_share_it() {
         let config = thing(json!({"replicas": 1}));
-        let live = manager()
-            .apply(None, &config, "a", false, T1)
-            .expect("applied");
-        let shared = manager()
-            .apply(Some(&live), &config, "b", false, T2)
-            .expect("shared");
+        let live = applied(None, &config, "a", T1);
+        let shared = applied(Some(&live), &config, "b", T2);
         // The second apply changes nothing, so it records no time (and sorts first).
         assert_eq!(
             entries(&shared),
             [
                 json!({"manager": "b", "operation": "Apply", "apiVersion": "apps/v1",
                        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}),
-                entry("a", "Apply", T1, json!({"f:spec": {"f:replicas": {}}})),
+                replicas_applied_by("a", T1),
             ]
         );
     }
@@ -719,20 +712,14 @@ mod tests {
     #[test]
     fn apply_removes_fields_it_no_longer_applies_unless_owned_elsewhere() {
         let first = thing(json!({"replicas": 1, "image": "i"}));
-        let live = manager()
-            .apply(None, &first, "a", false, T1)
-            .expect("applied");
+        let live = applied(None, &first, "a", T1);
         let mut shared = thing(json!({"image": "i"}));
         shared["metadata"]
             .as_object_mut()
             .map(|meta| meta.remove("uid"));
-        let live = manager()
-            .apply(Some(&live), &shared, "b", false, T2)
-            .expect("b");
+        let live = applied(Some(&live), &shared, "b", T2);
         let last = thing(json!({}));
-        let pruned = manager()
-            .apply(Some(&live), &last, "a", false, T3)
-            .expect("pruned");
+        let pruned = applied(Some(&live), &last, "a", T3);
         assert_eq!(pruned["spec"], json!({"image": "i"}));
         let b = json!({"manager": "b", "operation": "Apply", "apiVersion": "apps/v1",
                        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:image": {}}}});
@@ -809,12 +796,11 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, ApplyError::Conflicts(_)), "{err:?}");
 
-        let applied = manager()
-            .apply(Some(&live), &config, "kubectl", false, T2)
-            .expect("the conflict is allowed");
-        assert_eq!(applied["spec"]["replicas"], json!(2));
+        // kubectl may take over what it last applied client-side: no conflict.
+        let taken_over = applied(Some(&live), &config, "kubectl", T2);
+        assert_eq!(taken_over["spec"]["replicas"], json!(2));
         assert_eq!(
-            applied["metadata"]["annotations"][LAST_APPLIED_ANNOTATION],
+            taken_over["metadata"]["annotations"][LAST_APPLIED_ANNOTATION],
             json!(format!("{config}\n"))
         );
 

@@ -223,7 +223,11 @@ fn pod(name: &str) -> Value {
         "kind": "Pod",
         "metadata": {
             "name": name,
-            "labels": {"app": "web", "tier": "frontend", "release": "2026.11", "team": "platform"},
+            "labels": {"app": "web", "tier": "frontend", "release": "2026.11", "team": "platform",
+                "pod-template-hash": "7d9f8b6c5d"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "name": "web-7d9f8b6c5d", "uid": "6f1c3a52-1d0e-4c1b-9a57-2f3e8d4b7c10",
+                "controller": true, "blockOwnerDeletion": true}],
             "annotations": {
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": "9090",
@@ -237,9 +241,14 @@ fn pod(name: &str) -> Value {
 }
 
 fn pod_spec() -> Value {
-    let env: Vec<Value> = (0..12)
+    let mut env: Vec<Value> = (0..12)
         .map(|i| json!({"name": format!("SETTING_{i}"), "value": format!("value-of-setting-number-{i}")}))
         .collect();
+    env.extend([
+        json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
+        json!({"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "web-db", "key": "password"}}}),
+    ]);
     json!({
         "serviceAccountName": "default",
         "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "fsGroup": 2000},
@@ -258,6 +267,9 @@ fn pod_spec() -> Value {
                     "limits": {"cpu": "1", "memory": "512Mi"},
                 },
                 "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 5},
+                "startupProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30},
+                "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"]}},
                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 10},
                 "volumeMounts": [
                     {"name": "config", "mountPath": "/etc/web"},
@@ -279,8 +291,18 @@ fn pod_spec() -> Value {
             {"name": "config", "configMap": {"name": "web-config"}},
             {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
             {"name": "logs", "emptyDir": {}},
+            {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}},
         ],
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {"app": "web"}}}}]}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "web"}}}],
         "nodeSelector": {"kubernetes.io/os": "linux"},
     })
 }

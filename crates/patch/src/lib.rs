@@ -23,7 +23,7 @@ use serde_json::Value;
 
 pub use error::{Cause, PatchError, UNPROCESSABLE_MESSAGE};
 pub use jsonpatch::{MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
-pub use schema::{ListStrategy, MapStrategy, MetadataSchema, NoSchema, PatchSchema, TableSchema};
+pub use schema::{ListStrategy, MapStrategy, MetadataSchema, NoSchema, PatchSchema};
 
 /// The patch formats of `PATCH` requests handled here. Server-side apply
 /// (`application/apply-patch+yaml`) is not one of them.

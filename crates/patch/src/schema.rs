@@ -51,8 +51,8 @@ pub enum MapStrategy {
 
 /// The patch metadata of a type, looked up by field path (see the module documentation).
 ///
-/// A later, OpenAPI-driven implementation answers for every built-in type; the ones here
-/// cover ObjectMeta and the few resources whose lists need it.
+/// kapi-schema answers it for every kind from the OpenAPI schema; the ones here serve kinds
+/// without a schema.
 pub trait PatchSchema {
     /// How the list at `path` merges.
     fn list_strategy(&self, path: &[&str]) -> ListStrategy;
@@ -116,56 +116,5 @@ impl PatchSchema for MetadataSchema {
             ["metadata", "ownerReferences"] => ListStrategy::merge_by("uid"),
             _ => ListStrategy::Replace,
         }
-    }
-}
-
-/// Patch metadata from a table of field paths, on top of [`MetadataSchema`]. Fields not in
-/// the table are atomic lists and merging objects.
-#[derive(Clone, Debug, Default)]
-pub struct TableSchema {
-    lists: Vec<(Vec<String>, ListStrategy)>,
-    maps: Vec<(Vec<String>, MapStrategy)>,
-}
-
-impl TableSchema {
-    /// ObjectMeta's metadata only.
-    pub fn new() -> Self {
-        TableSchema::default()
-    }
-
-    /// Sets the strategy of the list at `path`.
-    pub fn with_list(mut self, path: &[&str], strategy: ListStrategy) -> Self {
-        self.lists
-            .push((path.iter().map(|s| s.to_string()).collect(), strategy));
-        self
-    }
-
-    /// Sets the strategy of the object at `path`.
-    pub fn with_map(mut self, path: &[&str], strategy: MapStrategy) -> Self {
-        self.maps
-            .push((path.iter().map(|s| s.to_string()).collect(), strategy));
-        self
-    }
-}
-
-fn path_is(entry: &[String], path: &[&str]) -> bool {
-    entry.len() == path.len() && entry.iter().zip(path).all(|(a, b)| a == b)
-}
-
-impl PatchSchema for TableSchema {
-    fn list_strategy(&self, path: &[&str]) -> ListStrategy {
-        self.lists
-            .iter()
-            .find(|(p, _)| path_is(p, path))
-            .map(|(_, s)| s.clone())
-            .unwrap_or_else(|| MetadataSchema.list_strategy(path))
-    }
-
-    fn map_strategy(&self, path: &[&str]) -> MapStrategy {
-        self.maps
-            .iter()
-            .find(|(p, _)| path_is(p, path))
-            .map(|(_, s)| *s)
-            .unwrap_or_default()
     }
 }

@@ -3,13 +3,19 @@
 
 use kapi_patch::{
     ListStrategy, MapStrategy, MetadataSchema, NoSchema, PatchError, PatchSchema, PatchType,
-    TableSchema, UNPROCESSABLE_MESSAGE, apply,
+    UNPROCESSABLE_MESSAGE, apply,
 };
+use kapi_schema::KindSchema;
 use serde_json::{Value, json};
 
 fn smp(original: &Value, patch: &Value, schema: &dyn PatchSchema) -> Result<Value, PatchError> {
     let body = serde_json::to_vec(patch).expect("patch");
     apply(PatchType::StrategicMerge, original, &body, schema)
+}
+
+/// The schema of the core/v1 kind `kind`, as the server patches it.
+fn core_v1(kind: &str) -> KindSchema {
+    KindSchema::builtin("", "v1", kind).unwrap_or_else(|| panic!("core/v1 {kind} has a schema"))
 }
 
 /// (name, original, patch, expected result).
@@ -323,13 +329,13 @@ fn kubectl_apply_configmap() {
     expected["metadata"]["labels"] = json!({"app": "api"});
     expected["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
         json!(last_applied);
-    let schema = TableSchema::new();
+    let schema = core_v1("ConfigMap");
     assert_eq!(smp(&configmap(), &patch, &schema).unwrap(), expected);
 }
 
 #[test]
 fn metadata_lists() {
-    let schema = TableSchema::new();
+    let schema = core_v1("ConfigMap");
     let owner = |uid: &str, name: &str| json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name, "uid": uid});
     run(
         &schema,
@@ -386,7 +392,7 @@ fn metadata_lists() {
 #[test]
 fn serviceaccount_and_namespace_lists() {
     // ServiceAccount's `secrets` merge by name (core/v1 struct tags); the rest is atomic.
-    let sa = TableSchema::new().with_list(&["secrets"], ListStrategy::merge_by("name"));
+    let sa = core_v1("ServiceAccount");
     run(
         &sa,
         vec![
@@ -411,8 +417,7 @@ fn serviceaccount_and_namespace_lists() {
         ],
     );
     // Namespace's `status.conditions` merge by type; `spec.finalizers` is atomic.
-    let ns =
-        TableSchema::new().with_list(&["status", "conditions"], ListStrategy::merge_by("type"));
+    let ns = core_v1("Namespace");
     run(
         &ns,
         vec![

@@ -1,5 +1,7 @@
 use std::collections::{HashMap, HashSet};
 
+use kapi_server::resource::{ScalePaths, ScaleSelector, SubresourceKind};
+
 use super::*;
 
 fn entry(group: &str, version: &str, plural: &str) -> &'static CatalogEntry {
@@ -284,4 +286,179 @@ fn kinds_without_hooks_print_name_and_age() {
     assert_eq!(names, ["Name", "Age"]);
     let object = serde_json::json!({"metadata": {"name": "x"}});
     assert_eq!((table.cells)(&object)[0], "x");
+}
+
+/// The served definition of `plural` in `group` (its first served version).
+fn served<'a>(
+    definitions: &'a [ResourceDefinition],
+    group: &str,
+    plural: &str,
+) -> &'a ResourceDefinition {
+    definitions
+        .iter()
+        .find(|d| d.group_version.group == group && d.plural == plural)
+        .unwrap_or_else(|| panic!("{group} {plural} is served"))
+}
+
+/// Names a subresource kind, so that tables can say which one they expect.
+fn kind_name(kind: &SubresourceKind) -> &'static str {
+    match kind {
+        SubresourceKind::Status => "Status",
+        SubresourceKind::Finalize => "Finalize",
+        SubresourceKind::Scale(_) => "Scale",
+        SubresourceKind::Part(_) => "Part",
+        SubresourceKind::Create(_) => "Create",
+        SubresourceKind::Connect(_) => "Connect",
+    }
+}
+
+/// The subresources of a definition as (name, kind, discovery verbs).
+fn subresource_facts(definition: &ResourceDefinition) -> Vec<(&str, &str, Vec<&str>)> {
+    definition
+        .subresources
+        .iter()
+        .map(|s| (s.name, kind_name(&s.kind), s.verbs.names()))
+        .collect()
+}
+
+#[test]
+fn scaled_resources_use_upstreams_scale_paths() {
+    // Upstream's Scale of the apps workloads formats spec.selector (a LabelSelector); that of
+    // ReplicationControllers turns spec.selector (a label map) into a selector string.
+    let label_selector = ScalePaths {
+        spec_replicas: "/spec/replicas",
+        status_replicas: "/status/replicas",
+        selector: ScaleSelector::LabelSelector("/spec/selector"),
+    };
+    let label_map = ScalePaths {
+        selector: ScaleSelector::Map("/spec/selector"),
+        ..label_selector
+    };
+    let want: HashMap<(&str, &str), ScalePaths> = HashMap::from([
+        (("apps", "deployments"), label_selector),
+        (("apps", "replicasets"), label_selector),
+        (("apps", "statefulsets"), label_selector),
+        (("", "replicationcontrollers"), label_map),
+    ]);
+    let (served, _) = build_all();
+    let mut scaled: HashMap<(&str, &str), ScalePaths> = HashMap::new();
+    for d in &served {
+        for sub in d.subresources.iter().filter(|s| s.name == "scale") {
+            let SubresourceKind::Scale(paths) = sub.kind else {
+                panic!("{}/scale is {:?}", d.plural, sub.kind);
+            };
+            assert_eq!(
+                sub.verbs.names(),
+                ["get", "patch", "update"],
+                "{}",
+                d.plural
+            );
+            scaled.insert((d.group_version.group.as_str(), d.plural), paths);
+        }
+    }
+    assert_eq!(scaled, want);
+}
+
+#[test]
+fn pods_serve_upstreams_subresources() {
+    let (definitions, _) = build_all();
+    let read_write = vec!["get", "patch", "update"];
+    let stream = vec!["create", "get"];
+    let proxy = vec!["create", "delete", "get", "patch", "update"];
+    assert_eq!(
+        subresource_facts(served(&definitions, "", "pods")),
+        [
+            ("attach", "Connect", stream.clone()),
+            ("binding", "Create", vec!["create"]),
+            ("ephemeralcontainers", "Part", read_write.clone()),
+            ("eviction", "Create", vec!["create"]),
+            ("exec", "Connect", stream.clone()),
+            ("log", "Connect", vec!["get"]),
+            ("portforward", "Connect", stream),
+            ("proxy", "Connect", proxy),
+            ("resize", "Part", read_write.clone()),
+            ("status", "Status", read_write),
+        ]
+    );
+}
+
+#[test]
+fn other_kinds_serve_upstreams_special_subresources() {
+    let (definitions, _) = build_all();
+    let read_write = vec!["get", "patch", "update"];
+    let proxy = vec!["create", "delete", "get", "patch", "update"];
+    let cases = [
+        (
+            "",
+            "serviceaccounts",
+            vec![("token", "Create", vec!["create"])],
+        ),
+        (
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            vec![
+                ("approval", "Part", read_write.clone()),
+                ("status", "Status", read_write.clone()),
+            ],
+        ),
+        (
+            "",
+            "namespaces",
+            vec![
+                ("finalize", "Finalize", vec!["update"]),
+                ("status", "Status", read_write.clone()),
+            ],
+        ),
+        (
+            "",
+            "nodes",
+            vec![
+                ("proxy", "Connect", proxy.clone()),
+                ("status", "Status", read_write.clone()),
+            ],
+        ),
+        (
+            "",
+            "services",
+            vec![
+                ("proxy", "Connect", proxy),
+                ("status", "Status", read_write),
+            ],
+        ),
+    ];
+    for (group, plural, want) in cases {
+        assert_eq!(
+            subresource_facts(served(&definitions, group, plural)),
+            want,
+            "{group} {plural}"
+        );
+    }
+}
+
+#[test]
+fn computed_resources_are_create_only_and_never_stored() {
+    let want: HashSet<(&str, &str)> = HashSet::from([
+        ("", "bindings"),
+        ("authentication.k8s.io", "selfsubjectreviews"),
+        ("authentication.k8s.io", "tokenreviews"),
+        ("authorization.k8s.io", "localsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectaccessreviews"),
+        ("authorization.k8s.io", "selfsubjectrulesreviews"),
+        ("authorization.k8s.io", "subjectaccessreviews"),
+    ]);
+    let (definitions, _) = build_all();
+    let computed: HashSet<(&str, &str)> = definitions
+        .iter()
+        .filter(|d| d.storage.key_prefix.is_empty())
+        .map(|d| (d.group_version.group.as_str(), d.plural))
+        .collect();
+    assert_eq!(computed, want);
+    for (group, plural) in want {
+        let d = served(&definitions, group, plural);
+        assert_eq!(d.verbs, Verbs::CREATE, "{plural}");
+        assert!(d.strategy.creater().is_some(), "{plural} has a creater");
+        assert!(d.subresources.is_empty(), "{plural}");
+    }
+    let stored = served(&definitions, "", "configmaps");
+    assert!(stored.strategy.creater().is_none());
 }
