@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 
 use crate::cel;
 use crate::conversion::{self, ServiceResolver};
-use crate::crd::access::{served_versions, storage_version};
+use crate::crd::access::{CrdNames, served_versions, storage_version};
 use crate::intern::{intern, intern_all};
 use crate::printer;
 use crate::schema::{self as structural, Structural};
@@ -53,28 +53,15 @@ struct Names {
 
 impl Names {
     fn of(crd: &Value) -> Names {
-        let accepted = &crd["status"]["acceptedNames"];
-        let text = |key: &str| intern(accepted[key].as_str().unwrap_or_default());
-        let list = |key: &str| {
-            let names: Vec<String> = accepted[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|n| n.as_str().map(str::to_string))
-                .collect();
-            intern_all(&names)
-        };
+        let accepted = CrdNames::accepted(crd);
         Names {
-            group: crd["spec"]["group"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            plural: text("plural"),
-            singular: text("singular"),
-            kind: text("kind"),
-            list_kind: text("listKind"),
-            short_names: list("shortNames"),
-            categories: list("categories"),
+            group: accepted.group,
+            plural: intern(&accepted.plural),
+            singular: intern(&accepted.singular),
+            kind: intern(&accepted.kind),
+            list_kind: intern(&accepted.list_kind),
+            short_names: intern_all(&accepted.short_names),
+            categories: intern_all(&accepted.categories),
         }
     }
 }

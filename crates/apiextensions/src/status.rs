@@ -5,7 +5,7 @@
 use kapi_apimachinery::validation::field::Path;
 use serde_json::{Value, json};
 
-use crate::crd::access::{Condition, find_condition};
+use crate::crd::access::{Condition, find_condition, strings};
 use crate::crd::approval::{
     API_APPROVAL_ANNOTATION, ApprovalState, approval_state, is_protected_community_group,
 };
@@ -46,15 +46,6 @@ impl UsedNames {
         }
         used
     }
-}
-
-fn strings(value: &Value) -> Vec<String> {
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect()
 }
 
 /// Upstream's equalToAcceptedOrFresh: a requested name is fine if it is already ours or no

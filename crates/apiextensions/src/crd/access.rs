@@ -43,7 +43,7 @@ impl CrdNames {
 }
 
 /// The strings of a JSON array (others skipped); empty when it is not an array.
-fn strings(value: &Value) -> Vec<String> {
+pub(crate) fn strings(value: &Value) -> Vec<String> {
     value
         .as_array()
         .map(|items| {
