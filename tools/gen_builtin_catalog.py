@@ -20,9 +20,9 @@ Facts come from two places:
 It writes:
 
 * crates/builtin/src/catalog/generated.rs: the static table kapi builds its definitions from;
-* crates/kapi/tests/fixtures/discovery.json: the aggregated (`/api`, `/apis`) and legacy
+* crates/kapi/tests/e2e/fixtures/discovery.json: the aggregated (`/api`, `/apis`) and legacy
   (`/apis`, `/api/v1`, `/apis/<group>/<version>`) discovery documents kube-apiserver serves;
-* crates/kapi/tests/fixtures/api-resources.txt: what `kubectl api-resources` prints.
+* crates/kapi/tests/e2e/fixtures/api-resources.txt: what `kubectl api-resources` prints.
 
 Usage: tools/gen_builtin_catalog.py [swagger.json]   (run from the repository root)
 """
@@ -35,8 +35,8 @@ import sys
 
 DEFAULT_INPUT = "/work/upstream/swagger-1.35.json"
 GENERATED_RS = "crates/builtin/src/catalog/generated.rs"
-DISCOVERY_FIXTURE = "crates/kapi/tests/fixtures/discovery.json"
-API_RESOURCES_FIXTURE = "crates/kapi/tests/fixtures/api-resources.txt"
+DISCOVERY_FIXTURE = "crates/kapi/tests/e2e/fixtures/discovery.json"
+API_RESOURCES_FIXTURE = "crates/kapi/tests/e2e/fixtures/api-resources.txt"
 
 # Groups served by another server of the chain: in the discovery fixtures (kube-apiserver's
 # discovery lists them), not in the built-in catalog (kapi-apiextensions serves the CRD server's).

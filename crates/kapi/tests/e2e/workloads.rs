@@ -3,7 +3,7 @@
 //! rejected with kubectl's rendering of upstream's 422 causes, the update rules (pod spec
 //! and job template immutability), field selectors and the `kubectl get` columns.
 
-mod common;
+use crate::common;
 
 use common::{Backend, TestServer, stderr, stdout};
 use serde_json::Value;

@@ -2,7 +2,7 @@
 //! and `/apis` as apidiscovery.k8s.io/v2 APIGroupDiscoveryList), legacy discovery (`/apis`,
 //! `/api/v1`, `/apis/<group>/<version>`) and `kubectl api-resources`, each compared with what
 //! upstream serves, generated from its facts by tools/gen_builtin_catalog.py into
-//! tests/fixtures/discovery.json and tests/fixtures/api-resources.txt.
+//! tests/e2e/fixtures/discovery.json and tests/e2e/fixtures/api-resources.txt.
 //!
 //! apiextensions.k8s.io (served by kapi-apiextensions, the next server of the chain) is part of
 //! the expectations, so discovery here is the whole chain's. The one deliberate difference is
@@ -11,7 +11,7 @@
 //! reports). Everything else upstream serves with its default `--runtime-config` is expected
 //! as upstream serves it.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -5,7 +5,7 @@
 //! type errors, `kind: List` manifests (validated on the client with the protobuf v2
 //! document) and strategic merge patches that merge lists by the schema's merge keys.
 
-mod common;
+use crate::common;
 
 use common::{Backend, TestServer, stderr, stdout};
 

@@ -9,7 +9,7 @@
 //! (kubernetes/pkg/apis/*/v1/defaults.go and the registries' strategies); none is relaxed to
 //! what kapi happens to do.
 
-mod common;
+use crate::common;
 
 use common::{Backend, TestServer, stderr, stdout};
 use serde_json::{Value, json};

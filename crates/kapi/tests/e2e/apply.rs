@@ -2,7 +2,7 @@
 //! conflicts, `--force-conflicts`, `--show-managed-fields`) and kube-rs (`Patch::Apply`),
 //! on the embedded store and on etcd; plus an ignored load loop measuring applies per second.
 
-mod common;
+use crate::common;
 
 use std::time::Instant;
 
@@ -422,7 +422,7 @@ on_both_backends!(
 );
 
 /// Applies per second: one kube-rs client applying a changing ConfigMap in a loop, 8 at a
-/// time. Run with `cargo test -p kapi --release --test apply -- --ignored --nocapture`.
+/// time. Run with `cargo test -p kapi --release --test e2e apply:: -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, not a check"]
 async fn apply_updates_per_second() {

@@ -4,7 +4,7 @@
 //! streaming initial list), paginated lists walking `continue`, and raw `Api::watch` from a
 //! resourceVersion and with `sendInitialEvents`.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

@@ -3,7 +3,7 @@
 //! columns, the `kubernetes` Service with its Endpoints and EndpointSlice after start, and
 //! allocations surviving a restart (the repair recreates a lost IPAddress).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,6 @@
 //! `serve::start` the binary runs) on a free loopback port with a temporary data directory, on
 //! the embedded store or on a real etcd started for the test, driven by the real kubectl.
 
-#![allow(dead_code)] // Each test binary uses part of the harness.
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
@@ -95,12 +93,6 @@ impl TestServer {
         kubectl(&self.kubeconfig, args, stdin).await
     }
 
-    /// kubectl's cache directory for this server. kubectl caches discovery and OpenAPI per
-    /// host:port, and test servers reuse ports, so each server gets its own.
-    pub fn kubectl_cache(&self) -> PathBuf {
-        self.data_dir.path().join("kubectl-cache")
-    }
-
     /// Runs kubectl and fails the test unless it succeeds; returns its stdout.
     pub async fn kubectl_ok(&self, args: &[&str]) -> String {
         let output = self.kubectl(args).await;
@@ -126,8 +118,9 @@ impl TestServer {
     }
 }
 
-/// Runs kubectl with `kubeconfig` (and a cache directory beside it, see
-/// [`TestServer::kubectl_cache`]), feeding `stdin` if given.
+/// Runs kubectl with `kubeconfig`, feeding `stdin` if given. kubectl caches discovery and
+/// OpenAPI per host:port and test servers reuse ports, so each server's kubectl gets its own
+/// cache directory, beside the kubeconfig.
 pub async fn kubectl(kubeconfig: &Path, args: &[&str], stdin: Option<&str>) -> Output {
     use tokio::io::AsyncWriteExt;
     let cache = kubeconfig.with_file_name("kubectl-cache");
@@ -163,7 +156,6 @@ pub fn stderr(output: &Output) -> String {
 }
 
 /// Generates one `#[tokio::test]` per backend for each listed `async fn(Backend)`.
-#[macro_export]
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
         mod embedded {

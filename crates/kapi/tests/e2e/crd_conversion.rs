@@ -3,7 +3,7 @@
 //! and a `Webhook`-conversion CRD whose ConversionReviews go over HTTPS to a small webhook this
 //! test serves (its own CA in the CRD's caBundle), including a webhook that fails.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

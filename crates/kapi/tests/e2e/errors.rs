@@ -13,7 +13,7 @@
 //! its API, and faking one would test the fake; crates/apimachinery/src/status.rs checks its
 //! JSON (`internal_and_too_large_resource_version`).
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

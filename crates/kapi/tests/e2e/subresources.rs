@@ -3,7 +3,7 @@
 //! evictions honouring a PodDisruptionBudget, bindings, and the node-agent subresources
 //! (`kubectl logs`) that kapi answers with upstream's errors.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -6,7 +6,7 @@
 //! Nothing waits for a fixed time: whatever happens in the background (watches, deletions
 //! finishing) is polled for with a deadline.
 
-mod common;
+use crate::common;
 
 use std::process::{Output, Stdio};
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! resources with it; and an operator's CRD set (cert-manager-like, generated here) installed
 //! at once and accepting its sample objects. Every expectation is upstream's behaviour.
 
-mod common;
+use crate::common;
 
 use common::{Backend, TestServer, cells, fails, get_json, ok_stdin, stderr, stdout};
 use serde_json::{Value, json};

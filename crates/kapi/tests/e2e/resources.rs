@@ -3,7 +3,7 @@
 //! of `kubectl get`, the 422 errors of invalid objects and of immutable fields, and the
 //! autoscaling/v1 view of HorizontalPodAutoscalers stored as autoscaling/v2.
 
-mod common;
+use crate::common;
 
 use common::{Backend, TestServer, fails, get_json, ok_stdin};
 

@@ -1,0 +1,24 @@
+//! kapi's end-to-end tests: the real `kapi` binary, served on loopback and driven by real
+//! clients (kubectl, kube-rs, raw HTTP/2 and HTTP/1.1), on the embedded store and on etcd.
+//!
+//! One test binary for all of them, so the workspace links the server into a test once
+//! instead of once per file: that keeps `cargo test` fast and its target directory small.
+//! Select one area with its module name, e.g. `cargo test -p kapi --test e2e crds::`.
+
+#[macro_use]
+mod common;
+
+mod apply;
+mod builtin_api;
+mod crd_conversion;
+mod crds;
+mod discovery;
+mod errors;
+mod kube_rs;
+mod kubectl;
+mod openapi;
+mod resources;
+mod serve;
+mod services;
+mod subresources;
+mod workloads;
