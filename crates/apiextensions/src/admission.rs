@@ -4,9 +4,10 @@
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, AdmissionRequest, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
 use kapi_server::registry::Item;
+use serde_json::Value;
 
 use crate::crd::access::is_condition_true;
 
@@ -21,7 +22,12 @@ impl AdmissionPlugin for ForbidCreateWhileTerminating {
         "ForbidCreateWhileTerminating"
     }
 
-    async fn admit(&self, request: &AdmissionRequest<'_>) -> Result<(), ApiError> {
+    async fn admit(
+        &self,
+        request: &Attributes<'_>,
+        _object: Option<&mut Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
         let definition = request.definition;
         if request.operation != Operation::Create
             || definition.group_version.group == "apiextensions.k8s.io"

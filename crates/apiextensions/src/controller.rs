@@ -262,6 +262,7 @@ impl Controllers {
         let write = Write {
             subresource: Some(&SubresourceKind::Status),
             dry_run: false,
+            admission: None,
         };
         self.crds
             .registry
@@ -372,6 +373,7 @@ async fn delete_all(served: &Served) -> Result<(), String> {
                     namespace,
                     name,
                     &DeleteParams::default(),
+                    None,
                 )
                 .await;
             if let Err(err) = deleted

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_apimachinery::status::{ApiError, StatusCause, StatusDetails};
-use kapi_server::admission::{AdmissionPlugin, AdmissionRequest, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::cacher::{CachedObject, Cacher};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -92,11 +92,11 @@ impl NamespaceLifecycle {
 
 /// The name an admission error names: the request's, else the object's name or
 /// generateName, else `Unknown` (upstream's extractResourceName).
-fn resource_name(request: &AdmissionRequest<'_>) -> String {
+fn resource_name(request: &Attributes<'_>, object: Option<&Value>) -> String {
     if !request.name.is_empty() {
         return request.name.to_string();
     }
-    let Some(object) = request.object else {
+    let Some(object) = object else {
         return "Unknown".to_string();
     };
     for field in ["name", "generateName"] {
@@ -109,12 +109,12 @@ fn resource_name(request: &AdmissionRequest<'_>) -> String {
 }
 
 /// Whether the request is for a core/v1 Namespace.
-fn is_namespace(request: &AdmissionRequest<'_>) -> bool {
+fn is_namespace(request: &Attributes<'_>) -> bool {
     request.definition.group_version.group.is_empty() && request.definition.kind == "Namespace"
 }
 
 /// Access reviews reveal nothing about a namespace, so they are always allowed.
-fn is_access_review(request: &AdmissionRequest<'_>) -> bool {
+fn is_access_review(request: &Attributes<'_>) -> bool {
     request.definition.group_version.group == "authorization.k8s.io"
         && request.definition.plural == "localsubjectaccessreviews"
 }
@@ -125,7 +125,13 @@ impl AdmissionPlugin for NamespaceLifecycle {
         "NamespaceLifecycle"
     }
 
-    async fn admit(&self, request: &AdmissionRequest<'_>) -> Result<(), ApiError> {
+    async fn admit(
+        &self,
+        request: &Attributes<'_>,
+        object: Option<&mut Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let object = object.map(|object| &*object);
         if request.operation == Operation::Connect {
             return Ok(());
         }
@@ -160,7 +166,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
                 .await
                 .is_err()
             {
-                let name = resource_name(request);
+                let name = resource_name(request, object);
                 return Err(ApiError::forbidden(
                     &resource,
                     name,
@@ -187,7 +193,7 @@ impl AdmissionPlugin for NamespaceLifecycle {
         }
         Err(terminating(
             &resource,
-            resource_name(request),
+            resource_name(request, object),
             request.namespace,
         ))
     }

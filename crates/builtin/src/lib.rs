@@ -21,6 +21,7 @@ mod hooks;
 pub mod lease;
 pub mod namespace;
 pub mod printers;
+pub mod rbac;
 mod resources;
 mod review;
 pub mod secret;
@@ -85,7 +86,15 @@ pub async fn ensure_system_namespaces(
             "kind": "Namespace",
             "metadata": { "name": name },
         });
-        match registry.create(definition, "", namespace, false).await {
+        match registry
+            .create(
+                definition,
+                "",
+                namespace,
+                kapi_server::registry::Write::plain(false),
+            )
+            .await
+        {
             Ok(_) => {}
             Err(err) if err.is_already_exists() => {}
             Err(err) => {

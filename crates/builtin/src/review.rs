@@ -374,10 +374,8 @@ impl Creater for AccessReviewCreater {
     }
 }
 
-/// Answers SelfSubjectRulesReview. kapi's authorizers decide requests but cannot list the
-/// rules they grant, so the rules are those the requester has over everything: `*` on every
-/// resource of the namespace and every non-resource URL when the authorizer allows that,
-/// none otherwise, marked incomplete when they may not be all.
+/// Answers SelfSubjectRulesReview with the rules the server's authorizers grant the
+/// requester in the namespace, incomplete when one of them cannot list what it grants.
 struct RulesReviewCreater;
 
 #[async_trait::async_trait]
@@ -386,39 +384,37 @@ impl Creater for RulesReviewCreater {
         let review = request.object.clone();
         let namespace = str_of(&review["spec"], "namespace").to_string();
         let authorizer = authorizer(&request)?;
-        let everything = |resource_request: bool| Attributes {
-            user: request.user,
-            verb: "*",
-            namespace: &namespace,
-            api_group: "*",
-            api_version: "*",
-            resource: if resource_request { "*" } else { "" },
-            subresource: "",
-            name: "",
-            resource_request,
-            path: if resource_request { "" } else { "*" },
-            field_selector: "",
-            label_selector: "",
-        };
-        let resources = authorizer.authorize(&everything(true)).await;
-        let non_resources = authorizer.authorize(&everything(false)).await;
-        let resources = matches!(resources, Ok(Decision::Allow));
-        let non_resources = matches!(non_resources, Ok(Decision::Allow));
-        let resource_rules = if resources {
-            json!([{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }])
-        } else {
-            json!([])
-        };
-        let non_resource_rules = if non_resources {
-            json!([{ "verbs": ["*"], "nonResourceURLs": ["*"] }])
-        } else {
-            json!([])
-        };
-        let status = json!({
+        let rules = authorizer.rules_for(request.user, &namespace).await;
+        let resource_rules: Vec<Value> = rules
+            .resource_rules
+            .iter()
+            .map(|rule| {
+                let mut value = json!({
+                    "verbs": rule.verbs,
+                    "apiGroups": rule.api_groups,
+                    "resources": rule.resources,
+                });
+                if !rule.resource_names.is_empty() {
+                    value["resourceNames"] = json!(rule.resource_names);
+                }
+                value
+            })
+            .collect();
+        let non_resource_rules: Vec<Value> = rules
+            .non_resource_rules
+            .iter()
+            .map(|rule| json!({"verbs": rule.verbs, "nonResourceURLs": rule.non_resource_urls}))
+            .collect();
+        let mut status = json!({
             "resourceRules": resource_rules,
             "nonResourceRules": non_resource_rules,
-            "incomplete": !(resources && non_resources),
+            "incomplete": rules.incomplete,
         });
+        match rules.errors.as_slice() {
+            [] => {}
+            [one] => status["evaluationError"] = json!(one),
+            many => status["evaluationError"] = json!(format!("[{}]", many.join(", "))),
+        }
         Ok(answered(review, status))
     }
 }

@@ -1,12 +1,17 @@
 //! Authorization: may this user do this? The [`Authorizer`] trait (upstream's
-//! `authorizer.Authorizer`), the request [`Attributes`] it decides on, and the authorizer kapi
-//! runs until RBAC exists: [`AuthenticatedAuthorizer`].
+//! `authorizer.Authorizer`), the request [`Attributes`] it decides on, the authorizer a bare
+//! generic server runs ([`AuthenticatedAuthorizer`]), and [`UnionAuthorizer`], which tries
+//! several in order as `--authorization-mode` lists them.
 
 use async_trait::async_trait;
 use kapi_apimachinery::quote;
 use kapi_apimachinery::request_info::RequestInfo;
 
 use crate::authn::UserInfo;
+
+pub mod union;
+
+pub use union::{PrivilegedGroups, UnionAuthorizer};
 
 /// What a request wants to do, as upstream's `authorizer.AttributesRecord`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,11 +98,71 @@ pub enum Decision {
 #[error("{0}")]
 pub struct AuthorizationError(pub String);
 
+/// A rule on resources an authorizer grants (SelfSubjectRulesReview's `resourceRules`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResourceRule {
+    pub verbs: Vec<String>,
+    pub api_groups: Vec<String>,
+    pub resources: Vec<String>,
+    pub resource_names: Vec<String>,
+}
+
+/// A rule on non-resource URLs an authorizer grants.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NonResourceRule {
+    pub verbs: Vec<String>,
+    pub non_resource_urls: Vec<String>,
+}
+
+/// What an authorizer grants a user in a namespace (upstream's `RuleResolver.RulesFor`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RulesInfo {
+    pub resource_rules: Vec<ResourceRule>,
+    pub non_resource_rules: Vec<NonResourceRule>,
+    /// The authorizer may allow more than the rules say (it cannot list what it grants).
+    pub incomplete: bool,
+    /// What went wrong while resolving the rules.
+    pub errors: Vec<String>,
+}
+
+impl RulesInfo {
+    /// Everything: `*` on every resource and non-resource URL.
+    pub fn everything() -> RulesInfo {
+        let all = || vec!["*".to_string()];
+        RulesInfo {
+            resource_rules: vec![ResourceRule {
+                verbs: all(),
+                api_groups: all(),
+                resources: all(),
+                resource_names: Vec::new(),
+            }],
+            non_resource_rules: vec![NonResourceRule {
+                verbs: all(),
+                non_resource_urls: all(),
+            }],
+            ..RulesInfo::default()
+        }
+    }
+
+    /// Nothing known: an authorizer that cannot list what it grants.
+    pub fn unknown() -> RulesInfo {
+        RulesInfo {
+            incomplete: true,
+            ..RulesInfo::default()
+        }
+    }
+}
+
 /// Decides whether a request is allowed.
 #[async_trait]
 pub trait Authorizer: Send + Sync {
     /// The decision for `attributes`.
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError>;
+
+    /// The rules the authorizer grants `user` in `namespace`, as far as it can tell.
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
+        RulesInfo::unknown()
+    }
 }
 
 /// The non-resource paths anyone may GET (upstream's `system:public-info-viewer` role).
@@ -122,6 +187,19 @@ impl Authorizer for AuthenticatedAuthorizer {
         } else {
             Decision::NoOpinion(String::new())
         })
+    }
+
+    async fn rules_for(&self, user: &UserInfo, _namespace: &str) -> RulesInfo {
+        if !user.is_anonymous() {
+            return RulesInfo::everything();
+        }
+        RulesInfo {
+            non_resource_rules: vec![NonResourceRule {
+                verbs: vec!["get".to_string()],
+                non_resource_urls: PUBLIC_INFO_PATHS.iter().map(|p| p.to_string()).collect(),
+            }],
+            ..RulesInfo::default()
+        }
     }
 }
 

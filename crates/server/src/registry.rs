@@ -21,6 +21,7 @@ use kapi_apimachinery::validation::{validate_object_meta, validate_object_meta_u
 use kapi_storage::{KeyValue, ListOptions, Revision, StorageError, Store, encode_continue};
 use serde_json::Value;
 
+use crate::admission::{Operation, WriteAdmission};
 use crate::cacher::{CacheError, CachedObject, Cacher};
 use crate::codec;
 use crate::object;
@@ -130,12 +131,24 @@ pub enum DeleteOutcome {
     Pending(Value),
 }
 
-/// How an update is written.
-#[derive(Clone, Copy, Debug, Default)]
+/// How a create or update is written.
+#[derive(Clone, Copy, Default)]
 pub struct Write<'a> {
-    /// The subresource written through, if any.
+    /// The subresource written through, if any (updates only).
     pub subresource: Option<&'a SubresourceKind>,
     pub dry_run: bool,
+    /// The request's admission, run within the write; none for the server's own writes.
+    pub admission: Option<&'a dyn WriteAdmission>,
+}
+
+impl Write<'_> {
+    /// A plain write of the server's own (no subresource, no admission).
+    pub fn plain(dry_run: bool) -> Write<'static> {
+        Write {
+            dry_run,
+            ..Write::default()
+        }
+    }
 }
 
 /// The options of a DELETE.
@@ -351,20 +364,33 @@ impl Registry {
         }
     }
 
-    /// CREATE: fills system metadata, validates and stores a new object.
+    /// CREATE: admits (mutating), fills system metadata, validates, admits (validating) and
+    /// stores a new object.
     pub async fn create(
         &self,
         definition: &ResourceDefinition,
         namespace: &str,
         mut object: Value,
-        dry_run: bool,
+        write: Write<'_>,
     ) -> Result<Value, ApiError> {
+        let dry_run = write.dry_run;
+        if let Some(admission) = write.admission {
+            admission
+                .mutate(Operation::Create, &mut object, None)
+                .await?;
+        }
         before_create(definition, namespace, &mut object)?;
         let reservation = match self.write_hooks.get() {
             Some(hooks) => Some(hooks.begin_create(&mut object, dry_run).await?),
             None => None,
         };
-        let created = match validate_create(definition, &object) {
+        let mut created = validate_create(definition, &object);
+        if let (Ok(()), Some(admission)) = (&created, write.admission) {
+            created = admission
+                .validate(Operation::Create, Some(&object), None)
+                .await;
+        }
+        let created = match created {
             Ok(()) => self.store_new(definition, namespace, object, dry_run).await,
             Err(err) => Err(err),
         };
@@ -444,16 +470,18 @@ impl Registry {
                 if !object::resource_version(&object).is_empty() {
                     return Err(ApiError::not_found(&resource, name));
                 }
-                match self
-                    .create(definition, namespace, object, write.dry_run)
-                    .await
-                {
+                match self.create(definition, namespace, object, write).await {
                     Err(err) if err.code() == 409 => continue,
                     created => return created.map(|object| (object, true)),
                 };
             };
             let old = Item::from(current.clone()).decode()?;
             let mut new = change(Some(&old))?;
+            if let Some(admission) = write.admission {
+                admission
+                    .mutate(Operation::Update, &mut new, Some(&old))
+                    .await?;
+            }
             check_update_precondition(definition, &new, &old, &resource, name)?;
             if object::resource_version(&new).is_empty() {
                 // An unconditional update writes over the version it read.
@@ -467,7 +495,13 @@ impl Registry {
                 }
                 _ => None,
             };
-            if let Err(err) = validate_update(definition, write.subresource, &new, &old) {
+            let mut valid = validate_update(definition, write.subresource, &new, &old);
+            if let (Ok(()), Some(admission)) = (&valid, write.admission) {
+                valid = admission
+                    .validate(Operation::Update, Some(&new), Some(&old))
+                    .await;
+            }
+            if let Err(err) = valid {
                 write_hooks::settle(reservation, false).await;
                 return Err(err);
             }
@@ -525,12 +559,14 @@ impl Registry {
     }
 
     /// DELETE: removes the object, or marks it deleted and keeps it while finalizers remain.
+    /// `admission` (the request's) validates the deletion of the stored object.
     pub async fn delete(
         &self,
         definition: &ResourceDefinition,
         namespace: &str,
         name: &str,
         params: &DeleteParams,
+        admission: Option<&dyn WriteAdmission>,
     ) -> Result<DeleteOutcome, ApiError> {
         let resource = definition.group_resource();
         let key = self.key(namespace, name);
@@ -544,6 +580,11 @@ impl Registry {
                 .ok_or_else(|| ApiError::not_found(&resource, name))?;
             let object = Item::from(current.clone()).decode()?;
             check_delete_preconditions(definition, params, &object, name)?;
+            if let Some(admission) = admission {
+                admission
+                    .validate(Operation::Delete, None, Some(&object))
+                    .await?;
+            }
             let Some(pending) = pending_deletion(definition, &object, params) else {
                 if !params.dry_run {
                     match self.delete_now(&key, current.mod_revision, false).await {

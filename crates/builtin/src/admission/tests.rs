@@ -1,6 +1,9 @@
 use std::sync::Arc;
 
-use kapi_server::admission::{AdmissionPlugin, AdmissionRequest, Operation};
+use std::sync::LazyLock;
+
+use kapi_server::UserInfo;
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::registry::{DeleteParams, Registry};
 use kapi_server::resource::ResourceDefinition;
 use kapi_storage::{EmbeddedConfig, EmbeddedStore, Store};
@@ -38,23 +41,45 @@ async fn fixture() -> Fixture {
     }
 }
 
+/// The user of the test requests.
+static USER: LazyLock<UserInfo> = LazyLock::new(UserInfo::default);
+
+/// A write as the plugin's mutating phase sees it.
+struct Request<'a> {
+    attributes: Attributes<'a>,
+    object: Option<Value>,
+}
+
 fn request<'a>(
     operation: Operation,
     definition: &'a ResourceDefinition,
     namespace: &'a str,
     name: &'a str,
-    object: Option<&'a Value>,
-) -> AdmissionRequest<'a> {
-    AdmissionRequest {
-        operation,
-        definition,
-        subresource: "",
-        namespace,
-        name,
-        object,
-        old_object: None,
-        dry_run: false,
+    object: Option<&Value>,
+) -> Request<'a> {
+    Request {
+        attributes: Attributes {
+            operation,
+            definition,
+            subresource: "",
+            namespace,
+            name,
+            user: &USER,
+            dry_run: false,
+        },
+        object: object.cloned(),
     }
+}
+
+/// Runs the plugin's mutating phase on `request`.
+async fn admit(
+    plugin: &NamespaceLifecycle,
+    request: &Request<'_>,
+) -> Result<(), kapi_apimachinery::status::ApiError> {
+    let mut object = request.object.clone();
+    plugin
+        .admit(&request.attributes, object.as_mut(), None)
+        .await
 }
 
 async fn admit_configmap(
@@ -65,7 +90,7 @@ async fn admit_configmap(
     object: Option<&Value>,
 ) -> Result<(), kapi_apimachinery::status::ApiError> {
     let req = request(operation, &f.configmaps, namespace, name, object);
-    f.plugin.admit(&req).await
+    admit(&f.plugin, &req).await
 }
 
 #[tokio::test]
@@ -117,7 +142,7 @@ async fn lifecycle() {
             &f.namespaces,
             "",
             json!({"metadata": {"name": "fresh"}}),
-            false,
+            kapi_server::registry::Write::plain(false),
         )
         .await
         .unwrap();
@@ -127,10 +152,10 @@ async fn lifecycle() {
 
     // A terminating namespace refuses new content, with upstream's message and cause.
     let delete = request(Operation::Delete, &f.namespaces, "", "fresh", None);
-    f.plugin.admit(&delete).await.unwrap();
+    admit(&f.plugin, &delete).await.unwrap();
     let outcome = f
         .registry
-        .delete(&f.namespaces, "", "fresh", &DeleteParams::default())
+        .delete(&f.namespaces, "", "fresh", &DeleteParams::default(), None)
         .await
         .unwrap();
     assert!(matches!(
@@ -166,7 +191,7 @@ async fn lifecycle() {
     // The immortal namespaces cannot be deleted; others can.
     for name in IMMORTAL_NAMESPACES {
         let req = request(Operation::Delete, &f.namespaces, "", name, None);
-        let err = f.plugin.admit(&req).await.unwrap_err();
+        let err = admit(&f.plugin, &req).await.unwrap_err();
         assert_eq!(err.code(), 403);
         assert_eq!(
             err.message(),
@@ -180,14 +205,14 @@ async fn lifecycle() {
         "kube-node-lease",
         None,
     );
-    f.plugin.admit(&req).await.unwrap();
+    admit(&f.plugin, &req).await.unwrap();
 
     // Namespaces themselves and cluster-scoped resources are not checked.
     let ns = json!({"metadata": {"name": "other"}});
     let req = request(Operation::Create, &f.namespaces, "", "other", Some(&ns));
-    f.plugin.admit(&req).await.unwrap();
+    admit(&f.plugin, &req).await.unwrap();
     let req = request(Operation::Create, &f.namespaces, "", "", None);
-    f.plugin.admit(&req).await.unwrap();
+    admit(&f.plugin, &req).await.unwrap();
 }
 
 #[test]
@@ -203,6 +228,6 @@ fn names_in_errors() {
     ];
     for (name, object, want) in cases {
         let req = request(Operation::Create, &definition, "ns", name, object);
-        assert_eq!(resource_name(&req), want);
+        assert_eq!(resource_name(&req.attributes, req.object.as_ref()), want);
     }
 }

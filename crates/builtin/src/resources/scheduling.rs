@@ -203,7 +203,15 @@ pub async fn ensure_system_priority_classes(
             "value": value,
             "description": description,
         });
-        match registry.create(definition, "", class, false).await {
+        match registry
+            .create(
+                definition,
+                "",
+                class,
+                kapi_server::registry::Write::plain(false),
+            )
+            .await
+        {
             Ok(_) => {}
             Err(err) if err.is_already_exists() => {}
             Err(err) => {

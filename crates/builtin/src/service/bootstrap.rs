@@ -154,6 +154,7 @@ async fn ensure_cidr_ready(target: &KubernetesService) -> Result<(), ApiError> {
     let write = Write {
         subresource: Some(&SubresourceKind::Status),
         dry_run: false,
+        admission: None,
     };
     let change = |stored: Option<&Value>| {
         let mut object = stored.cloned().unwrap_or_else(|| current.clone());
@@ -192,7 +193,10 @@ async fn ensure(
     {
         Ok(item) => item.decode()?,
         Err(err) if err.is_not_found() => {
-            return match registry.create(definition, namespace, desired, false).await {
+            return match registry
+                .create(definition, namespace, desired, Write::plain(false))
+                .await
+            {
                 Err(err) if !err.is_already_exists() => Err(err),
                 _ => Ok(()),
             };

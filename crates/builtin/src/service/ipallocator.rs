@@ -179,7 +179,12 @@ impl IpAllocator {
         let object = self.ip_address(ip, owner);
         let registry = &self.ip_addresses.registry;
         match registry
-            .create(&self.ip_addresses.definition, "", object, false)
+            .create(
+                &self.ip_addresses.definition,
+                "",
+                object,
+                kapi_server::registry::Write::plain(false),
+            )
             .await
         {
             Ok(_) => Ok(()),
@@ -236,7 +241,7 @@ impl IpAllocator {
         };
         if let Err(err) = served
             .registry
-            .delete(&served.definition, "", &name, &params)
+            .delete(&served.definition, "", &name, &params, None)
             .await
             && !err.is_not_found()
         {

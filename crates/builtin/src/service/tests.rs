@@ -449,7 +449,12 @@ async fn create(
         "metadata": {"name": name, "namespace": "default"}, "spec": spec});
     services
         .registry
-        .create(&services.definition, "default", service, false)
+        .create(
+            &services.definition,
+            "default",
+            service,
+            Write::plain(false),
+        )
         .await
 }
 
@@ -499,7 +504,7 @@ async fn allocates_releases_and_repairs() {
     for name in ["s0", "s1"] {
         let registry = &services.registry;
         registry
-            .delete(&services.definition, "default", name, &delete)
+            .delete(&services.definition, "default", name, &delete, None)
             .await
             .unwrap();
     }
@@ -551,7 +556,7 @@ async fn allocates_releases_and_repairs() {
     let params = DeleteParams::default();
     addresses
         .registry
-        .delete(&addresses.definition, "", &lost, &params)
+        .delete(&addresses.definition, "", &lost, &params, None)
         .await
         .unwrap();
     assert!(!exists(&addresses, &lost).await);
@@ -568,7 +573,12 @@ async fn dry_runs_and_failed_creates_reserve_nothing() {
         "spec": {"clusterIP": "10.0.0.5", "type": "NodePort", "ports": [{"port": 80, "nodePort": 30002}]}});
     let dry = services
         .registry
-        .create(&services.definition, "default", service.clone(), true)
+        .create(
+            &services.definition,
+            "default",
+            service.clone(),
+            Write::plain(true),
+        )
         .await
         .unwrap();
     assert_eq!(dry["spec"]["clusterIP"], "10.0.0.5");

@@ -88,6 +88,7 @@ impl Creater for BindingCreater {
         let write = Write {
             subresource: Some(&kind),
             dry_run: request.dry_run,
+            admission: None,
         };
         pods.registry
             .update(
@@ -443,6 +444,7 @@ async fn decrement_budget(
     let write = Write {
         subresource: Some(&SubresourceKind::Status),
         dry_run: request.dry_run,
+        admission: None,
     };
     let resource = GroupResource::new("policy", "poddisruptionbudgets");
     let name = object::name(budget);
@@ -518,6 +520,7 @@ async fn evict(
         let write = Write {
             subresource: Some(&SubresourceKind::Status),
             dry_run: false,
+            admission: None,
         };
         let (marked, _) = pods
             .registry
@@ -542,7 +545,7 @@ async fn evict(
         options.precondition_resource_version = Some(version);
     }
     pods.registry
-        .delete(&pods.definition, request.namespace, name, &options)
+        .delete(&pods.definition, request.namespace, name, &options, None)
         .await?;
     Ok(())
 }

@@ -20,7 +20,7 @@ use super::params::{self, Query, WriteKind, WriteOptions};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
-use crate::admission::{self, AdmissionRequest, Operation};
+use crate::admission::{Admission, Attributes, Operation};
 use crate::body::{Body, BoxError};
 use crate::object;
 use crate::registry::{DeleteOutcome, ReadVersion, Write};
@@ -100,23 +100,21 @@ impl Context<'_> {
             .kind_schema(&gv.group, &gv.version, definition.kind)
     }
 
-    async fn admit(
-        &self,
-        operation: Operation,
-        name: &str,
-        object: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        let request = AdmissionRequest {
-            operation,
-            definition: self.definition(),
-            subresource: self.subresource.as_ref().map_or("", |sub| sub.name),
-            namespace: &self.namespace,
-            name,
-            object,
-            old_object: None,
-            dry_run: self.query.get("dryRun").is_some(),
-        };
-        admission::admit(self.apis.admission(), &request).await
+    /// The server's admission plugins bound to this request, on the object `name` ("" when
+    /// the object names itself). The registry runs it within the write.
+    fn admission<'b>(&'b self, name: &'b str) -> Admission<'b> {
+        Admission {
+            plugins: self.apis.admission(),
+            attributes: Attributes {
+                operation: Operation::Create,
+                definition: self.definition(),
+                subresource: self.subresource.as_ref().map_or("", |sub| sub.name),
+                namespace: &self.namespace,
+                name,
+                user: &self.user,
+                dry_run: self.query.get("dryRun").is_some(),
+            },
+        }
     }
 }
 
@@ -439,13 +437,16 @@ async fn create(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         &meta::now_rfc3339(),
     );
     let object = stored_form(definition, served)?;
-    context
-        .admit(Operation::Create, object::name(&object), Some(&object))
-        .await?;
+    let admission = context.admission("");
+    let write = Write {
+        dry_run,
+        admission: Some(&admission),
+        ..Write::default()
+    };
     let created = context
         .served
         .registry
-        .create(definition, &context.namespace, object, dry_run)
+        .create(definition, &context.namespace, object, write)
         .await?;
     context.respond_object(StatusCode::CREATED, definition.served_form(created)?)
 }
@@ -474,29 +475,12 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     check_name(context, &provided)?;
     let provided = stored_form(definition, provided)?;
     let name = context.info.name.clone();
-    let resource = definition.group_resource();
-    let exists = context
-        .served
-        .registry
-        .get(
-            &resource,
-            &context.namespace,
-            &name,
-            &ReadVersion::MostRecent,
-        )
-        .await
-        .is_ok();
-    // A PUT that creates is admitted as a create, as upstream does.
-    let operation = if exists {
-        Operation::Update
-    } else {
-        Operation::Create
-    };
-    context.admit(operation, &name, Some(&provided)).await?;
     let subresource = context.subresource.clone();
+    let admission = context.admission(&name);
     let write = Write {
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
+        admission: Some(&admission),
     };
     let (object, created) = context
         .served
@@ -590,13 +574,14 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();
     let name = context.info.name.clone();
-    context.admit(Operation::Update, &name, None).await?;
     let resource = definition.group_resource();
     let subresource = context.subresource.clone();
     let schema = patch_schema(context);
+    let admission = context.admission(&name);
     let write = Write {
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
+        admission: Some(&admission),
     };
     let (object, _) = context
         .served
@@ -668,9 +653,11 @@ async fn apply(
     let schema = context.kind_schema();
     let field_manager = context.field_manager(schema.as_ref());
     let subresource = context.subresource.clone();
+    let admission = context.admission(&name);
     let write = Write {
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
+        admission: Some(&admission),
     };
     let resource = definition.group_resource();
     let apply_to = |live: Option<&Value>| -> Result<Value, ApiError> {
@@ -682,7 +669,6 @@ async fn apply(
         stored_form(definition, applied)
     };
     for _ in 0..APPLY_ATTEMPTS {
-        context.admit(Operation::Update, &name, None).await?;
         let updated = context
             .served
             .registry
@@ -704,13 +690,10 @@ async fn apply(
         definition
             .strategy
             .set_requester(&mut object, &context.user);
-        context
-            .admit(Operation::Create, &name, Some(&object))
-            .await?;
         let created = context
             .served
             .registry
-            .create(definition, &context.namespace, object, dry_run)
+            .create(definition, &context.namespace, object, write)
             .await;
         match created {
             Ok(created) => {
@@ -781,11 +764,20 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     let params = params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
     let definition = context.definition();
     let name = context.info.name.clone();
-    context.admit(Operation::Delete, &name, None).await?;
+    let admission = context.admission(&name);
+    admission
+        .mutate_without_object(Operation::Delete, None)
+        .await?;
     let outcome = context
         .served
         .registry
-        .delete(definition, &context.namespace, &name, &params)
+        .delete(
+            definition,
+            &context.namespace,
+            &name,
+            &params,
+            Some(&admission),
+        )
         .await?;
     match outcome {
         DeleteOutcome::Deleted(object) if !definition.strategy.return_deleted_object() => {
@@ -829,8 +821,14 @@ async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Respons
         async move {
             let object = decoded?;
             let (ns, name) = (object::namespace(&object), object::name(&object));
-            context.admit(Operation::Delete, name, None).await?;
-            match registry.delete(definition, ns, name, delete_params).await {
+            let admission = context.admission(name);
+            admission
+                .mutate_without_object(Operation::Delete, None)
+                .await?;
+            let deleted = registry
+                .delete(definition, ns, name, delete_params, Some(&admission))
+                .await;
+            match deleted {
                 Ok(DeleteOutcome::Deleted(object) | DeleteOutcome::Pending(object)) => {
                     Ok(Some(definition.served_form(object)?))
                 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
 use kapi_apimachinery::labels;
@@ -23,7 +24,7 @@ use super::render::{
     CREATED_AT_DESCRIPTION, IncludeObject, NAME_DESCRIPTION, Renderer, encode, human_duration,
 };
 use super::{Apis, Served, header_str, response, router_error};
-use crate::admission::{self, AdmissionRequest, Operation};
+use crate::admission::{Admission, Attributes, Operation, WriteAdmission};
 use crate::authn::UserInfo;
 use crate::body::{Body, BoxError};
 use crate::object;
@@ -92,6 +93,8 @@ struct Call<'a> {
     accept: Option<String>,
     content_type: Option<String>,
     extensions: http::Extensions,
+    /// The authenticated requester.
+    user: UserInfo,
 }
 
 impl Call<'_> {
@@ -164,6 +167,11 @@ where
         accept: header_str(&request, header::ACCEPT).map(str::to_string),
         content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
         extensions: request.extensions().clone(),
+        user: request
+            .extensions()
+            .get::<UserInfo>()
+            .cloned()
+            .unwrap_or_else(UserInfo::anonymous),
     };
     let body = request.into_body();
     match (special, info.verb.as_str()) {
@@ -399,12 +407,17 @@ async fn write_scale(
     dry_run: bool,
     mut scale_for: impl FnMut(&Value) -> Result<Value, ApiError>,
 ) -> Result<Response<Body>, ApiError> {
-    admit(call, Operation::Update, &call.info.name, None, dry_run).await?;
     let definition = &call.served.definition;
     let resource = call.resource();
+    let admission = ScaleAdmission {
+        admission: call.admission(&call.info.name, dry_run),
+        paths,
+        resource: resource.clone(),
+    };
     let write = Write {
         subresource: None,
         dry_run,
+        admission: Some(&admission),
     };
     let (object, _) = call
         .served
@@ -491,25 +504,61 @@ fn decode_as(
     Ok(object)
 }
 
-/// Runs the admission plugins on a request served here, as on any other write.
-async fn admit(
-    call: &Call<'_>,
-    operation: Operation,
-    name: &str,
-    object: Option<&Value>,
-    dry_run: bool,
-) -> Result<(), ApiError> {
-    let request = AdmissionRequest {
-        operation,
-        definition: &call.served.definition,
-        subresource: &call.info.subresource,
-        namespace: call.namespace,
-        name,
-        object,
-        old_object: None,
-        dry_run,
-    };
-    admission::admit(call.apis.admission(), &request).await
+impl Call<'_> {
+    /// The server's admission plugins bound to this request, on the object `name`.
+    fn admission<'b>(&'b self, name: &'b str, dry_run: bool) -> Admission<'b> {
+        Admission {
+            plugins: self.apis.admission(),
+            attributes: Attributes {
+                operation: Operation::Create,
+                definition: &self.served.definition,
+                subresource: &self.info.subresource,
+                namespace: self.namespace,
+                name,
+                user: &self.user,
+                dry_run,
+            },
+        }
+    }
+}
+
+/// Admission of a scale write. Plugins see autoscaling/v1 Scale objects, as upstream's scale
+/// subresource admits them; the replicas they set are written to the parent object.
+struct ScaleAdmission<'a> {
+    admission: Admission<'a>,
+    paths: &'a ScalePaths,
+    resource: GroupResource,
+}
+
+#[async_trait]
+impl WriteAdmission for ScaleAdmission<'_> {
+    async fn mutate(
+        &self,
+        operation: Operation,
+        object: &mut Value,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let mut scale = scale_of(object, self.paths);
+        let old = old.map(|old| scale_of(old, self.paths));
+        self.admission
+            .mutate(operation, &mut scale, old.as_ref())
+            .await?;
+        *object = apply_scale(object, &scale, self.paths, &self.resource)?;
+        Ok(())
+    }
+
+    async fn validate(
+        &self,
+        operation: Operation,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let scale = object.map(|object| scale_of(object, self.paths));
+        let old = old.map(|old| scale_of(old, self.paths));
+        self.admission
+            .validate(operation, scale.as_ref(), old.as_ref())
+            .await
+    }
 }
 
 /// What a [`Creater`] reaches: the other served resources, the server's services and the
@@ -556,9 +605,15 @@ async fn create(
     } else {
         call.info.name.clone()
     };
-    admit(call, Operation::Create, &name, Some(&object), dry_run).await?;
-    let anonymous = UserInfo::anonymous();
-    let user = call.extensions.get::<UserInfo>().unwrap_or(&anonymous);
+    let mut object = object;
+    let admission = call.admission(&name, dry_run);
+    admission
+        .mutate(Operation::Create, &mut object, None)
+        .await?;
+    admission
+        .validate(Operation::Create, Some(&object), None)
+        .await?;
+    let user = &call.user;
     let mut services = call.extensions.clone();
     services.extend(call.apis.services.clone());
     let api = RequestApi {

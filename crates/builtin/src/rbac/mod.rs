@@ -1,0 +1,13 @@
+//! Role-based access control as kube-apiserver does it (plugin/pkg/auth/authorizer/rbac and
+//! pkg/registry/rbac): the RBAC authorizer over the watch caches of roles and bindings, the
+//! escalation checks on role and binding writes, the bootstrap policy reconciled at start, and
+//! the controller that keeps aggregated ClusterRoles' rules current.
+
+mod authorizer;
+mod escalation;
+mod resolver;
+mod rules;
+
+pub use authorizer::RbacAuthorizer;
+pub use escalation::EscalationCheck;
+pub use resolver::RuleResolver;
