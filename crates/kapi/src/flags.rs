@@ -102,6 +102,20 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
 
+    /// The authorizers to ask, in order, comma separated (RBAC). Members of system:masters
+    /// are always allowed.
+    #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]
+    pub authorization_mode: Vec<crate::authorization::Mode>,
+
+    /// Admission plugins to enable besides the default ones, comma separated; they run in
+    /// kube-apiserver's order whatever the order here.
+    #[arg(long, value_delimiter = ',')]
+    pub enable_admission_plugins: Vec<String>,
+
+    /// Admission plugins to disable, even default ones, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub disable_admission_plugins: Vec<String>,
+
     /// How long to keep serving, with /readyz failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = go_duration)]
     pub shutdown_delay_duration: Duration,

@@ -1,6 +1,8 @@
 //! kapi, a Kubernetes API server, as a library: the binary (`src/main.rs`) parses its flags
 //! and calls [`serve::run`]; integration tests start servers in-process with [`serve::start`].
 
+mod admission;
+pub mod authorization;
 pub mod flags;
 pub mod logging;
 mod pki;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use kapi_apiextensions::ApiExtensionsServer;
-use kapi_builtin::{KubernetesService, NamespaceLifecycle, ServiceAllocator, ServiceRanges};
+use kapi_builtin::{KubernetesService, ServiceAllocator, ServiceRanges};
 use kapi_server::endpoints::Served;
 use kapi_server::{
     ApiHandler, BoxError, GenericApiServer, HealthCheck, PostStartHookContext, Route, ServerConfig,
@@ -113,17 +113,17 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .served("", "v1", "namespaces")
         .context("the built-in resources have no namespaces")?
         .clone();
-    let lifecycle = Arc::new(NamespaceLifecycle::new(
-        namespaces.registry.cacher().clone(),
-    ));
-    api.set_admission(vec![lifecycle.clone()]);
-    apiextensions.set_admission(vec![lifecycle]);
+    let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
+    let admission = crate::admission::chain(&options, &api, &authorization)?;
+    api.set_admission(admission.clone());
+    apiextensions.set_admission(admission);
     let priority_classes = api
         .served("scheduling.k8s.io", "v1", "priorityclasses")
         .context("the built-in resources have no priorityclasses")?
         .clone();
     let service_hooks = ServiceHooks::new(&api, &options, &storage, advertise)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
+    server.set_authorizer(authorization.authorizer);
     let checks = server.health_checks_mut();
     checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
     checks.add_readyz_check(HealthCheck::storage(

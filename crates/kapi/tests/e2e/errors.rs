@@ -1294,6 +1294,26 @@ async fn request_entity_too_large() {
     checks.finish();
 }
 
+/// Lets `group` create and read ConfigMaps everywhere (a ClusterRole and its binding).
+async fn grant_configmaps(admin: &Client, group: &str) {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let role = json!({
+        "metadata": {"name": "configmaps"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]}],
+    });
+    let binding = json!({
+        "metadata": {"name": "configmaps"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "configmaps"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}],
+    });
+    for (path, body) in [("clusterroles", role), ("clusterrolebindings", binding)] {
+        let reply = admin
+            .write(Method::POST, &format!("{rbac}/{path}"), &body)
+            .await;
+        assert_eq!(reply.status, 201, "{}", reply.body);
+    }
+}
+
 /// 429 TooManyRequests beyond `--max-mutating-requests-inflight`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_many_requests() {
@@ -1307,6 +1327,14 @@ async fn too_many_requests() {
         ],
     )
     .await;
+    grant_configmaps(&kapi.admin(), "developers").await;
+    let alice = kapi.user("alice", "developers");
+    // RBAC follows its objects' watch caches: wait until alice's grant is seen.
+    let deadline = Instant::now() + DEADLINE;
+    while alice.get(&format!("{CONFIGMAPS}/missing")).await.status == 403 {
+        assert!(Instant::now() < deadline, "alice's binding was never seen");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // The admin holds the one mutating slot: a create whose body has not all arrived (the
     // slot is taken when the request enters the filter, before the handler reads the body).
     let body = format!("{:<1000}", r#"{"metadata":{"name":"held"}}"#);
@@ -1322,7 +1350,6 @@ async fn too_many_requests() {
     // apiserver pkg/server/filters/maxinflight.go: a request that finds no free slot (and is
     // not system:masters) gets tooManyRequests: `Retry-After: 1` and Go's http.Error, a plain
     // text body (not a Status), "Too many requests, please try again later.\n".
-    let alice = kapi.user("alice", "developers");
     let probe = format!("{CONFIGMAPS}?dryRun=All");
     let deadline = Instant::now() + DEADLINE;
     let refused = loop {

@@ -9,6 +9,7 @@
 mod common;
 
 mod apply;
+mod authorization;
 mod builtin_api;
 mod crd_conversion;
 mod crds;

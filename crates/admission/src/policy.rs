@@ -1,0 +1,1 @@
+//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (being written).

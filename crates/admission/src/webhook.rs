@@ -1,0 +1,1 @@
+//! The admission webhooks (being written).

@@ -1,0 +1,199 @@
+//! `--enable-admission-plugins` and `--disable-admission-plugins`: which admission plugins
+//! run, always in kube-apiserver's order, starting from its default set.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use kapi_builtin::NamespaceLifecycle;
+use kapi_builtin::rbac::EscalationCheck;
+use kapi_server::ApiHandler;
+use kapi_server::admission::AdmissionPlugin;
+
+use crate::authorization::Authorization;
+use crate::flags::ServeOptions;
+
+/// Every plugin kube-apiserver 1.35 knows, in the order they run (upstream's
+/// `AllOrderedPlugins`).
+const ORDERED: [&str; 35] = [
+    "AlwaysAdmit",
+    "NamespaceAutoProvision",
+    "NamespaceLifecycle",
+    "NamespaceExists",
+    "LimitPodHardAntiAffinityTopology",
+    "LimitRanger",
+    "ServiceAccount",
+    "NodeRestriction",
+    "TaintNodesByCondition",
+    "AlwaysPullImages",
+    "ImagePolicyWebhook",
+    "PodSecurity",
+    "PodNodeSelector",
+    "Priority",
+    "DefaultTolerationSeconds",
+    "PodTolerationRestriction",
+    "EventRateLimit",
+    "ExtendedResourceToleration",
+    "DefaultStorageClass",
+    "StorageObjectInUseProtection",
+    "OwnerReferencesPermissionEnforcement",
+    "PersistentVolumeClaimResize",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "DenyServiceExternalIPs",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+];
+
+/// The plugins on when no flag says otherwise (upstream's default-on set).
+const DEFAULT_ON: [&str; 22] = [
+    "NamespaceLifecycle",
+    "LimitRanger",
+    "ServiceAccount",
+    "DefaultStorageClass",
+    "PersistentVolumeClaimResize",
+    "DefaultTolerationSeconds",
+    "MutatingAdmissionWebhook",
+    "ValidatingAdmissionWebhook",
+    "ResourceQuota",
+    "StorageObjectInUseProtection",
+    "Priority",
+    "TaintNodesByCondition",
+    "RuntimeClass",
+    "CertificateApproval",
+    "CertificateSigning",
+    "ClusterTrustBundleAttest",
+    "CertificateSubjectRestriction",
+    "DefaultIngressClass",
+    "PodSecurity",
+    "PodTopologyLabels",
+    "MutatingAdmissionPolicy",
+    "ValidatingAdmissionPolicy",
+];
+
+/// The admission chain of the built-in and apiextensions servers: the enabled plugins kapi
+/// implements, in order, then the escalation check of RBAC writes, which is always on (it is
+/// part of upstream's RBAC storage, not a plugin).
+pub fn chain(
+    options: &ServeOptions,
+    api: &ApiHandler,
+    authorization: &Authorization,
+) -> Result<Vec<Arc<dyn AdmissionPlugin>>> {
+    let (enable, disable) = (
+        &options.enable_admission_plugins,
+        &options.disable_admission_plugins,
+    );
+    let names = enabled(enable, disable)?;
+    let mut chain = plugins(&names, enable, available(api)?)?;
+    chain.push(Arc::new(EscalationCheck::new(
+        authorization.rules.clone(),
+        authorization.authorizer.clone(),
+    )));
+    Ok(chain)
+}
+
+/// The plugins kapi implements, by name.
+fn available(api: &ApiHandler) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
+    let namespaces = api
+        .served("", "v1", "namespaces")
+        .context("the built-in resources have no namespaces")?;
+    let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
+    let all: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(lifecycle)];
+    Ok(all
+        .into_iter()
+        .map(|plugin| (plugin.name(), plugin))
+        .collect())
+}
+
+/// The names of the enabled plugins in running order: the default set plus `enable` minus
+/// `disable`, with upstream's errors for unknown names and contradictions.
+pub fn enabled(enable: &[String], disable: &[String]) -> Result<Vec<&'static str>> {
+    for (flag, names) in [
+        ("enable-admission-plugins", enable),
+        ("disable-admission-plugins", disable),
+    ] {
+        if let Some(unknown) = names.iter().find(|n| !ORDERED.contains(&n.as_str())) {
+            bail!("{flag} plugin {unknown:?} is unknown");
+        }
+    }
+    if let Some(both) = enable.iter().find(|n| disable.contains(n)) {
+        bail!("{both:?} can not be both enabled and disabled");
+    }
+    Ok(ORDERED
+        .into_iter()
+        .filter(|name| {
+            let on = DEFAULT_ON.contains(name) || enable.iter().any(|n| n == name);
+            on && !disable.iter().any(|n| n == name)
+        })
+        .collect())
+}
+
+/// The plugins to run: those of `names` kapi implements (`available`), in order. Enabled
+/// plugins kapi does not implement are refused when asked for explicitly, and reported once
+/// otherwise (they are in kube-apiserver's default set).
+pub fn plugins(
+    names: &[&'static str],
+    enable: &[String],
+    mut available: HashMap<&'static str, Arc<dyn AdmissionPlugin>>,
+) -> Result<Vec<Arc<dyn AdmissionPlugin>>> {
+    let mut chain = Vec::new();
+    let mut missing = Vec::new();
+    for name in names {
+        match available.remove(name) {
+            Some(plugin) => chain.push(plugin),
+            None if enable.iter().any(|n| n == name) => {
+                bail!("admission plugin {name:?} is not implemented by kapi")
+            }
+            None => missing.push(*name),
+        }
+    }
+    if !missing.is_empty() {
+        tracing::warn!(
+            "default admission plugins kapi does not implement yet: {}",
+            missing.join(", ")
+        );
+    }
+    Ok(chain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn defaults_follow_upstreams_order() {
+        let on = enabled(&[], &[]).unwrap();
+        assert_eq!(on.len(), DEFAULT_ON.len());
+        assert_eq!(on[0], "NamespaceLifecycle");
+        assert_eq!(on.last(), Some(&"ResourceQuota"));
+        let custom = enabled(&names(&["AlwaysPullImages"]), &names(&["ResourceQuota"])).unwrap();
+        assert!(custom.contains(&"AlwaysPullImages"));
+        assert!(!custom.contains(&"ResourceQuota"));
+    }
+
+    #[test]
+    fn bad_flags_are_refused_as_upstream() {
+        let err = enabled(&names(&["Nope"]), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"enable-admission-plugins plugin "Nope" is unknown"#
+        );
+        let err = enabled(&names(&["LimitRanger"]), &names(&["LimitRanger"])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#""LimitRanger" can not be both enabled and disabled"#
+        );
+    }
+}

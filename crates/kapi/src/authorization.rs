@@ -1,0 +1,119 @@
+//! `--authorization-mode`: the authorizers kapi asks, in order, after `system:masters`
+//! (always allowed, as kube-apiserver's privileged-groups authorizer), and the RBAC rule
+//! resolver the escalation check shares with the RBAC authorizer.
+
+use std::fmt;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use kapi_builtin::rbac::{RbacAuthorizer, RuleResolver};
+use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
+use kapi_server::authz::{PrivilegedGroups, UnionAuthorizer};
+use kapi_server::{ApiHandler, Authorizer};
+
+/// One authorization mode, as `--authorization-mode` spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Rbac,
+}
+
+impl Mode {
+    /// The modes kapi implements, in their flag spelling.
+    const ALL: [(&'static str, Mode); 1] = [("RBAC", Mode::Rbac)];
+
+    /// Parses one mode; upstream's error for an unknown one.
+    pub fn parse(value: &str) -> Result<Mode, String> {
+        Mode::ALL
+            .iter()
+            .find(|(name, _)| *name == value)
+            .map(|(_, mode)| *mode)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Mode::ALL.iter().map(|(name, _)| *name).collect();
+                format!(
+                    "authorization-mode {value:?} is not a valid mode (supported: {})",
+                    names.join(",")
+                )
+            })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = Mode::ALL
+            .iter()
+            .find(|(_, mode)| mode == self)
+            .map_or("", |(name, _)| *name);
+        f.write_str(name)
+    }
+}
+
+/// Refuses a mode listed twice, as upstream does.
+pub fn check_modes(modes: &[Mode]) -> Result<()> {
+    for (i, mode) in modes.iter().enumerate() {
+        if modes[..i].contains(mode) {
+            anyhow::bail!("authorization-mode {mode} has mode specified more than once");
+        }
+    }
+    if modes.is_empty() {
+        anyhow::bail!("at least one authorization-mode must be passed");
+    }
+    Ok(())
+}
+
+/// The server's authorizers and the RBAC rule resolver. The resolver serves the RBAC
+/// authorizer and, whatever the modes, the escalation check of RBAC writes, as upstream's
+/// RBAC storage always checks escalation.
+pub struct Authorization {
+    pub authorizer: Arc<dyn Authorizer>,
+    pub rules: Arc<RuleResolver>,
+}
+
+/// Builds the authorizer chain of `modes` over the RBAC objects `api` serves.
+pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
+    check_modes(modes)?;
+    let mut authorizers: Vec<Arc<dyn Authorizer>> =
+        vec![Arc::new(PrivilegedGroups::new(&[SYSTEM_PRIVILEGED_GROUP]))];
+    let rules = rule_resolver(api)?;
+    for mode in modes {
+        let authorizer: Arc<dyn Authorizer> = match mode {
+            Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
+        };
+        authorizers.push(authorizer);
+    }
+    Ok(Authorization {
+        authorizer: Arc::new(UnionAuthorizer::new(authorizers)),
+        rules,
+    })
+}
+
+/// The RBAC rule resolver over the served rbac.authorization.k8s.io/v1 collections.
+fn rule_resolver(api: &ApiHandler) -> Result<Arc<RuleResolver>> {
+    let served = |plural: &str| {
+        api.served("rbac.authorization.k8s.io", "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    Ok(RuleResolver::start(
+        served("roles")?,
+        served("clusterroles")?,
+        served("rolebindings")?,
+        served("clusterrolebindings")?,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_parse_as_upstream_spells_them() {
+        assert_eq!(Mode::parse("RBAC"), Ok(Mode::Rbac));
+        assert!(
+            Mode::parse("rbac")
+                .unwrap_err()
+                .contains("is not a valid mode")
+        );
+        assert!(check_modes(&[Mode::Rbac, Mode::Rbac]).is_err());
+        assert!(check_modes(&[]).is_err());
+        assert!(check_modes(&[Mode::Rbac]).is_ok());
+    }
+}

@@ -1,0 +1,365 @@
+//! The authorization matrix: users with no role, view, edit, admin and cluster-admin, a
+//! service account with a namespaced Role, and anonymous requests, each tried against a
+//! table of requests. Every answer is what kube-apiserver's RBAC (with its bootstrap policy)
+//! decides, checked by the HTTP status (and upstream's message where it matters) and by
+//! `kubectl auth can-i` as the same user.
+
+use crate::common;
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use common::{Backend, KUBECTL, TestServer, stderr};
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use rcgen::{CertificateParams, DnType, Issuer, KeyPair};
+
+/// Who sends a request.
+#[derive(Clone, Copy, Debug)]
+enum Who {
+    Nobody,
+    Anonymous,
+    Viewer,
+    Editor,
+    TeamAdmin,
+    Root,
+    Robot,
+}
+
+impl Who {
+    /// The client certificate's common name and organizations (none for anonymous).
+    fn identity(self) -> Option<(&'static str, &'static [&'static str])> {
+        Some(match self {
+            Who::Nobody => ("nobody", &[]),
+            Who::Anonymous => return None,
+            Who::Viewer => ("viewer", &[]),
+            Who::Editor => ("editor", &[]),
+            Who::TeamAdmin => ("teamadmin", &[]),
+            Who::Root => ("root", &[]),
+            Who::Robot => (
+                "system:serviceaccount:team:robot",
+                &["system:serviceaccounts", "system:serviceaccounts:team"],
+            ),
+        })
+    }
+}
+
+/// One row of the matrix.
+struct Case {
+    who: Who,
+    method: &'static str,
+    path: &'static str,
+    body: Option<&'static str>,
+    /// Whether RBAC lets the request through (whatever the handler then answers).
+    allowed: bool,
+    /// `kubectl auth can-i` arguments that ask the same question, when it can be asked.
+    can_i: Option<&'static [&'static str]>,
+    /// The exact message of the 403, where the row checks it.
+    message: Option<&'static str>,
+}
+
+const CONFIGMAP: &str =
+    r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"m-"}}"#;
+const EDIT_BINDING: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"x"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"someone"}]}"#;
+const ADMIN_BINDING: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"x"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"cluster-admin"},"subjects":[{"kind":"User","name":"someone"}]}"#;
+const NODE_ROLE: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"x"},"rules":[{"apiGroups":[""],"resources":["nodes"],"verbs":["get"]}]}"#;
+const POD_ROLE: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"x"},"rules":[{"apiGroups":[""],"resources":["pods"],"verbs":["get"]}]}"#;
+const ROOT_BINDING: &str = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRoleBinding","metadata":{"name":"x"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"},"subjects":[{"kind":"User","name":"someone"}]}"#;
+const ACCESS_REVIEW: &str = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"verb":"list","resource":"pods"}}}"#;
+
+fn case(who: Who, method: &'static str, path: &'static str, allowed: bool) -> Case {
+    Case {
+        who,
+        method,
+        path,
+        body: None,
+        allowed,
+        can_i: None,
+        message: None,
+    }
+}
+
+impl Case {
+    fn can_i(mut self, args: &'static [&'static str]) -> Case {
+        self.can_i = Some(args);
+        self
+    }
+
+    fn body(mut self, body: &'static str) -> Case {
+        self.body = Some(body);
+        self
+    }
+
+    fn message(mut self, message: &'static str) -> Case {
+        self.message = Some(message);
+        self
+    }
+}
+
+/// The matrix: what kube-apiserver 1.35's RBAC and bootstrap roles decide.
+fn matrix() -> Vec<Case> {
+    use Who::*;
+    vec![
+        // No bindings: only what every authenticated user gets.
+        case(Nobody, "GET", "/api/v1/namespaces/team/pods", false)
+            .can_i(&["list", "pods", "-n", "team"])
+            .message(r#"pods is forbidden: User "nobody" cannot list resource "pods" in API group "" in the namespace "team""#),
+        case(Nobody, "GET", "/api/v1/nodes", false).can_i(&["list", "nodes"]),
+        case(Nobody, "GET", "/api", true).can_i(&["get", "/api"]),
+        case(Nobody, "GET", "/apis/apps", true).can_i(&["get", "/apis/apps"]),
+        case(Nobody, "GET", "/healthz", true).can_i(&["get", "/healthz"]),
+        case(Nobody, "GET", "/metrics", false).can_i(&["get", "/metrics"]),
+        case(Nobody, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", true)
+            .body(ACCESS_REVIEW)
+            .can_i(&["create", "selfsubjectaccessreviews.authorization.k8s.io"]),
+        // Anonymous: only the public information.
+        case(Anonymous, "GET", "/api/v1/namespaces/team/pods", false)
+            .message(r#"pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" in the namespace "team""#),
+        case(Anonymous, "GET", "/healthz", true),
+        case(Anonymous, "GET", "/version", true),
+        case(Anonymous, "GET", "/readyz", true),
+        case(Anonymous, "GET", "/api", false)
+            .message(r#"forbidden: User "system:anonymous" cannot get path "/api""#),
+        // view in team.
+        case(Viewer, "GET", "/api/v1/namespaces/team/pods", true).can_i(&["list", "pods", "-n", "team"]),
+        case(Viewer, "GET", "/api/v1/namespaces/other/pods", false).can_i(&["list", "pods", "-n", "other"]),
+        case(Viewer, "GET", "/api/v1/namespaces/team/secrets", false).can_i(&["list", "secrets", "-n", "team"]),
+        case(Viewer, "GET", "/api/v1/namespaces/team/pods/p/log", true)
+            .can_i(&["get", "pods", "--subresource=log", "-n", "team"]),
+        case(Viewer, "GET", "/apis/apps/v1/namespaces/team/deployments", true)
+            .can_i(&["list", "deployments.apps", "-n", "team"]),
+        case(Viewer, "POST", "/api/v1/namespaces/team/configmaps?dryRun=All", false)
+            .body(CONFIGMAP)
+            .can_i(&["create", "configmaps", "-n", "team"]),
+        case(Viewer, "GET", "/api/v1/nodes", false).can_i(&["list", "nodes"]),
+        // edit in team.
+        case(Editor, "POST", "/api/v1/namespaces/team/configmaps?dryRun=All", true)
+            .body(CONFIGMAP)
+            .can_i(&["create", "configmaps", "-n", "team"]),
+        case(Editor, "GET", "/api/v1/namespaces/team/secrets", true).can_i(&["list", "secrets", "-n", "team"]),
+        case(Editor, "DELETE", "/apis/apps/v1/namespaces/team/deployments/d", true)
+            .can_i(&["delete", "deployments.apps", "-n", "team"]),
+        case(Editor, "DELETE", "/apis/apps/v1/namespaces/other/deployments/d", false)
+            .can_i(&["delete", "deployments.apps", "-n", "other"]),
+        case(Editor, "GET", "/apis/apps/v1/namespaces/team/deployments/d/scale", true)
+            .can_i(&["get", "deployments.apps", "--subresource=scale", "-n", "team"]),
+        case(Editor, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles?dryRun=All", false)
+            .body(POD_ROLE)
+            .can_i(&["create", "roles.rbac.authorization.k8s.io", "-n", "team"]),
+        // admin in team: RBAC within the namespace, but no escalation.
+        case(TeamAdmin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings?dryRun=All", true)
+            .body(EDIT_BINDING)
+            .can_i(&["create", "rolebindings.rbac.authorization.k8s.io", "-n", "team"]),
+        case(TeamAdmin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles?dryRun=All", true)
+            .body(POD_ROLE),
+        case(TeamAdmin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings?dryRun=All", false)
+            .body(ADMIN_BINDING)
+            .message("rolebindings.rbac.authorization.k8s.io \"x\" is forbidden: user \"teamadmin\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}\n{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}"),
+        case(TeamAdmin, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles?dryRun=All", false)
+            .body(NODE_ROLE)
+            .message("roles.rbac.authorization.k8s.io \"x\" is forbidden: user \"teamadmin\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\"]}"),
+        case(TeamAdmin, "DELETE", "/api/v1/namespaces/team", false).can_i(&["delete", "namespaces/team"]),
+        case(TeamAdmin, "GET", "/api/v1/namespaces/team/resourcequotas", true)
+            .can_i(&["list", "resourcequotas", "-n", "team"]),
+        case(TeamAdmin, "POST", "/api/v1/namespaces/team/resourcequotas?dryRun=All", false)
+            .can_i(&["create", "resourcequotas", "-n", "team"]),
+        case(TeamAdmin, "GET", "/apis/rbac.authorization.k8s.io/v1/clusterroles", false)
+            .can_i(&["list", "clusterroles.rbac.authorization.k8s.io"]),
+        // cluster-admin.
+        case(Root, "GET", "/api/v1/nodes", true).can_i(&["list", "nodes"]),
+        case(Root, "GET", "/metrics", true).can_i(&["get", "/metrics"]),
+        case(Root, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings?dryRun=All", true)
+            .body(ROOT_BINDING)
+            .can_i(&["create", "clusterrolebindings.rbac.authorization.k8s.io"]),
+        // A service account with a namespaced Role.
+        case(Robot, "GET", "/api/v1/namespaces/team/pods", true).can_i(&["list", "pods", "-n", "team"]),
+        case(Robot, "GET", "/api/v1/namespaces/team/configmaps/c", true)
+            .can_i(&["get", "configmaps/c", "-n", "team"]),
+        case(Robot, "DELETE", "/api/v1/namespaces/team/pods/p", false).can_i(&["delete", "pods", "-n", "team"]),
+        case(Robot, "GET", "/api/v1/namespaces/team/secrets", false).can_i(&["list", "secrets", "-n", "team"]),
+        case(Robot, "GET", "/api/v1/namespaces/other/pods", false).can_i(&["list", "pods", "-n", "other"]),
+    ]
+}
+
+/// The RBAC objects the matrix's users hold.
+const SETUP: &[&[&str]] = &[
+    &["create", "namespace", "team"],
+    &["create", "namespace", "other"],
+    &[
+        "create",
+        "rolebinding",
+        "v",
+        "--clusterrole=view",
+        "--user=viewer",
+        "-n",
+        "team",
+    ],
+    &[
+        "create",
+        "rolebinding",
+        "e",
+        "--clusterrole=edit",
+        "--user=editor",
+        "-n",
+        "team",
+    ],
+    &[
+        "create",
+        "rolebinding",
+        "a",
+        "--clusterrole=admin",
+        "--user=teamadmin",
+        "-n",
+        "team",
+    ],
+    &[
+        "create",
+        "clusterrolebinding",
+        "root",
+        "--clusterrole=cluster-admin",
+        "--user=root",
+    ],
+    &[
+        "create",
+        "role",
+        "reader",
+        "--verb=get,list",
+        "--resource=pods,configmaps",
+        "-n",
+        "team",
+    ],
+    &[
+        "create",
+        "rolebinding",
+        "robot",
+        "--role=reader",
+        "--serviceaccount=team:robot",
+        "-n",
+        "team",
+    ],
+];
+
+/// The server URL and CA of the admin kubeconfig.
+fn server_and_ca(server: &TestServer) -> (String, String) {
+    let admin = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
+    let cluster = admin.clusters[0].cluster.clone().expect("a cluster");
+    let ca = cluster.certificate_authority_data.expect("CA data");
+    (cluster.server.expect("a server"), ca)
+}
+
+/// Writes a kubeconfig for `who` (a client certificate signed by kapi's CA; none for
+/// anonymous) beside the admin one.
+fn kubeconfig_for(server: &TestServer, who: Who) -> PathBuf {
+    let (url, ca) = server_and_ca(server);
+    let encode = |pem: String| base64::engine::general_purpose::STANDARD.encode(pem);
+    let user = match who.identity() {
+        None => "{}".to_string(),
+        Some((name, groups)) => {
+            let (cert, key) = client_certificate(server.data_dir.path(), name, groups);
+            format!(
+                "{{client-certificate-data: {}, client-key-data: {}}}",
+                encode(cert),
+                encode(key)
+            )
+        }
+    };
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster: {{server: {url}, certificate-authority-data: {ca}}}\nusers:\n- name: u\n  user: {user}\ncontexts:\n- name: c\n  context: {{cluster: kapi, user: u}}\ncurrent-context: c\n"
+    );
+    let path = server.data_dir.path().join(format!("{who:?}.kubeconfig"));
+    std::fs::write(&path, text).expect("write the kubeconfig");
+    path
+}
+
+/// A client certificate (PEM certificate and key) for `name` in `groups`.
+fn client_certificate(data_dir: &Path, name: &str, groups: &[&str]) -> (String, String) {
+    let read = |file: &str| std::fs::read_to_string(data_dir.join("pki").join(file)).unwrap();
+    let ca_key = KeyPair::from_pem(&read("ca.key")).expect("the CA key");
+    let issuer = Issuer::from_ca_cert_pem(&read("ca.crt"), ca_key).expect("the CA");
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, name);
+    for group in groups {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, *group);
+    }
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// The status and body of one request as `kubeconfig`'s user.
+async fn send(kubeconfig: &Path, case: &Case) -> (u16, String) {
+    let config = Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let client = Client::try_from(config).unwrap();
+    let mut request = http::Request::builder().method(case.method).uri(case.path);
+    if case.body.is_some() {
+        request = request.header("Content-Type", "application/json");
+    }
+    let body = case.body.unwrap_or("").as_bytes().to_vec();
+    let response = client
+        .send(request.body(body.into()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .unwrap()
+        .to_bytes();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// `kubectl auth can-i` as `kubeconfig`'s user: whether it answered yes.
+async fn can_i(kubeconfig: &Path, args: &[&str]) -> bool {
+    let output = tokio::process::Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["auth", "can-i"])
+        .args(args)
+        .output()
+        .await
+        .expect("run kubectl");
+    let answer = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    assert!(
+        answer == "yes" || answer == "no",
+        "kubectl auth can-i {args:?}: {answer} {}",
+        stderr(&output)
+    );
+    answer == "yes"
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_decides_as_upstream() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    for args in SETUP {
+        server.kubectl_ok(args).await;
+    }
+    let mut failures = Vec::new();
+    for case in matrix() {
+        let kubeconfig = kubeconfig_for(&server, case.who);
+        let (status, body) = send(&kubeconfig, &case).await;
+        let denied = status == 403;
+        let row = format!("{:?} {} {}", case.who, case.method, case.path);
+        if denied == case.allowed {
+            failures.push(format!("{row}: {status} {body}"));
+        }
+        if let Some(message) = case.message {
+            let got: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            if got["message"] != message {
+                failures.push(format!(
+                    "{row}: message {:?}, want {message:?}",
+                    got["message"]
+                ));
+            }
+        }
+        if let Some(args) = case.can_i
+            && can_i(&kubeconfig, args).await != case.allowed
+        {
+            failures.push(format!("{row}: kubectl auth can-i {args:?} disagrees"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
