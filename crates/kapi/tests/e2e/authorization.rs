@@ -288,18 +288,33 @@ fn client_certificate(data_dir: &Path, name: &str, groups: &[&str]) -> (String, 
     (cert.pem(), key.serialize_pem())
 }
 
-/// The status and body of one request as `kubeconfig`'s user.
-async fn send(kubeconfig: &Path, case: &Case) -> (u16, String) {
+/// A client as `kubeconfig`'s user.
+async fn client(kubeconfig: &Path) -> Client {
     let config = Kubeconfig::read_from(kubeconfig).unwrap();
     let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
         .await
         .unwrap();
-    let client = Client::try_from(config).unwrap();
-    let mut request = http::Request::builder().method(case.method).uri(case.path);
-    if case.body.is_some() {
-        request = request.header("Content-Type", "application/json");
+    Client::try_from(config).unwrap()
+}
+
+/// The status and body of one request as `kubeconfig`'s user.
+async fn send(kubeconfig: &Path, case: &Case) -> (u16, String) {
+    let client = client(kubeconfig).await;
+    request(&client, case.method, case.path, case.body.unwrap_or("")).await
+}
+
+/// The status and body of one request.
+async fn request(client: &Client, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut request = http::Request::builder().method(method).uri(path);
+    if !body.is_empty() {
+        let content_type = if method == "PATCH" {
+            "application/merge-patch+json"
+        } else {
+            "application/json"
+        };
+        request = request.header("Content-Type", content_type);
     }
-    let body = case.body.unwrap_or("").as_bytes().to_vec();
+    let body = body.as_bytes().to_vec();
     let response = client
         .send(request.body(body.into()).unwrap())
         .await
@@ -362,4 +377,114 @@ async fn rbac_decides_as_upstream() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every request the server routes, as (method, path): each verb of each served resource
+/// and subresource (read from discovery), in a namespace for namespaced ones.
+async fn routes(admin: &Client) -> Vec<(&'static str, String)> {
+    let mut group_versions = vec!["/api/v1".to_string()];
+    let (_, apis) = request(admin, "GET", "/apis", "").await;
+    let apis: serde_json::Value = serde_json::from_str(&apis).unwrap();
+    for group in apis["groups"].as_array().unwrap() {
+        for version in group["versions"].as_array().unwrap() {
+            group_versions.push(format!("/apis/{}", version["groupVersion"].as_str().unwrap()));
+        }
+    }
+    let mut routes = Vec::new();
+    for base in group_versions {
+        let (_, list) = request(admin, "GET", &base, "").await;
+        let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+        for resource in list["resources"].as_array().unwrap() {
+            let name = resource["name"].as_str().unwrap();
+            let (plural, sub) = name.split_once('/').unwrap_or((name, ""));
+            let collection = if resource["namespaced"] == true {
+                format!("{base}/namespaces/team/{plural}")
+            } else {
+                format!("{base}/{plural}")
+            };
+            let verbs: Vec<&str> = resource["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|v| v.as_str())
+                .collect();
+            let item = format!("{collection}/x");
+            let target = if sub.is_empty() { item.clone() } else { format!("{item}/{sub}") };
+            for verb in verbs {
+                let route = match verb {
+                    "get" => ("GET", target.clone()),
+                    "list" => ("GET", collection.clone()),
+                    "watch" => ("GET", format!("{collection}?watch=true&timeoutSeconds=1")),
+                    "create" if sub.is_empty() => ("POST", collection.clone()),
+                    "create" => ("POST", target.clone()),
+                    "update" => ("PUT", target.clone()),
+                    "patch" => ("PATCH", target.clone()),
+                    "delete" => ("DELETE", target.clone()),
+                    "deletecollection" => ("DELETE", collection.clone()),
+                    _ => continue,
+                };
+                routes.push(route);
+            }
+            if ["log", "exec", "attach", "portforward", "proxy"].contains(&sub) {
+                routes.push(("GET", target.clone()));
+                routes.push(("POST", target));
+            }
+        }
+    }
+    routes
+}
+
+/// The resources every authenticated user may create (upstream's `system:basic-user`):
+/// reviews of one's own access and identity, which store nothing.
+const SELF_REVIEWS: [&str; 3] = [
+    "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+    "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+    "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+];
+
+/// The global revision, read from storage (a quorum list).
+async fn revision(admin: &Client) -> String {
+    let (_, list) = request(admin, "GET", "/api/v1/namespaces/team/configmaps", "").await;
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    list["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+}
+
+/// Walks every route as anonymous (403, or 401 with anonymous requests off) and as a user
+/// without bindings (403 but for the self reviews), and checks that nothing was stored.
+async fn walk_every_route(anonymous_auth: bool) {
+    let flag = format!("--anonymous-auth={anonymous_auth}");
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    server.kubectl_ok(&["create", "namespace", "team"]).await;
+    let admin = client(&server.kubeconfig).await;
+    let routes = routes(&admin).await;
+    assert!(routes.len() > 500, "only {} routes", routes.len());
+    let before = revision(&admin).await;
+    let anonymous = client(&kubeconfig_for(&server, Who::Anonymous)).await;
+    let nobody = client(&kubeconfig_for(&server, Who::Nobody)).await;
+    let anonymous_status = if anonymous_auth { 403 } else { 401 };
+    let mut failures = Vec::new();
+    for (method, path) in &routes {
+        let body = if *method == "GET" || *method == "DELETE" { "" } else { "{}" };
+        let (status, text) = request(&anonymous, method, path, body).await;
+        if status != anonymous_status {
+            failures.push(format!("anonymous {method} {path}: {status} {text}"));
+        }
+        let self_review = *method == "POST" && SELF_REVIEWS.contains(&path.as_str());
+        let (status, text) = request(&nobody, method, path, body).await;
+        if (status == 403) == self_review {
+            failures.push(format!("nobody {method} {path}: {status} {text}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(revision(&admin).await, before, "something was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_route_lets_anonymous_or_unbound_users_in() {
+    walk_every_route(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_anonymous_auth_every_route_is_unauthorized() {
+    walk_every_route(false).await;
 }
