@@ -11,20 +11,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kapi::flags::{Cli, Command};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
+
+mod common;
+use common::{CONCURRENCY, creates};
 use serde_json::{Value, json};
 
 /// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-const CONCURRENCY: usize = 32;
 const PODS: usize = 5_000;
 const DEPLOYMENTS: usize = 5_000;
 const APPLY_OBJECTS: usize = 100;
@@ -205,64 +206,6 @@ async fn client(kubeconfig: &std::path::Path) -> kube::Client {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     client
-}
-
-/// Runs `n` operations `op(i)` with [`CONCURRENCY`] in flight; returns the report line.
-async fn creates<F, Fut>(n: usize, op: F) -> String
-where
-    F: Fn(usize) -> Fut,
-    Fut: Future<Output = Result<(), kube::Error>>,
-{
-    let started = Instant::now();
-    let results: Vec<(Duration, Result<(), kube::Error>)> = futures::stream::iter(0..n)
-        .map(|i| {
-            let operation = op(i);
-            async move {
-                let begun = Instant::now();
-                let result = operation.await;
-                (begun.elapsed(), result)
-            }
-        })
-        .buffer_unordered(CONCURRENCY)
-        .collect()
-        .await;
-    let elapsed = started.elapsed();
-    summary(results, elapsed)
-}
-
-fn summary(results: Vec<(Duration, Result<(), kube::Error>)>, elapsed: Duration) -> String {
-    let mut latencies: Vec<Duration> = Vec::with_capacity(results.len());
-    let mut errors = 0;
-    let mut first_error = None;
-    for (latency, result) in results {
-        match result {
-            Ok(()) => latencies.push(latency),
-            Err(err) => {
-                errors += 1;
-                first_error.get_or_insert(err.to_string());
-            }
-        }
-    }
-    latencies.sort();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-    };
-    let rate = latencies.len() as f64 / elapsed.as_secs_f64();
-    let mut line = format!(
-        "{rate:.0}/s; p50 {:.1} ms, p99 {:.1} ms; {} ok",
-        at(0.5),
-        at(0.99),
-        latencies.len()
-    );
-    if errors > 0 {
-        line.push_str(&format!(
-            "; {errors} errors, first: {}",
-            first_error.unwrap_or_default()
-        ));
-    }
-    line
 }
 
 /// Server-side apply: [`APPLY_OBJECTS`] Deployments created by apply, then [`APPLIES`] applies

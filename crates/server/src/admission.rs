@@ -42,6 +42,31 @@ impl Operation {
     }
 }
 
+/// The warnings of a request, sent as `Warning` headers with its response (each once).
+#[derive(Debug, Default)]
+pub struct Warnings(parking_lot::Mutex<Vec<String>>);
+
+impl Warnings {
+    /// Warnings that start with `initial` (e.g. a deprecated version's).
+    pub fn new(initial: impl IntoIterator<Item = String>) -> Warnings {
+        Warnings(parking_lot::Mutex::new(initial.into_iter().collect()))
+    }
+
+    /// Adds a warning unless the request has it already.
+    pub fn add(&self, warning: impl Into<String>) {
+        let warning = warning.into();
+        let mut all = self.0.lock();
+        if !all.contains(&warning) {
+            all.push(warning);
+        }
+    }
+
+    /// The warnings so far, in the order they were added.
+    pub fn all(&self) -> Vec<String> {
+        self.0.lock().clone()
+    }
+}
+
 /// What a plugin knows of a write besides the objects (upstream's `admission.Attributes`).
 /// Objects are in the resource's stored form; [`ResourceDefinition::served_form`] gives the
 /// version the request was made in.
@@ -57,6 +82,9 @@ pub struct Attributes<'a> {
     pub name: &'a str,
     pub user: &'a UserInfo,
     pub dry_run: bool,
+    /// Where a plugin adds warnings for the client (ValidatingAdmissionPolicy's Warn action,
+    /// webhooks' warnings).
+    pub warnings: &'a Warnings,
 }
 
 /// An admission plugin. It implements the phases it takes part in; the other is a no-op.

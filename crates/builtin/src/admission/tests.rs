@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::sync::LazyLock;
 
 use kapi_server::UserInfo;
-use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation, Warnings};
 use kapi_server::registry::{DeleteParams, Registry};
 use kapi_server::resource::ResourceDefinition;
 use kapi_storage::{EmbeddedConfig, EmbeddedStore, Store};
@@ -43,6 +43,8 @@ async fn fixture() -> Fixture {
 
 /// The user of the test requests.
 static USER: LazyLock<UserInfo> = LazyLock::new(UserInfo::default);
+/// The test requests' warnings.
+static WARNINGS: LazyLock<Warnings> = LazyLock::new(Warnings::default);
 
 /// A write as the plugin's mutating phase sees it.
 struct Request<'a> {
@@ -66,6 +68,7 @@ fn request<'a>(
             name,
             user: &USER,
             dry_run: false,
+            warnings: &WARNINGS,
         },
         object: object.cloned(),
     }

@@ -387,7 +387,10 @@ async fn routes(admin: &Client) -> Vec<(&'static str, String)> {
     let apis: serde_json::Value = serde_json::from_str(&apis).unwrap();
     for group in apis["groups"].as_array().unwrap() {
         for version in group["versions"].as_array().unwrap() {
-            group_versions.push(format!("/apis/{}", version["groupVersion"].as_str().unwrap()));
+            group_versions.push(format!(
+                "/apis/{}",
+                version["groupVersion"].as_str().unwrap()
+            ));
         }
     }
     let mut routes = Vec::new();
@@ -409,7 +412,11 @@ async fn routes(admin: &Client) -> Vec<(&'static str, String)> {
                 .filter_map(|v| v.as_str())
                 .collect();
             let item = format!("{collection}/x");
-            let target = if sub.is_empty() { item.clone() } else { format!("{item}/{sub}") };
+            let target = if sub.is_empty() {
+                item.clone()
+            } else {
+                format!("{item}/{sub}")
+            };
             for verb in verbs {
                 let route = match verb {
                     "get" => ("GET", target.clone()),
@@ -446,7 +453,10 @@ const SELF_REVIEWS: [&str; 3] = [
 async fn revision(admin: &Client) -> String {
     let (_, list) = request(admin, "GET", "/api/v1/namespaces/team/configmaps", "").await;
     let list: serde_json::Value = serde_json::from_str(&list).unwrap();
-    list["metadata"]["resourceVersion"].as_str().unwrap().to_string()
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// Walks every route as anonymous (403, or 401 with anonymous requests off) and as a user
@@ -464,7 +474,11 @@ async fn walk_every_route(anonymous_auth: bool) {
     let anonymous_status = if anonymous_auth { 403 } else { 401 };
     let mut failures = Vec::new();
     for (method, path) in &routes {
-        let body = if *method == "GET" || *method == "DELETE" { "" } else { "{}" };
+        let body = if *method == "GET" || *method == "DELETE" {
+            ""
+        } else {
+            "{}"
+        };
         let (status, text) = request(&anonymous, method, path, body).await;
         if status != anonymous_status {
             failures.push(format!("anonymous {method} {path}: {status} {text}"));

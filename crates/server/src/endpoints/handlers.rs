@@ -20,7 +20,7 @@ use super::params::{self, Query, WriteKind, WriteOptions};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
-use crate::admission::{Admission, Attributes, Operation};
+use crate::admission::{Admission, Attributes, Operation, Warnings};
 use crate::body::{Body, BoxError};
 use crate::object;
 use crate::registry::{DeleteOutcome, ReadVersion, Write};
@@ -42,7 +42,7 @@ struct Context<'a> {
     /// The authenticated requester.
     user: crate::authn::UserInfo,
     /// The `Warning` headers of the response (e.g. unknown fields with `fieldValidation=Warn`).
-    warnings: parking_lot::Mutex<Vec<String>>,
+    warnings: Warnings,
 }
 
 impl Context<'_> {
@@ -69,24 +69,10 @@ impl Context<'_> {
         Ok(response(status, content_type(output), body))
     }
 
-    /// `response` with the request's `Warning` headers.
-    fn with_warnings(&self, mut response: Response<Body>) -> Response<Body> {
-        for warning in self.warnings.lock().iter() {
-            let value = super::decode::warning_header(warning);
-            if let Ok(value) = http::HeaderValue::from_str(&value) {
-                response.headers_mut().append(header::WARNING, value);
-            }
-        }
-        response
-    }
-
     /// Adds warnings to the response, each once.
     fn warn(&self, warnings: Vec<String>) {
-        let mut all = self.warnings.lock();
         for warning in warnings {
-            if !all.contains(&warning) {
-                all.push(warning);
-            }
+            self.warnings.add(warning);
         }
     }
 
@@ -113,6 +99,7 @@ impl Context<'_> {
                 name,
                 user: &self.user,
                 dry_run: self.query.get("dryRun").is_some(),
+                warnings: &self.warnings,
             },
         }
     }
@@ -174,7 +161,7 @@ where
         user_agent: header_str(&request, header::USER_AGENT)
             .unwrap_or_default()
             .to_string(),
-        warnings: parking_lot::Mutex::new(deprecation.collect()),
+        warnings: Warnings::new(deprecation),
         user: request
             .extensions()
             .get::<crate::authn::UserInfo>()
@@ -193,7 +180,18 @@ where
         "deletecollection" => delete_collection(&context, read_body(body).await?).await,
         _ => Err(method_not_allowed()),
     }?;
-    Ok(context.with_warnings(response))
+    Ok(with_warnings(response, &context.warnings))
+}
+
+/// `response` with the request's `Warning` headers.
+pub(super) fn with_warnings(mut response: Response<Body>, warnings: &Warnings) -> Response<Body> {
+    for warning in warnings.all() {
+        let value = super::decode::warning_header(&warning);
+        if let Ok(value) = http::HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::WARNING, value);
+        }
+    }
+    response
 }
 
 /// The 405 of a method no route serves at a path.

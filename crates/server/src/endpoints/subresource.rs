@@ -17,14 +17,14 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_patch::PatchType;
 use serde_json::{Map, Value, json};
 
-use super::handlers::{content_type, patch_error, read_body};
+use super::handlers::{content_type, patch_error, read_body, with_warnings};
 use super::negotiation;
 use super::params::{self, Query};
 use super::render::{
     CREATED_AT_DESCRIPTION, IncludeObject, NAME_DESCRIPTION, Renderer, encode, human_duration,
 };
 use super::{Apis, Served, header_str, response, router_error};
-use crate::admission::{Admission, Attributes, Operation, WriteAdmission};
+use crate::admission::{Admission, Attributes, Operation, Warnings, WriteAdmission};
 use crate::authn::UserInfo;
 use crate::body::{Body, BoxError};
 use crate::object;
@@ -95,6 +95,8 @@ struct Call<'a> {
     extensions: http::Extensions,
     /// The authenticated requester.
     user: UserInfo,
+    /// The response's warnings.
+    warnings: Warnings,
 }
 
 impl Call<'_> {
@@ -172,9 +174,10 @@ where
             .get::<UserInfo>()
             .cloned()
             .unwrap_or_else(UserInfo::anonymous),
+        warnings: Warnings::default(),
     };
     let body = request.into_body();
-    match (special, info.verb.as_str()) {
+    let response = match (special, info.verb.as_str()) {
         (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
         (Special::Scale(paths), "update") => {
             scale_update(&call, &paths, read_body(body).await?).await
@@ -199,7 +202,8 @@ where
             "MethodNotAllowed",
             "the server does not allow this method on the requested resource",
         )),
-    }
+    }?;
+    Ok(with_warnings(response, &call.warnings))
 }
 
 /// The autoscaling/v1 Scale of `object`: its name, namespace, uid, resourceVersion and
@@ -517,6 +521,7 @@ impl Call<'_> {
                 name,
                 user: &self.user,
                 dry_run,
+                warnings: &self.warnings,
             },
         }
     }

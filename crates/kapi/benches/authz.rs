@@ -1,0 +1,260 @@
+//! Authorization benchmark: what RBAC costs per request. ConfigMap creates at concurrency 32
+//! by a user that RBAC must authorize (a RoleBinding to `edit`), first with the bootstrap
+//! policy alone, then with 1,000 more ClusterRoles and ClusterRoleBindings and 1,000 more
+//! Roles and RoleBindings in the namespace (all for other users, so every request looks at
+//! them); and the same creates by a `system:masters` admin, which RBAC never sees.
+//!
+//! `cargo bench -p kapi --bench authz`
+//!
+//! As the builtin benchmark: the server runs in this process on its own multi-threaded
+//! runtime, kube-rs clients on a single-threaded one.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use clap::Parser;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kapi::flags::{Cli, Command};
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+
+mod common;
+use common::{CONCURRENCY, creates};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CREATES: usize = 10_000;
+const EXTRA_POLICY: usize = 1_000;
+const NAMESPACE: &str = "bench";
+
+fn main() {
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let server = server_runtime.block_on(start_server(data_dir.path()));
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    client_runtime.block_on(async {
+        let admin = client_from(&std::fs::read_to_string(&server.kubeconfig).unwrap()).await;
+        setup(&admin).await;
+        let user = client_from(&user_kubeconfig(&server.kubeconfig, data_dir.path())).await;
+        println!("| workload | result |");
+        println!("|---|---|");
+        wait_allowed(&user).await;
+        let run = configmap_creates;
+        let report = run(admin.clone(), "admin").await;
+        println!("| ConfigMap creates by a system:masters admin (no RBAC evaluation) | {report} |");
+        let report = run(user.clone(), "small").await;
+        println!("| ConfigMap creates by a user bound to `edit`, bootstrap policy only | {report} |");
+        add_policy(&admin).await;
+        let report = run(user, "large").await;
+        println!(
+            "| the same with {EXTRA_POLICY} more ClusterRoles + ClusterRoleBindings and {EXTRA_POLICY} more Roles + RoleBindings | {report} |"
+        );
+    });
+    server_runtime
+        .block_on(server.stop())
+        .expect("server stops");
+}
+
+async fn start_server(data_dir: &Path) -> kapi::serve::RunningServer {
+    let port = kapi_testing::free_port().to_string();
+    let dir = data_dir.to_str().expect("utf-8 temp dir");
+    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
+    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
+    kapi::serve::start(options).await.expect("kapi starts")
+}
+
+/// A client from kubeconfig text; waits until the server has its system namespaces.
+async fn client_from(kubeconfig: &str) -> kube::Client {
+    let kubeconfig = Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("client config");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// The bench namespace and the user's binding to `edit` in it.
+async fn setup(admin: &kube::Client) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    while namespaces.get("default").await.is_err() {
+        assert!(Instant::now() < deadline, "kapi did not become ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    create(
+        admin,
+        "v1",
+        "Namespace",
+        "namespaces",
+        None,
+        json!({"metadata": {"name": NAMESPACE}}),
+    )
+    .await;
+    let binding = binding(
+        "RoleBinding",
+        "bench-user-edit",
+        "ClusterRole",
+        "edit",
+        "bench-user",
+    );
+    create(
+        admin,
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        "rolebindings",
+        Some(NAMESPACE),
+        binding,
+    )
+    .await;
+}
+
+/// Adds the extra policy: roles and bindings for other users.
+async fn add_policy(admin: &kube::Client) {
+    let rules =
+        json!([{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}]);
+    let objects = futures::stream::iter(0..EXTRA_POLICY).map(|i| {
+        let admin = admin.clone();
+        let rules = rules.clone();
+        async move {
+            let name = format!("extra-{i}");
+            let user = format!("other-{i}");
+            let role = json!({"metadata": {"name": name}, "rules": rules});
+            let rbac = "rbac.authorization.k8s.io/v1";
+            create(
+                &admin,
+                rbac,
+                "ClusterRole",
+                "clusterroles",
+                None,
+                role.clone(),
+            )
+            .await;
+            let crb = binding("ClusterRoleBinding", &name, "ClusterRole", &name, &user);
+            create(
+                &admin,
+                rbac,
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+                None,
+                crb,
+            )
+            .await;
+            create(&admin, rbac, "Role", "roles", Some(NAMESPACE), role).await;
+            let rb = binding("RoleBinding", &name, "Role", &name, &user);
+            create(
+                &admin,
+                rbac,
+                "RoleBinding",
+                "rolebindings",
+                Some(NAMESPACE),
+                rb,
+            )
+            .await;
+        }
+    });
+    objects
+        .buffer_unordered(CONCURRENCY)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+fn binding(kind: &str, name: &str, role_kind: &str, role: &str, user: &str) -> Value {
+    json!({
+        "kind": kind,
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    })
+}
+
+/// Creates one object as the admin.
+async fn create(
+    admin: &kube::Client,
+    api_version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+    mut object: Value,
+) {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let resource = ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+    };
+    object["apiVersion"] = json!(api_version);
+    object["kind"] = json!(kind);
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(admin.clone(), ns, &resource),
+        None => Api::all_with(admin.clone(), &resource),
+    };
+    let object: DynamicObject = serde_json::from_value(object).expect("object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("create");
+}
+
+/// A kubeconfig for `bench-user`: a client certificate from kapi's CA.
+fn user_kubeconfig(admin: &Path, data_dir: &Path) -> String {
+    let read = |file: &str| std::fs::read_to_string(data_dir.join("pki").join(file)).unwrap();
+    let ca_key = rcgen::KeyPair::from_pem(&read("ca.key")).expect("CA key");
+    let issuer = rcgen::Issuer::from_ca_cert_pem(&read("ca.crt"), ca_key).expect("CA");
+    let mut params = rcgen::CertificateParams::default();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "bench-user");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let cert = params.signed_by(&key, &issuer).expect("sign");
+    let encode = |pem: String| base64::engine::general_purpose::STANDARD.encode(pem);
+    let admin = Kubeconfig::read_from(admin).expect("admin kubeconfig");
+    let cluster = admin.clusters[0].cluster.clone().expect("cluster");
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster: {{server: {}, certificate-authority-data: {}}}\nusers:\n- name: u\n  user: {{client-certificate-data: {}, client-key-data: {}}}\ncontexts:\n- name: c\n  context: {{cluster: kapi, user: u}}\ncurrent-context: c\n",
+        cluster.server.expect("server"),
+        cluster.certificate_authority_data.expect("CA data"),
+        encode(cert.pem()),
+        encode(key.serialize_pem()),
+    )
+}
+
+/// [`CREATES`] ConfigMap creates as `client`; the report line.
+async fn configmap_creates(client: kube::Client, prefix: &'static str) -> String {
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, NAMESPACE);
+    creates(CREATES, |i| {
+        let configmaps = configmaps.clone();
+        let object = json!({"metadata": {"name": format!("{prefix}-{i}")}, "data": {"k": "v"}});
+        async move {
+            let object: ConfigMap = serde_json::from_value(object).expect("configmap");
+            configmaps
+                .create(&PostParams::default(), &object)
+                .await
+                .map(drop)
+        }
+    })
+    .await
+}
+
+/// Waits until RBAC has seen the user's binding (it follows the bindings' watch cache).
+async fn wait_allowed(user: &kube::Client) {
+    let configmaps: Api<ConfigMap> = Api::namespaced(user.clone(), NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while configmaps.list(&Default::default()).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the user's binding was never seen"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
