@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kapi_builtin::rbac::{RbacAuthorizer, RuleResolver};
+use kapi_builtin::rbac::{RbacAuthorizer, RbacResources, RuleResolver};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
 use kapi_server::authz::{PrivilegedGroups, UnionAuthorizer};
 use kapi_server::{ApiHandler, Authorizer};
@@ -66,6 +66,8 @@ pub fn check_modes(modes: &[Mode]) -> Result<()> {
 pub struct Authorization {
     pub authorizer: Arc<dyn Authorizer>,
     pub rules: Arc<RuleResolver>,
+    /// The RBAC collections, for the bootstrap policy hook.
+    pub rbac: RbacResources,
 }
 
 /// Builds the authorizer chain of `modes` over the RBAC objects `api` serves.
@@ -73,7 +75,13 @@ pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
     check_modes(modes)?;
     let mut authorizers: Vec<Arc<dyn Authorizer>> =
         vec![Arc::new(PrivilegedGroups::new(&[SYSTEM_PRIVILEGED_GROUP]))];
-    let rules = rule_resolver(api)?;
+    let rbac = rbac_resources(api)?;
+    let rules = RuleResolver::start(
+        rbac.roles.clone(),
+        rbac.cluster_roles.clone(),
+        rbac.role_bindings.clone(),
+        rbac.cluster_role_bindings.clone(),
+    );
     for mode in modes {
         let authorizer: Arc<dyn Authorizer> = match mode {
             Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
@@ -83,21 +91,22 @@ pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
     Ok(Authorization {
         authorizer: Arc::new(UnionAuthorizer::new(authorizers)),
         rules,
+        rbac,
     })
 }
 
-/// The RBAC rule resolver over the served rbac.authorization.k8s.io/v1 collections.
-fn rule_resolver(api: &ApiHandler) -> Result<Arc<RuleResolver>> {
+/// The served rbac.authorization.k8s.io/v1 collections.
+fn rbac_resources(api: &ApiHandler) -> Result<RbacResources> {
     let served = |plural: &str| {
         api.served("rbac.authorization.k8s.io", "v1", plural)
             .with_context(|| format!("the built-in resources have no {plural}"))
     };
-    Ok(RuleResolver::start(
-        served("roles")?,
-        served("clusterroles")?,
-        served("rolebindings")?,
-        served("clusterrolebindings")?,
-    ))
+    Ok(RbacResources {
+        roles: served("roles")?,
+        cluster_roles: served("clusterroles")?,
+        role_bindings: served("rolebindings")?,
+        cluster_role_bindings: served("clusterrolebindings")?,
+    })
 }
 
 #[cfg(test)]

@@ -139,6 +139,12 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         apiextensions.start_controllers(context)
     })?;
     server.add_post_start_hook("crd-informer-synced", move |_| crd_informer_synced)?;
+    let rbac = authorization.rbac;
+    server.add_post_start_hook("rbac/bootstrap-roles", move |context| async move {
+        kapi_builtin::rbac::start_bootstrap_policy(rbac, context.stopping)
+            .await
+            .map_err(Into::into)
+    })?;
     server.add_post_start_hook(
         "scheduling/bootstrap-system-priority-classes",
         move |_| async move {

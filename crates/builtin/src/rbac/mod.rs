@@ -4,10 +4,13 @@
 //! the controller that keeps aggregated ClusterRoles' rules current.
 
 mod authorizer;
+mod bootstrap;
 mod escalation;
+mod policy;
 mod resolver;
 mod rules;
 
 pub use authorizer::RbacAuthorizer;
+pub use bootstrap::{RbacResources, start as start_bootstrap_policy};
 pub use escalation::EscalationCheck;
 pub use resolver::RuleResolver;

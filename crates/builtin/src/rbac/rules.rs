@@ -43,6 +43,23 @@ impl PolicyRule {
             .unwrap_or_default()
     }
 
+    /// The rule's JSON form (empty lists left out).
+    pub fn to_value(&self) -> Value {
+        let mut rule = serde_json::Map::new();
+        for (field, values) in [
+            ("verbs", &self.verbs),
+            ("apiGroups", &self.api_groups),
+            ("resources", &self.resources),
+            ("resourceNames", &self.resource_names),
+            ("nonResourceURLs", &self.non_resource_urls),
+        ] {
+            if !values.is_empty() {
+                rule.insert(field.to_string(), serde_json::json!(values));
+            }
+        }
+        Value::Object(rule)
+    }
+
     /// Whether the rule allows the request (upstream's `RuleAllows`).
     pub fn allows(&self, request: &Attributes<'_>) -> bool {
         if !has_or_all(&self.verbs, request.verb) {

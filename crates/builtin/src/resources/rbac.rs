@@ -142,12 +142,6 @@ fn validate_cluster_role(role: &Value) -> FieldErrors {
     for (i, selector) in selectors.iter().enumerate() {
         errs.extend(validate_label_selector(selector, &path.index(i)));
     }
-    if !items(role, "/rules").is_empty() {
-        errs.push(FieldError::forbidden(
-            &Path::root("rules"),
-            "rules must be empty for aggregated roles",
-        ));
-    }
     errs
 }
 
@@ -409,7 +403,6 @@ mod tests {
             causes(&cluster.validate(&json!({"aggregationRule": {}, "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}))),
             expect(&[
                 ("aggregationRule.clusterRoleSelectors", "FieldValueRequired", "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil"),
-                ("rules", "FieldValueForbidden", "Forbidden: rules must be empty for aggregated roles"),
             ])
         );
         assert!((role.names)("system:controller:a", false).is_empty());
