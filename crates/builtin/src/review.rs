@@ -9,18 +9,16 @@ use std::sync::Arc;
 
 use kapi_apimachinery::meta::now_rfc3339;
 use kapi_apimachinery::schema::GroupKind;
-use kapi_apimachinery::schema::GroupResource;
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::authn::ALL_AUTHENTICATED;
 use kapi_server::object;
-use kapi_server::registry::ReadVersion;
 use kapi_server::resource::{CreateRequest, Creater, Strategy};
 use kapi_server::{Attributes, Authorizer, Decision, UserInfo};
 use serde_json::{Map, Value, json};
 
 use crate::hooks::TypeHooks;
-use crate::token::{ServiceAccountTokens, VerifiedToken};
+use crate::token::{ServiceAccountTokens, still_valid};
 use crate::util::str_of;
 
 /// The hooks of the kinds this module answers.
@@ -114,7 +112,9 @@ impl Creater for TokenReviewCreater {
             .unwrap_or_default();
         let now = crate::token::unix_now();
         let verified = match tokens.verify(token, &audiences, now) {
-            Ok(verified) => still_valid(&request, verified).await,
+            Ok(verified) => {
+                still_valid(&|resource| request.api.resource("", resource), verified).await
+            }
             Err(err) => Err(err.to_string()),
         };
         let status = match verified {
@@ -134,45 +134,6 @@ impl Creater for TokenReviewCreater {
         };
         Ok(answered(review, status))
     }
-}
-
-/// Checks that the token's service account (and the pod it is bound to) still exist with
-/// the uids the token names, as upstream's service-account token validator does.
-async fn still_valid(
-    request: &CreateRequest<'_>,
-    verified: VerifiedToken,
-) -> Result<VerifiedToken, String> {
-    let claims = &verified.kubernetes;
-    let namespace = claims["namespace"].as_str().unwrap_or_default();
-    for (resource, reference) in [
-        ("serviceaccounts", &claims["serviceaccount"]),
-        ("pods", &claims["pod"]),
-    ] {
-        if !reference.is_object() {
-            continue;
-        }
-        let Some(served) = request.api.resource("", resource) else {
-            continue;
-        };
-        let name = str_of(reference, "name");
-        let found = served
-            .registry
-            .get(
-                &GroupResource::new("", resource),
-                namespace,
-                name,
-                &ReadVersion::MostRecent,
-            )
-            .await
-            .and_then(|item| item.decode());
-        let valid = found.is_ok_and(|object| {
-            object::uid(&object) == str_of(reference, "uid") && !object::is_deleting(&object)
-        });
-        if !valid {
-            return Err("service account token has been invalidated".into());
-        }
-    }
-    Ok(verified)
 }
 
 /// Answers SelfSubjectReview (`kubectl auth whoami`): the requester's user.

@@ -6,6 +6,7 @@
 //! the object the token is bound to). [`TokenRequestCreater`] answers
 //! `serviceaccounts/token` (authentication.k8s.io/v1 TokenRequest).
 
+mod authenticator;
 mod der;
 mod request;
 
@@ -18,6 +19,8 @@ use ring::rand::SystemRandom;
 use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey};
 use serde_json::{Value, json};
 
+pub use authenticator::ServiceAccountAuthenticator;
+pub(crate) use authenticator::still_valid;
 pub use request::TokenRequestCreater;
 pub(crate) use request::unix_now;
 

@@ -102,6 +102,10 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
 
+    /// A CSV file of static bearer tokens: `token,user,uid[,"group1,group2"]` per line.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+
     /// The authorizers to ask, in order, comma separated (RBAC). Members of system:masters
     /// are always allowed.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]

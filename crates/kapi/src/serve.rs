@@ -82,12 +82,12 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         &server_url,
     )
     .context("preparing the PKI")?;
-    let tokens = pki::service_account_tokens(
+    let tokens = Arc::new(pki::service_account_tokens(
         &pki,
         &options.service_account_issuer,
         options.service_account_signing_key_file.as_deref(),
         &options.service_account_key_file,
-    )?;
+    )?);
     let storage = Storage::open(&options).await?;
     let resolver = EndpointsResolver::new();
     let apiextensions =
@@ -95,7 +95,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let api = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
         .resources(kapi_builtin::resources())
         .delegate(apiextensions.handler())
-        .service(Arc::new(tokens))
+        .service(tokens.clone())
         .schemas(Arc::new(kapi_server::endpoints::BuiltinSchemas))
         .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
         .build();
@@ -114,6 +114,8 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .context("the built-in resources have no namespaces")?
         .clone();
     let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
+    let bearer_tokens =
+        crate::authentication::bearer_tokens(options.token_auth_file.as_deref(), tokens, &api)?;
     let admission = crate::admission::chain(&options, &api, &authorization)?;
     api.set_admission(admission.clone());
     apiextensions.set_admission(admission);
@@ -124,6 +126,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let service_hooks = ServiceHooks::new(&api, &options, &storage, advertise)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
+    server.add_authenticator(Arc::new(bearer_tokens));
     let checks = server.health_checks_mut();
     checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
     checks.add_readyz_check(HealthCheck::storage(

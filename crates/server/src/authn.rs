@@ -6,6 +6,7 @@
 //! `system:unauthenticated` when anonymous requests are allowed, but a request whose
 //! credentials failed (an authenticator returned an error) is rejected, not downgraded.
 
+pub mod token;
 pub mod x509;
 
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use token::{BearerToken, TokenAuthenticator, TokenFile};
 pub use x509::X509Authenticator;
 
 /// The name of unauthenticated requests.
@@ -99,6 +101,11 @@ impl Authentication {
             authenticators,
             anonymous,
         }
+    }
+
+    /// Adds an authenticator, tried after the others.
+    pub fn push(&mut self, authenticator: Arc<dyn Authenticator>) {
+        self.authenticators.push(authenticator);
     }
 
     /// The user of a request, or an error when it must be answered 401.

@@ -7,10 +7,12 @@
 //! 2. [`panic`]: a panicking handler answers 500 and the server lives.
 //! 3. [`request_info`]: resolves the [`RequestInfo`] once and stores it in the request.
 //! 4. [`authentication`]: stores the [`UserInfo`](crate::authn::UserInfo) or answers 401.
-//! 5. [`max_inflight`]: bounds concurrent requests, answers 429 beyond.
-//! 6. [`authorization`]: answers 403 unless the authorizer allows.
-//! 7. [`metrics`]: counts requests and their durations.
-//! 8. [`timeout`]: bounds non-long-running requests (504) and ends long-running ones when
+//! 5. [`impersonation`]: replaces the user with the one the `Impersonate-*` headers name,
+//!    when the authorizer allows, or answers 403.
+//! 6. [`max_inflight`]: bounds concurrent requests, answers 429 beyond.
+//! 7. [`authorization`]: answers 403 unless the authorizer allows.
+//! 8. [`metrics`]: counts requests and their durations.
+//! 9. [`timeout`]: bounds non-long-running requests (504) and ends long-running ones when
 //!    the server drains.
 //!
 //! Every filter answers with [`Body`] and never fails (`Error = Infallible`); the request body
@@ -18,6 +20,7 @@
 
 pub mod authentication;
 pub mod authorization;
+pub mod impersonation;
 pub mod long_running;
 pub mod max_inflight;
 pub mod metrics;

@@ -28,6 +28,7 @@ use crate::body::{Body, BoxError};
 use crate::config::ServerConfig;
 use crate::filters::authentication::AuthenticationLayer;
 use crate::filters::authorization::AuthorizationLayer;
+use crate::filters::impersonation::ImpersonationLayer;
 use crate::filters::max_inflight::MaxInFlightLayer;
 use crate::filters::metrics::MetricsLayer;
 use crate::filters::panic::PanicRecoveryLayer;
@@ -122,6 +123,11 @@ impl GenericApiServer {
         })
     }
 
+    /// Adds an authenticator, tried after the ones there (client certificates first).
+    pub fn add_authenticator(&mut self, authenticator: Arc<dyn Authenticator>) {
+        self.authentication.push(authenticator);
+    }
+
     /// Replaces how requests are authenticated.
     pub fn set_authentication(&mut self, authentication: Authentication) {
         self.authentication = authentication;
@@ -209,6 +215,7 @@ impl GenericApiServer {
             .layer(PanicRecoveryLayer)
             .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
             .layer(AuthenticationLayer::new(self.authentication))
+            .layer(ImpersonationLayer::new(self.authorizer.clone()))
             .layer(MaxInFlightLayer::new(
                 config.max_requests_inflight,
                 config.max_mutating_requests_inflight,

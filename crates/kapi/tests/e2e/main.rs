@@ -9,6 +9,7 @@
 mod common;
 
 mod apply;
+mod authn;
 mod authorization;
 mod builtin_api;
 mod crd_conversion;

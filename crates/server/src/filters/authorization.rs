@@ -104,7 +104,7 @@ async fn decide(authorizer: &dyn Authorizer, request: &Parts) -> Result<(), Resp
 }
 
 /// The 403 for a refused request (upstream's `responsewriters.Forbidden`).
-fn forbidden(attributes: &Attributes<'_>, reason: &str) -> Response<Body> {
+pub(crate) fn forbidden(attributes: &Attributes<'_>, reason: &str) -> Response<Body> {
     let mut message = sanitize(&attributes.forbidden_message());
     if !reason.is_empty() {
         message = format!("{message}: {reason}");

@@ -1,0 +1,213 @@
+//! Authentication end to end: static tokens from `--token-auth-file`, service-account tokens
+//! from `kubectl create token` used by kubectl and kube-rs, refused tokens (unknown, wrong
+//! audience, bound to a deleted pod) answered 401 with upstream's Status, and impersonation.
+
+use crate::common;
+
+use common::{Backend, KUBECTL, TestServer, ok_stdin, stderr, stdout};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::Value;
+
+/// The server URL and CA of the admin kubeconfig.
+fn server_and_ca(server: &TestServer) -> (String, String) {
+    let admin = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
+    let cluster = admin.clusters[0].cluster.clone().expect("a cluster");
+    let ca = cluster.certificate_authority_data.expect("CA data");
+    (cluster.server.expect("a server"), ca)
+}
+
+/// A kubeconfig authenticating with `token`, beside the admin one.
+fn token_kubeconfig(server: &TestServer, name: &str, token: &str) -> std::path::PathBuf {
+    let (url, ca) = server_and_ca(server);
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster: {{server: {url}, certificate-authority-data: {ca}}}\nusers:\n- name: u\n  user: {{token: {token}}}\ncontexts:\n- name: c\n  context: {{cluster: kapi, user: u}}\ncurrent-context: c\n"
+    );
+    let path = server.data_dir.path().join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, text).expect("write the kubeconfig");
+    path
+}
+
+/// Runs kubectl with `kubeconfig`.
+async fn kubectl_as(kubeconfig: &std::path::Path, args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .output()
+        .await
+        .expect("run kubectl")
+}
+
+/// The user `kubectl auth whoami` reports with `kubeconfig`.
+async fn whoami(kubeconfig: &std::path::Path) -> Value {
+    let output = kubectl_as(kubeconfig, &["auth", "whoami", "-o", "json"]).await;
+    assert!(output.status.success(), "whoami: {}", stderr(&output));
+    serde_json::from_str::<Value>(&stdout(&output)).unwrap()["status"]["userInfo"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_tokens_authenticate_and_bad_ones_get_401() {
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), "s3cret,alice,1001,\"devs,ops\"\n").unwrap();
+    let flag = format!("--token-auth-file={}", tokens.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let alice = token_kubeconfig(&server, "alice", "s3cret");
+    let user = whoami(&alice).await;
+    assert_eq!(user["username"], "alice");
+    assert_eq!(user["uid"], "1001");
+    assert_eq!(
+        user["groups"],
+        serde_json::json!(["devs", "ops", "system:authenticated"])
+    );
+    let wrong = token_kubeconfig(&server, "wrong", "nope");
+    let output = kubectl_as(&wrong, &["get", "--raw", "/api/v1/namespaces"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+    let output = kubectl_as(&wrong, &["get", "--raw", "/healthz"]).await;
+    assert!(!output.status.success(), "a bad token is never anonymous");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_tokens_authenticate_kubectl_and_kube_rs() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "robot"])
+        .await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "rolebinding",
+            "robot",
+            "--clusterrole=edit",
+            "--serviceaccount=default:robot",
+        ])
+        .await;
+    let token = server.kubectl_ok(&["create", "token", "robot"]).await;
+    let robot = token_kubeconfig(&server, "robot", token.trim());
+    let user = whoami(&robot).await;
+    assert_eq!(user["username"], "system:serviceaccount:default:robot");
+    assert_eq!(
+        user["groups"],
+        serde_json::json!([
+            "system:serviceaccounts",
+            "system:serviceaccounts:default",
+            "system:authenticated"
+        ])
+    );
+    // RBAC sees the service account's binding.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let output = kubectl_as(&robot, &["create", "configmap", "from-kubectl"]).await;
+        if output.status.success() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", stderr(&output));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let config = Kubeconfig::read_from(&robot).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(config, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client, "default");
+    assert!(configmaps.get("from-kubectl").await.is_ok());
+    // A token for another audience is refused.
+    let other = server
+        .kubectl_ok(&[
+            "create",
+            "token",
+            "robot",
+            "--audience=https://elsewhere.example",
+        ])
+        .await;
+    let other = token_kubeconfig(&server, "other", other.trim());
+    let output = kubectl_as(&other, &["auth", "whoami"]).await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_bound_to_a_pod_dies_with_it() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "robot"])
+        .await;
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"serviceAccountName":"robot","containers":[{"name":"c","image":"busybox"}]}}"#;
+    ok_stdin(&server, &["create", "-f", "-"], pod).await;
+    let token = server
+        .kubectl_ok(&[
+            "create",
+            "token",
+            "robot",
+            "--bound-object-kind=Pod",
+            "--bound-object-name=p",
+        ])
+        .await;
+    let robot = token_kubeconfig(&server, "robot", token.trim());
+    let user = whoami(&robot).await;
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/pod-name"],
+        serde_json::json!(["p"])
+    );
+    server
+        .kubectl_ok(&["delete", "pod", "p", "--wait=false"])
+        .await;
+    let output = kubectl_as(&robot, &["auth", "whoami"]).await;
+    assert!(!output.status.success(), "the token outlived its pod");
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation_needs_the_impersonate_verb() {
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), "t,bob,2\n").unwrap();
+    let flag = format!("--token-auth-file={}", tokens.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let user = server
+        .kubectl_ok(&[
+            "auth",
+            "whoami",
+            "--as=alice",
+            "--as-group=devs",
+            "-o",
+            "json",
+        ])
+        .await;
+    let user: Value = serde_json::from_str(&user).unwrap();
+    assert_eq!(user["status"]["userInfo"]["username"], "alice");
+    assert_eq!(
+        user["status"]["userInfo"]["groups"],
+        serde_json::json!(["devs", "system:authenticated"])
+    );
+    let bob = token_kubeconfig(&server, "bob", "t");
+    let output = kubectl_as(
+        &bob,
+        &[
+            "get",
+            "--raw",
+            "/api/v1/namespaces/default/configmaps",
+            "--as=alice",
+        ],
+    )
+    .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains(r#"users "alice" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope"#),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -1,0 +1,373 @@
+//! Impersonation (upstream's `WithImpersonation`): a request with `Impersonate-User` (and
+//! optionally `Impersonate-Group`, `Impersonate-Uid`, `Impersonate-Extra-<key>`) acts as
+//! that user, once the authorizer allows the requester the `impersonate` verb on each of
+//! them; otherwise 403 with upstream's message. The headers are removed afterwards.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::request::Parts;
+use http::{HeaderMap, Request, Response};
+use tower::{Layer, Service};
+
+use super::authorization::forbidden;
+use super::{FilterFuture, call, take_ready};
+use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
+use crate::authz::{Attributes, Authorizer, Decision};
+use crate::body::Body;
+use crate::responses::internal_error;
+
+const USER: &str = "impersonate-user";
+const GROUP: &str = "impersonate-group";
+const UID: &str = "impersonate-uid";
+const EXTRA_PREFIX: &str = "impersonate-extra-";
+/// The prefix of service accounts' user names.
+const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
+
+/// Adds [`Impersonate`].
+#[derive(Clone)]
+pub struct ImpersonationLayer {
+    authorizer: Arc<dyn Authorizer>,
+}
+
+impl ImpersonationLayer {
+    /// Asks `authorizer` whether the requester may impersonate.
+    pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
+        ImpersonationLayer { authorizer }
+    }
+}
+
+impl<S> Layer<S> for ImpersonationLayer {
+    type Service = Impersonate<S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Impersonate {
+            inner,
+            authorizer: self.authorizer.clone(),
+        }
+    }
+}
+
+/// See the module documentation.
+#[derive(Clone)]
+pub struct Impersonate<S> {
+    inner: S,
+    authorizer: Arc<dyn Authorizer>,
+}
+
+impl<S, B> Service<Request<B>> for Impersonate<S>
+where
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = FilterFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> FilterFuture {
+        let inner = take_ready(&mut self.inner);
+        let authorizer = self.authorizer.clone();
+        Box::pin(async move {
+            let (mut parts, body) = request.into_parts();
+            match impersonated(authorizer.as_ref(), &parts).await {
+                Ok(None) => {}
+                Ok(Some(user)) => {
+                    remove_headers(&mut parts.headers);
+                    parts.extensions.insert(user);
+                }
+                Err(response) => return Ok(response),
+            }
+            Ok(call(inner, Request::from_parts(parts, body)).await)
+        })
+    }
+}
+
+/// One thing a request asks to act as.
+enum Impersonation {
+    User(String),
+    ServiceAccount(String, String),
+    Group(String),
+    Extra(String, String),
+    Uid(String),
+}
+
+/// What the impersonation headers ask for, in upstream's order; an error when groups, uid
+/// or extras come without a user.
+fn requests(headers: &HeaderMap) -> Result<Vec<Impersonation>, String> {
+    let text = |value: &http::HeaderValue| value.to_str().unwrap_or_default().to_string();
+    let mut requests = Vec::new();
+    let user = headers.get(USER).map(text).unwrap_or_default();
+    if !user.is_empty() {
+        requests.push(match service_account(&user) {
+            Some((namespace, name)) => Impersonation::ServiceAccount(namespace, name),
+            None => Impersonation::User(user.clone()),
+        });
+    }
+    requests.extend(
+        headers
+            .get_all(GROUP)
+            .iter()
+            .map(|g| Impersonation::Group(text(g))),
+    );
+    for (name, value) in headers {
+        if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
+            let key = percent_decode(key);
+            requests.push(Impersonation::Extra(key, text(value)));
+        }
+    }
+    if let Some(uid) = headers.get(UID).map(text).filter(|uid| !uid.is_empty()) {
+        requests.push(Impersonation::Uid(uid));
+    }
+    if user.is_empty() && !requests.is_empty() {
+        return Err(
+            "requested impersonation of groups, uid or extras without impersonating a user".into(),
+        );
+    }
+    Ok(requests)
+}
+
+/// `system:serviceaccount:<namespace>:<name>` split, if `user` is one.
+fn service_account(user: &str) -> Option<(String, String)> {
+    let (namespace, name) = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?.split_once(':')?;
+    (!namespace.is_empty() && !name.is_empty() && !name.contains(':'))
+        .then(|| (namespace.to_string(), name.to_string()))
+}
+
+/// Decodes `%XX` escapes of an extra key (upstream escapes keys that are not header-safe).
+fn percent_decode(key: &str) -> String {
+    let bytes = key.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The user the request acts as (`None` without impersonation headers), or the response
+/// refusing it.
+async fn impersonated(
+    authorizer: &dyn Authorizer,
+    parts: &Parts,
+) -> Result<Option<UserInfo>, Response<Body>> {
+    let uri = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let requests = requests(&parts.headers).map_err(|err| internal_error(uri, &err))?;
+    if requests.is_empty() {
+        return Ok(None);
+    }
+    let Some(requester) = parts.extensions.get::<UserInfo>() else {
+        return Err(internal_error(uri, "no user found for request"));
+    };
+    let groups_given = requests
+        .iter()
+        .any(|r| matches!(r, Impersonation::Group(_)));
+    let mut user = UserInfo::default();
+    let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for request in &requests {
+        let (group, resource, namespace, name, subresource) = match request {
+            Impersonation::User(name) => {
+                user.name = name.clone();
+                ("", "users", "", name.as_str(), "")
+            }
+            Impersonation::ServiceAccount(namespace, name) => {
+                user.name = format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}");
+                if !groups_given {
+                    user.groups = vec![
+                        "system:serviceaccounts".to_string(),
+                        format!("system:serviceaccounts:{namespace}"),
+                    ];
+                }
+                ("", "serviceaccounts", namespace.as_str(), name.as_str(), "")
+            }
+            Impersonation::Group(name) => {
+                user.groups.push(name.clone());
+                ("", "groups", "", name.as_str(), "")
+            }
+            Impersonation::Extra(key, value) => {
+                extra.entry(key.clone()).or_default().push(value.clone());
+                (
+                    "authentication.k8s.io",
+                    "userextras",
+                    "",
+                    value.as_str(),
+                    key.as_str(),
+                )
+            }
+            Impersonation::Uid(uid) => {
+                user.uid = uid.clone();
+                ("authentication.k8s.io", "uids", "", uid.as_str(), "")
+            }
+        };
+        let attributes = Attributes {
+            user: requester,
+            verb: "impersonate",
+            namespace,
+            api_group: group,
+            api_version: "v1",
+            resource,
+            subresource,
+            name,
+            resource_request: true,
+            path: parts.uri.path(),
+            field_selector: "",
+            label_selector: "",
+        };
+        match authorizer.authorize(&attributes).await {
+            Ok(Decision::Allow) => {}
+            Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
+                return Err(forbidden(&attributes, &reason));
+            }
+            Err(err) => return Err(forbidden(&attributes, &err.0)),
+        }
+    }
+    user.extra = extra;
+    add_catch_all_group(&mut user);
+    Ok(Some(user))
+}
+
+/// `system:authenticated` for an impersonated user (unless a catch-all group was asked
+/// for), `system:unauthenticated` for an impersonated anonymous user.
+fn add_catch_all_group(user: &mut UserInfo) {
+    if user.name == ANONYMOUS {
+        if !user.in_group(ALL_UNAUTHENTICATED) {
+            user.groups.push(ALL_UNAUTHENTICATED.into());
+        }
+    } else if !user.in_group(ALL_AUTHENTICATED) && !user.in_group(ALL_UNAUTHENTICATED) {
+        user.groups.push(ALL_AUTHENTICATED.into());
+    }
+}
+
+/// Removes the impersonation headers once they are honoured.
+fn remove_headers(headers: &mut HeaderMap) {
+    let extras: Vec<http::HeaderName> = headers
+        .keys()
+        .filter(|name| name.as_str().starts_with(EXTRA_PREFIX))
+        .cloned()
+        .collect();
+    for name in extras.iter().map(|n| n.as_str()).chain([USER, GROUP, UID]) {
+        headers.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::authz::{AuthorizationError, RulesInfo};
+    use async_trait::async_trait;
+
+    /// Allows impersonating users and groups named `ok*`, and anything in namespace `ok`.
+    struct OnlyOk;
+
+    #[async_trait]
+    impl Authorizer for OnlyOk {
+        async fn authorize(&self, a: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
+            let ok = a.verb == "impersonate" && (a.name.starts_with("ok") || a.namespace == "ok");
+            Ok(if ok {
+                Decision::Allow
+            } else {
+                Decision::NoOpinion(String::new())
+            })
+        }
+
+        async fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {
+            RulesInfo::unknown()
+        }
+    }
+
+    fn parts(headers: &[(&str, &str)]) -> Parts {
+        let mut builder = http::Request::builder().uri("/api/v1/pods");
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        let (mut parts, ()) = builder.body(()).unwrap().into_parts();
+        parts.extensions.insert(UserInfo {
+            name: "admin".into(),
+            ..UserInfo::default()
+        });
+        parts
+    }
+
+    async fn status(headers: &[(&str, &str)]) -> Result<Option<UserInfo>, u16> {
+        impersonated(&OnlyOk, &parts(headers))
+            .await
+            .map_err(|r| r.status().as_u16())
+    }
+
+    #[tokio::test]
+    async fn impersonation_is_authorized_per_request() {
+        assert_eq!(status(&[]).await, Ok(None));
+        let user = status(&[
+            ("Impersonate-User", "ok-alice"),
+            ("Impersonate-Group", "ok-devs"),
+            ("Impersonate-Extra-ok%2Fscopes", "ok-view"),
+        ])
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(user.name, "ok-alice");
+        assert_eq!(user.groups, ["ok-devs", ALL_AUTHENTICATED]);
+        assert_eq!(user.extra["ok/scopes"], ["ok-view"]);
+        let robot = status(&[("Impersonate-User", "system:serviceaccount:ok:robot")])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            robot.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:ok",
+                ALL_AUTHENTICATED
+            ]
+        );
+        assert_eq!(status(&[("Impersonate-User", "mallory")]).await, Err(403));
+        assert_eq!(
+            status(&[
+                ("Impersonate-User", "ok-alice"),
+                ("Impersonate-Group", "admins")
+            ])
+            .await,
+            Err(403)
+        );
+        assert_eq!(status(&[("Impersonate-Group", "ok-devs")]).await, Err(500));
+        let anonymous = status(&[("Impersonate-User", "ok")])
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(anonymous.groups, [ALL_AUTHENTICATED]);
+    }
+
+    #[tokio::test]
+    async fn refusals_read_as_upstream() {
+        let response = impersonated(&OnlyOk, &parts(&[("Impersonate-User", "mallory")]))
+            .await
+            .unwrap_err();
+        let body = http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .unwrap()
+            .to_bytes();
+        let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(
+            status["message"],
+            r#"users "mallory" is forbidden: User "admin" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        );
+    }
+}
