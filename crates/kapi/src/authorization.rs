@@ -8,18 +8,24 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use kapi_builtin::rbac::{RbacAuthorizer, RbacResources, RuleResolver};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
-use kapi_server::authz::{PrivilegedGroups, UnionAuthorizer};
+use kapi_server::authz::{AlwaysAllow, AlwaysDeny, PrivilegedGroups, UnionAuthorizer};
 use kapi_server::{ApiHandler, Authorizer};
 
 /// One authorization mode, as `--authorization-mode` spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
+    AlwaysAllow,
+    AlwaysDeny,
     Rbac,
 }
 
 impl Mode {
     /// The modes kapi implements, in their flag spelling.
-    const ALL: [(&'static str, Mode); 1] = [("RBAC", Mode::Rbac)];
+    const ALL: [(&'static str, Mode); 3] = [
+        ("AlwaysAllow", Mode::AlwaysAllow),
+        ("AlwaysDeny", Mode::AlwaysDeny),
+        ("RBAC", Mode::Rbac),
+    ];
 
     /// Parses one mode; upstream's error for an unknown one.
     pub fn parse(value: &str) -> Result<Mode, String> {
@@ -84,6 +90,8 @@ pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
     );
     for mode in modes {
         let authorizer: Arc<dyn Authorizer> = match mode {
+            Mode::AlwaysAllow => Arc::new(AlwaysAllow),
+            Mode::AlwaysDeny => Arc::new(AlwaysDeny),
             Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
         };
         authorizers.push(authorizer);
@@ -123,6 +131,7 @@ mod tests {
         );
         assert!(check_modes(&[Mode::Rbac, Mode::Rbac]).is_err());
         assert!(check_modes(&[]).is_err());
-        assert!(check_modes(&[Mode::Rbac]).is_ok());
+        assert!(check_modes(&[Mode::AlwaysAllow, Mode::Rbac]).is_ok());
+        assert_eq!(Mode::parse("AlwaysDeny"), Ok(Mode::AlwaysDeny));
     }
 }

@@ -106,8 +106,8 @@ pub struct ServeOptions {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
-    /// The authorizers to ask, in order, comma separated (RBAC). Members of system:masters
-    /// are always allowed.
+    /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC).
+    /// Members of system:masters are always allowed.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]
     pub authorization_mode: Vec<crate::authorization::Mode>,
 

@@ -9,8 +9,10 @@ use kapi_apimachinery::request_info::RequestInfo;
 
 use crate::authn::UserInfo;
 
+pub mod modes;
 pub mod union;
 
+pub use modes::{AlwaysAllow, AlwaysDeny};
 pub use union::{PrivilegedGroups, UnionAuthorizer};
 
 /// What a request wants to do, as upstream's `authorizer.AttributesRecord`.

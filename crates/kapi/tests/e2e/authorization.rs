@@ -502,3 +502,20 @@ async fn no_route_lets_anonymous_or_unbound_users_in() {
 async fn without_anonymous_auth_every_route_is_unauthorized() {
     walk_every_route(false).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn always_allow_and_always_deny_modes() {
+    let pods = case(Who::Nobody, "GET", "/api/v1/namespaces/default/pods", true);
+    let server = TestServer::start(Backend::Embedded, &["--authorization-mode=AlwaysAllow"]).await;
+    let (status, body) = send(&kubeconfig_for(&server, Who::Nobody), &pods).await;
+    assert_eq!(status, 200, "{body}");
+    let server = TestServer::start(Backend::Embedded, &["--authorization-mode=AlwaysDeny"]).await;
+    let (status, body) = send(&kubeconfig_for(&server, Who::Nobody), &pods).await;
+    assert_eq!(status, 403, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        r#"pods is forbidden: User "nobody" cannot list resource "pods" in API group "" in the namespace "default": Everything is forbidden."#
+    );
+    server.kubectl_ok(&["get", "pods"]).await;
+}
