@@ -30,6 +30,7 @@ pub mod responses;
 pub mod server;
 pub mod serving;
 pub mod version;
+pub mod webhook_client;
 pub mod write_hooks;
 
 pub use authn::{Authentication, Authenticator, UserInfo};

@@ -1,76 +1,31 @@
-//! The conversion webhook client: a ConversionReview (apiextensions.k8s.io/v1) POSTed over
-//! HTTPS to the CRD's `clientConfig` (a URL, or a Service resolved to an endpoint), verified
-//! with its `caBundle` (the system roots without one), with upstream's 30 s timeout and its
+//! The conversion webhook: a ConversionReview (apiextensions.k8s.io/v1) sent to the CRD's
+//! `clientConfig` through kapi-server's webhook client, with upstream's 30 s timeout and its
 //! checks of the response and their messages.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
-use http_body_util::{BodyExt, Full};
 use kapi_apimachinery::status::ApiError;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+pub use kapi_server::webhook_client::ServiceResolver;
+use kapi_server::webhook_client::WebhookClient;
 use serde_json::{Value, json};
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
 /// How long a conversion webhook may take, as upstream's.
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Resolves a Service reference (`clientConfig.service`) to `https://host:port`.
-#[async_trait::async_trait]
-pub trait ServiceResolver: Send + Sync {
-    async fn resolve(&self, namespace: &str, name: &str, port: i32) -> Result<String, String>;
-}
-
-/// Where the webhook is.
-enum Target {
-    Url(String),
-    Service {
-        namespace: String,
-        name: String,
-        path: String,
-        port: i32,
-    },
-}
-
 /// One CRD's conversion webhook.
 pub(super) struct Webhook {
-    target: Target,
-    /// PEM certificates from `caBundle`; the system roots when empty.
-    ca_bundle: Vec<u8>,
+    client: WebhookClient,
     kind: String,
-    resolver: Arc<dyn ServiceResolver>,
 }
 
 impl Webhook {
     /// The webhook of `config` (a CRD's `spec.conversion.webhook`) for objects of `kind`.
     pub(super) fn new(config: &Value, kind: &str, resolver: Arc<dyn ServiceResolver>) -> Webhook {
-        let client = &config["clientConfig"];
-        let target = match client["url"].as_str() {
-            Some(url) => Target::Url(url.to_string()),
-            None => {
-                let service = &client["service"];
-                let text = |key: &str| service[key].as_str().unwrap_or_default().to_string();
-                Target::Service {
-                    namespace: text("namespace"),
-                    name: text("name"),
-                    path: text("path"),
-                    port: service["port"].as_i64().unwrap_or(443) as i32,
-                }
-            }
-        };
-        let ca_bundle = client["caBundle"]
-            .as_str()
-            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
-            .unwrap_or_default();
         Webhook {
-            target,
-            ca_bundle,
+            client: WebhookClient::new(&config["clientConfig"], resolver),
             kind: kind.to_string(),
-            resolver,
         }
     }
 
@@ -102,33 +57,13 @@ impl Webhook {
             "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
         });
-        let url = self.url().await?;
-        let call = post(
-            &url,
-            &self.ca_bundle,
-            serde_json::to_vec(&review).unwrap_or_default(),
-        );
-        let body = tokio::time::timeout(TIMEOUT, call)
-            .await
-            .map_err(|_| format!("Post {url:?}: context deadline exceeded"))??;
+        let body = self
+            .client
+            .post(serde_json::to_vec(&review).unwrap_or_default(), TIMEOUT)
+            .await?;
         let response: Value = serde_json::from_slice(&body)
             .map_err(|err| format!("unable to decode the response: {err}"))?;
         read_response(&response, &uid)
-    }
-
-    async fn url(&self) -> Result<String, String> {
-        match &self.target {
-            Target::Url(url) => Ok(url.clone()),
-            Target::Service {
-                namespace,
-                name,
-                path,
-                port,
-            } => {
-                let base = self.resolver.resolve(namespace, name, *port).await?;
-                Ok(format!("{base}{path}"))
-            }
-        }
     }
 }
 
@@ -210,90 +145,6 @@ fn check_converted(
     }
     object["metadata"] = metadata;
     Ok(object)
-}
-
-/// POSTs `body` as JSON to an `https://` URL, returning the response body.
-async fn post(url: &str, ca_bundle: &[u8], body: Vec<u8>) -> Result<Vec<u8>, String> {
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("Post {url:?}: unsupported protocol scheme"))?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let path = if path.is_empty() { "/" } else { path };
-    let (host, port) = split_host_port(authority)?;
-    let failed = |err: &dyn std::fmt::Display| format!("Post {url:?}: {err}");
-    let tcp = TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| failed(&e))?;
-    let server_name = ServerName::try_from(host.clone()).map_err(|e| failed(&e))?;
-    let tls = TlsConnector::from(Arc::new(client_config(ca_bundle)?))
-        .connect(server_name, tcp)
-        .await
-        .map_err(|e| failed(&e))?;
-    let io = hyper_util::rt::TokioIo::new(tls);
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| failed(&e))?;
-    tokio::spawn(connection);
-    let request = http::Request::post(path)
-        .header(http::header::HOST, authority)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json")
-        .body(Full::new(bytes::Bytes::from(body)))
-        .map_err(|e| failed(&e))?;
-    let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| failed(&e))?
-        .to_bytes();
-    if !status.is_success() {
-        let text = String::from_utf8_lossy(&body);
-        return Err(format!("the server responded with status {status}: {text}"));
-    }
-    Ok(body.to_vec())
-}
-
-fn split_host_port(authority: &str) -> Result<(String, u16), String> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (host, rest) = v6.split_once(']').ok_or("invalid IPv6 host")?;
-            (host, rest.strip_prefix(':'))
-        }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let port = match port {
-        Some(port) => port.parse().map_err(|_| format!("invalid port {port:?}"))?,
-        None => 443,
-    };
-    Ok((host.to_string(), port))
-}
-
-/// TLS trusting `ca_bundle`'s certificates, or the system's roots without one.
-fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    if ca_bundle.is_empty() {
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-    } else {
-        for cert in CertificateDer::pem_slice_iter(ca_bundle) {
-            let cert = cert.map_err(|err| format!("invalid caBundle: {err}"))?;
-            roots
-                .add(cert)
-                .map_err(|err| format!("invalid caBundle: {err}"))?;
-        }
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
 }
 
 /// Runs `future` to completion from synchronous code inside or outside a runtime: converters
@@ -386,13 +237,5 @@ mod tests {
             err,
             "returned invalid metadata: must have the same name: a != b"
         );
-    }
-
-    #[test]
-    fn hosts_and_ports_split_like_urls() {
-        assert_eq!(split_host_port("a.b:8443").unwrap(), ("a.b".into(), 8443));
-        assert_eq!(split_host_port("a.b").unwrap(), ("a.b".into(), 443));
-        assert_eq!(split_host_port("[::1]:9443").unwrap(), ("::1".into(), 9443));
-        assert!(split_host_port("a:b").is_err());
     }
 }
