@@ -4,5 +4,7 @@
 //! kapi-server's `AdmissionPlugin` and read their configuration objects from the server's watch
 //! caches.
 
+mod cel;
+mod matching;
 pub mod policy;
 pub mod webhook;

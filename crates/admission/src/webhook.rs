@@ -1,1 +1,619 @@
-//! The admission webhooks (being written).
+//! MutatingAdmissionWebhook and ValidatingAdmissionWebhook (k8s.io/apiserver's
+//! admission/plugin/webhook): the webhooks of Mutating/ValidatingWebhookConfigurations
+//! receive an AdmissionReview (admission.k8s.io/v1) for every write their rules, selectors
+//! and matchConditions select. Mutating webhooks run in order (configurations by name) and
+//! may patch the object (JSONPatch); with `reinvocationPolicy: IfNeeded` they run once more
+//! when a later webhook changed it. Validating webhooks run concurrently and may only deny.
+//! A webhook that cannot be called fails the request (500) unless `failurePolicy: Ignore`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine;
+use kapi_apimachinery::status::{ApiError, Status};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
+use kapi_server::endpoints::Served;
+use kapi_server::registry::Item;
+use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
+use kapi_storage::Revision;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use crate::cel::{Activation, Expression, Inputs, request_json};
+use crate::matching;
+
+/// How long a webhook may take when its configuration does not say.
+const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
+/// The AdmissionReview version kapi sends and expects.
+const REVIEW_VERSION: &str = "admission.k8s.io/v1";
+
+/// Which of the two plugins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Mutating,
+    Validating,
+}
+
+/// One webhook of a configuration, parsed once per configuration version.
+struct Hook {
+    name: String,
+    client: WebhookClient,
+    rules: Value,
+    exact: bool,
+    namespace_selector: Value,
+    object_selector: Value,
+    /// Whether it may be called on dry runs (sideEffects None or NoneOnDryRun).
+    dry_run_safe: bool,
+    timeout: Duration,
+    ignore_failures: bool,
+    reinvoke: bool,
+    /// Named conditions; a condition that does not compile is kept as its error.
+    match_conditions: Vec<(String, Result<Expression, String>)>,
+}
+
+/// The webhooks of one configuration kind, followed from its watch cache.
+struct Webhooks {
+    phase: Phase,
+    configurations: Served,
+    namespaces: Served,
+    resolver: Arc<dyn ServiceResolver>,
+    /// Parsed configurations by name, with the revision they were parsed at.
+    parsed: Mutex<HashMap<String, (Revision, Arc<Vec<Hook>>)>>,
+}
+
+impl Webhooks {
+    /// Every webhook, configurations in name order, each in its configuration's order.
+    fn hooks(&self) -> Vec<Arc<Vec<Hook>>> {
+        let registry = &self.configurations.registry;
+        let snapshot = registry
+            .cacher()
+            .list(&registry.collection_prefix(None), |_| true);
+        let mut parsed = self.parsed.lock();
+        let mut hooks = Vec::with_capacity(snapshot.objects.len());
+        for object in &snapshot.objects {
+            let fresh = parsed
+                .get(&object.name)
+                .filter(|(revision, _)| *revision == object.revision)
+                .map(|(_, hooks)| hooks.clone());
+            let configuration = match fresh {
+                Some(hooks) => hooks,
+                None => {
+                    let value = Item::from(&**object).decode().unwrap_or(Value::Null);
+                    let configuration = Arc::new(self.parse(&value));
+                    parsed.insert(
+                        object.name.clone(),
+                        (object.revision, configuration.clone()),
+                    );
+                    configuration
+                }
+            };
+            hooks.push(configuration);
+        }
+        parsed.retain(|name, _| snapshot.objects.iter().any(|o| &o.name == name));
+        hooks
+    }
+
+    /// The webhooks of one configuration.
+    fn parse(&self, configuration: &Value) -> Vec<Hook> {
+        let webhooks = configuration["webhooks"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        webhooks
+            .iter()
+            .map(|hook| Hook {
+                name: hook["name"].as_str().unwrap_or_default().to_string(),
+                client: WebhookClient::new(&hook["clientConfig"], self.resolver.clone()),
+                rules: hook["rules"].clone(),
+                exact: hook["matchPolicy"] == "Exact",
+                namespace_selector: hook["namespaceSelector"].clone(),
+                object_selector: hook["objectSelector"].clone(),
+                dry_run_safe: matches!(hook["sideEffects"].as_str(), Some("None" | "NoneOnDryRun")),
+                timeout: Duration::from_secs(
+                    hook["timeoutSeconds"]
+                        .as_u64()
+                        .unwrap_or(DEFAULT_TIMEOUT_SECONDS),
+                ),
+                ignore_failures: hook["failurePolicy"] == "Ignore",
+                reinvoke: self.phase == Phase::Mutating && hook["reinvocationPolicy"] == "IfNeeded",
+                match_conditions: hook["matchConditions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let name = c["name"].as_str().unwrap_or_default().to_string();
+                        (
+                            name,
+                            Expression::compile(c["expression"].as_str().unwrap_or_default()),
+                        )
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// Whether `hook` is called for this request. A matchCondition that fails to evaluate
+    /// is an error, handled as a call failure.
+    fn selects(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        request: &Value,
+    ) -> Result<bool, String> {
+        let rules_match = if hook.exact {
+            matching::any_rule_matches(&hook.rules, attributes)
+        } else {
+            equivalent_rules_match(&hook.rules, attributes)
+        };
+        if !rules_match || !matching::object_selector_matches(&hook.object_selector, object, old) {
+            return Ok(false);
+        }
+        let labels = matching::namespace_labels(attributes, object, old, &self.namespaces);
+        if !matching::namespace_selector_matches(&hook.namespace_selector, labels.as_ref()) {
+            return Ok(false);
+        }
+        if hook.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let activation = Activation::new(&Inputs {
+            object: object.cloned(),
+            old_object: old.cloned(),
+            request: request.clone(),
+            ..Inputs::default()
+        });
+        for (name, condition) in &hook.match_conditions {
+            let condition = condition
+                .as_ref()
+                .map_err(|err| format!("compilation failed for {name}: {err}"))?;
+            let matched = condition
+                .evaluate_bool(&activation)
+                .map_err(|err| format!("matchCondition {name}: {err}"))?;
+            if !matched {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// `matchPolicy: Equivalent`: a rule naming the request's group and resource in another
+/// version still matches (the object is sent in the request's version).
+fn equivalent_rules_match(rules: &Value, attributes: &Attributes<'_>) -> bool {
+    let any_version = rules.as_array().map(|rules| {
+        rules
+            .iter()
+            .map(|rule| {
+                let mut rule = rule.clone();
+                rule["apiVersions"] = json!(["*"]);
+                rule
+            })
+            .collect::<Vec<_>>()
+    });
+    matching::any_rule_matches(&json!(any_version.unwrap_or_default()), attributes)
+}
+
+/// The object in the version the request was made in (subresources with their own kind,
+/// such as Scale or Eviction, are admitted as they are).
+fn served(attributes: &Attributes<'_>, object: &Value) -> Result<Value, ApiError> {
+    match attributes.subresource {
+        "" | "status" => attributes.definition.served_form(object.clone()),
+        _ => Ok(object.clone()),
+    }
+}
+
+/// The group, version and kind AdmissionReview names for the request.
+fn kind_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
+    if let Some(object) = object
+        && let (Some(api_version), Some(kind)) =
+            (object["apiVersion"].as_str(), object["kind"].as_str())
+    {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return json!({"group": group, "version": version, "kind": kind});
+    }
+    let gv = &attributes.definition.group_version;
+    json!({"group": gv.group, "version": gv.version, "kind": attributes.definition.kind})
+}
+
+/// What a webhook answered.
+struct Answer {
+    allowed: bool,
+    status: Value,
+    patch: Option<Vec<u8>>,
+    warnings: Vec<String>,
+}
+
+/// Calls a webhook with an AdmissionReview of `request`; the checked answer.
+async fn call(
+    hook: &Hook,
+    phase: Phase,
+    request: &Value,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<Answer, String> {
+    let mut body = request.clone();
+    body["object"] = object.cloned().unwrap_or(Value::Null);
+    body["oldObject"] = old.cloned().unwrap_or(Value::Null);
+    let review = json!({"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": body});
+    let bytes = hook
+        .client
+        .post(
+            serde_json::to_vec(&review).unwrap_or_default(),
+            hook.timeout,
+        )
+        .await
+        .map_err(|err| format!("failed to call webhook: {err}"))?;
+    let review: Value = serde_json::from_slice(&bytes)
+        .map_err(|err| format!("received invalid webhook response: {err}"))?;
+    read_answer(&review, request["uid"].as_str().unwrap_or_default(), phase)
+        .map_err(|err| format!("received invalid webhook response: {err}"))
+}
+
+/// The answer of an AdmissionReview response, checked as upstream checks it.
+fn read_answer(review: &Value, uid: &str, phase: Phase) -> Result<Answer, String> {
+    let (api_version, kind) = (
+        review["apiVersion"].as_str().unwrap_or_default(),
+        review["kind"].as_str().unwrap_or_default(),
+    );
+    if (api_version, kind) != (REVIEW_VERSION, "AdmissionReview") {
+        return Err(format!(
+            "expected webhook response of {REVIEW_VERSION}, Kind=AdmissionReview, got {api_version}, Kind={kind}"
+        ));
+    }
+    let response = review
+        .get("response")
+        .filter(|r| r.is_object())
+        .ok_or("webhook response was absent")?;
+    let got = response["uid"].as_str().unwrap_or_default();
+    if got != uid {
+        return Err(format!("expected response.uid={uid:?}, got {got:?}"));
+    }
+    let patch = match response["patch"].as_str() {
+        None => None,
+        Some(_) if phase == Phase::Validating => {
+            return Err("validating webhook may not return a patch".into());
+        }
+        Some(encoded) => {
+            let patch_type = response["patchType"].as_str().unwrap_or_default();
+            if patch_type != "JSONPatch" {
+                return Err(format!("expected patchType JSONPatch, got {patch_type:?}"));
+            }
+            Some(
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .map_err(|err| err.to_string())?,
+            )
+        }
+    };
+    Ok(Answer {
+        allowed: response["allowed"] == true,
+        status: response["status"].clone(),
+        patch,
+        warnings: response["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w.as_str().map(str::to_string))
+            .collect(),
+    })
+}
+
+/// A denial as the client gets it (upstream's ToStatusErr): the webhook's code (at least
+/// 400) and reason, its message after `admission webhook "name" denied the request`.
+fn denied(name: &str, status: &Value) -> ApiError {
+    let denied_by = format!("admission webhook {name:?} denied the request");
+    let message = status["message"].as_str().filter(|m| !m.is_empty());
+    let reason = status["reason"].as_str().unwrap_or_default();
+    let message = match (message, reason) {
+        (Some(message), _) => format!("{denied_by}: {message}"),
+        (None, reason) if !reason.is_empty() => format!("{denied_by}: {reason}"),
+        _ => format!("{denied_by} without explanation"),
+    };
+    let code = status["code"].as_u64().unwrap_or(0).max(400) as u16;
+    ApiError::from(Status::failure(code, reason, message))
+}
+
+/// What a call failure means under the webhook's failure policy: `None` when ignored.
+fn failure(hook: &Hook, err: String) -> Option<ApiError> {
+    if hook.ignore_failures {
+        tracing::warn!("failed calling webhook {:?} (ignored): {err}", hook.name);
+        return None;
+    }
+    Some(ApiError::internal(format!(
+        "failed calling webhook {:?}: {err}",
+        hook.name
+    )))
+}
+
+/// The refusal of a dry run by a webhook with side effects.
+fn no_dry_run(hook: &Hook) -> ApiError {
+    ApiError::bad_request(format!(
+        "admission webhook {:?} does not support dry run",
+        hook.name
+    ))
+}
+
+/// The MutatingAdmissionWebhook plugin.
+pub struct MutatingWebhook(Webhooks);
+
+impl MutatingWebhook {
+    /// Webhooks from `configurations` (mutatingwebhookconfigurations); namespace labels from
+    /// `namespaces`; Service references resolved with `resolver`.
+    pub fn new(
+        configurations: Served,
+        namespaces: Served,
+        resolver: Arc<dyn ServiceResolver>,
+    ) -> MutatingWebhook {
+        MutatingWebhook(Webhooks {
+            phase: Phase::Mutating,
+            configurations,
+            namespaces,
+            resolver,
+            parsed: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Runs one webhook on `current`; whether it changed it.
+    async fn run(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        request: &Value,
+        current: &mut Option<Value>,
+        old: Option<&Value>,
+    ) -> Result<bool, ApiError> {
+        match self
+            .0
+            .selects(hook, attributes, current.as_ref(), old, request)
+        {
+            Ok(false) => return Ok(false),
+            Ok(true) => {}
+            Err(err) => return failure(hook, err).map_or(Ok(false), Err),
+        }
+        if attributes.dry_run && !hook.dry_run_safe {
+            return Err(no_dry_run(hook));
+        }
+        let answer = match call(hook, Phase::Mutating, request, current.as_ref(), old).await {
+            Ok(answer) => answer,
+            Err(err) => return failure(hook, err).map_or(Ok(false), Err),
+        };
+        for warning in &answer.warnings {
+            attributes.warnings.add(warning.clone());
+        }
+        if !answer.allowed {
+            return Err(denied(&hook.name, &answer.status));
+        }
+        let (Some(patch), Some(object)) = (answer.patch, current.as_mut()) else {
+            return Ok(false);
+        };
+        let operations: json_patch::Patch = serde_json::from_slice(&patch).map_err(|err| {
+            ApiError::internal(format!(
+                "failed calling webhook {:?}: received invalid patch: {err}",
+                hook.name
+            ))
+        })?;
+        let before = object.clone();
+        json_patch::patch(object, &operations).map_err(|err| {
+            ApiError::internal(format!(
+                "failed calling webhook {:?}: applying the patch: {err}",
+                hook.name
+            ))
+        })?;
+        Ok(*object != before)
+    }
+}
+
+#[async_trait]
+impl AdmissionPlugin for MutatingWebhook {
+    fn name(&self) -> &'static str {
+        "MutatingAdmissionWebhook"
+    }
+
+    async fn admit(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+            return Ok(());
+        }
+        let configurations = self.0.hooks();
+        if configurations.iter().all(|c| c.is_empty()) {
+            return Ok(());
+        }
+        let mut current = match object.as_deref() {
+            Some(object) => Some(served(attributes, object)?),
+            None => None,
+        };
+        let old_served = old.map(|old| served(attributes, old)).transpose()?;
+        let request = request_json(
+            attributes,
+            &kind_of(attributes, current.as_ref().or(old_served.as_ref())),
+            &new_uid(),
+        );
+        let hooks: Vec<&Hook> = configurations.iter().flat_map(|c| c.iter()).collect();
+        let mut changed_after = vec![false; hooks.len()];
+        for (i, hook) in hooks.iter().enumerate() {
+            if self
+                .run(
+                    hook,
+                    attributes,
+                    &request,
+                    &mut current,
+                    old_served.as_ref(),
+                )
+                .await?
+            {
+                changed_after[..i].iter_mut().for_each(|c| *c = true);
+            }
+        }
+        // IfNeeded webhooks that ran before a later webhook's change run once more.
+        for (hook, changed) in hooks.iter().zip(&changed_after) {
+            if hook.reinvoke && *changed {
+                self.run(
+                    hook,
+                    attributes,
+                    &request,
+                    &mut current,
+                    old_served.as_ref(),
+                )
+                .await?;
+            }
+        }
+        if let (Some(object), Some(current)) = (object, current) {
+            let stored = match attributes.subresource {
+                "" | "status" => attributes.definition.stored_form(current)?,
+                _ => current,
+            };
+            *object = stored;
+        }
+        Ok(())
+    }
+}
+
+/// The ValidatingAdmissionWebhook plugin.
+pub struct ValidatingWebhook(Webhooks);
+
+impl ValidatingWebhook {
+    /// Webhooks from `configurations` (validatingwebhookconfigurations).
+    pub fn new(
+        configurations: Served,
+        namespaces: Served,
+        resolver: Arc<dyn ServiceResolver>,
+    ) -> ValidatingWebhook {
+        ValidatingWebhook(Webhooks {
+            phase: Phase::Validating,
+            configurations,
+            namespaces,
+            resolver,
+            parsed: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// One webhook's verdict: `Ok` when it allows (or is not selected, or its failure is
+    /// ignored).
+    async fn verdict(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        request: &Value,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        match self.0.selects(hook, attributes, object, old, request) {
+            Ok(false) => return Ok(()),
+            Ok(true) => {}
+            Err(err) => return failure(hook, err).map_or(Ok(()), Err),
+        }
+        if attributes.dry_run && !hook.dry_run_safe {
+            return Err(no_dry_run(hook));
+        }
+        let answer = match call(hook, Phase::Validating, request, object, old).await {
+            Ok(answer) => answer,
+            Err(err) => return failure(hook, err).map_or(Ok(()), Err),
+        };
+        for warning in &answer.warnings {
+            attributes.warnings.add(warning.clone());
+        }
+        if answer.allowed {
+            Ok(())
+        } else {
+            Err(denied(&hook.name, &answer.status))
+        }
+    }
+}
+
+#[async_trait]
+impl AdmissionPlugin for ValidatingWebhook {
+    fn name(&self) -> &'static str {
+        "ValidatingAdmissionWebhook"
+    }
+
+    async fn validate(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+            return Ok(());
+        }
+        let configurations = self.0.hooks();
+        if configurations.iter().all(|c| c.is_empty()) {
+            return Ok(());
+        }
+        let object = object.map(|o| served(attributes, o)).transpose()?;
+        let old = old.map(|o| served(attributes, o)).transpose()?;
+        let request = request_json(
+            attributes,
+            &kind_of(attributes, object.as_ref().or(old.as_ref())),
+            &new_uid(),
+        );
+        let verdicts = configurations
+            .iter()
+            .flat_map(|c| c.iter())
+            .map(|hook| self.verdict(hook, attributes, &request, object.as_ref(), old.as_ref()));
+        let verdicts = futures::future::join_all(verdicts).await;
+        verdicts
+            .into_iter()
+            .collect::<Result<Vec<()>, ApiError>>()
+            .map(drop)
+    }
+}
+
+/// A new AdmissionReview uid.
+fn new_uid() -> String {
+    kapi_apimachinery::meta::new_uid()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_checked_as_upstream_checks_them() {
+        let ok = json!({"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview",
+            "response": {"uid": "u", "allowed": true, "patchType": "JSONPatch",
+                "patch": base64::engine::general_purpose::STANDARD.encode(r#"[{"op":"add","path":"/x","value":1}]"#),
+                "warnings": ["careful"]}});
+        let answer = read_answer(&ok, "u", Phase::Mutating).unwrap();
+        assert!(answer.allowed && answer.patch.is_some());
+        assert_eq!(answer.warnings, ["careful"]);
+        assert_eq!(
+            read_answer(&ok, "u", Phase::Validating).err().unwrap(),
+            "validating webhook may not return a patch"
+        );
+        assert_eq!(
+            read_answer(&ok, "v", Phase::Mutating).err().unwrap(),
+            r#"expected response.uid="v", got "u""#
+        );
+        let wrong = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"});
+        assert_eq!(
+            read_answer(&wrong, "u", Phase::Mutating).err().unwrap(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
+        );
+    }
+
+    #[test]
+    fn denials_read_as_upstream() {
+        let status = denied(
+            "deny.example.com",
+            &json!({"code": 403, "message": "no pods on Sundays"}),
+        )
+        .into_status();
+        assert_eq!(status.code, 403);
+        assert_eq!(
+            status.message,
+            r#"admission webhook "deny.example.com" denied the request: no pods on Sundays"#
+        );
+        let status = denied("w", &Value::Null).into_status();
+        assert_eq!(status.code, 400);
+        assert_eq!(
+            status.message,
+            r#"admission webhook "w" denied the request without explanation"#
+        );
+    }
+}

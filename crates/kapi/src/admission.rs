@@ -5,10 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::NamespaceLifecycle;
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
+use kapi_server::webhook_client::ServiceResolver;
 
 use crate::authorization::Authorization;
 use crate::flags::ServeOptions;
@@ -86,13 +88,14 @@ pub fn chain(
     options: &ServeOptions,
     api: &ApiHandler,
     authorization: &Authorization,
+    resolver: Arc<dyn ServiceResolver>,
 ) -> Result<Vec<Arc<dyn AdmissionPlugin>>> {
     let (enable, disable) = (
         &options.enable_admission_plugins,
         &options.disable_admission_plugins,
     );
     let names = enabled(enable, disable)?;
-    let mut chain = plugins(&names, enable, available(api)?)?;
+    let mut chain = plugins(&names, enable, available(api, resolver)?)?;
     chain.push(Arc::new(EscalationCheck::new(
         authorization.rules.clone(),
         authorization.authorizer.clone(),
@@ -101,12 +104,32 @@ pub fn chain(
 }
 
 /// The plugins kapi implements, by name.
-fn available(api: &ApiHandler) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
-    let namespaces = api
-        .served("", "v1", "namespaces")
-        .context("the built-in resources have no namespaces")?;
+fn available(
+    api: &ApiHandler,
+    resolver: Arc<dyn ServiceResolver>,
+) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
+    let served = |group: &str, plural: &str| {
+        api.served(group, "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    let namespaces = served("", "namespaces")?;
     let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
-    let all: Vec<Arc<dyn AdmissionPlugin>> = vec![Arc::new(lifecycle)];
+    let admission = "admissionregistration.k8s.io";
+    let mutating = MutatingWebhook::new(
+        served(admission, "mutatingwebhookconfigurations")?,
+        namespaces.clone(),
+        resolver.clone(),
+    );
+    let validating = ValidatingWebhook::new(
+        served(admission, "validatingwebhookconfigurations")?,
+        namespaces,
+        resolver,
+    );
+    let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
+        Arc::new(lifecycle),
+        Arc::new(mutating),
+        Arc::new(validating),
+    ];
     Ok(all
         .into_iter()
         .map(|plugin| (plugin.name(), plugin))

@@ -116,7 +116,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
     let bearer_tokens =
         crate::authentication::bearer_tokens(options.token_auth_file.as_deref(), tokens, &api)?;
-    let admission = crate::admission::chain(&options, &api, &authorization)?;
+    let admission = crate::admission::chain(&options, &api, &authorization, resolver.clone())?;
     api.set_admission(admission.clone());
     apiextensions.set_admission(admission);
     let priority_classes = api

@@ -5,20 +5,9 @@
 
 use crate::common;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
-
 use base64::Engine;
-use bytes::Bytes;
-use common::{Backend, TestServer, get_json, ok_stdin, stderr};
-use http_body_util::{BodyExt, Full};
-use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use common::{Backend, TestServer, get_json, ok_stdin, serve_webhook, stderr};
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 
 fn crd(conversion: Value) -> String {
     json!({
@@ -95,33 +84,6 @@ async fn none_conversion_rewrites_the_api_version() {
     server.stop().await;
 }
 
-/// The webhook's TLS: a CA (its PEM goes in the CRD's caBundle) and a serving certificate for
-/// 127.0.0.1.
-fn webhook_tls() -> (String, rustls::ServerConfig) {
-    let ca_key = KeyPair::generate().expect("key");
-    let mut ca = CertificateParams::default();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().expect("key");
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
-    let cert = leaf.signed_by(&key, &issuer).expect("leaf");
-    let chain = vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("der")];
-    let private = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, private)
-        .expect("server config");
-    (ca_pem, config)
-}
-
 /// v1 `spec.host` and `spec.port` are v2's `spec.endpoint: "host:port"`; a host `fail` makes
 /// the webhook answer a failed review.
 fn convert(review: &Value) -> Value {
@@ -157,40 +119,9 @@ fn convert(review: &Value) -> Value {
             "convertedObjects": converted}})
 }
 
-/// Serves the conversion webhook on a free loopback port; returns its address and CA.
-async fn start_webhook() -> (SocketAddr, String) {
-    let (ca, config) = webhook_tls();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = listener.local_addr().expect("address");
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                return;
-            };
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = service_fn(|request: hyper::Request<hyper::body::Incoming>| async {
-                    let body = request.into_body().collect().await?.to_bytes();
-                    let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                    let answer = serde_json::to_vec(&convert(&review)).unwrap_or_default();
-                    Ok::<_, hyper::Error>(hyper::Response::new(Full::new(Bytes::from(answer))))
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    (address, ca)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_conversion_over_https() {
-    let (address, ca) = start_webhook().await;
+    let (address, ca) = serve_webhook(|_, review| async move { convert(&review) }).await;
     let server = TestServer::start(Backend::Embedded, &[]).await;
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca);
     let conversion = json!({"strategy": "Webhook", "webhook": {

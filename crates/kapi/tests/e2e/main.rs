@@ -23,4 +23,5 @@ mod resources;
 mod serve;
 mod services;
 mod subresources;
+mod webhooks;
 mod workloads;

@@ -6,10 +6,22 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
 use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use kapi::flags::{Cli, Command};
 use kapi::serve::{self, RunningServer};
 use kapi_testing::etcd::EtcdCluster;
+use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use serde_json::Value;
+use tokio::net::TcpListener;
 
 /// The kubectl the tests drive.
 pub const KUBECTL: &str = "/usr/bin/kubectl";
@@ -214,4 +226,73 @@ pub fn cells(line: &str) -> Vec<String> {
         .filter(|cell| !cell.is_empty())
         .map(str::to_string)
         .collect()
+}
+
+/// The webhook's TLS: a CA (its PEM goes in the CRD's caBundle) and a serving certificate for
+/// 127.0.0.1.
+fn webhook_tls() -> (String, rustls::ServerConfig) {
+    let ca_key = KeyPair::generate().expect("key");
+    let mut ca = CertificateParams::default();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_pem = ca.self_signed(&ca_key).expect("CA").pem();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().expect("key");
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+    let cert = leaf.signed_by(&key, &issuer).expect("leaf");
+    let chain = vec![CertificateDer::from_pem_slice(cert.pem().as_bytes()).expect("der")];
+    let private = PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).expect("key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, private)
+        .expect("server config");
+    (ca_pem, config)
+}
+
+/// Serves a webhook over HTTPS on a free loopback port: every POST's JSON body goes to
+/// `handler` with the request path, and its answer is the response. Returns the address and
+/// the PEM of the CA to put in a `caBundle`.
+pub async fn serve_webhook<F, Fut>(handler: F) -> (SocketAddr, String)
+where
+    F: Fn(String, Value) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Value> + Send + 'static,
+{
+    let (ca, config) = webhook_tls();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, handler) = (acceptor.clone(), handler.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let handler = handler.clone();
+                    async move {
+                        let path = request.uri().path().to_string();
+                        let body = request.into_body().collect().await?.to_bytes();
+                        let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let answer =
+                            serde_json::to_vec(&handler(path, review).await).unwrap_or_default();
+                        Ok::<_, hyper::Error>(hyper::Response::new(Full::new(Bytes::from(answer))))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (address, ca)
 }

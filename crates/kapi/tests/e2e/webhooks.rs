@@ -1,0 +1,202 @@
+//! Admission webhooks end to end, with real HTTPS webhooks served by the test: a mutating
+//! webhook's JSONPatch applied (and skipped by its matchCondition), reinvocation of an
+//! `IfNeeded` webhook after a later webhook's change, a validating webhook's denial with
+//! upstream's message, and a slow webhook under `failurePolicy` Fail and Ignore.
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use common::{Backend, TestServer, fails, get_json, ok_stdin, serve_webhook};
+use serde_json::{Value, json};
+
+/// The webhooks, by path.
+async fn answer(path: String, review: Value) -> Value {
+    let request = &review["request"];
+    let object = &request["object"];
+    let labels = object["metadata"]["labels"].clone();
+    let mut response = json!({"uid": request["uid"], "allowed": true});
+    let patch = |ops: Value| base64::engine::general_purpose::STANDARD.encode(ops.to_string());
+    match path.as_str() {
+        "/mutate" => {
+            let mut labels = labels.as_object().cloned().unwrap_or_default();
+            labels.insert("mutated".into(), json!("yes"));
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(patch(
+                json!([{"op": "add", "path": "/metadata/labels", "value": labels}])
+            ));
+            response["warnings"] = json!(["mutated by the test webhook"]);
+        }
+        "/add-b" => {
+            let mut labels = labels.as_object().cloned().unwrap_or_default();
+            labels.insert("b".into(), json!("added"));
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(patch(
+                json!([{"op": "add", "path": "/metadata/labels", "value": labels}])
+            ));
+        }
+        "/seen-b" => {
+            let seen = labels.get("b").is_some().to_string();
+            let mut annotations = object["metadata"]["annotations"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            annotations.insert("seen-b".into(), json!(seen));
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(patch(
+                json!([{"op": "add", "path": "/metadata/annotations", "value": annotations}])
+            ));
+        }
+        "/deny"
+            if object["metadata"]["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("bad")) =>
+        {
+            response["allowed"] = json!(false);
+            response["status"] =
+                json!({"code": 403, "message": "names starting with bad are not allowed"});
+        }
+        "/slow" => tokio::time::sleep(Duration::from_secs(3)).await,
+        _ => {}
+    }
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
+/// One webhook entry for ConfigMap creates.
+fn webhook(name: &str, url: &str, ca: &str, extra: Value) -> Value {
+    let mut hook = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        hook[key] = value.clone();
+    }
+    hook
+}
+
+fn configuration(kind: &str, name: &str, webhooks: Vec<Value>) -> String {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_webhooks_mutate_deny_and_fail_as_configured() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let (address, ca) = serve_webhook(answer).await;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let url = |path: &str| format!("https://{address}{path}");
+    let skip = json!({"matchConditions": [{"name": "not-skipped",
+        "expression": "!has(object.metadata.annotations) || !('skip' in object.metadata.annotations)"}]});
+    let configurations = [
+        configuration(
+            "MutatingWebhookConfiguration",
+            "a-mutate",
+            vec![
+                webhook("mutate.example.com", &url("/mutate"), &ca, skip),
+                webhook(
+                    "seen-b.example.com",
+                    &url("/seen-b"),
+                    &ca,
+                    json!({"reinvocationPolicy": "IfNeeded"}),
+                ),
+            ],
+        ),
+        configuration(
+            "MutatingWebhookConfiguration",
+            "z-mutate",
+            vec![webhook("add-b.example.com", &url("/add-b"), &ca, json!({}))],
+        ),
+        configuration(
+            "ValidatingWebhookConfiguration",
+            "deny",
+            vec![
+                webhook("deny.example.com", &url("/deny"), &ca, json!({})),
+                webhook(
+                    "slow-fail.example.com",
+                    &url("/slow"),
+                    &ca,
+                    json!({"timeoutSeconds": 1,
+                "objectSelector": {"matchLabels": {"slow": "fail"}}}),
+                ),
+                webhook(
+                    "slow-ignore.example.com",
+                    &url("/slow"),
+                    &ca,
+                    json!({"timeoutSeconds": 1,
+                "failurePolicy": "Ignore", "objectSelector": {"matchLabels": {"slow": "ignore"}}}),
+                ),
+            ],
+        ),
+    ];
+    for configuration in &configurations {
+        ok_stdin(&server, &["create", "-f", "-"], configuration).await;
+    }
+    // The webhooks are read from their watch cache: wait until they are seen.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("probe-{i}");
+        server.kubectl_ok(&["create", "configmap", &name]).await;
+        let probe = get_json(&server, &["configmap", &name]).await;
+        if probe["metadata"]["labels"]["b"] == "added"
+            && probe["metadata"]["labels"]["mutated"] == "yes"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the webhooks were never called: {probe}"
+        );
+    }
+
+    let created = server.kubectl(&["create", "configmap", "good"]).await;
+    assert!(created.status.success(), "{}", common::stderr(&created));
+    assert!(
+        common::stderr(&created).contains("mutated by the test webhook"),
+        "the webhook's warning: {}",
+        common::stderr(&created)
+    );
+    let good = get_json(&server, &["configmap", "good"]).await;
+    assert_eq!(
+        good["metadata"]["labels"],
+        json!({"mutated": "yes", "b": "added"})
+    );
+    // seen-b ran before add-b, then once more because add-b changed the object.
+    assert_eq!(good["metadata"]["annotations"]["seen-b"], "true");
+
+    let skipped = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"skipped","annotations":{"skip":"yes"}}}"#;
+    ok_stdin(&server, &["create", "-f", "-"], skipped).await;
+    let skipped = get_json(&server, &["configmap", "skipped"]).await;
+    assert_eq!(
+        skipped["metadata"]["labels"],
+        json!({"b": "added"}),
+        "the matchCondition excluded mutate.example.com"
+    );
+
+    let err = fails(&server, &["create", "configmap", "bad-one"], None).await;
+    assert!(
+        err.contains(r#"admission webhook "deny.example.com" denied the request: names starting with bad are not allowed"#),
+        "{err}"
+    );
+
+    let slow = |value: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"slow-{value}","labels":{{"slow":"{value}"}}}}}}"#
+        )
+    };
+    let err = fails(&server, &["create", "-f", "-"], Some(&slow("fail"))).await;
+    assert!(
+        err.contains(r#"Internal error occurred: failed calling webhook "slow-fail.example.com": failed to call webhook: Post"#)
+            && err.contains("context deadline exceeded"),
+        "{err}"
+    );
+    ok_stdin(&server, &["create", "-f", "-"], &slow("ignore")).await;
+}
