@@ -6,5 +6,6 @@
 
 mod cel;
 mod matching;
+mod parsed;
 pub mod policy;
 pub mod webhook;

@@ -1,1 +1,470 @@
-//! ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding (being written).
+//! ValidatingAdmissionPolicy (k8s.io/apiserver's admission/plugin/policy/validating): every
+//! ValidatingAdmissionPolicyBinding applies its policy to the writes both the policy's
+//! `matchConstraints` and the binding's `matchResources` select, with the binding's params
+//! (`paramRef`, of the policy's `paramKind`), the policy's `matchConditions` and
+//! `variables`, then its `validations`; a failed validation is acted on per the binding's
+//! `validationActions` (Deny: refused, 422 by default; Warn: a Warning header; Audit: kapi
+//! has no audit log, so it is dropped). An expression that errors is handled per the
+//! policy's `failurePolicy`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kapi_apimachinery::schema::GroupResource;
+use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
+use kapi_server::endpoints::{Served, WeakApiHandler};
+use kapi_server::registry::{Item, ListParams, ReadVersion};
+use serde_json::Value;
+
+use crate::cel::{Activation, Expression, Inputs, request_json};
+use crate::matching;
+use crate::parsed::ParsedCollection;
+
+/// One validation of a policy.
+struct Validation {
+    expression: Result<Expression, String>,
+    message: String,
+    message_expression: Option<Result<Expression, String>>,
+    reason: String,
+}
+
+/// A policy, compiled.
+struct Policy {
+    /// `apiVersion` and `kind` of its params, if it has any.
+    param_kind: Option<(String, String)>,
+    match_constraints: Value,
+    match_conditions: Vec<(String, Result<Expression, String>)>,
+    variables: Vec<(String, Result<Expression, String>)>,
+    validations: Vec<Validation>,
+    ignore_failures: bool,
+}
+
+/// A binding.
+struct Binding {
+    policy_name: String,
+    param_ref: Value,
+    match_resources: Value,
+    deny: bool,
+    warn: bool,
+}
+
+fn compile(value: &Value) -> Result<Expression, String> {
+    Expression::compile(value.as_str().unwrap_or_default())
+}
+
+fn named_expressions(list: &Value) -> Vec<(String, Result<Expression, String>)> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| {
+            (
+                item["name"].as_str().unwrap_or_default().to_string(),
+                compile(&item["expression"]),
+            )
+        })
+        .collect()
+}
+
+fn parse_policy(policy: &Value) -> Policy {
+    let spec = &policy["spec"];
+    let param_kind = spec["paramKind"].as_object().map(|kind| {
+        let text = |key: &str| {
+            kind.get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        (text("apiVersion"), text("kind"))
+    });
+    Policy {
+        param_kind,
+        match_constraints: spec["matchConstraints"].clone(),
+        match_conditions: named_expressions(&spec["matchConditions"]),
+        variables: named_expressions(&spec["variables"]),
+        validations: spec["validations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| Validation {
+                expression: compile(&v["expression"]),
+                message: v["message"].as_str().unwrap_or_default().to_string(),
+                message_expression: v.get("messageExpression").map(compile),
+                reason: v["reason"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect(),
+        ignore_failures: spec["failurePolicy"] == "Ignore",
+    }
+}
+
+fn parse_binding(binding: &Value) -> Binding {
+    let spec = &binding["spec"];
+    let actions: Vec<&str> = spec["validationActions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    Binding {
+        policy_name: spec["policyName"].as_str().unwrap_or_default().to_string(),
+        param_ref: spec["paramRef"].clone(),
+        match_resources: spec["matchResources"].clone(),
+        deny: actions.contains(&"Deny"),
+        warn: actions.contains(&"Warn"),
+    }
+}
+
+/// Whether a `matchConstraints` / `matchResources` selects the request (absent: all).
+fn resources_match(
+    constraints: &Value,
+    attributes: &Attributes<'_>,
+    object: Option<&Value>,
+    old: Option<&Value>,
+    namespace_labels: Option<&serde_json::Map<String, Value>>,
+) -> bool {
+    if constraints.is_null() {
+        return true;
+    }
+    let rules = &constraints["resourceRules"];
+    // A binding's matchResources without rules narrows nothing (the policy's rules apply).
+    let no_rules = rules.as_array().is_none_or(Vec::is_empty);
+    let included = no_rules
+        || if constraints["matchPolicy"] == "Exact" {
+            matching::any_rule_matches(rules, attributes)
+        } else {
+            matching::any_rule_matches(&any_version(rules), attributes)
+        };
+    included
+        && !matching::any_rule_matches(&constraints["excludeResourceRules"], attributes)
+        && matching::namespace_selector_matches(&constraints["namespaceSelector"], namespace_labels)
+        && matching::object_selector_matches(&constraints["objectSelector"], object, old)
+}
+
+/// Rules with any API version (matchPolicy Equivalent).
+fn any_version(rules: &Value) -> Value {
+    let rules: Vec<Value> = rules
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|rule| {
+            let mut rule = rule.clone();
+            rule["apiVersions"] = Value::from(vec!["*"]);
+            rule
+        })
+        .collect();
+    Value::from(rules)
+}
+
+/// What evaluating one binding found.
+enum Outcome {
+    /// Nothing to act on.
+    Pass,
+    /// A failed validation (or, under failurePolicy Fail, an error): its message and reason.
+    Violation { message: String, reason: String },
+}
+
+/// The ValidatingAdmissionPolicy plugin.
+pub struct ValidatingAdmissionPolicy {
+    policies: ParsedCollection<Policy>,
+    bindings: ParsedCollection<Binding>,
+    namespaces: Served,
+    /// Where params are looked up by their kind.
+    api: WeakApiHandler,
+}
+
+impl ValidatingAdmissionPolicy {
+    /// Policies and bindings from their served collections; namespaces for selectors and
+    /// `namespaceObject`; params from the resources `api` serves (down its chain).
+    pub fn new(
+        policies: Served,
+        bindings: Served,
+        namespaces: Served,
+        api: WeakApiHandler,
+    ) -> ValidatingAdmissionPolicy {
+        ValidatingAdmissionPolicy {
+            policies: ParsedCollection::new(policies),
+            bindings: ParsedCollection::new(bindings),
+            namespaces,
+            api,
+        }
+    }
+
+    /// The params a binding gives: none (no paramKind), the objects its paramRef names, or
+    /// an error message when they cannot be found and the binding says Deny.
+    async fn params(
+        &self,
+        policy: &Policy,
+        binding: &Binding,
+        attributes: &Attributes<'_>,
+    ) -> Result<Vec<Option<Value>>, String> {
+        let Some((api_version, kind)) = &policy.param_kind else {
+            return Ok(vec![None]);
+        };
+        if binding.param_ref.is_null() {
+            return Err(
+                "failed to configure binding: paramRef is required for policies with a paramKind"
+                    .into(),
+            );
+        }
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let found = self
+            .api
+            .upgrade()
+            .and_then(|api| api.served_kind(group, version, kind));
+        let Some(served) = found else {
+            return Err(format!(
+                "failed to configure binding: failed to find resource referenced by paramKind: '{api_version}, Kind={kind}'"
+            ));
+        };
+        let reference = &binding.param_ref;
+        let namespace = match reference["namespace"].as_str() {
+            Some(namespace) => namespace.to_string(),
+            None if served.definition.namespaced => attributes.namespace.to_string(),
+            None => String::new(),
+        };
+        let resource = served.definition.group_resource();
+        let found: Vec<Option<Value>> = match reference["name"].as_str() {
+            Some(name) => served
+                .registry
+                .get(&resource, &namespace, name, &ReadVersion::MostRecent)
+                .await
+                .and_then(|item| item.decode())
+                .ok()
+                .map(|param| vec![Some(param)])
+                .unwrap_or_default(),
+            None => {
+                let selector =
+                    kapi_apimachinery::labels::from_label_selector(&reference["selector"]).ok();
+                let params = ListParams {
+                    namespace: Some(namespace).filter(|ns| !ns.is_empty()),
+                    labels: selector,
+                    ..ListParams::default()
+                };
+                served
+                    .registry
+                    .list(&resource, &params)
+                    .await
+                    .map(|listed| {
+                        listed
+                            .items
+                            .iter()
+                            .filter_map(|item: &Item| item.decode().ok())
+                            .map(Some)
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            }
+        };
+        if found.is_empty() {
+            if reference["parameterNotFoundAction"] == "Allow" {
+                return Ok(Vec::new());
+            }
+            return Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into());
+        }
+        Ok(found)
+    }
+
+    /// Evaluates a policy with one set of params.
+    fn evaluate(&self, policy: &Policy, inputs: &Inputs) -> Result<Outcome, String> {
+        let mut activation = Activation::new(inputs);
+        for (name, condition) in &policy.match_conditions {
+            let condition = condition
+                .as_ref()
+                .map_err(|err| format!("compilation failed for matchCondition {name}: {err}"))?;
+            if !condition
+                .evaluate_bool(&activation)
+                .map_err(|err| format!("matchCondition {name}: {err}"))?
+            {
+                return Ok(Outcome::Pass);
+            }
+        }
+        let mut variables = BTreeMap::new();
+        for (name, expression) in &policy.variables {
+            // A variable that fails is left unbound: an expression using it then fails.
+            if let Ok(Ok(value)) = expression.as_ref().map(|e| e.evaluate(&activation)) {
+                variables.insert(name.clone(), value);
+                activation.set_variables(&variables);
+            }
+        }
+        for validation in &policy.validations {
+            let expression = validation
+                .expression
+                .as_ref()
+                .map_err(|err| format!("compilation error: {err}"))?;
+            let passed = expression.evaluate_bool(&activation).map_err(|err| {
+                format!(
+                    "expression '{}' resulted in error: {err}",
+                    expression.source
+                )
+            })?;
+            if passed {
+                continue;
+            }
+            let from_expression = validation
+                .message_expression
+                .as_ref()
+                .and_then(|e| e.as_ref().ok())
+                .and_then(|e| match e.evaluate(&activation) {
+                    Ok(cel::Value::String(text)) if !text.trim().is_empty() => {
+                        Some(text.to_string())
+                    }
+                    _ => None,
+                });
+            let message = match (from_expression, validation.message.as_str()) {
+                (Some(message), _) => message,
+                (None, "") => format!("failed expression: {}", expression.source.trim()),
+                (None, message) => message.to_string(),
+            };
+            return Ok(Outcome::Violation {
+                message,
+                reason: validation.reason.clone(),
+            });
+        }
+        Ok(Outcome::Pass)
+    }
+}
+
+/// The HTTP code of a policy's reason, as upstream maps it.
+fn reason_code(reason: &str) -> u16 {
+    match reason {
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+/// The refusal of a write: upstream's admission Forbidden error with the policy's reason.
+fn denial(
+    attributes: &Attributes<'_>,
+    policy: &str,
+    binding: &str,
+    message: &str,
+    reason: &str,
+) -> ApiError {
+    let text = format!(
+        "ValidatingAdmissionPolicy '{policy}' with binding '{binding}' denied request: {message}"
+    );
+    let resource: GroupResource = attributes.definition.group_resource();
+    let mut status = ApiError::forbidden(&resource, attributes.name, text.clone()).into_status();
+    let reason = if reason.is_empty() { "Invalid" } else { reason };
+    status.reason = reason.to_string();
+    status.code = i32::from(reason_code(reason));
+    let details = status.details.get_or_insert_with(StatusDetails::default);
+    details.causes.push(StatusCause {
+        message: text,
+        ..StatusCause::default()
+    });
+    ApiError::from(Status { ..status })
+}
+
+#[async_trait]
+impl AdmissionPlugin for ValidatingAdmissionPolicy {
+    fn name(&self) -> &'static str {
+        "ValidatingAdmissionPolicy"
+    }
+
+    async fn validate(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+            return Ok(());
+        }
+        let bindings = self.bindings.current(parse_binding);
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        let policies: BTreeMap<String, Arc<Policy>> =
+            self.policies.current(parse_policy).into_iter().collect();
+        let served = |o: &Value| match attributes.subresource {
+            "" | "status" => attributes.definition.served_form(o.clone()),
+            _ => Ok(o.clone()),
+        };
+        let object = object.map(served).transpose()?;
+        let old = old.map(served).transpose()?;
+        let labels =
+            matching::namespace_labels(attributes, object.as_ref(), old.as_ref(), &self.namespaces);
+        let kind = crate::webhook::kind_of(attributes, object.as_ref().or(old.as_ref()));
+        let request = request_json(attributes, &kind, "");
+        let namespace_object = self.namespace_object(attributes.namespace);
+        for (binding_name, binding) in &bindings {
+            let Some(policy) = policies.get(&binding.policy_name) else {
+                continue;
+            };
+            let selected = resources_match(
+                &policy.match_constraints,
+                attributes,
+                object.as_ref(),
+                old.as_ref(),
+                labels.as_ref(),
+            ) && resources_match(
+                &binding.match_resources,
+                attributes,
+                object.as_ref(),
+                old.as_ref(),
+                labels.as_ref(),
+            );
+            if !selected {
+                continue;
+            }
+            let outcomes = match self.params(policy, binding, attributes).await {
+                Ok(params) => params
+                    .into_iter()
+                    .map(|params| {
+                        self.evaluate(
+                            policy,
+                            &Inputs {
+                                object: object.clone(),
+                                old_object: old.clone(),
+                                request: request.clone(),
+                                params,
+                                namespace_object: namespace_object.clone(),
+                            },
+                        )
+                    })
+                    .collect(),
+                Err(err) => vec![Err(err)],
+            };
+            for outcome in outcomes {
+                let (message, reason) = match outcome {
+                    Ok(Outcome::Pass) => continue,
+                    Ok(Outcome::Violation { message, reason }) => (message, reason),
+                    Err(_) if policy.ignore_failures => continue,
+                    Err(err) => (err, String::new()),
+                };
+                if binding.warn {
+                    attributes.warnings.add(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {message}",
+                        binding.policy_name
+                    ));
+                }
+                if binding.deny {
+                    return Err(denial(
+                        attributes,
+                        &binding.policy_name,
+                        binding_name,
+                        &message,
+                        &reason,
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ValidatingAdmissionPolicy {
+    /// The request's namespace object (`namespaceObject`), from the namespaces' cache.
+    fn namespace_object(&self, namespace: &str) -> Option<Value> {
+        if namespace.is_empty() {
+            return None;
+        }
+        let key = self.namespaces.registry.key("", namespace);
+        let (cached, _) = self.namespaces.registry.cacher().get(&key);
+        cached.and_then(|ns| Item::from(&*ns).decode().ok())
+    }
+}

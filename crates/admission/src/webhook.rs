@@ -6,7 +6,6 @@
 //! when a later webhook changed it. Validating webhooks run concurrently and may only deny.
 //! A webhook that cannot be called fails the request (500) unless `failurePolicy: Ignore`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,14 +14,12 @@ use base64::Engine;
 use kapi_apimachinery::status::{ApiError, Status};
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
-use kapi_storage::Revision;
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::cel::{Activation, Expression, Inputs, request_json};
 use crate::matching;
+use crate::parsed::ParsedCollection;
 
 /// How long a webhook may take when its configuration does not say.
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
@@ -56,43 +53,19 @@ struct Hook {
 /// The webhooks of one configuration kind, followed from its watch cache.
 struct Webhooks {
     phase: Phase,
-    configurations: Served,
+    configurations: ParsedCollection<Vec<Hook>>,
     namespaces: Served,
     resolver: Arc<dyn ServiceResolver>,
-    /// Parsed configurations by name, with the revision they were parsed at.
-    parsed: Mutex<HashMap<String, (Revision, Arc<Vec<Hook>>)>>,
 }
 
 impl Webhooks {
     /// Every webhook, configurations in name order, each in its configuration's order.
     fn hooks(&self) -> Vec<Arc<Vec<Hook>>> {
-        let registry = &self.configurations.registry;
-        let snapshot = registry
-            .cacher()
-            .list(&registry.collection_prefix(None), |_| true);
-        let mut parsed = self.parsed.lock();
-        let mut hooks = Vec::with_capacity(snapshot.objects.len());
-        for object in &snapshot.objects {
-            let fresh = parsed
-                .get(&object.name)
-                .filter(|(revision, _)| *revision == object.revision)
-                .map(|(_, hooks)| hooks.clone());
-            let configuration = match fresh {
-                Some(hooks) => hooks,
-                None => {
-                    let value = Item::from(&**object).decode().unwrap_or(Value::Null);
-                    let configuration = Arc::new(self.parse(&value));
-                    parsed.insert(
-                        object.name.clone(),
-                        (object.revision, configuration.clone()),
-                    );
-                    configuration
-                }
-            };
-            hooks.push(configuration);
-        }
-        parsed.retain(|name, _| snapshot.objects.iter().any(|o| &o.name == name));
-        hooks
+        self.configurations
+            .current(|configuration| self.parse(configuration))
+            .into_iter()
+            .map(|(_, hooks)| hooks)
+            .collect()
     }
 
     /// The webhooks of one configuration.
@@ -205,7 +178,7 @@ fn served(attributes: &Attributes<'_>, object: &Value) -> Result<Value, ApiError
 }
 
 /// The group, version and kind AdmissionReview names for the request.
-fn kind_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
+pub(crate) fn kind_of(attributes: &Attributes<'_>, object: Option<&Value>) -> Value {
     if let Some(object) = object
         && let (Some(api_version), Some(kind)) =
             (object["apiVersion"].as_str(), object["kind"].as_str())
@@ -348,10 +321,9 @@ impl MutatingWebhook {
     ) -> MutatingWebhook {
         MutatingWebhook(Webhooks {
             phase: Phase::Mutating,
-            configurations,
+            configurations: ParsedCollection::new(configurations),
             namespaces,
             resolver,
-            parsed: Mutex::new(HashMap::new()),
         })
     }
 
@@ -486,10 +458,9 @@ impl ValidatingWebhook {
     ) -> ValidatingWebhook {
         ValidatingWebhook(Webhooks {
             phase: Phase::Validating,
-            configurations,
+            configurations: ParsedCollection::new(configurations),
             namespaces,
             resolver,
-            parsed: Mutex::new(HashMap::new()),
         })
     }
 

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::NamespaceLifecycle;
 use kapi_builtin::rbac::EscalationCheck;
@@ -122,12 +123,19 @@ fn available(
     );
     let validating = ValidatingWebhook::new(
         served(admission, "validatingwebhookconfigurations")?,
-        namespaces,
+        namespaces.clone(),
         resolver,
+    );
+    let policies = ValidatingAdmissionPolicy::new(
+        served(admission, "validatingadmissionpolicies")?,
+        served(admission, "validatingadmissionpolicybindings")?,
+        namespaces,
+        api.downgrade(),
     );
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(mutating),
+        Arc::new(policies),
         Arc::new(validating),
     ];
     Ok(all

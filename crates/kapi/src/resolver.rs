@@ -1,4 +1,4 @@
-//! Resolves Service references (conversion webhooks' `clientConfig.service`) to an address
+//! Resolves Service references (webhooks' `clientConfig.service`) to an address
 //! to call, through the Service's Endpoints, as kube-aggregator's endpoint routing does: kapi
 //! runs no service proxy, so a ClusterIP would lead nowhere.
 
@@ -7,14 +7,16 @@ use std::sync::{Arc, OnceLock};
 use kapi_apiextensions::ServiceResolver;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_server::ApiHandler;
+use kapi_server::endpoints::WeakApiHandler;
 use kapi_server::registry::ReadVersion;
 use serde_json::Value;
 
 /// Resolves Service references through the built-in API's Services and Endpoints. The API
-/// is set once the built-in handler exists (it is built after the servers it delegates to).
+/// is set once the built-in handler exists (it is built after the servers it delegates to);
+/// it is held weakly, as the handler's own webhooks hold the resolver.
 #[derive(Default)]
 pub struct EndpointsResolver {
-    api: OnceLock<ApiHandler>,
+    api: OnceLock<WeakApiHandler>,
 }
 
 impl EndpointsResolver {
@@ -23,15 +25,16 @@ impl EndpointsResolver {
     }
 
     /// Sets the built-in API that Services and Endpoints are read from.
-    pub fn set_api(&self, api: ApiHandler) {
-        let _ = self.api.set(api);
+    pub fn set_api(&self, api: &ApiHandler) {
+        let _ = self.api.set(api.downgrade());
     }
 
     /// The `https://host:port` of the Service `namespace`/`name`'s port `port`: an
     /// ExternalName's host, else the first ready address of its Endpoints with the port's
     /// target port.
     async fn endpoint(&self, namespace: &str, name: &str, port: i32) -> Result<String, String> {
-        let api = self.api.get().ok_or("the built-in API is not ready")?;
+        let api = self.api.get().and_then(WeakApiHandler::upgrade);
+        let api = &api.ok_or("the built-in API is not ready")?;
         let service = read(api, "services", namespace, name).await?;
         let spec = &service["spec"];
         if spec["type"] == "ExternalName" {

@@ -99,7 +99,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .schemas(Arc::new(kapi_server::endpoints::BuiltinSchemas))
         .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
         .build();
-    resolver.set_api(api.clone());
+    resolver.set_api(&api);
     for unserved in kapi_builtin::unserved_resources() {
         let gv = format!("{}/{}", unserved.group, unserved.version);
         tracing::warn!(

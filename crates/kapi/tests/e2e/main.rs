@@ -19,6 +19,7 @@ mod errors;
 mod kube_rs;
 mod kubectl;
 mod openapi;
+mod policies;
 mod resources;
 mod serve;
 mod services;

@@ -214,6 +214,18 @@ fn storage_fields(
 #[derive(Clone)]
 pub struct ApiHandler(Arc<Apis>);
 
+/// A handle on an [`ApiHandler`] that does not keep it alive, for what the handler itself
+/// holds (an admission plugin looking up resources would otherwise make a cycle).
+#[derive(Clone)]
+pub struct WeakApiHandler(std::sync::Weak<Apis>);
+
+impl WeakApiHandler {
+    /// The handler, while it exists.
+    pub fn upgrade(&self) -> Option<ApiHandler> {
+        self.0.upgrade().map(ApiHandler)
+    }
+}
+
 /// The resources a handler serves at one moment: fixed ones from the builder, and those
 /// installed at run time (custom resources), replaced as a whole on every change so that a
 /// request sees one consistent set.
@@ -343,10 +355,28 @@ impl ApiHandler {
         }
     }
 
+    /// A handle that does not keep the handler alive.
+    pub fn downgrade(&self) -> WeakApiHandler {
+        WeakApiHandler(Arc::downgrade(&self.0))
+    }
+
     /// The served resource `group`/`version`/`plural`.
     pub fn served(&self, group: &str, version: &str, plural: &str) -> Option<Served> {
         self.0
             .served(&(group.to_string(), version.to_string(), plural.to_string()))
+    }
+
+    /// The served resource of `group`/`version` whose kind is `kind` (its main resource, not
+    /// a subresource), here or down the chain: what an admission policy's `paramKind` names.
+    pub fn served_kind(&self, group: &str, version: &str, kind: &str) -> Option<Served> {
+        let resources = self.0.resources();
+        let found = resources.definitions.iter().find(|d| {
+            d.group_version.group == group && d.group_version.version == version && d.kind == kind
+        });
+        match found {
+            Some(definition) => self.served(group, version, definition.plural),
+            None => self.0.delegate.as_ref()?.served_kind(group, version, kind),
+        }
     }
 
     /// Serves `definitions` (each with its own new registry and watch cache) on behalf of
