@@ -214,6 +214,9 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
     ApiError::from(status)
 }
 
+mod quantity;
+pub mod resourcequota;
+
 #[cfg(test)]
 mod tests;
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
-use kapi_builtin::NamespaceLifecycle;
 use kapi_builtin::rbac::EscalationCheck;
+use kapi_builtin::{NamespaceLifecycle, ResourceQuota};
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::webhook_client::ServiceResolver;
@@ -132,11 +132,13 @@ fn available(
         namespaces,
         api.downgrade(),
     );
+    let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(mutating),
         Arc::new(policies),
         Arc::new(validating),
+        Arc::new(quota),
     ];
     Ok(all
         .into_iter()

@@ -124,6 +124,10 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .context("the built-in resources have no priorityclasses")?
         .clone();
     let service_hooks = ServiceHooks::new(&api, &options, &storage, advertise)?;
+    let api_weak = api.downgrade();
+    let quotas = api
+        .served("", "v1", "resourcequotas")
+        .context("the built-in resources have no resourcequotas")?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
@@ -142,6 +146,14 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         apiextensions.start_controllers(context)
     })?;
     server.add_post_start_hook("crd-informer-synced", move |_| crd_informer_synced)?;
+    let weak_api = api_weak.clone();
+    server.add_post_start_hook(
+        "start-resource-quota-controller",
+        move |context| async move {
+            kapi_builtin::start_quota_controller(quotas, weak_api, context.stopping);
+            Ok(())
+        },
+    )?;
     let rbac = authorization.rbac;
     server.add_post_start_hook("rbac/bootstrap-roles", move |context| async move {
         kapi_builtin::rbac::start_bootstrap_policy(rbac, context.stopping)

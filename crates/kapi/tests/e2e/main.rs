@@ -20,6 +20,7 @@ mod kube_rs;
 mod kubectl;
 mod openapi;
 mod policies;
+mod quota;
 mod resources;
 mod serve;
 mod services;

@@ -282,6 +282,19 @@ impl Apis {
         self.resources.read().served.get(key).cloned()
     }
 
+    /// The served version of `group`/`resource` that is its stored version.
+    fn served_storage(&self, group: &str, resource: &str) -> Option<Served> {
+        let resources = self.resources();
+        let definition = resources.definitions.iter().find(|d| {
+            d.group_version.group == group
+                && d.plural == resource
+                && d.group_version_kind() == d.storage.storage_version
+        })?;
+        let gv = &definition.group_version;
+        let key = (gv.group.clone(), gv.version.clone(), resource.to_string());
+        resources.served.get(&key).cloned()
+    }
+
     /// Every definition served here and down the chain, for discovery and OpenAPI.
     fn chain_definitions(&self) -> Vec<Arc<ResourceDefinition>> {
         let mut definitions = self.resources().definitions.clone();
@@ -353,6 +366,11 @@ impl ApiHandler {
             delegate: None,
             synced: None,
         }
+    }
+
+    /// The stored version of `group`/`resource` (its served version of the same version).
+    pub fn served_storage(&self, group: &str, resource: &str) -> Option<Served> {
+        self.0.served_storage(group, resource)
     }
 
     /// A handle that does not keep the handler alive.

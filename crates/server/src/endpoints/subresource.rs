@@ -575,15 +575,7 @@ struct RequestApi<'a> {
 
 impl Api for RequestApi<'_> {
     fn resource(&self, group: &str, resource: &str) -> Option<Served> {
-        let resources = self.apis.resources();
-        let definition = resources.definitions.iter().find(|d| {
-            d.group_version.group == group
-                && d.plural == resource
-                && d.group_version_kind() == d.storage.storage_version
-        })?;
-        let gv = &definition.group_version;
-        let key = (gv.group.clone(), gv.version.clone(), resource.to_string());
-        resources.served.get(&key).cloned()
+        self.apis.served_storage(group, resource)
     }
 
     fn services(&self) -> &http::Extensions {

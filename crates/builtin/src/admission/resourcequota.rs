@@ -1,0 +1,526 @@
+//! ResourceQuota (k8s.io/apiserver's admission/plugin/resourcequota with
+//! kubernetes/pkg/quota/v1/evaluator/core) and the quota controller kube-controller-manager
+//! runs (in-process here).
+//!
+//! Admission charges a create to every quota of its namespace that limits what the object
+//! uses, by a compare-and-swap of the quota's `status.used` before the object is stored, so
+//! concurrent creates can never be admitted beyond `spec.hard`. The controller recomputes
+//! `status.used` (and `status.hard`) from the objects that exist, when quotas or tracked
+//! objects change, which also gives back what deleted objects and failed writes held.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kapi_apimachinery::status::ApiError;
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::cacher::CacheNotification;
+use kapi_server::endpoints::{Served, WeakApiHandler};
+use kapi_server::registry::{Item, ListParams, Write};
+use kapi_server::resource::SubresourceKind;
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::quantity::Amount;
+
+/// How often every namespace's quotas are recomputed even without events.
+const RESYNC: Duration = Duration::from_secs(30);
+/// How long the controller gathers events before recomputing.
+const DEBOUNCE: Duration = Duration::from_millis(50);
+
+/// The core resources whose events the controller follows.
+const TRACKED: [&str; 6] = [
+    "pods",
+    "services",
+    "configmaps",
+    "secrets",
+    "persistentvolumeclaims",
+    "replicationcontrollers",
+];
+
+/// What one object uses of each quota resource name.
+pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Amount> {
+    let mut used = BTreeMap::new();
+    let one = || Amount::count(1);
+    let count_name = if group.is_empty() {
+        format!("count/{plural}")
+    } else {
+        format!("count/{plural}.{group}")
+    };
+    used.insert(count_name, one());
+    if !group.is_empty() {
+        return used;
+    }
+    match plural {
+        "pods" => {
+            let phase = object["status"]["phase"].as_str().unwrap_or_default();
+            if phase == "Succeeded" || phase == "Failed" {
+                return BTreeMap::new();
+            }
+            used.insert("pods".into(), one());
+            for (kind, names) in [
+                ("requests", ["requests.cpu", "requests.memory"]),
+                ("limits", ["limits.cpu", "limits.memory"]),
+            ] {
+                for (resource, name) in ["cpu", "memory"].iter().zip(names) {
+                    if let Some(amount) = pod_amount(object, kind, resource) {
+                        if kind == "requests" {
+                            used.insert((*resource).to_string(), amount);
+                        }
+                        used.insert(name.to_string(), amount);
+                    }
+                }
+            }
+        }
+        "services" => {
+            used.insert("services".into(), one());
+            let kind = object["spec"]["type"].as_str().unwrap_or("ClusterIP");
+            if kind == "LoadBalancer" {
+                used.insert("services.loadbalancers".into(), one());
+            }
+            if kind == "NodePort" || kind == "LoadBalancer" {
+                let ports = object["spec"]["ports"].as_array().map_or(0, Vec::len);
+                used.insert("services.nodeports".into(), Amount::count(ports as i128));
+            }
+        }
+        "persistentvolumeclaims" => {
+            used.insert("persistentvolumeclaims".into(), one());
+            if let Some(storage) = object["spec"]["resources"]["requests"]["storage"]
+                .as_str()
+                .and_then(Amount::parse)
+            {
+                used.insert("requests.storage".into(), storage);
+            }
+        }
+        "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas" => {
+            used.insert(plural.to_string(), one());
+        }
+        _ => {}
+    }
+    used
+}
+
+/// A pod's request or limit of `resource`: the larger of its containers' sum and its
+/// largest init container, as upstream's PodRequests; `None` when no container sets it.
+fn pod_amount(pod: &Value, kind: &str, resource: &str) -> Option<Amount> {
+    let of = |container: &Value| {
+        container["resources"][kind][resource]
+            .as_str()
+            .and_then(Amount::parse)
+    };
+    let containers = pod["spec"]["containers"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let init = pod["spec"]["initContainers"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    let sum = containers.iter().filter_map(of).reduce(|a, b| a + b);
+    let init = init.iter().filter_map(of).reduce(Amount::max);
+    match (sum, init) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The compute resources a quota may require every pod to state.
+const COMPUTE: [&str; 6] = [
+    "requests.cpu",
+    "requests.memory",
+    "limits.cpu",
+    "limits.memory",
+    "cpu",
+    "memory",
+];
+
+/// The quota's `spec.hard`, parsed.
+fn hard(quota: &Value) -> BTreeMap<String, Amount> {
+    amounts(&quota["spec"]["hard"])
+}
+
+fn amounts(map: &Value) -> BTreeMap<String, Amount> {
+    map.as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, value)| Some((name.clone(), value.as_str().and_then(Amount::parse)?)))
+        .collect()
+}
+
+fn to_json(amounts: &BTreeMap<String, Amount>) -> Value {
+    Value::Object(
+        amounts
+            .iter()
+            .map(|(k, v)| (k.clone(), json!(v.to_string())))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+/// `k=v,k=v` in key order, as upstream prints quota lists.
+fn pretty(amounts: &BTreeMap<String, Amount>) -> String {
+    amounts
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The ResourceQuota admission plugin.
+pub struct ResourceQuota {
+    quotas: Served,
+}
+
+impl ResourceQuota {
+    /// Charges the quotas of the served `resourcequotas` collection.
+    pub fn new(quotas: Served) -> ResourceQuota {
+        ResourceQuota { quotas }
+    }
+
+    /// Charges `delta` to `quota` (by name) atomically, or refuses with upstream's message.
+    async fn charge(
+        &self,
+        attributes: &Attributes<'_>,
+        name: &str,
+        delta: &BTreeMap<String, Amount>,
+    ) -> Result<(), ApiError> {
+        let resource = attributes.definition.group_resource();
+        let write = Write {
+            subresource: Some(&SubresourceKind::Status),
+            dry_run: attributes.dry_run,
+            admission: None,
+        };
+        let forbidden = |message: String| ApiError::forbidden(&resource, attributes.name, message);
+        self.quotas
+            .registry
+            .update(
+                &self.quotas.definition,
+                attributes.namespace,
+                name,
+                write,
+                |current| {
+                    let mut quota = current
+                        .cloned()
+                        .ok_or_else(|| forbidden(format!("quota {name} was deleted")))?;
+                    let hard = hard(&quota);
+                    let mut used = amounts(&quota["status"]["used"]);
+                    let mut requested = BTreeMap::new();
+                    for (resource_name, amount) in delta {
+                        let Some(limit) = hard.get(resource_name) else {
+                            continue;
+                        };
+                        let Some(current) = used.get(resource_name).copied() else {
+                            return Err(forbidden(format!(
+                                "status unknown for quota: {name}, resource: {resource_name}"
+                            )));
+                        };
+                        let after = current + *amount;
+                        if after > *limit {
+                            let limited: BTreeMap<String, Amount> =
+                                BTreeMap::from([(resource_name.clone(), *limit)]);
+                            let was: BTreeMap<String, Amount> =
+                                BTreeMap::from([(resource_name.clone(), current)]);
+                            let asked: BTreeMap<String, Amount> =
+                                BTreeMap::from([(resource_name.clone(), *amount)]);
+                            return Err(forbidden(format!(
+                                "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
+                                pretty(&asked),
+                                pretty(&was),
+                                pretty(&limited)
+                            )));
+                        }
+                        requested.insert(resource_name.clone(), after);
+                    }
+                    used.extend(requested);
+                    quota["status"]["used"] = to_json(&used);
+                    Ok(quota)
+                },
+            )
+            .await
+            .map(drop)
+    }
+}
+
+#[async_trait]
+impl AdmissionPlugin for ResourceQuota {
+    fn name(&self) -> &'static str {
+        "ResourceQuota"
+    }
+
+    async fn validate(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let definition = attributes.definition;
+        if attributes.operation != Operation::Create
+            || !attributes.subresource.is_empty()
+            || attributes.namespace.is_empty()
+        {
+            return Ok(());
+        }
+        let Some(object) = object else {
+            return Ok(());
+        };
+        let registry = &self.quotas.registry;
+        let prefix = registry.collection_prefix(Some(attributes.namespace));
+        let quotas: Vec<Value> = registry
+            .cacher()
+            .list(&prefix, |_| true)
+            .objects
+            .iter()
+            .filter_map(|o| Item::from(&**o).decode().ok())
+            .collect();
+        if quotas.is_empty() {
+            return Ok(());
+        }
+        let usage = usage(&definition.group_version.group, definition.plural, object);
+        for quota in &quotas {
+            let name = quota["metadata"]["name"].as_str().unwrap_or_default();
+            let hard = hard(quota);
+            let missing: Vec<&str> = COMPUTE
+                .into_iter()
+                .filter(|_| {
+                    definition.plural == "pods" && definition.group_version.group.is_empty()
+                })
+                .filter(|c| hard.contains_key(*c) && !usage.contains_key(*c))
+                .collect();
+            if !missing.is_empty() {
+                let resource = definition.group_resource();
+                return Err(ApiError::forbidden(
+                    &resource,
+                    attributes.name,
+                    format!("failed quota: {name}: must specify {}", missing.join(",")),
+                ));
+            }
+            let delta: BTreeMap<String, Amount> = usage
+                .iter()
+                .filter(|(k, _)| hard.contains_key(*k))
+                .map(|(k, v)| (k.clone(), *v))
+                .collect();
+            if !delta.is_empty() {
+                self.charge(attributes, name, &delta).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The quota controller: recomputes the quotas of a namespace whenever a quota or a tracked
+/// object of it changes, and every namespace's periodically, until `stopping`.
+pub async fn run_quota_controller(
+    quotas: Served,
+    api: WeakApiHandler,
+    stopping: CancellationToken,
+) {
+    let (dirty_tx, mut dirty_rx) = mpsc::unbounded_channel::<String>();
+    let mut followed = vec![quotas.clone()];
+    if let Some(api) = api.upgrade() {
+        followed.extend(
+            TRACKED
+                .iter()
+                .filter_map(|plural| api.served_storage("", plural)),
+        );
+    }
+    for served in followed {
+        tokio::spawn(follow(served, dirty_tx.clone(), stopping.clone()));
+    }
+    let mut resync = tokio::time::interval(RESYNC);
+    loop {
+        let mut dirty = BTreeSet::new();
+        tokio::select! {
+            _ = stopping.cancelled() => return,
+            _ = resync.tick() => dirty.extend(namespaces_with_quotas(&quotas)),
+            Some(namespace) = dirty_rx.recv() => {
+                dirty.insert(namespace);
+                tokio::time::sleep(DEBOUNCE).await;
+                while let Ok(namespace) = dirty_rx.try_recv() {
+                    dirty.insert(namespace);
+                }
+            }
+        }
+        for namespace in dirty {
+            recalculate(&quotas, &api, &namespace).await;
+        }
+    }
+}
+
+/// Sends the namespace of every change of one collection.
+async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: CancellationToken) {
+    let prefix = served.registry.collection_prefix(None);
+    loop {
+        let Ok(mut subscription) = served.registry.cacher().subscribe(None, &prefix) else {
+            return;
+        };
+        loop {
+            let notification = tokio::select! {
+                _ = stopping.cancelled() => return,
+                n = subscription.receiver.recv() => n,
+            };
+            match notification {
+                Ok(CacheNotification::Events(events)) => {
+                    for event in events.iter() {
+                        if dirty.send(event.object.namespace.clone()).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Ok(CacheNotification::Progress(_)) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+fn namespaces_with_quotas(quotas: &Served) -> BTreeSet<String> {
+    let registry = &quotas.registry;
+    registry
+        .cacher()
+        .list(&registry.collection_prefix(None), |_| true)
+        .objects
+        .iter()
+        .map(|o| o.namespace.clone())
+        .collect()
+}
+
+/// Recomputes `status.used` (and `status.hard`) of every quota of `namespace`.
+async fn recalculate(quotas: &Served, api: &WeakApiHandler, namespace: &str) {
+    let Some(api) = api.upgrade() else {
+        return;
+    };
+    let registry = &quotas.registry;
+    let quota_objects: Vec<Value> = registry
+        .cacher()
+        .list(&registry.collection_prefix(Some(namespace)), |_| true)
+        .objects
+        .iter()
+        .filter_map(|o| Item::from(&**o).decode().ok())
+        .collect();
+    for quota in quota_objects {
+        let name = quota["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let hard = hard(&quota);
+        let mut used: BTreeMap<String, Amount> = hard
+            .keys()
+            .map(|k| (k.clone(), Amount::zero_like(&hard[k])))
+            .collect();
+        for (group, plural) in counted_resources(&hard) {
+            let Some(served) = api.served_storage(&group, &plural) else {
+                continue;
+            };
+            let params = ListParams {
+                namespace: Some(namespace.to_string()),
+                ..ListParams::default()
+            };
+            let Ok(listed) = served
+                .registry
+                .list(&served.definition.group_resource(), &params)
+                .await
+            else {
+                continue;
+            };
+            for object in listed.items.iter().filter_map(|i| i.decode().ok()) {
+                for (resource_name, amount) in usage(&group, &plural, &object) {
+                    if let Some(total) = used.get_mut(&resource_name) {
+                        *total = *total + amount;
+                    }
+                }
+            }
+        }
+        let status = json!({"hard": to_json(&hard), "used": to_json(&used)});
+        if quota["status"] == status {
+            continue;
+        }
+        let write = Write {
+            subresource: Some(&SubresourceKind::Status),
+            dry_run: false,
+            admission: None,
+        };
+        let written = quotas
+            .registry
+            .update(&quotas.definition, namespace, &name, write, |current| {
+                let mut quota = current
+                    .cloned()
+                    .ok_or_else(|| ApiError::internal("quota deleted"))?;
+                quota["status"] = status.clone();
+                Ok(quota)
+            })
+            .await;
+        if let Err(err) = written
+            && !err.is_not_found()
+        {
+            tracing::warn!("recalculating quota {namespace}/{name}: {err}");
+        }
+    }
+}
+
+/// The (group, plural) collections a quota's resource names count.
+fn counted_resources(hard: &BTreeMap<String, Amount>) -> BTreeSet<(String, String)> {
+    hard.keys().map(|name| counted_by(name)).collect()
+}
+
+/// The (group, plural) collection one quota resource name counts.
+fn counted_by(name: &str) -> (String, String) {
+    let core = |plural: &str| (String::new(), plural.to_string());
+    if let Some(rest) = name.strip_prefix("count/") {
+        let (plural, group) = rest.split_once('.').unwrap_or((rest, ""));
+        return (group.to_string(), plural.to_string());
+    }
+    match name {
+        "requests.storage" => core("persistentvolumeclaims"),
+        "pods" | "cpu" | "memory" => core("pods"),
+        n if n.starts_with("requests.") || n.starts_with("limits.") => core("pods"),
+        "services.loadbalancers" | "services.nodeports" => core("services"),
+        other => core(other),
+    }
+}
+
+/// Starts the quota controller (the hook of `start-resource-quota-controller`).
+pub fn start_quota_controller(quotas: Served, api: WeakApiHandler, stopping: CancellationToken) {
+    tokio::spawn(run_quota_controller(quotas, api, stopping));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_counts_as_upstream() {
+        let pod = json!({"spec": {"containers": [
+            {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
+            {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
+        ], "initContainers": [{"resources": {"requests": {"cpu": "2"}}}]}});
+        let used = usage("", "pods", &pod);
+        assert_eq!(used["pods"].to_string(), "1");
+        assert_eq!(used["count/pods"].to_string(), "1");
+        assert_eq!(used["requests.cpu"].to_string(), "2");
+        assert_eq!(used["requests.memory"].to_string(), "128Mi");
+        assert_eq!(used["memory"].to_string(), "128Mi");
+        assert_eq!(used["limits.cpu"].to_string(), "1");
+        assert!(!used.contains_key("limits.memory"));
+        let done = json!({"status": {"phase": "Succeeded"}});
+        assert!(usage("", "pods", &done).is_empty());
+        let lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443}]}});
+        let used = usage("", "services", &lb);
+        assert_eq!(
+            pretty(&used),
+            "count/services=1,services=1,services.loadbalancers=1,services.nodeports=2"
+        );
+        assert_eq!(
+            pretty(&usage("apps", "deployments", &json!({}))),
+            "count/deployments.apps=1"
+        );
+        let hard = amounts(
+            &json!({"pods": "2", "count/deployments.apps": "1", "requests.storage": "1Gi"}),
+        );
+        assert_eq!(
+            counted_resources(&hard),
+            BTreeSet::from([
+                ("".to_string(), "persistentvolumeclaims".to_string()),
+                ("".to_string(), "pods".to_string()),
+                ("apps".to_string(), "deployments".to_string()),
+            ])
+        );
+    }
+}
