@@ -214,6 +214,7 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
     ApiError::from(status)
 }
 
+pub mod limitranger;
 mod quantity;
 pub mod resourcequota;
 

@@ -31,6 +31,11 @@ impl Amount {
         }
     }
 
+    /// The value in units (for ratios).
+    pub fn as_f64(&self) -> f64 {
+        self.millis as f64 / 1000.0
+    }
+
     /// Zero, printed as `like` prints.
     pub fn zero_like(like: &Amount) -> Amount {
         Amount {

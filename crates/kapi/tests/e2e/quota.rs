@@ -85,3 +85,47 @@ async fn quota_is_never_exceeded(backend: Backend) {
 }
 
 on_both_backends!(quota_is_never_exceeded);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_ranges_default_and_bound_containers() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server.kubectl_ok(&["create", "namespace", "lr"]).await;
+    let range = r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"cpu","namespace":"lr"},
+        "spec":{"limits":[{"type":"Container","default":{"cpu":"500m"},"defaultRequest":{"cpu":"200m"},"max":{"cpu":"1"}}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], range).await;
+    let pod = |name: &str, resources: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"lr"}},
+            "spec":{{"containers":[{{"name":"c","image":"busybox","resources":{resources}}}]}}}}"#
+        )
+    };
+    // The LimitRange is read from its watch cache: retry until its defaults are applied.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("p{i}");
+        common::ok_stdin(&server, &["create", "-f", "-"], &pod(&name, "{}")).await;
+        let created = get_json(&server, &["pod", &name, "-n", "lr"]).await;
+        let resources = &created["spec"]["containers"][0]["resources"];
+        if resources["limits"]["cpu"] == "500m" {
+            assert_eq!(resources["requests"]["cpu"], "200m");
+            assert_eq!(
+                created["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
+                "LimitRanger plugin set: cpu limit for container c; cpu request for container c"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no defaults: {created}");
+    }
+    let err = common::fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&pod("big", r#"{"limits":{"cpu":"2"}}"#)),
+    )
+    .await;
+    assert!(
+        err.contains(
+            r#"pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2"#
+        ),
+        "{err}"
+    );
+}
