@@ -16,6 +16,16 @@ pub struct Expression {
     pub source: String,
 }
 
+thread_local! {
+    /// The Kubernetes CEL functions, registered once per thread: every evaluation runs in an
+    /// inner scope of this context with its own variables.
+    static FUNCTIONS: Context<'static> = {
+        let mut context = Context::default();
+        kube_cel::register_all(&mut context);
+        context
+    };
+}
+
 impl Expression {
     /// Compiles `source`; the error says why it does not compile.
     pub fn compile(source: &str) -> Result<Expression, String> {
@@ -28,9 +38,15 @@ impl Expression {
 
     /// The expression's value in `activation`.
     pub fn evaluate(&self, activation: &Activation) -> Result<Value, String> {
-        self.program
-            .execute(&activation.context)
-            .map_err(|err| err.to_string())
+        FUNCTIONS.with(|functions| {
+            let mut context = functions.new_inner_scope();
+            for (name, value) in &activation.variables {
+                context.add_variable_from_value(name.as_str(), value.clone());
+            }
+            self.program
+                .execute(&context)
+                .map_err(|err| err.to_string())
+        })
     }
 
     /// The expression's value, which must be a bool.
@@ -60,9 +76,9 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// The variables of one evaluation.
+/// The variables of one evaluation, converted to CEL once.
 pub struct Activation {
-    context: Context<'static>,
+    variables: Vec<(String, Value)>,
 }
 
 /// What an activation is made of.
@@ -77,16 +93,20 @@ pub struct Inputs {
 
 impl Activation {
     pub fn new(inputs: &Inputs) -> Activation {
-        let mut context = Context::default();
-        kube_cel::register_all(&mut context);
         let or_null = |value: &Option<Json>| value.as_ref().map_or(Value::Null, json_to_cel);
-        context.add_variable_from_value("object", or_null(&inputs.object));
-        context.add_variable_from_value("oldObject", or_null(&inputs.old_object));
-        context.add_variable_from_value("request", json_to_cel(&inputs.request));
-        context.add_variable_from_value("params", or_null(&inputs.params));
-        context.add_variable_from_value("namespaceObject", or_null(&inputs.namespace_object));
-        context.add_variable_from_value("variables", Value::from(HashMap::<String, Value>::new()));
-        Activation { context }
+        Activation {
+            variables: vec![
+                ("object".into(), or_null(&inputs.object)),
+                ("oldObject".into(), or_null(&inputs.old_object)),
+                ("request".into(), json_to_cel(&inputs.request)),
+                ("params".into(), or_null(&inputs.params)),
+                ("namespaceObject".into(), or_null(&inputs.namespace_object)),
+                (
+                    "variables".into(),
+                    Value::from(HashMap::<String, Value>::new()),
+                ),
+            ],
+        }
     }
 
     /// Binds `variables.<name>` (policy variables, in order: later ones may use earlier ones).
@@ -95,8 +115,13 @@ impl Activation {
             .iter()
             .map(|(name, value)| (name.clone(), value.clone()))
             .collect();
-        self.context
-            .add_variable_from_value("variables", Value::from(map));
+        if let Some(slot) = self
+            .variables
+            .iter_mut()
+            .find(|(name, _)| name == "variables")
+        {
+            slot.1 = Value::from(map);
+        }
     }
 }
 

@@ -189,19 +189,43 @@ async fn add_policy_with_three_rules(admin: &kube::Client) {
             ],
         },
     });
-    create(admin, admission, "ValidatingAdmissionPolicy", "validatingadmissionpolicies", None, policy).await;
+    create(
+        admin,
+        admission,
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        None,
+        policy,
+    )
+    .await;
     let binding = json!({
         "metadata": {"name": "three-rules"},
         "spec": {"policyName": "three-rules", "validationActions": ["Deny"],
             "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": NAMESPACE}}}},
     });
-    create(admin, admission, "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", None, binding).await;
+    create(
+        admin,
+        admission,
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        None,
+        binding,
+    )
+    .await;
     let configmaps: Api<ConfigMap> = Api::namespaced(admin.clone(), NAMESPACE);
-    let data: serde_json::Map<String, Value> = (0..11).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let data: serde_json::Map<String, Value> =
+        (0..11).map(|i| (format!("k{i}"), json!("v"))).collect();
     let deadline = Instant::now() + Duration::from_secs(30);
     for i in 0.. {
-        let probe: ConfigMap = serde_json::from_value(json!({"metadata": {"name": format!("probe-{i}")}, "data": data})).unwrap();
-        if configmaps.create(&PostParams::default(), &probe).await.is_err() {
+        let probe: ConfigMap = serde_json::from_value(
+            json!({"metadata": {"name": format!("probe-{i}")}, "data": data}),
+        )
+        .unwrap();
+        if configmaps
+            .create(&PostParams::default(), &probe)
+            .await
+            .is_err()
+        {
             return;
         }
         assert!(Instant::now() < deadline, "the policy was never applied");

@@ -2,7 +2,7 @@
 //! `DefaultRuleResolver`), read from an in-memory index of roles and bindings that follows
 //! their watch caches, as upstream's RBAC authorizer follows its informers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -41,8 +41,133 @@ type Entries<T> = BTreeMap<(String, String), (Revision, Arc<T>)>;
 struct Index {
     roles: Entries<Vec<PolicyRule>>,
     cluster_roles: Entries<Vec<PolicyRule>>,
-    role_bindings: Entries<Binding>,
-    cluster_role_bindings: Entries<Binding>,
+    role_bindings: BindingIndex,
+    cluster_role_bindings: BindingIndex,
+}
+
+/// Who a binding names, as the index looks bindings up.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum SubjectKey {
+    User(String),
+    Group(String),
+    /// A service account: namespace and name.
+    ServiceAccount(String, String),
+}
+
+impl SubjectKey {
+    /// The keys a binding is found under.
+    fn of_binding(binding: &Binding) -> Vec<SubjectKey> {
+        binding
+            .subjects
+            .iter()
+            .filter_map(|subject| match subject.kind.as_str() {
+                "User" => Some(SubjectKey::User(subject.name.clone())),
+                "Group" => Some(SubjectKey::Group(subject.name.clone())),
+                "ServiceAccount" => {
+                    let namespace = if subject.namespace.is_empty() {
+                        &binding.namespace
+                    } else {
+                        &subject.namespace
+                    };
+                    (!namespace.is_empty()).then(|| {
+                        SubjectKey::ServiceAccount(namespace.clone(), subject.name.clone())
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The keys a user's bindings are found under: its name, its groups and, for a service
+    /// account, the account.
+    fn of_user(user: &UserInfo) -> Vec<SubjectKey> {
+        let mut keys = vec![SubjectKey::User(user.name.clone())];
+        keys.extend(user.groups.iter().map(|g| SubjectKey::Group(g.clone())));
+        if let Some((namespace, name)) = user
+            .name
+            .strip_prefix("system:serviceaccount:")
+            .and_then(|rest| rest.split_once(':'))
+        {
+            keys.push(SubjectKey::ServiceAccount(namespace.into(), name.into()));
+        }
+        keys
+    }
+}
+
+/// Bindings by (namespace, name), and the keys of those naming each subject in each
+/// namespace ("" for cluster role bindings), so a request looks at its user's bindings only.
+#[derive(Default)]
+struct BindingIndex {
+    entries: Entries<Binding>,
+    by_subject: HashMap<(String, SubjectKey), BTreeSet<(String, String)>>,
+}
+
+impl BindingIndex {
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.by_subject.clear();
+    }
+
+    /// Sets a binding unless the index has a newer state of it.
+    fn upsert(&mut self, key: (String, String), revision: Revision, binding: Binding) {
+        if self
+            .entries
+            .get(&key)
+            .is_some_and(|(seen, _)| *seen > revision)
+        {
+            return;
+        }
+        self.unlink(&key);
+        for subject in SubjectKey::of_binding(&binding) {
+            self.by_subject
+                .entry((binding.namespace.clone(), subject))
+                .or_default()
+                .insert(key.clone());
+        }
+        self.entries.insert(key, (revision, Arc::new(binding)));
+    }
+
+    /// Removes a binding unless the index has a newer state of it.
+    fn remove(&mut self, key: &(String, String), revision: Revision) {
+        if self
+            .entries
+            .get(key)
+            .is_some_and(|(seen, _)| *seen <= revision)
+        {
+            self.unlink(key);
+            self.entries.remove(key);
+        }
+    }
+
+    /// Drops the subject entries of the binding stored under `key`.
+    fn unlink(&mut self, key: &(String, String)) {
+        let Some((_, old)) = self.entries.get(key) else {
+            return;
+        };
+        for subject in SubjectKey::of_binding(old) {
+            let index_key = (old.namespace.clone(), subject);
+            if let Some(keys) = self.by_subject.get_mut(&index_key) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    self.by_subject.remove(&index_key);
+                }
+            }
+        }
+    }
+
+    /// The bindings of `namespace` ("" for cluster role bindings) that name `user`, in key
+    /// order.
+    fn for_user(&self, user: &UserInfo, namespace: &str) -> Vec<Arc<Binding>> {
+        let mut keys = BTreeSet::new();
+        for subject in SubjectKey::of_user(user) {
+            if let Some(found) = self.by_subject.get(&(namespace.to_string(), subject)) {
+                keys.extend(found.iter());
+            }
+        }
+        keys.into_iter()
+            .filter_map(|key| self.entries.get(key).map(|(_, binding)| binding.clone()))
+            .collect()
+    }
 }
 
 /// Where a rule came from, for the visitor.
@@ -130,15 +255,12 @@ impl RuleResolver {
         mut visit: impl FnMut(RuleSource<'_>, &PolicyRule) -> bool,
     ) {
         let index = self.index.read();
-        for (_, binding) in index.cluster_role_bindings.values() {
-            if !binding.applies_to(user) {
-                continue;
-            }
+        for binding in index.cluster_role_bindings.for_user(user, "") {
             let Some(rules) = index.rules_of(&binding.role_ref, "", errors) else {
                 continue;
             };
             for rule in rules.iter() {
-                if !visit(RuleSource::ClusterRoleBinding(binding), rule) {
+                if !visit(RuleSource::ClusterRoleBinding(&binding), rule) {
                     return;
                 }
             }
@@ -146,20 +268,12 @@ impl RuleResolver {
         if namespace.is_empty() {
             return;
         }
-        let start = (namespace.to_string(), String::new());
-        let in_namespace = index
-            .role_bindings
-            .range(start..)
-            .take_while(|((ns, _), _)| ns == namespace);
-        for (_, (_, binding)) in in_namespace {
-            if !binding.applies_to(user) {
-                continue;
-            }
+        for binding in index.role_bindings.for_user(user, namespace) {
             let Some(rules) = index.rules_of(&binding.role_ref, namespace, errors) else {
                 continue;
             };
             for rule in rules.iter() {
-                if !visit(RuleSource::RoleBinding(binding), rule) {
+                if !visit(RuleSource::RoleBinding(&binding), rule) {
                     return;
                 }
             }
@@ -289,18 +403,14 @@ impl Index {
                 revision,
                 PolicyRule::of_role(value),
             ),
-            Collection::RoleBindings => upsert(
-                &mut self.role_bindings,
-                key,
-                revision,
-                Binding::from_value(value),
-            ),
-            Collection::ClusterRoleBindings => upsert(
-                &mut self.cluster_role_bindings,
-                key,
-                revision,
-                Binding::from_value(value),
-            ),
+            Collection::RoleBindings => {
+                self.role_bindings
+                    .upsert(key, revision, Binding::from_value(value))
+            }
+            Collection::ClusterRoleBindings => {
+                self.cluster_role_bindings
+                    .upsert(key, revision, Binding::from_value(value))
+            }
         }
     }
 
@@ -309,10 +419,8 @@ impl Index {
         match collection {
             Collection::Roles => remove_older(&mut self.roles, key, revision),
             Collection::ClusterRoles => remove_older(&mut self.cluster_roles, key, revision),
-            Collection::RoleBindings => remove_older(&mut self.role_bindings, key, revision),
-            Collection::ClusterRoleBindings => {
-                remove_older(&mut self.cluster_role_bindings, key, revision)
-            }
+            Collection::RoleBindings => self.role_bindings.remove(key, revision),
+            Collection::ClusterRoleBindings => self.cluster_role_bindings.remove(key, revision),
         }
     }
 }
