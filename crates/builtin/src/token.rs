@@ -94,6 +94,27 @@ impl PublicKey {
         URL_SAFE_NO_PAD.encode(ring::digest::digest(&ring::digest::SHA256, &spki))
     }
 
+    /// The key as a JSON Web Key (`/openid/v1/jwks`); `None` for a malformed RSA key.
+    fn jwk(&self) -> Option<Value> {
+        let encode = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
+        let kid = self.key_id();
+        match self.algorithm {
+            Algorithm::Rs256 => {
+                let (n, e) = der::rsa_modulus_exponent(&self.key)?;
+                Some(
+                    json!({"use": "sig", "kty": "RSA", "kid": kid, "alg": "RS256", "n": encode(&n), "e": encode(&e)}),
+                )
+            }
+            Algorithm::Es256 => {
+                let point = self.key.strip_prefix(&[4])?;
+                let (x, y) = point.split_at(point.len() / 2);
+                Some(
+                    json!({"use": "sig", "kty": "EC", "kid": kid, "crv": "P-256", "alg": "ES256", "x": encode(x), "y": encode(y)}),
+                )
+            }
+        }
+    }
+
     fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
         let algorithm: &dyn signature::VerificationAlgorithm = match self.algorithm {
             Algorithm::Es256 => &signature::ECDSA_P256_SHA256_FIXED,
@@ -210,6 +231,27 @@ impl ServiceAccountTokens {
                 Ok(signature)
             }
         }
+    }
+
+    /// The JSON Web Key Set of the verification keys (`/openid/v1/jwks`).
+    pub fn jwks(&self) -> Value {
+        let keys: Vec<Value> = self.verifying.iter().filter_map(PublicKey::jwk).collect();
+        json!({ "keys": keys })
+    }
+
+    /// The OpenID provider configuration (`/.well-known/openid-configuration`) of the
+    /// issuer, whose keys are at `jwks_uri`.
+    pub fn openid_configuration(&self, jwks_uri: &str) -> Value {
+        let mut algorithms: Vec<&str> = self.verifying.iter().map(|k| k.algorithm.name()).collect();
+        algorithms.sort_unstable();
+        algorithms.dedup();
+        json!({
+            "issuer": self.issuer,
+            "jwks_uri": jwks_uri,
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": algorithms,
+        })
     }
 
     /// Verifies a service-account token as kube-apiserver's authenticator does: signed by

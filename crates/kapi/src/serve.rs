@@ -114,8 +114,11 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .context("the built-in resources have no namespaces")?
         .clone();
     let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
-    let bearer_tokens =
-        crate::authentication::bearer_tokens(options.token_auth_file.as_deref(), tokens, &api)?;
+    let bearer_tokens = crate::authentication::bearer_tokens(
+        options.token_auth_file.as_deref(),
+        tokens.clone(),
+        &api,
+    )?;
     let admission = crate::admission::chain(&options, &api, &authorization, resolver.clone())?;
     api.set_admission(admission.clone());
     apiextensions.set_admission(admission);
@@ -131,6 +134,11 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
+    add_issuer_discovery(
+        &mut server,
+        &tokens,
+        SocketAddr::new(advertise, options.secure_port),
+    );
     let checks = server.health_checks_mut();
     checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
     checks.add_readyz_check(HealthCheck::storage(
@@ -197,6 +205,30 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         shutdown: Some(shutdown),
         task,
     })
+}
+
+/// Service-account issuer discovery, served when the issuer is an `https://` URL as
+/// kube-apiserver serves it: the OpenID provider configuration and the verification keys.
+fn add_issuer_discovery(
+    server: &mut GenericApiServer,
+    tokens: &kapi_builtin::token::ServiceAccountTokens,
+    advertised: SocketAddr,
+) {
+    if !tokens.issuer().starts_with("https://") {
+        return;
+    }
+    let jwks_uri = format!("https://{advertised}/openid/v1/jwks");
+    let configuration = tokens.openid_configuration(&jwks_uri).to_string();
+    server.add_document(
+        "/.well-known/openid-configuration",
+        "application/json",
+        configuration.into_bytes(),
+    );
+    server.add_document(
+        "/openid/v1/jwks",
+        "application/jwk-set+json",
+        tokens.jwks().to_string().into_bytes(),
+    );
 }
 
 /// The system namespaces post-start hook: creates default, kube-system, kube-public and

@@ -22,6 +22,8 @@ pub(crate) struct Endpoints {
     pub(crate) health: [HealthEndpoint; 3],
     pub(crate) version: VersionInfo,
     pub(crate) metrics: Arc<Metrics>,
+    /// Fixed documents served on GET: path, content type, body.
+    pub(crate) documents: Vec<(String, &'static str, bytes::Bytes)>,
 }
 
 /// Serves [`Endpoints`], and passes other requests to the route.
@@ -46,6 +48,11 @@ impl Endpoints {
     async fn serve(&self, request: &Parts, path: &str) -> Option<Response<Body>> {
         if path == "/metrics" {
             return Some(self.metrics.serve());
+        }
+        if request.method == http::Method::GET
+            && let Some((_, content_type, body)) = self.documents.iter().find(|(p, _, _)| p == path)
+        {
+            return Some(crate::responses::document(content_type, body.clone()));
         }
         if let Some(response) = self.version.serve(&request.method, path) {
             return Some(response);

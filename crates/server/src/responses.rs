@@ -57,6 +57,16 @@ pub fn internal_error(request_uri: &str, err: &str) -> Response<Body> {
     text_error(StatusCode::INTERNAL_SERVER_ERROR, &sanitize(&message))
 }
 
+/// A 200 with a fixed document.
+pub fn document(content_type: &'static str, body: bytes::Bytes) -> Response<Body> {
+    let mut response = Response::new(crate::body::full(body));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
 /// The 404 of upstream's final not-found handler (Go's `http.NotFound`), for paths no route
 /// serves. Marked [`Unrouted`].
 pub fn not_found() -> Response<Body> {

@@ -97,6 +97,7 @@ pub struct GenericApiServer {
     hooks: Vec<PostStartHook>,
     metrics: Metrics,
     version: VersionInfo,
+    documents: Vec<(String, &'static str, bytes::Bytes)>,
 }
 
 impl GenericApiServer {
@@ -120,7 +121,14 @@ impl GenericApiServer {
             hooks: Vec::new(),
             metrics: Metrics::new(),
             version: VersionInfo::current(),
+            documents: Vec::new(),
         })
+    }
+
+    /// Serves a fixed document on GET `path` (a non-resource path, authorized as one).
+    pub fn add_document(&mut self, path: &str, content_type: &'static str, body: Vec<u8>) {
+        self.documents
+            .push((path.to_string(), content_type, body.into()));
     }
 
     /// Adds an authenticator, tried after the ones there (client certificates first).
@@ -208,6 +216,7 @@ impl GenericApiServer {
             health,
             version: self.version,
             metrics: metrics.clone(),
+            documents: self.documents,
         };
         let config = &self.config;
         let chain = ServiceBuilder::new()

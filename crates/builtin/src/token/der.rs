@@ -15,6 +15,7 @@ const SEQUENCE: u8 = 0x30;
 const BIT_STRING: u8 = 0x03;
 const OID: u8 = 0x06;
 const NULL: u8 = 0x05;
+const INTEGER: u8 = 0x02;
 
 /// The blocks of a PEM document: each label and its decoded bytes (undecodable blocks are
 /// skipped).
@@ -73,6 +74,21 @@ fn element(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
         (length, &rest[count..])
     };
     (rest.len() >= length).then(|| (tag, &rest[..length], &rest[length..]))
+}
+
+/// The modulus and public exponent of a PKCS#1 RSAPublicKey (big-endian, no leading zero).
+pub(super) fn rsa_modulus_exponent(der: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let (SEQUENCE, key, _) = element(der)? else {
+        return None;
+    };
+    let (INTEGER, modulus, rest) = element(key)? else {
+        return None;
+    };
+    let (INTEGER, exponent, _) = element(rest)? else {
+        return None;
+    };
+    let strip = |n: &[u8]| n.strip_prefix(&[0]).unwrap_or(n).to_vec();
+    Some((strip(modulus), strip(exponent)))
 }
 
 /// Reads a SubjectPublicKeyInfo: whether it is RSA, and the key (the PKCS#1 RSAPublicKey

@@ -211,3 +211,53 @@ async fn impersonation_needs_the_impersonate_verb() {
         stderr(&output)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_accounts_can_discover_the_issuer_and_its_keys() {
+    use base64::Engine;
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "robot"])
+        .await;
+    let token = server.kubectl_ok(&["create", "token", "robot"]).await;
+    let header = token.trim().split('.').next().unwrap();
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(header)
+            .unwrap(),
+    )
+    .unwrap();
+    let robot = token_kubeconfig(&server, "robot", token.trim());
+    let output = kubectl_as(
+        &robot,
+        &["get", "--raw", "/.well-known/openid-configuration"],
+    )
+    .await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let configuration: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(
+        configuration["issuer"],
+        "https://kubernetes.default.svc.cluster.local"
+    );
+    assert!(
+        configuration["jwks_uri"]
+            .as_str()
+            .unwrap()
+            .ends_with("/openid/v1/jwks")
+    );
+    assert_eq!(
+        configuration["id_token_signing_alg_values_supported"],
+        serde_json::json!([header["alg"]])
+    );
+    let output = kubectl_as(&robot, &["get", "--raw", "/openid/v1/jwks"]).await;
+    assert!(output.status.success(), "{}", stderr(&output));
+    let jwks: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let key = &jwks["keys"][0];
+    assert_eq!(key["kid"], header["kid"]);
+    assert_eq!(key["alg"], header["alg"]);
+    assert_eq!(key["use"], "sig");
+    // Anonymous requests are not allowed to (upstream's default policy).
+    let anonymous = token_kubeconfig(&server, "nobody", "");
+    let output = kubectl_as(&anonymous, &["get", "--raw", "/openid/v1/jwks"]).await;
+    assert!(!output.status.success());
+}
