@@ -106,6 +106,11 @@ pub struct ServeOptions {
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
 
+    /// An AuthenticationConfiguration file (apiserver.config.k8s.io): JWT issuers whose
+    /// tokens authenticate, with their audiences and claim mappings.
+    #[arg(long)]
+    pub authentication_config: Option<PathBuf>,
+
     /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC).
     /// Members of system:masters are always allowed.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]

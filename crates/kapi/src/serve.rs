@@ -116,6 +116,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
     let bearer_tokens = crate::authentication::bearer_tokens(
         options.token_auth_file.as_deref(),
+        options.authentication_config.as_deref(),
         tokens.clone(),
         &api,
     )?;

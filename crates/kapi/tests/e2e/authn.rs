@@ -261,3 +261,98 @@ async fn service_accounts_can_discover_the_issuer_and_its_keys() {
     let output = kubectl_as(&anonymous, &["get", "--raw", "/openid/v1/jwks"]).await;
     assert!(!output.status.success());
 }
+
+/// A signed ES256 JWT with `claims`, for the key `key` (id `k1`).
+fn jwt(key: &rcgen::KeyPair, claims: &Value) -> String {
+    use base64::Engine;
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+    let encode = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let header = serde_json::json!({"alg": "ES256", "kid": "k1", "typ": "JWT"});
+    let signed = format!(
+        "{}.{}",
+        encode(header.to_string().as_bytes()),
+        encode(claims.to_string().as_bytes())
+    );
+    let rng = ring::rand::SystemRandom::new();
+    let signer =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &key.serialize_der(), &rng)
+            .unwrap();
+    let signature = signer.sign(&rng, signed.as_bytes()).unwrap();
+    format!("{signed}.{}", encode(signature.as_ref()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_tokens_from_a_configured_issuer() {
+    use base64::Engine;
+    use std::sync::{Arc, OnceLock};
+    let key = Arc::new(rcgen::KeyPair::generate().unwrap());
+    let issuer_url: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+    let (served_key, served_url) = (key.clone(), issuer_url.clone());
+    let (address, ca) = common::serve_webhook(move |path, _| {
+        let (key, url) = (served_key.clone(), served_url.clone());
+        async move {
+            let url = url.get().cloned().unwrap_or_default();
+            if path == "/.well-known/openid-configuration" {
+                return serde_json::json!({"issuer": url, "jwks_uri": format!("{url}/keys")});
+            }
+            let point = &key.public_key_raw()[1..];
+            let (x, y) = point.split_at(32);
+            let encode = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+            serde_json::json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256", "use": "sig",
+                "x": encode(x), "y": encode(y)}]})
+        }
+    })
+    .await;
+    let url = format!("https://{address}");
+    issuer_url.set(url.clone()).unwrap();
+    let config = serde_json::json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AuthenticationConfiguration",
+        "jwt": [{
+            "issuer": {"url": url, "audiences": ["kapi"], "certificateAuthority": ca},
+            "claimMappings": {"username": {"claim": "sub", "prefix": "oidc:"}, "groups": {"claim": "groups", "prefix": "oidc:"}},
+        }],
+    });
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), config.to_string()).unwrap();
+    let flag = format!("--authentication-config={}", file.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let claims = |aud: &str, exp: i64| serde_json::json!({"iss": url, "sub": "alice", "aud": aud, "groups": ["devs"], "iat": now, "exp": exp});
+    let alice = token_kubeconfig(&server, "alice", &jwt(&key, &claims("kapi", now + 600)));
+    let user = whoami(&alice).await;
+    assert_eq!(user["username"], "oidc:alice");
+    assert_eq!(
+        user["groups"],
+        serde_json::json!(["oidc:devs", "system:authenticated"])
+    );
+    for (name, token) in [
+        ("expired", jwt(&key, &claims("kapi", now - 60))),
+        (
+            "elsewhere",
+            jwt(&key, &claims("another-audience", now + 600)),
+        ),
+        (
+            "forged",
+            jwt(
+                &rcgen::KeyPair::generate().unwrap(),
+                &claims("kapi", now + 600),
+            ),
+        ),
+    ] {
+        let output = kubectl_as(
+            &token_kubeconfig(&server, name, &token),
+            &["auth", "whoami"],
+        )
+        .await;
+        assert!(!output.status.success(), "{name} was accepted");
+        assert!(
+            stderr(&output).contains("Unauthorized"),
+            "{name}: {}",
+            stderr(&output)
+        );
+    }
+}
