@@ -8,7 +8,11 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use kapi_builtin::rbac::{RbacAuthorizer, RbacResources, RuleResolver};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
-use kapi_server::authz::{AlwaysAllow, AlwaysDeny, PrivilegedGroups, UnionAuthorizer};
+use kapi_server::authz::{
+    AlwaysAllow, AlwaysDeny, PrivilegedGroups, UnionAuthorizer, WebhookAuthorizer,
+};
+
+use crate::flags::ServeOptions;
 use kapi_server::{ApiHandler, Authorizer};
 
 /// One authorization mode, as `--authorization-mode` spells it.
@@ -17,14 +21,16 @@ pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
     Rbac,
+    Webhook,
 }
 
 impl Mode {
     /// The modes kapi implements, in their flag spelling.
-    const ALL: [(&'static str, Mode); 3] = [
+    const ALL: [(&'static str, Mode); 4] = [
         ("AlwaysAllow", Mode::AlwaysAllow),
         ("AlwaysDeny", Mode::AlwaysDeny),
         ("RBAC", Mode::Rbac),
+        ("Webhook", Mode::Webhook),
     ];
 
     /// Parses one mode; upstream's error for an unknown one.
@@ -76,8 +82,9 @@ pub struct Authorization {
     pub rbac: RbacResources,
 }
 
-/// Builds the authorizer chain of `modes` over the RBAC objects `api` serves.
-pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
+/// Builds the authorizer chain of `--authorization-mode` over the RBAC objects `api` serves.
+pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> {
+    let modes = &options.authorization_mode;
     check_modes(modes)?;
     let mut authorizers: Vec<Arc<dyn Authorizer>> =
         vec![Arc::new(PrivilegedGroups::new(&[SYSTEM_PRIVILEGED_GROUP]))];
@@ -93,6 +100,7 @@ pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
             Mode::AlwaysAllow => Arc::new(AlwaysAllow),
             Mode::AlwaysDeny => Arc::new(AlwaysDeny),
             Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
+            Mode::Webhook => Arc::new(webhook(options)?),
         };
         authorizers.push(authorizer);
     }
@@ -101,6 +109,19 @@ pub fn build(modes: &[Mode], api: &ApiHandler) -> Result<Authorization> {
         rules,
         rbac,
     })
+}
+
+/// The Webhook authorizer of `--authorization-webhook-config-file`.
+fn webhook(options: &ServeOptions) -> Result<WebhookAuthorizer> {
+    let path = options
+        .authorization_webhook_config_file
+        .as_deref()
+        .context("authorization-mode Webhook's authorization-webhook-config-file must be set")?;
+    Ok(WebhookAuthorizer::from_kubeconfig(
+        path,
+        options.authorization_webhook_cache_authorized_ttl,
+        options.authorization_webhook_cache_unauthorized_ttl,
+    )?)
 }
 
 /// The served rbac.authorization.k8s.io/v1 collections.

@@ -111,10 +111,22 @@ pub struct ServeOptions {
     #[arg(long)]
     pub authentication_config: Option<PathBuf>,
 
-    /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC).
-    /// Members of system:masters are always allowed.
+    /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC,
+    /// Webhook). Members of system:masters are always allowed.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]
     pub authorization_mode: Vec<crate::authorization::Mode>,
+
+    /// A kubeconfig naming the authorization webhook (`--authorization-mode=Webhook`).
+    #[arg(long)]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+
+    /// How long the webhook's allowed answers are cached.
+    #[arg(long, default_value = "5m0s", value_parser = go_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+
+    /// How long the webhook's other answers are cached.
+    #[arg(long, default_value = "30s", value_parser = go_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
 
     /// Admission plugins to enable besides the default ones, comma separated; they run in
     /// kube-apiserver's order whatever the order here.

@@ -113,7 +113,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .served("", "v1", "namespaces")
         .context("the built-in resources have no namespaces")?
         .clone();
-    let authorization = crate::authorization::build(&options.authorization_mode, &api)?;
+    let authorization = crate::authorization::build(&options, &api)?;
     let bearer_tokens = crate::authentication::bearer_tokens(
         options.token_auth_file.as_deref(),
         options.authentication_config.as_deref(),

@@ -11,9 +11,11 @@ use crate::authn::UserInfo;
 
 pub mod modes;
 pub mod union;
+pub mod webhook;
 
 pub use modes::{AlwaysAllow, AlwaysDeny};
 pub use union::{PrivilegedGroups, UnionAuthorizer};
+pub use webhook::WebhookAuthorizer;
 
 /// What a request wants to do, as upstream's `authorizer.AttributesRecord`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

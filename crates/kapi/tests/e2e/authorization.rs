@@ -519,3 +519,68 @@ async fn always_allow_and_always_deny_modes() {
     );
     server.kubectl_ok(&["get", "pods"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_webhook_mode_asks_a_subject_access_review_service() {
+    let (address, ca) = common::serve_webhook(|_, review: serde_json::Value| async move {
+        let spec = &review["spec"];
+        let status = match spec["user"].as_str() {
+            Some("viewer") => serde_json::json!({"allowed": false, "denied": true, "reason": "the webhook says no"}),
+            Some("nobody") if spec["resourceAttributes"]["resource"] == "configmaps" => {
+                serde_json::json!({"allowed": true})
+            }
+            _ => serde_json::json!({"allowed": false}),
+        };
+        serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "status": status})
+    })
+    .await;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let kubeconfig = serde_json::json!({"apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "authz", "cluster": {"server": format!("https://{address}/authorize"), "certificate-authority-data": ca}}],
+        "users": [{"name": "kapi", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "authz", "user": "kapi"}}], "current-context": "c"});
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), kubeconfig.to_string()).unwrap();
+    let flag = format!(
+        "--authorization-webhook-config-file={}",
+        file.path().display()
+    );
+    let server = TestServer::start(
+        Backend::Embedded,
+        &["--authorization-mode=Webhook,RBAC", &flag],
+    )
+    .await;
+    server.kubectl_ok(&["create", "namespace", "team"]).await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "rolebinding",
+            "v",
+            "--clusterrole=view",
+            "--user=viewer",
+            "-n",
+            "team",
+        ])
+        .await;
+    let configmaps = case(
+        Who::Nobody,
+        "GET",
+        "/api/v1/namespaces/team/configmaps",
+        true,
+    );
+    let (status, body) = send(&kubeconfig_for(&server, Who::Nobody), &configmaps).await;
+    assert_eq!(status, 200, "the webhook allows: {body}");
+    let pods = case(Who::Nobody, "GET", "/api/v1/namespaces/team/pods", false);
+    let (status, _) = send(&kubeconfig_for(&server, Who::Nobody), &pods).await;
+    assert_eq!(status, 403, "no opinion, then RBAC refuses");
+    let (status, body) = send(&kubeconfig_for(&server, Who::Viewer), &pods).await;
+    assert_eq!(
+        status, 403,
+        "the webhook's denial comes before RBAC's allow"
+    );
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        status["message"],
+        r#"pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "team": the webhook says no"#
+    );
+}

@@ -1,0 +1,210 @@
+//! The Webhook authorization mode (k8s.io/apiserver's plugin/pkg/authorizer/webhook): each
+//! decision is asked of a remote service as a SubjectAccessReview (authorization.k8s.io/v1)
+//! POSTed to the server of `--authorization-webhook-config-file` (a kubeconfig), and cached:
+//! allowed answers for `--authorization-webhook-cache-authorized-ttl` (5m), others for
+//! `--authorization-webhook-cache-unauthorized-ttl` (30s).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use super::{Attributes, AuthorizationError, Authorizer, Decision};
+use crate::webhook_client::{ServiceResolver, WebhookClient};
+
+/// How long a review may take.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// Cached answers kept at most (oldest dropped first).
+const CACHE_ENTRIES: usize = 10_000;
+
+/// Why the webhook's kubeconfig cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[error("authorization webhook config {0:?}: {1}")]
+pub struct WebhookConfigError(String, String);
+
+/// Refuses Service references: a kubeconfig names URLs only.
+struct NoServices;
+
+#[async_trait]
+impl ServiceResolver for NoServices {
+    async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
+        Err("the authorization webhook is addressed by URL".into())
+    }
+}
+
+/// The Webhook authorizer.
+pub struct WebhookAuthorizer {
+    client: WebhookClient,
+    authorized_ttl: Duration,
+    unauthorized_ttl: Duration,
+    cache: Mutex<HashMap<String, (Instant, Decision)>>,
+}
+
+impl WebhookAuthorizer {
+    /// The authorizer of the kubeconfig at `path`: its first cluster's server and CA (data or
+    /// file). Client credentials in the kubeconfig are refused: kapi's webhook client
+    /// authenticates the server only.
+    pub fn from_kubeconfig(
+        path: &Path,
+        authorized_ttl: Duration,
+        unauthorized_ttl: Duration,
+    ) -> Result<WebhookAuthorizer, WebhookConfigError> {
+        let name = path.display().to_string();
+        let error = |message: String| WebhookConfigError(name.clone(), message);
+        let text = std::fs::read_to_string(path).map_err(|err| error(err.to_string()))?;
+        let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| error(err.to_string()))?;
+        let cluster = &config["clusters"][0]["cluster"];
+        let server = cluster["server"]
+            .as_str()
+            .ok_or_else(|| error("no cluster server".into()))?;
+        let user = &config["users"][0]["user"];
+        if user.as_object().is_some_and(|u| !u.is_empty()) {
+            return Err(error(
+                "client credentials for the webhook are not supported by kapi yet".into(),
+            ));
+        }
+        let ca_bundle = match (
+            cluster["certificate-authority-data"].as_str(),
+            cluster["certificate-authority"].as_str(),
+        ) {
+            (Some(data), _) => data.to_string(),
+            (None, Some(file)) => {
+                use base64::Engine;
+                let pem = std::fs::read(file).map_err(|err| error(format!("{file}: {err}")))?;
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            }
+            (None, None) => String::new(),
+        };
+        let client_config = json!({"url": server, "caBundle": ca_bundle});
+        Ok(WebhookAuthorizer {
+            client: WebhookClient::new(&client_config, Arc::new(NoServices)),
+            authorized_ttl,
+            unauthorized_ttl,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The cached decision for `spec`, if still fresh.
+    fn cached(&self, key: &str) -> Option<Decision> {
+        let cache = self.cache.lock();
+        let (expires, decision) = cache.get(key)?;
+        (*expires > Instant::now()).then(|| decision.clone())
+    }
+
+    fn remember(&self, key: String, decision: &Decision) {
+        let ttl = if *decision == Decision::Allow {
+            self.authorized_ttl
+        } else {
+            self.unauthorized_ttl
+        };
+        let mut cache = self.cache.lock();
+        if cache.len() >= CACHE_ENTRIES {
+            let now = Instant::now();
+            cache.retain(|_, (expires, _)| *expires > now);
+            if cache.len() >= CACHE_ENTRIES {
+                cache.clear();
+            }
+        }
+        cache.insert(key, (Instant::now() + ttl, decision.clone()));
+    }
+}
+
+/// The SubjectAccessReview spec of a request.
+fn spec(attributes: &Attributes<'_>) -> Value {
+    let user = attributes.user;
+    let mut spec = json!({"user": user.name, "groups": user.groups});
+    if !user.uid.is_empty() {
+        spec["uid"] = json!(user.uid);
+    }
+    if !user.extra.is_empty() {
+        spec["extra"] = json!(user.extra);
+    }
+    if attributes.resource_request {
+        spec["resourceAttributes"] = json!({
+            "namespace": attributes.namespace,
+            "verb": attributes.verb,
+            "group": attributes.api_group,
+            "version": attributes.api_version,
+            "resource": attributes.resource,
+            "subresource": attributes.subresource,
+            "name": attributes.name,
+        });
+    } else {
+        spec["nonResourceAttributes"] = json!({"path": attributes.path, "verb": attributes.verb});
+    }
+    spec
+}
+
+/// The decision of a SubjectAccessReview's status.
+fn decision(status: &Value) -> Decision {
+    let reason = status["reason"].as_str().unwrap_or_default().to_string();
+    if status["allowed"] == true {
+        Decision::Allow
+    } else if status["denied"] == true {
+        Decision::Deny(reason)
+    } else {
+        Decision::NoOpinion(reason)
+    }
+}
+
+#[async_trait]
+impl Authorizer for WebhookAuthorizer {
+    async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
+        let spec = spec(attributes);
+        let key = spec.to_string();
+        if let Some(decision) = self.cached(&key) {
+            return Ok(decision);
+        }
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec});
+        let body = self
+            .client
+            .post(serde_json::to_vec(&review).unwrap_or_default(), TIMEOUT)
+            .await
+            .map_err(AuthorizationError)?;
+        let answer: Value = serde_json::from_slice(&body).map_err(|err| {
+            AuthorizationError(format!("decoding the SubjectAccessReview: {err}"))
+        })?;
+        let decision = decision(&answer["status"]);
+        self.remember(key, &decision);
+        Ok(decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_decide_as_upstream() {
+        assert_eq!(decision(&json!({"allowed": true})), Decision::Allow);
+        assert_eq!(
+            decision(&json!({"allowed": false, "denied": true, "reason": "no"})),
+            Decision::Deny("no".into())
+        );
+        assert_eq!(
+            decision(&json!({"allowed": false, "reason": "maybe"})),
+            Decision::NoOpinion("maybe".into())
+        );
+    }
+
+    #[test]
+    fn specs_carry_the_request() {
+        let user = crate::authn::UserInfo {
+            name: "alice".into(),
+            groups: vec!["devs".into()],
+            ..Default::default()
+        };
+        let info = kapi_apimachinery::request_info::RequestInfoFactory::default()
+            .resolve("GET", "/api/v1/namespaces/a/pods/p", None)
+            .unwrap();
+        let spec = spec(&Attributes::of_request(&user, &info));
+        assert_eq!(spec["user"], "alice");
+        assert_eq!(spec["resourceAttributes"]["resource"], "pods");
+        assert_eq!(spec["resourceAttributes"]["name"], "p");
+        assert_eq!(spec["resourceAttributes"]["verb"], "get");
+    }
+}
