@@ -164,6 +164,16 @@ pub struct ServeOptions {
     #[arg(long, default_value = kapi_builtin::token::DEFAULT_ISSUER)]
     pub service_account_issuer: String,
 
+    /// The audiences API requests' tokens must be for (comma separated); the issuer when
+    /// not given.
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+
+    /// The `jwks_uri` the issuer discovery document names; this server's
+    /// `/openid/v1/jwks` at its advertised address when not given.
+    #[arg(long)]
+    pub service_account_jwks_uri: Option<String>,
+
     /// Log verbosity, as klog's: 0-2 info, 3-4 debug (access logs), 5 and up trace.
     /// RUST_LOG, when set, takes precedence.
     #[arg(short = 'v', long = "v", default_value_t = 0)]

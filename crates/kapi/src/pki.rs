@@ -95,6 +95,7 @@ pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Re
 pub fn service_account_tokens(
     pki: &PkiFiles,
     issuer: &str,
+    api_audiences: &[String],
     signing_key: Option<&Path>,
     key_files: &[PathBuf],
 ) -> Result<ServiceAccountTokens> {
@@ -110,7 +111,7 @@ pub fn service_account_tokens(
             .map(|path| read(path))
             .collect::<Result<Vec<_>>>()?
     };
-    ServiceAccountTokens::new(issuer, Vec::new(), &signing, &verifying)
+    ServiceAccountTokens::new(issuer, api_audiences.to_vec(), &signing, &verifying)
         .context("loading the service-account keys")
 }
 

@@ -85,6 +85,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let tokens = Arc::new(pki::service_account_tokens(
         &pki,
         &options.service_account_issuer,
+        &options.api_audiences,
         options.service_account_signing_key_file.as_deref(),
         &options.service_account_key_file,
     )?);
@@ -135,11 +136,11 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
-    add_issuer_discovery(
-        &mut server,
-        &tokens,
-        SocketAddr::new(advertise, options.secure_port),
-    );
+    let jwks_uri = options.service_account_jwks_uri.clone().unwrap_or_else(|| {
+        let advertised = SocketAddr::new(advertise, options.secure_port);
+        format!("https://{advertised}/openid/v1/jwks")
+    });
+    add_issuer_discovery(&mut server, &tokens, &jwks_uri);
     let checks = server.health_checks_mut();
     checks.add_health_check(HealthCheck::storage("etcd", storage.store.clone()));
     checks.add_readyz_check(HealthCheck::storage(
@@ -213,13 +214,12 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
 fn add_issuer_discovery(
     server: &mut GenericApiServer,
     tokens: &kapi_builtin::token::ServiceAccountTokens,
-    advertised: SocketAddr,
+    jwks_uri: &str,
 ) {
     if !tokens.issuer().starts_with("https://") {
         return;
     }
-    let jwks_uri = format!("https://{advertised}/openid/v1/jwks");
-    let configuration = tokens.openid_configuration(&jwks_uri).to_string();
+    let configuration = tokens.openid_configuration(jwks_uri).to_string();
     server.add_document(
         "/.well-known/openid-configuration",
         "application/json",

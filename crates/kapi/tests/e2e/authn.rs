@@ -356,3 +356,43 @@ async fn oidc_tokens_from_a_configured_issuer() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_audiences_and_the_jwks_uri_are_configurable() {
+    let server = TestServer::start(
+        Backend::Embedded,
+        &[
+            "--api-audiences=kapi-api",
+            "--service-account-jwks-uri=https://keys.example/jwks",
+        ],
+    )
+    .await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "robot"])
+        .await;
+    for (audience, accepted) in [
+        (None, true),
+        (Some("kapi-api"), true),
+        (Some("https://kubernetes.default.svc.cluster.local"), false),
+    ] {
+        let mut args = vec!["create", "token", "robot"];
+        let flag = audience.map(|a| format!("--audience={a}"));
+        if let Some(flag) = &flag {
+            args.push(flag);
+        }
+        let token = server.kubectl_ok(&args).await;
+        let robot = token_kubeconfig(&server, "robot", token.trim());
+        let output = kubectl_as(&robot, &["auth", "whoami"]).await;
+        assert_eq!(
+            output.status.success(),
+            accepted,
+            "{audience:?}: {}",
+            stderr(&output)
+        );
+    }
+    let configuration = server
+        .kubectl_ok(&["get", "--raw", "/.well-known/openid-configuration"])
+        .await;
+    let configuration: Value = serde_json::from_str(&configuration).unwrap();
+    assert_eq!(configuration["jwks_uri"], "https://keys.example/jwks");
+}
