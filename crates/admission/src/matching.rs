@@ -11,10 +11,11 @@ use serde_json::Value;
 /// The group of the admission configuration resources.
 const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
 
-/// Whether the request writes an admission configuration (webhook configurations, policies
-/// and their bindings), which webhooks and policies never intercept.
-pub fn is_exempt(attributes: &Attributes<'_>) -> bool {
-    attributes.definition.group_version.group == ADMISSION_GROUP
+/// Whether webhooks and policies see the request: not a write of an admission
+/// configuration (webhook configurations, policies and their bindings), not a CONNECT.
+pub fn intercepted(attributes: &Attributes<'_>) -> bool {
+    attributes.definition.group_version.group != ADMISSION_GROUP
+        && attributes.operation != Operation::Connect
 }
 
 fn strings(value: &Value) -> impl Iterator<Item = &str> {
@@ -154,11 +155,6 @@ pub fn namespace_selector_matches(
         None => true,
         Some(labels) => selector_matches(selector, labels),
     }
-}
-
-/// Whether the operation is one webhooks and policies see (CONNECT only when asked for).
-pub fn is_write(operation: Operation) -> bool {
-    operation != Operation::Connect
 }
 
 #[cfg(test)]

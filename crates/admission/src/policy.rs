@@ -371,7 +371,7 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+        if !matching::intercepted(attributes) {
             return Ok(());
         }
         let bindings = self.bindings.current(parse_binding);
@@ -380,10 +380,7 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
         }
         let policies: BTreeMap<String, Arc<Policy>> =
             self.policies.current(parse_policy).into_iter().collect();
-        let served = |o: &Value| match attributes.subresource {
-            "" | "status" => attributes.definition.served_form(o.clone()),
-            _ => Ok(o.clone()),
-        };
+        let served = |o: &Value| crate::webhook::served(attributes, o);
         let object = object.map(served).transpose()?;
         let old = old.map(served).transpose()?;
         let labels =

@@ -170,7 +170,7 @@ fn equivalent_rules_match(rules: &Value, attributes: &Attributes<'_>) -> bool {
 
 /// The object in the version the request was made in (subresources with their own kind,
 /// such as Scale or Eviction, are admitted as they are).
-fn served(attributes: &Attributes<'_>, object: &Value) -> Result<Value, ApiError> {
+pub(crate) fn served(attributes: &Attributes<'_>, object: &Value) -> Result<Value, ApiError> {
     match attributes.subresource {
         "" | "status" => attributes.definition.served_form(object.clone()),
         _ => Ok(object.clone()),
@@ -389,7 +389,7 @@ impl AdmissionPlugin for MutatingWebhook {
         object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+        if !matching::intercepted(attributes) {
             return Ok(());
         }
         let configurations = self.0.hooks();
@@ -509,7 +509,7 @@ impl AdmissionPlugin for ValidatingWebhook {
         object: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if matching::is_exempt(attributes) || !matching::is_write(attributes.operation) {
+        if !matching::intercepted(attributes) {
             return Ok(());
         }
         let configurations = self.0.hooks();

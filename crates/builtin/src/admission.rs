@@ -214,6 +214,18 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
     ApiError::from(status)
 }
 
+/// The objects of `namespace` in a collection's watch cache, decoded.
+fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str) -> Vec<Value> {
+    let registry = &served.registry;
+    registry
+        .cacher()
+        .list(&registry.collection_prefix(Some(namespace)), |_| true)
+        .objects
+        .iter()
+        .filter_map(|o| kapi_server::registry::Item::from(&**o).decode().ok())
+        .collect()
+}
+
 pub mod limitranger;
 mod quantity;
 pub mod resourcequota;

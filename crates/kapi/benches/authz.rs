@@ -17,10 +17,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use clap::Parser;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kapi::flags::{Cli, Command};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::discovery::ApiResource;
@@ -37,20 +35,10 @@ const EXTRA_POLICY: usize = 1_000;
 const NAMESPACE: &str = "bench";
 
 fn main() {
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let data_dir = tempfile::tempdir().expect("temp dir");
-    let server = server_runtime.block_on(start_server(data_dir.path()));
-    let client_runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("client runtime");
-    client_runtime.block_on(async {
-        let admin = client_from(&std::fs::read_to_string(&server.kubeconfig).unwrap()).await;
+    common::with_server(|kubeconfig, data_dir| async move {
+        let admin = client_from(&std::fs::read_to_string(&kubeconfig).unwrap()).await;
         setup(&admin).await;
-        let user = client_from(&user_kubeconfig(&server.kubeconfig, data_dir.path())).await;
+        let user = client_from(&user_kubeconfig(&kubeconfig, &data_dir)).await;
         println!("| workload | result |");
         println!("|---|---|");
         wait_allowed(&user).await;
@@ -58,7 +46,9 @@ fn main() {
         let report = run(admin.clone(), "admin").await;
         println!("| ConfigMap creates by a system:masters admin (no RBAC evaluation) | {report} |");
         let report = run(user.clone(), "small").await;
-        println!("| ConfigMap creates by a user bound to `edit`, bootstrap policy only | {report} |");
+        println!(
+            "| ConfigMap creates by a user bound to `edit`, bootstrap policy only | {report} |"
+        );
         add_policy(&admin).await;
         // The store holds more objects with every run: the admin's creates again are the
         // baseline for the runs after this point.
@@ -70,19 +60,10 @@ fn main() {
         );
         add_policy_with_three_rules(&admin).await;
         let report = run(admin.clone(), "vap").await;
-        println!("| ConfigMap creates by the admin, a ValidatingAdmissionPolicy with 3 CEL rules applied to each | {report} |");
+        println!(
+            "| ConfigMap creates by the admin, a ValidatingAdmissionPolicy with 3 CEL rules applied to each | {report} |"
+        );
     });
-    server_runtime
-        .block_on(server.stop())
-        .expect("server stops");
-}
-
-async fn start_server(data_dir: &Path) -> kapi::serve::RunningServer {
-    let port = kapi_testing::free_port().to_string();
-    let dir = data_dir.to_str().expect("utf-8 temp dir");
-    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
-    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
-    kapi::serve::start(options).await.expect("kapi starts")
 }
 
 /// A client from kubeconfig text; waits until the server has its system namespaces.

@@ -10,11 +10,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kapi::flags::{Cli, Command};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
@@ -34,21 +32,11 @@ const WIDGETS: usize = 5_000;
 const NAMESPACE: &str = "bench";
 
 fn main() {
-    let server_runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("server runtime");
-    let data_dir = tempfile::tempdir().expect("temp dir");
-    let server = server_runtime.block_on(start_server(data_dir.path()));
-    let client_runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("client runtime");
-    client_runtime.block_on(async {
-        let client = client(&server.kubeconfig).await;
+    common::with_server(|kubeconfig, _| async move {
+        let client = client(&kubeconfig).await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}}))
-            .expect("namespace");
+        let namespace =
+            serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
         namespaces
             .create(&PostParams::default(), &namespace)
             .await
@@ -93,7 +81,10 @@ fn main() {
             let widgets = widgets.clone();
             async move {
                 let object = serde_json::from_value(widget(i)).expect("widget");
-                widgets.create(&PostParams::default(), &object).await.map(drop)
+                widgets
+                    .create(&PostParams::default(), &object)
+                    .await
+                    .map(drop)
             }
         })
         .await;
@@ -101,9 +92,6 @@ fn main() {
             "| custom resource creates ({size} B each; structural schema, defaults, 2 CEL rules), concurrency {CONCURRENCY} | {report} |"
         );
     });
-    server_runtime
-        .block_on(server.stop())
-        .expect("server stops");
 }
 
 /// Installs the `widgets.bench.example.com` CRD and waits until it is Established.
@@ -182,14 +170,6 @@ fn widget(i: usize) -> Value {
                 {"name": "metrics", "port": 9100, "protocol": "TCP"}],
         },
     })
-}
-
-async fn start_server(data_dir: &std::path::Path) -> kapi::serve::RunningServer {
-    let port = kapi_testing::free_port().to_string();
-    let dir = data_dir.to_str().expect("utf-8 temp dir");
-    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
-    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
-    kapi::serve::start(options).await.expect("kapi starts")
 }
 
 async fn client(kubeconfig: &std::path::Path) -> kube::Client {

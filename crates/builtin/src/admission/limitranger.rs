@@ -9,7 +9,6 @@ use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use serde_json::{Value, json};
 
 use super::quantity::Amount;
@@ -30,13 +29,8 @@ impl LimitRanger {
 
     /// The `spec.limits` items of the namespace's LimitRanges.
     fn limits(&self, namespace: &str) -> Vec<Value> {
-        let registry = &self.limit_ranges.registry;
-        registry
-            .cacher()
-            .list(&registry.collection_prefix(Some(namespace)), |_| true)
-            .objects
-            .iter()
-            .filter_map(|o| Item::from(&**o).decode().ok())
+        super::cached_in_namespace(&self.limit_ranges, namespace)
+            .into_iter()
             .flat_map(|range| {
                 range["spec"]["limits"]
                     .as_array()

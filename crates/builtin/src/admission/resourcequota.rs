@@ -16,7 +16,7 @@ use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::cacher::CacheNotification;
 use kapi_server::endpoints::{Served, WeakApiHandler};
-use kapi_server::registry::{Item, ListParams, Write};
+use kapi_server::registry::{ListParams, Write};
 use kapi_server::resource::SubresourceKind;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -261,15 +261,7 @@ impl AdmissionPlugin for ResourceQuota {
         let Some(object) = object else {
             return Ok(());
         };
-        let registry = &self.quotas.registry;
-        let prefix = registry.collection_prefix(Some(attributes.namespace));
-        let quotas: Vec<Value> = registry
-            .cacher()
-            .list(&prefix, |_| true)
-            .objects
-            .iter()
-            .filter_map(|o| Item::from(&**o).decode().ok())
-            .collect();
+        let quotas = super::cached_in_namespace(&self.quotas, attributes.namespace);
         if quotas.is_empty() {
             return Ok(());
         }
@@ -387,15 +379,7 @@ async fn recalculate(quotas: &Served, api: &WeakApiHandler, namespace: &str) {
     let Some(api) = api.upgrade() else {
         return;
     };
-    let registry = &quotas.registry;
-    let quota_objects: Vec<Value> = registry
-        .cacher()
-        .list(&registry.collection_prefix(Some(namespace)), |_| true)
-        .objects
-        .iter()
-        .filter_map(|o| Item::from(&**o).decode().ok())
-        .collect();
-    for quota in quota_objects {
+    for quota in super::cached_in_namespace(quotas, namespace) {
         let name = quota["metadata"]["name"]
             .as_str()
             .unwrap_or_default()

@@ -1,9 +1,13 @@
 //! What the benchmarks share: running operations at a fixed concurrency and the report line
 //! of their rate and latencies.
 
+use std::future::Future;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use futures::StreamExt;
+use kapi::flags::{Cli, Command};
 
 /// Requests in flight.
 pub const CONCURRENCY: usize = 32;
@@ -64,4 +68,40 @@ pub fn summary(results: Vec<(Duration, Result<(), kube::Error>)>, elapsed: Durat
         ));
     }
     line
+}
+
+/// Runs `body` with a kapi server on the embedded store started in this process (on its own
+/// multi-threaded runtime, as the binary runs it), on a single-threaded client runtime, so
+/// client and server share the machine as on one host; `body` gets the admin kubeconfig and
+/// the data directory. The server is stopped afterwards.
+pub fn with_server<F, Fut>(body: F)
+where
+    F: FnOnce(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let server_runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("server runtime");
+    let data_dir = tempfile::tempdir().expect("temp dir");
+    let server = server_runtime.block_on(start_server(data_dir.path()));
+    let client_runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("client runtime");
+    client_runtime.block_on(body(
+        server.kubeconfig.clone(),
+        data_dir.path().to_path_buf(),
+    ));
+    server_runtime
+        .block_on(server.stop())
+        .expect("server stops");
+}
+
+async fn start_server(data_dir: &Path) -> kapi::serve::RunningServer {
+    let port = kapi_testing::free_port().to_string();
+    let dir = data_dir.to_str().expect("utf-8 temp dir");
+    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
+    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
+    kapi::serve::start(options).await.expect("kapi starts")
 }
