@@ -227,6 +227,7 @@ fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str)
 }
 
 pub mod limitranger;
+pub mod priority;
 mod quantity;
 pub mod resourcequota;
 

@@ -38,6 +38,7 @@ use kapi_server::resource::ResourceDefinition;
 use serde_json::json;
 
 pub use admission::limitranger::LimitRanger;
+pub use admission::priority::Priority;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;

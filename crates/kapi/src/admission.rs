@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
-use kapi_builtin::{LimitRanger, NamespaceLifecycle, ResourceQuota};
+use kapi_builtin::{LimitRanger, NamespaceLifecycle, Priority, ResourceQuota};
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::webhook_client::ServiceResolver;
@@ -134,9 +134,11 @@ fn available(
     );
     let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);
+    let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
+        Arc::new(priority),
         Arc::new(mutating),
         Arc::new(policies),
         Arc::new(validating),

@@ -7,43 +7,20 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::resource::{Strategy, SubresourceKind, own_subresource_validation};
 use serde_json::{Value, json};
 
-use super::defaults::{default_pod, default_pod_template, set_default};
+use super::defaults::{default_pod, default_pod_template};
 use super::podspec::{
     inclusive_range, json_diff, munged_pod_spec, validate_pod_only, validate_pod_spec,
     validate_pod_template_spec,
 };
 use super::qos::pod_qos;
 use super::{bump_generation, reset_for_create};
-use crate::util::{child_mut, str_of};
+use crate::util::str_of;
 
 /// The largest value of an int32 field.
 const MAX_INT32: i64 = 2_147_483_647;
 
 /// The fields a pod update may change, as upstream's message lists them.
 const UPDATABLE_POD_SPEC_FIELDS: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
-
-/// The priority of the built-in PriorityClasses, as the Priority admission plugin resolves
-/// them; other classes are left for a PriorityClass lookup kapi does not do.
-fn builtin_priority(class: &str) -> Option<i64> {
-    match class {
-        "" => Some(0),
-        "system-node-critical" => Some(2_000_001_000),
-        "system-cluster-critical" => Some(2_000_000_000),
-        _ => None,
-    }
-}
-
-/// The pod's priority and preemption policy as the Priority admission plugin sets them
-/// when no default PriorityClass exists.
-fn admit_priority(pod: &mut Value) {
-    let class = str_of(&pod["spec"], "priorityClassName").to_string();
-    let Some(priority) = builtin_priority(&class) else {
-        return;
-    };
-    let spec = child_mut(pod, "spec");
-    set_default(spec, "priority", json!(priority));
-    set_default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
-}
 
 /// Pods.
 pub(crate) struct PodStrategy;
@@ -56,10 +33,9 @@ impl Strategy for PodStrategy {
         default_pod(object);
     }
 
-    /// Defaults, priority, generation 1, and a status of `Pending` with the QOS class.
+    /// Defaults, generation 1, and a status of `Pending` with the QOS class.
     fn prepare_for_create(&self, object: &mut Value) {
         default_pod(object);
-        admit_priority(object);
         let status = json!({"phase": "Pending", "qosClass": pod_qos(object)});
         reset_for_create(object, status);
     }

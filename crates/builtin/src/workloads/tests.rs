@@ -61,8 +61,6 @@ fn pod_defaults() {
         ("terminationGracePeriodSeconds", json!(30)),
         ("securityContext", json!({})),
         ("enableServiceLinks", json!(true)),
-        ("priority", json!(0)),
-        ("preemptionPolicy", json!("PreemptLowerPriority")),
         ("serviceAccountName", json!("builder")),
         ("serviceAccount", json!("builder")),
     ] {

@@ -129,3 +129,69 @@ async fn limit_ranges_default_and_bound_containers() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn priority_classes_give_pods_their_priority() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let pod = |name: &str, class: &str| {
+        let class = if class.is_empty() {
+            String::new()
+        } else {
+            format!(r#","priorityClassName":"{class}""#)
+        };
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},"spec":{{"containers":[{{"name":"c","image":"busybox"}}]{class}}}}}"#
+        )
+    };
+    let priority = |pod: &serde_json::Value| pod["spec"]["priority"].as_i64();
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("plain", "")).await;
+    assert_eq!(
+        priority(&get_json(&server, &["pod", "plain"]).await),
+        Some(0)
+    );
+    common::ok_stdin(
+        &server,
+        &["create", "-f", "-"],
+        &pod("critical", "system-cluster-critical"),
+    )
+    .await;
+    assert_eq!(
+        priority(&get_json(&server, &["pod", "critical"]).await),
+        Some(2_000_000_000)
+    );
+    let err = common::fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&pod("lost", "missing")),
+    )
+    .await;
+    assert!(
+        err.contains(r#"pods "lost" is forbidden: no PriorityClass with name missing was found"#),
+        "{err}"
+    );
+    server
+        .kubectl_ok(&[
+            "create",
+            "priorityclass",
+            "everyone",
+            "--value=7",
+            "--global-default",
+            "--preemption-policy=Never",
+        ])
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("p{i}");
+        common::ok_stdin(&server, &["create", "-f", "-"], &pod(&name, "")).await;
+        let created = get_json(&server, &["pod", &name]).await;
+        if priority(&created) == Some(7) {
+            assert_eq!(created["spec"]["priorityClassName"], "everyone");
+            assert_eq!(created["spec"]["preemptionPolicy"], "Never");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the default class was never used: {created}"
+        );
+    }
+}

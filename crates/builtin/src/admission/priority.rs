@@ -1,0 +1,117 @@
+//! Priority (kubernetes/plugin/pkg/admission/priority): a new pod's `priority` and
+//! `preemptionPolicy` come from its PriorityClass, or from the global default class when it
+//! names none (then its name is set too), or are 0 and PreemptLowerPriority without one. A
+//! pod naming a class that does not exist, or stating a priority or preemption policy other
+//! than its class's, is refused with upstream's messages.
+
+use async_trait::async_trait;
+use kapi_apimachinery::status::ApiError;
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::endpoints::Served;
+use kapi_server::registry::Item;
+use serde_json::{Value, json};
+
+/// The preemption policy of classes and pods that state none.
+const DEFAULT_PREEMPTION: &str = "PreemptLowerPriority";
+
+/// The Priority admission plugin.
+pub struct Priority {
+    classes: Served,
+}
+
+impl Priority {
+    /// Resolves classes from the served `priorityclasses` collection.
+    pub fn new(classes: Served) -> Priority {
+        Priority { classes }
+    }
+
+    /// The class named `name`, from the cache.
+    fn class(&self, name: &str) -> Option<Value> {
+        let key = self.classes.registry.key("", name);
+        let (cached, _) = self.classes.registry.cacher().get(&key);
+        cached.and_then(|class| Item::from(&*class).decode().ok())
+    }
+
+    /// The global default class: the one with `globalDefault`, the lowest value if several.
+    fn default_class(&self) -> Option<Value> {
+        let registry = &self.classes.registry;
+        registry
+            .cacher()
+            .list(&registry.collection_prefix(None), |_| true)
+            .objects
+            .iter()
+            .filter_map(|o| Item::from(&**o).decode().ok())
+            .filter(|class| class["globalDefault"] == true)
+            .min_by_key(|class| class["value"].as_i64().unwrap_or(0))
+    }
+}
+
+/// A class's value and preemption policy.
+fn of_class(class: &Value) -> (i64, String) {
+    let policy = class["preemptionPolicy"]
+        .as_str()
+        .unwrap_or(DEFAULT_PREEMPTION);
+    (class["value"].as_i64().unwrap_or(0), policy.to_string())
+}
+
+#[async_trait]
+impl AdmissionPlugin for Priority {
+    fn name(&self) -> &'static str {
+        "Priority"
+    }
+
+    async fn admit(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&mut Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let definition = attributes.definition;
+        let is_pod = definition.group_version.group.is_empty() && definition.plural == "pods";
+        let (true, Operation::Create, "", Some(pod)) =
+            (is_pod, attributes.operation, attributes.subresource, object)
+        else {
+            return Ok(());
+        };
+        let forbidden = |message: String| {
+            ApiError::forbidden(&definition.group_resource(), attributes.name, message)
+        };
+        let name = pod["spec"]["priorityClassName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let (priority, policy) = if name.is_empty() {
+            match self.default_class() {
+                Some(class) => {
+                    pod["spec"]["priorityClassName"] = class["metadata"]["name"].clone();
+                    of_class(&class)
+                }
+                None => (0, DEFAULT_PREEMPTION.to_string()),
+            }
+        } else {
+            let class = self
+                .class(&name)
+                .ok_or_else(|| forbidden(format!("no PriorityClass with name {name} was found")))?;
+            of_class(&class)
+        };
+        if let Some(given) = pod["spec"]["priority"]
+            .as_i64()
+            .filter(|given| *given != priority)
+        {
+            return Err(forbidden(format!(
+                "the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name"
+            )));
+        }
+        if let Some(given) = pod["spec"]["preemptionPolicy"]
+            .as_str()
+            .filter(|given| *given != policy)
+        {
+            return Err(forbidden(format!(
+                "the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name"
+            )));
+        }
+        pod["spec"]["priority"] = json!(priority);
+        pod["spec"]["preemptionPolicy"] = json!(policy);
+        Ok(())
+    }
+}
