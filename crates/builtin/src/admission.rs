@@ -230,6 +230,7 @@ pub mod limitranger;
 pub mod priority;
 mod quantity;
 pub mod resourcequota;
+pub mod tolerations;
 
 #[cfg(test)]
 mod tests;

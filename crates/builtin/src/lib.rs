@@ -40,6 +40,7 @@ use serde_json::json;
 pub use admission::limitranger::LimitRanger;
 pub use admission::priority::Priority;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
+pub use admission::tolerations::DefaultTolerationSeconds;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};

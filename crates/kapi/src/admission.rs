@@ -8,7 +8,9 @@ use anyhow::{Context, Result, bail};
 use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
-use kapi_builtin::{LimitRanger, NamespaceLifecycle, Priority, ResourceQuota};
+use kapi_builtin::{
+    DefaultTolerationSeconds, LimitRanger, NamespaceLifecycle, Priority, ResourceQuota,
+};
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::webhook_client::ServiceResolver;
@@ -96,7 +98,7 @@ pub fn chain(
         &options.disable_admission_plugins,
     );
     let names = enabled(enable, disable)?;
-    let mut chain = plugins(&names, enable, available(api, resolver)?)?;
+    let mut chain = plugins(&names, enable, available(options, api, resolver)?)?;
     chain.push(Arc::new(EscalationCheck::new(
         authorization.rules.clone(),
         authorization.authorizer.clone(),
@@ -106,6 +108,7 @@ pub fn chain(
 
 /// The plugins kapi implements, by name.
 fn available(
+    options: &ServeOptions,
     api: &ApiHandler,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
@@ -135,10 +138,15 @@ fn available(
     let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);
     let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
+    let tolerations = DefaultTolerationSeconds::new(
+        options.default_not_ready_toleration_seconds,
+        options.default_unreachable_toleration_seconds,
+    );
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
         Arc::new(priority),
+        Arc::new(tolerations),
         Arc::new(mutating),
         Arc::new(policies),
         Arc::new(validating),

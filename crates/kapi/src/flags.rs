@@ -137,6 +137,15 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',')]
     pub disable_admission_plugins: Vec<String>,
 
+    /// Seconds new pods tolerate a `node.kubernetes.io/not-ready` NoExecute taint
+    /// (DefaultTolerationSeconds admission).
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+
+    /// Seconds new pods tolerate a `node.kubernetes.io/unreachable` NoExecute taint.
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
+
     /// How long to keep serving, with /readyz failing, after a shutdown signal.
     #[arg(long, default_value = "0s", value_parser = go_duration)]
     pub shutdown_delay_duration: Duration,

@@ -131,7 +131,7 @@ async fn limit_ranges_default_and_bound_containers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn priority_classes_give_pods_their_priority() {
+async fn pods_get_their_priority_and_default_tolerations() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
     let pod = |name: &str, class: &str| {
         let class = if class.is_empty() {
