@@ -9,7 +9,8 @@ use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
-    DefaultTolerationSeconds, LimitRanger, NamespaceLifecycle, Priority, ResourceQuota,
+    DefaultClass, DefaultTolerationSeconds, LimitRanger, NamespaceLifecycle, Priority,
+    ResourceQuota,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -138,6 +139,8 @@ fn available(
     let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);
     let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
+    let storage_class = DefaultClass::storage(served("storage.k8s.io", "storageclasses")?);
+    let ingress_class = DefaultClass::ingress(served("networking.k8s.io", "ingressclasses")?);
     let tolerations = DefaultTolerationSeconds::new(
         options.default_not_ready_toleration_seconds,
         options.default_unreachable_toleration_seconds,
@@ -146,6 +149,8 @@ fn available(
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
         Arc::new(priority),
+        Arc::new(storage_class),
+        Arc::new(ingress_class),
         Arc::new(tolerations),
         Arc::new(mutating),
         Arc::new(policies),

@@ -5,8 +5,9 @@
 //! Admission charges a create to every quota of its namespace that limits what the object
 //! uses, by a compare-and-swap of the quota's `status.used` before the object is stored, so
 //! concurrent creates can never be admitted beyond `spec.hard`. The controller recomputes
-//! `status.used` (and `status.hard`) from the objects that exist, when quotas or tracked
-//! objects change, which also gives back what deleted objects and failed writes held.
+//! `status.used` (and `status.hard`) from the objects that exist when a quota is created or
+//! its spec changes, when a counted object is deleted or a pod finishes, and every 5
+//! minutes, which also gives back what failed writes held.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -14,9 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
-use kapi_server::cacher::CacheNotification;
+use kapi_server::cacher::{CacheEvent, CacheNotification, CachedObject, EventType};
 use kapi_server::endpoints::{Served, WeakApiHandler};
-use kapi_server::registry::{ListParams, Write};
+use kapi_server::registry::{Item, ListParams, Write};
 use kapi_server::resource::SubresourceKind;
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
@@ -25,7 +26,9 @@ use tokio_util::sync::CancellationToken;
 use super::quantity::Amount;
 
 /// How often every namespace's quotas are recomputed even without events.
-const RESYNC: Duration = Duration::from_secs(30);
+const RESYNC: Duration = Duration::from_secs(300);
+/// How many times a recount is tried while creates keep charging the quota.
+const RECOUNT_ATTEMPTS: usize = 5;
 /// How long the controller gathers events before recomputing.
 const DEBOUNCE: Duration = Duration::from_millis(50);
 
@@ -297,8 +300,8 @@ impl AdmissionPlugin for ResourceQuota {
     }
 }
 
-/// The quota controller: recomputes the quotas of a namespace whenever a quota or a tracked
-/// object of it changes, and every namespace's periodically, until `stopping`.
+/// The quota controller: recomputes the quotas of a namespace on the changes
+/// [`needs_recount`] selects, and every namespace's periodically, until `stopping`.
 pub async fn run_quota_controller(
     quotas: Served,
     api: WeakApiHandler,
@@ -350,7 +353,7 @@ async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: 
             };
             match notification {
                 Ok(CacheNotification::Events(events)) => {
-                    for event in events.iter() {
+                    for event in events.iter().filter(|event| needs_recount(event)) {
                         if dirty.send(event.object.namespace.clone()).is_err() {
                             return;
                         }
@@ -360,6 +363,33 @@ async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: 
                 Err(_) => break,
             }
         }
+    }
+}
+
+/// Whether a change calls for recomputing its namespace's quotas: a new quota or a changed
+/// `spec`, a deleted object, a pod that finished. Not creations: admission charged them, and
+/// recounting while creates are in flight would undercount and let more in (upstream's
+/// replenishment controller likewise reacts to deletions only).
+fn needs_recount(event: &CacheEvent) -> bool {
+    let decode = |object: &CachedObject| Item::from(object).decode().unwrap_or(Value::Null);
+    let is_quota = event.object.key.contains("/resourcequotas/");
+    match (event.type_, &event.prev) {
+        (EventType::Deleted, _) => !is_quota,
+        (EventType::Added, _) => is_quota,
+        (EventType::Modified, Some(prev)) => {
+            let (old, new) = (decode(prev), decode(&event.object));
+            if is_quota {
+                return old["spec"] != new["spec"];
+            }
+            let finished = |pod: &Value| {
+                matches!(
+                    pod["status"]["phase"].as_str(),
+                    Some("Succeeded" | "Failed")
+                )
+            };
+            finished(&new) && !finished(&old)
+        }
+        (EventType::Modified, None) => false,
     }
 }
 
@@ -374,10 +404,22 @@ fn namespaces_with_quotas(quotas: &Served) -> BTreeSet<String> {
         .collect()
 }
 
-/// Recomputes `status.used` (and `status.hard`) of every quota of `namespace`.
+/// Recomputes `status.used` (and `status.hard`) of every quota of `namespace`, again while a
+/// quota was charged during the count (a few times).
 async fn recalculate(quotas: &Served, api: &WeakApiHandler, namespace: &str) {
+    for _ in 0..RECOUNT_ATTEMPTS {
+        if !recount(quotas, api, namespace).await {
+            return;
+        }
+        tokio::time::sleep(DEBOUNCE).await;
+    }
+}
+
+/// One recount of the quotas of `namespace`; whether one must be counted again.
+async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool {
+    let mut retry = false;
     let Some(api) = api.upgrade() else {
-        return;
+        return false;
     };
     for quota in super::cached_in_namespace(quotas, namespace) {
         let name = quota["metadata"]["name"]
@@ -421,22 +463,35 @@ async fn recalculate(quotas: &Served, api: &WeakApiHandler, namespace: &str) {
             dry_run: false,
             admission: None,
         };
+        // Only over the quota as it was before the count: a charge since (a create
+        // admitted meanwhile, maybe not counted) makes this recount retry.
+        let counted_version = quota["metadata"]["resourceVersion"].clone();
         let written = quotas
             .registry
             .update(&quotas.definition, namespace, &name, write, |current| {
                 let mut quota = current
                     .cloned()
                     .ok_or_else(|| ApiError::internal("quota deleted"))?;
+                if quota["metadata"]["resourceVersion"] != counted_version {
+                    return Err(ApiError::conflict(
+                        &quotas.definition.group_resource(),
+                        &name,
+                        "charged while counted",
+                    ));
+                }
                 quota["status"] = status.clone();
                 Ok(quota)
             })
             .await;
-        if let Err(err) = written
-            && !err.is_not_found()
-        {
-            tracing::warn!("recalculating quota {namespace}/{name}: {err}");
+        match written {
+            Err(err) if err.code() == 409 => retry = true,
+            Err(err) if !err.is_not_found() => {
+                tracing::warn!("recalculating quota {namespace}/{name}: {err}");
+            }
+            _ => {}
         }
     }
+    retry
 }
 
 /// The (group, plural) collections a quota's resource names count.

@@ -195,3 +195,27 @@ async fn pods_get_their_priority_and_default_tolerations() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_get_the_default_storage_class() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let class = r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast",
+        "annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"example.com/fast"}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], class).await;
+    let claim = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"{name}"}},
+            "spec":{{"accessModes":["ReadWriteOnce"],"resources":{{"requests":{{"storage":"1Gi"}}}}}}}}"#
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("c{i}");
+        common::ok_stdin(&server, &["create", "-f", "-"], &claim(&name)).await;
+        let created = get_json(&server, &["pvc", &name]).await;
+        if created["spec"]["storageClassName"] == "fast" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no default class: {created}");
+    }
+}
