@@ -226,6 +226,7 @@ fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str)
         .collect()
 }
 
+pub mod certificates;
 pub mod defaultclass;
 pub mod limitranger;
 pub mod priority;

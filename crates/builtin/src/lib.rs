@@ -37,6 +37,7 @@ use kapi_server::registry::Registry;
 use kapi_server::resource::ResourceDefinition;
 use serde_json::json;
 
+pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestriction};
 pub use admission::defaultclass::DefaultClass;
 pub use admission::limitranger::LimitRanger;
 pub use admission::priority::Priority;

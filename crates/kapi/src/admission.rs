@@ -9,8 +9,8 @@ use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
-    DefaultClass, DefaultTolerationSeconds, LimitRanger, NamespaceLifecycle, Priority,
-    ResourceQuota,
+    CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
+    LimitRanger, NamespaceLifecycle, Priority, ResourceQuota,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -99,7 +99,11 @@ pub fn chain(
         &options.disable_admission_plugins,
     );
     let names = enabled(enable, disable)?;
-    let mut chain = plugins(&names, enable, available(options, api, resolver)?)?;
+    let mut chain = plugins(
+        &names,
+        enable,
+        available(options, api, authorization, resolver)?,
+    )?;
     chain.push(Arc::new(EscalationCheck::new(
         authorization.rules.clone(),
         authorization.authorizer.clone(),
@@ -111,6 +115,7 @@ pub fn chain(
 fn available(
     options: &ServeOptions,
     api: &ApiHandler,
+    authorization: &Authorization,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
     let served = |group: &str, plural: &str| {
@@ -149,6 +154,13 @@ fn available(
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
         Arc::new(priority),
+        Arc::new(CertificateAuthority::approval(
+            authorization.authorizer.clone(),
+        )),
+        Arc::new(CertificateAuthority::signing(
+            authorization.authorizer.clone(),
+        )),
+        Arc::new(CertificateSubjectRestriction),
         Arc::new(storage_class),
         Arc::new(ingress_class),
         Arc::new(tolerations),

@@ -584,3 +584,109 @@ async fn the_webhook_mode_asks_a_subject_access_review_service() {
         r#"pods is forbidden: User "viewer" cannot list resource "pods" in API group "" in the namespace "team": the webhook says no"#
     );
 }
+
+/// A CSR object for the kube-apiserver-client signer, with subject organization `org`.
+fn csr(name: &str, org: Option<&str>) -> String {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::default();
+    params.distinguished_name.push(DnType::CommonName, name);
+    if let Some(org) = org {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+    }
+    let request = params.serialize_request(&key).unwrap().pem().unwrap();
+    serde_json::json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": base64::engine::general_purpose::STANDARD.encode(request),
+            "signerName": "kubernetes.io/kube-apiserver-client", "usages": ["client auth"]},
+    })
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificate_requests_need_the_signer_verbs() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let err = common::fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&csr("mallory", Some("system:masters"))),
+    )
+    .await;
+    assert!(
+        err.contains("use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"),
+        "{err}"
+    );
+    common::ok_stdin(&server, &["create", "-f", "-"], &csr("alice", None)).await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrole",
+            "approver",
+            "--verb=get,list",
+            "--resource=certificatesigningrequests",
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrole",
+            "approver-status",
+            "--verb=update",
+            "--resource=certificatesigningrequests/approval",
+        ])
+        .await;
+    for role in ["approver", "approver-status"] {
+        server
+            .kubectl_ok(&[
+                "create",
+                "clusterrolebinding",
+                role,
+                &format!("--clusterrole={role}"),
+                "--user=viewer",
+            ])
+            .await;
+    }
+    let approver = kubeconfig_for(&server, Who::Viewer);
+    let approve = || async {
+        tokio::process::Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&approver)
+            .args(["certificate", "approve", "alice"])
+            .output()
+            .await
+            .unwrap()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let output = approve().await;
+        let text = stderr(&output);
+        if text.contains(r#"user not permitted to approve requests with signerName "kubernetes.io/kube-apiserver-client""#) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{text}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let signer = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"signer"},
+        "rules":[{"apiGroups":["certificates.k8s.io"],"resources":["signers"],"verbs":["approve"],
+        "resourceNames":["kubernetes.io/kube-apiserver-client"]}]}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], signer).await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            "signer",
+            "--clusterrole=signer",
+            "--user=viewer",
+        ])
+        .await;
+    loop {
+        let output = approve().await;
+        if output.status.success() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", stderr(&output));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
