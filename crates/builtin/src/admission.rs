@@ -232,6 +232,7 @@ pub mod limitranger;
 pub mod priority;
 mod quantity;
 pub mod resourcequota;
+pub mod runtimeclass;
 pub mod tolerations;
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ pub use admission::defaultclass::DefaultClass;
 pub use admission::limitranger::LimitRanger;
 pub use admission::priority::Priority;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
+pub use admission::runtimeclass::RuntimeClass;
 pub use admission::tolerations::DefaultTolerationSeconds;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;

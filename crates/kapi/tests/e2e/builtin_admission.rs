@@ -1,5 +1,6 @@
-//! ResourceQuota end to end: usage kept current by the quota controller, and concurrent
-//! creates never admitted beyond the quota.
+//! The built-in admission plugins end to end: ResourceQuota (usage kept current by the quota
+//! controller, concurrent creates never admitted beyond the quota), LimitRanger, Priority,
+//! DefaultTolerationSeconds, DefaultStorageClass and RuntimeClass.
 
 use crate::common;
 
@@ -217,5 +218,45 @@ async fn claims_get_the_default_storage_class() {
             break;
         }
         assert!(Instant::now() < deadline, "no default class: {created}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runtime_classes_bring_overhead_and_unknown_ones_are_refused() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let class = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"sandboxed"},
+        "handler":"runsc","overhead":{"podFixed":{"cpu":"250m"}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], class).await;
+    let pod = |name: &str, class: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},
+            "spec":{{"runtimeClassName":"{class}","containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    let err = common::fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&pod("lost", "missing")),
+    )
+    .await;
+    assert!(
+        err.contains(r#"pod rejected: RuntimeClass "missing" not found"#),
+        "{err}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("p{i}");
+        let created = server
+            .kubectl_stdin(&["create", "-f", "-"], Some(&pod(&name, "sandboxed")))
+            .await;
+        if created.status.success() {
+            let created = get_json(&server, &["pod", &name]).await;
+            assert_eq!(
+                created["spec"]["overhead"],
+                serde_json::json!({"cpu": "250m"})
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", common::stderr(&created));
     }
 }
