@@ -214,6 +214,33 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
     ApiError::from(status)
 }
 
+/// The new object of a create of `group`/`plural` itself (not a subresource), if the write
+/// is one.
+fn created<'a>(
+    attributes: &Attributes<'_>,
+    (group, plural): (&str, &str),
+    object: Option<&'a mut Value>,
+) -> Option<&'a mut Value> {
+    let definition = attributes.definition;
+    let wanted = definition.group_version.group == group
+        && definition.plural == plural
+        && attributes.operation == Operation::Create
+        && attributes.subresource.is_empty();
+    object.filter(|_| wanted)
+}
+
+/// The objects of a collection's watch cache, decoded.
+fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
+    let registry = &served.registry;
+    registry
+        .cacher()
+        .list(&registry.collection_prefix(None), |_| true)
+        .objects
+        .iter()
+        .filter_map(|o| kapi_server::registry::Item::from(&**o).decode().ok())
+        .collect()
+}
+
 /// The objects of `namespace` in a collection's watch cache, decoded.
 fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str) -> Vec<Value> {
     let registry = &served.registry;

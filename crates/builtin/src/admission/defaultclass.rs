@@ -5,9 +5,8 @@
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use serde_json::{Value, json};
 
 /// One of the two plugins.
@@ -46,13 +45,8 @@ impl DefaultClass {
 
     /// The default class's name: the newest class annotated as default.
     fn default_class(&self) -> Option<String> {
-        let registry = &self.classes.registry;
-        registry
-            .cacher()
-            .list(&registry.collection_prefix(None), |_| true)
-            .objects
-            .iter()
-            .filter_map(|o| Item::from(&**o).decode().ok())
+        super::cached_all(&self.classes)
+            .into_iter()
             .filter(|class| class["metadata"]["annotations"][self.annotation] == "true")
             .max_by_key(|class| {
                 class["metadata"]["creationTimestamp"]
@@ -76,14 +70,7 @@ impl AdmissionPlugin for DefaultClass {
         object: Option<&mut Value>,
         _old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let definition = attributes.definition;
-        let target = (definition.group_version.group.as_str(), definition.plural);
-        let (true, Operation::Create, "", Some(object)) = (
-            target == self.target,
-            attributes.operation,
-            attributes.subresource,
-            object,
-        ) else {
+        let Some(object) = super::created(attributes, self.target, object) else {
             return Ok(());
         };
         if object["spec"].get(self.field).is_some_and(|v| !v.is_null()) {

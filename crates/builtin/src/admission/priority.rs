@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
 use kapi_server::registry::Item;
 use serde_json::{Value, json};
@@ -34,13 +34,8 @@ impl Priority {
 
     /// The global default class: the one with `globalDefault`, the lowest value if several.
     fn default_class(&self) -> Option<Value> {
-        let registry = &self.classes.registry;
-        registry
-            .cacher()
-            .list(&registry.collection_prefix(None), |_| true)
-            .objects
-            .iter()
-            .filter_map(|o| Item::from(&**o).decode().ok())
+        super::cached_all(&self.classes)
+            .into_iter()
             .filter(|class| class["globalDefault"] == true)
             .min_by_key(|class| class["value"].as_i64().unwrap_or(0))
     }
@@ -67,10 +62,7 @@ impl AdmissionPlugin for Priority {
         _old: Option<&Value>,
     ) -> Result<(), ApiError> {
         let definition = attributes.definition;
-        let is_pod = definition.group_version.group.is_empty() && definition.plural == "pods";
-        let (true, Operation::Create, "", Some(pod)) =
-            (is_pod, attributes.operation, attributes.subresource, object)
-        else {
+        let Some(pod) = super::created(attributes, ("", "pods"), object) else {
             return Ok(());
         };
         let forbidden = |message: String| {

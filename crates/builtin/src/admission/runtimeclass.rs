@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
 use kapi_server::registry::Item;
 use serde_json::Value;
@@ -75,10 +75,7 @@ impl AdmissionPlugin for RuntimeClass {
         _old: Option<&Value>,
     ) -> Result<(), ApiError> {
         let definition = attributes.definition;
-        let is_pod = definition.group_version.group.is_empty() && definition.plural == "pods";
-        let (true, Operation::Create, "", Some(pod)) =
-            (is_pod, attributes.operation, attributes.subresource, object)
-        else {
+        let Some(pod) = super::created(attributes, ("", "pods"), object) else {
             return Ok(());
         };
         let Some(name) = pod["spec"]["runtimeClassName"].as_str().map(str::to_string) else {

@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
+use kapi_server::admission::{AdmissionPlugin, Attributes};
 use serde_json::{Value, json};
 
 const NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -67,11 +67,7 @@ impl AdmissionPlugin for DefaultTolerationSeconds {
         object: Option<&mut Value>,
         _old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let definition = attributes.definition;
-        let is_pod = definition.group_version.group.is_empty() && definition.plural == "pods";
-        if let (true, Operation::Create, "", Some(pod)) =
-            (is_pod, attributes.operation, attributes.subresource, object)
-        {
+        if let Some(pod) = super::created(attributes, ("", "pods"), object) {
             add_defaults(
                 pod,
                 [
