@@ -256,6 +256,7 @@ fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str)
 pub mod certificates;
 pub mod defaultclass;
 pub mod limitranger;
+pub mod nodetaint;
 pub mod priority;
 mod quantity;
 pub mod resourcequota;

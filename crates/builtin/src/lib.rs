@@ -40,6 +40,7 @@ use serde_json::json;
 pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestriction};
 pub use admission::defaultclass::DefaultClass;
 pub use admission::limitranger::LimitRanger;
+pub use admission::nodetaint::TaintNodesByCondition;
 pub use admission::priority::Priority;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
 pub use admission::runtimeclass::RuntimeClass;

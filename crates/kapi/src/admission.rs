@@ -10,7 +10,7 @@ use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
-    LimitRanger, NamespaceLifecycle, Priority, ResourceQuota, RuntimeClass,
+    LimitRanger, NamespaceLifecycle, Priority, ResourceQuota, RuntimeClass, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -154,6 +154,7 @@ fn available(
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
         Arc::new(priority),
+        Arc::new(TaintNodesByCondition),
         Arc::new(RuntimeClass::new(served("node.k8s.io", "runtimeclasses")?)),
         Arc::new(CertificateAuthority::approval(
             authorization.authorizer.clone(),

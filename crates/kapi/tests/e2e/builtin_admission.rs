@@ -260,3 +260,15 @@ async fn runtime_classes_bring_overhead_and_unknown_ones_are_refused() {
         assert!(Instant::now() < deadline, "{}", common::stderr(&created));
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_nodes_are_tainted_not_ready() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], node).await;
+    let node = get_json(&server, &["node", "n1"]).await;
+    assert_eq!(
+        node["spec"]["taints"],
+        serde_json::json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
+    );
+}
