@@ -258,6 +258,7 @@ pub mod defaultclass;
 pub mod limitranger;
 pub mod nodetaint;
 pub mod priority;
+pub mod pvcresize;
 mod quantity;
 pub mod resourcequota;
 pub mod runtimeclass;

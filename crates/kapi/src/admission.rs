@@ -10,7 +10,8 @@ use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
-    LimitRanger, NamespaceLifecycle, Priority, ResourceQuota, RuntimeClass, TaintNodesByCondition,
+    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, Priority, ResourceQuota,
+    RuntimeClass, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -144,7 +145,9 @@ fn available(
     let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);
     let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
-    let storage_class = DefaultClass::storage(served("storage.k8s.io", "storageclasses")?);
+    let storage_classes = served("storage.k8s.io", "storageclasses")?;
+    let pvc_resize = PersistentVolumeClaimResize::new(storage_classes.clone());
+    let storage_class = DefaultClass::storage(storage_classes);
     let ingress_class = DefaultClass::ingress(served("networking.k8s.io", "ingressclasses")?);
     let tolerations = DefaultTolerationSeconds::new(
         options.default_not_ready_toleration_seconds,
@@ -154,6 +157,7 @@ fn available(
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
         Arc::new(priority),
+        Arc::new(pvc_resize),
         Arc::new(TaintNodesByCondition),
         Arc::new(RuntimeClass::new(served("node.k8s.io", "runtimeclasses")?)),
         Arc::new(CertificateAuthority::approval(

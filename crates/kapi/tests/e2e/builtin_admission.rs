@@ -272,3 +272,55 @@ async fn new_nodes_are_tainted_not_ready() {
         serde_json::json!([{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_grow_only_with_an_expandable_class() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let class = |name: &str, expandable: bool| {
+        format!(
+            r#"{{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{{"name":"{name}"}},
+            "provisioner":"example.com/p","allowVolumeExpansion":{expandable}}}"#
+        )
+    };
+    for (name, expandable) in [("rigid", false), ("elastic", true)] {
+        common::ok_stdin(&server, &["create", "-f", "-"], &class(name, expandable)).await;
+        let claim = format!(
+            r#"{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"{name}"}},
+            "spec":{{"storageClassName":"{name}","accessModes":["ReadWriteOnce"],"resources":{{"requests":{{"storage":"1Gi"}}}}}}}}"#
+        );
+        common::ok_stdin(&server, &["create", "-f", "-"], &claim).await;
+        server
+            .kubectl_ok(&[
+                "patch",
+                "pvc",
+                name,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                r#"{"status":{"phase":"Bound"}}"#,
+            ])
+            .await;
+    }
+    let grow = r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#;
+    let err = common::fails(
+        &server,
+        &["patch", "pvc", "rigid", "--type=merge", "-p", grow],
+        None,
+    )
+    .await;
+    assert!(
+        err.contains("only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize"),
+        "{err}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let output = server
+            .kubectl(&["patch", "pvc", "elastic", "--type=merge", "-p", grow])
+            .await;
+        if output.status.success() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{}", common::stderr(&output));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
