@@ -229,6 +229,13 @@ fn created<'a>(
     object.filter(|_| wanted)
 }
 
+/// The cluster-scoped object `name` of a collection's watch cache, decoded.
+fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Option<Value> {
+    let key = served.registry.key("", name);
+    let (object, _) = served.registry.cacher().get(&key);
+    object.and_then(|object| kapi_server::registry::Item::from(&*object).decode().ok())
+}
+
 /// The objects of a collection's watch cache, decoded.
 fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
     let registry = &served.registry;

@@ -11,7 +11,7 @@ use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
 use serde_json::{Value, json};
 
-use super::quantity::Amount;
+use super::quantity::{Amount, amounts};
 
 /// The annotation LimitRanger leaves on pods it defaulted.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
@@ -181,14 +181,6 @@ fn bounds(
             }
         }
     }
-}
-
-fn amounts(map: &Value) -> BTreeMap<String, Amount> {
-    map.as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str().and_then(Amount::parse)?)))
-        .collect()
 }
 
 /// The errors of a pod or PVC against the limit items.

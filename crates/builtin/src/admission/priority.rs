@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use serde_json::{Value, json};
 
 /// The preemption policy of classes and pods that state none.
@@ -27,9 +26,7 @@ impl Priority {
 
     /// The class named `name`, from the cache.
     fn class(&self, name: &str) -> Option<Value> {
-        let key = self.classes.registry.key("", name);
-        let (cached, _) = self.classes.registry.cacher().get(&key);
-        cached.and_then(|class| Item::from(&*class).decode().ok())
+        super::cached(&self.classes, name)
     }
 
     /// The global default class: the one with `globalDefault`, the lowest value if several.

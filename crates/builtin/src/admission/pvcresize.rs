@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use serde_json::Value;
 
 use super::quantity::Amount;
@@ -74,10 +73,7 @@ impl AdmissionPlugin for PersistentVolumeClaimResize {
             return Ok(());
         };
         let expandable = |name: &str| {
-            let key = self.classes.registry.key("", name);
-            let (cached, _) = self.classes.registry.cacher().get(&key);
-            cached
-                .and_then(|class| Item::from(&*class).decode().ok())
+            super::cached(&self.classes, name)
                 .is_some_and(|class| class["allowVolumeExpansion"] == true)
         };
         match refusal(new, old, expandable) {

@@ -45,6 +45,15 @@ impl Amount {
     }
 }
 
+/// The quantities of a resource list (`{"cpu": "500m", ...}`), those that parse.
+pub fn amounts(list: &serde_json::Value) -> std::collections::BTreeMap<String, Amount> {
+    list.as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(name, value)| Some((name.clone(), value.as_str().and_then(Amount::parse)?)))
+        .collect()
+}
+
 impl Add for Amount {
     type Output = Amount;
 

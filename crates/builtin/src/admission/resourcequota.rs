@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::quantity::Amount;
+use super::quantity::{Amount, amounts};
 
 /// How often every namespace's quotas are recomputed even without events.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -139,14 +139,6 @@ const COMPUTE: [&str; 6] = [
 /// The quota's `spec.hard`, parsed.
 fn hard(quota: &Value) -> BTreeMap<String, Amount> {
     amounts(&quota["spec"]["hard"])
-}
-
-fn amounts(map: &Value) -> BTreeMap<String, Amount> {
-    map.as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, value)| Some((name.clone(), value.as_str().and_then(Amount::parse)?)))
-        .collect()
 }
 
 fn to_json(amounts: &BTreeMap<String, Amount>) -> Value {

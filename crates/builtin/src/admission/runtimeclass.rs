@@ -7,7 +7,6 @@ use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::Item;
 use serde_json::Value;
 
 /// The RuntimeClass admission plugin.
@@ -84,10 +83,7 @@ impl AdmissionPlugin for RuntimeClass {
         let forbidden = |message: String| {
             ApiError::forbidden(&definition.group_resource(), attributes.name, message)
         };
-        let key = self.classes.registry.key("", &name);
-        let (cached, _) = self.classes.registry.cacher().get(&key);
-        let class = cached
-            .and_then(|c| Item::from(&*c).decode().ok())
+        let class = super::cached(&self.classes, &name)
             .ok_or_else(|| forbidden(format!("pod rejected: RuntimeClass {name:?} not found")))?;
         apply(pod, &class).map_err(forbidden)
     }
