@@ -12,6 +12,7 @@ use kube_cel::compilation::{CompilationError, CompiledSchema, compile_schema};
 use kube_cel::validation::ValidationError;
 use serde_json::Value;
 
+pub(crate) mod cost;
 #[cfg(test)]
 mod tests;
 

@@ -10,11 +10,13 @@ use super::schema_rules::{self, Strictness};
 /// The errors of a version's `openAPIV3Schema` at `path`: the structural errors (when a
 /// structural schema is required), then the OpenAPI rules' errors; the CEL rules are
 /// compiled only when both found nothing, as upstream compiles them only on a valid
-/// structural schema.
+/// structural schema, and then held to the cost limits (`unchanged`: an update leaves this
+/// schema as it was, so only the total is limited).
 pub(crate) fn structural_and_rules(
     schema: &Value,
     path: &Path,
     strictness: Strictness,
+    unchanged: bool,
 ) -> FieldErrors {
     let mut errs = if strictness.structural {
         crate::schema::validate_structural(schema, path)
@@ -25,12 +27,18 @@ pub(crate) fn structural_and_rules(
     let rule_errs = schema_rules::validate(schema, path, strictness);
     let compile = structural && rule_errs.is_empty();
     errs.extend(rule_errs);
-    if compile && let Err(cel_errs) = crate::cel::Validator::compile(schema, path) {
-        let fresh: Vec<_> = cel_errs
-            .into_iter()
-            .filter(|err| !errs.iter().any(|known| known == err))
-            .collect();
-        errs.extend(fresh);
+    if !compile {
+        return errs;
+    }
+    match crate::cel::Validator::compile(schema, path) {
+        Err(cel_errs) => {
+            let fresh: Vec<_> = cel_errs
+                .into_iter()
+                .filter(|err| !errs.iter().any(|known| known == err))
+                .collect();
+            errs.extend(fresh);
+        }
+        Ok(_) => errs.extend(crate::cel::cost::check(schema, path, unchanged)),
     }
     errs
 }

@@ -1485,3 +1485,37 @@ fn validate_schema_structural_and_rules() {
     );
     assert!(validation::validate_create(&object).is_empty());
 }
+
+#[test]
+fn rules_are_held_to_the_cost_limits() {
+    let labels = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/labels";
+    let rule_at = "spec.validation.openAPIV3Schema.properties[spec].properties[labels].x-kubernetes-validations[0].rule";
+    let mut object = crd();
+    set(
+        &mut object,
+        &format!("{labels}/x-kubernetes-validations"),
+        json!([{"rule": "self.all(k, self.all(j, self[k].contains(self[j])))"}]),
+    );
+    let errs = strings(&validation::validate_create(&object));
+    assert_eq!(errs.len(), 3, "{errs:?}");
+    assert!(
+        errs[0].starts_with(&format!(
+            "{rule_at}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x"
+        )),
+        "{errs:?}"
+    );
+    // An update that leaves the schema as it was is only held to the total.
+    let mut changed = object.clone();
+    set(&mut changed, "/spec/names/shortNames", json!(["wd"]));
+    let errs = strings(&validation::validate_update(&changed, &object));
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs[0].starts_with(&format!("{rule_at}: Forbidden: contributed")));
+    // Bounds make it affordable.
+    set(&mut object, &format!("{labels}/maxProperties"), json!(20));
+    set(
+        &mut object,
+        &format!("{labels}/additionalProperties/maxLength"),
+        json!(63),
+    );
+    assert!(validation::validate_create(&object).is_empty());
+}

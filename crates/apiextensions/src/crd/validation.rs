@@ -86,6 +86,9 @@ struct Options {
     /// Versions ("" for the top level) whose unchanged selectable fields may exceed the
     /// maximum, as they already did.
     allow_too_many_selectable: HashSet<String>,
+    /// Versions whose schema an update leaves unchanged: their rules are exempt from the
+    /// per-expression cost limit, as upstream exempts them.
+    unchanged_schemas: HashSet<String>,
 }
 
 /// Which per-version fields are identical in every version, so that upstream validates them
@@ -144,6 +147,7 @@ pub fn validate_create(crd: &Value) -> FieldErrors {
         require_openapi_schema: true,
         strictness: Strictness::ALL,
         allow_too_many_selectable: HashSet::new(),
+        unchanged_schemas: HashSet::new(),
     };
     let mut errs = validate_name(crd);
     errs.extend(validate_spec(&crd["spec"], &options, &Path::root("spec")));
@@ -164,6 +168,7 @@ pub fn validate_update(new: &Value, old: &Value) -> FieldErrors {
             .iter()
             .all(|v| v["schema"]["openAPIV3Schema"].is_object()),
         strictness: Strictness::for_update(&old["spec"]),
+        unchanged_schemas: unchanged_schemas(new, old),
     };
     let spec_path = Path::root("spec");
     let mut errs = validate_spec(&new["spec"], &options, &spec_path);
@@ -175,6 +180,20 @@ pub fn validate_update(new: &Value, old: &Value) -> FieldErrors {
     ));
     errs.extend(validate_common(new, Some(old)));
     errs
+}
+
+/// The names of the versions whose schema is the same in `new` and `old`.
+fn unchanged_schemas(new: &Value, old: &Value) -> HashSet<String> {
+    let old_versions = list(&old["spec"]["versions"]);
+    list(&new["spec"]["versions"])
+        .iter()
+        .filter(|version| {
+            old_versions
+                .iter()
+                .any(|o| o["name"] == version["name"] && o["schema"] == version["schema"])
+        })
+        .map(|version| text(&version["name"]).to_string())
+        .collect()
 }
 
 /// Validates a write of the status subresource: the accepted names (upstream's
@@ -449,6 +468,7 @@ fn validate_version(
             &version["schema"],
             status,
             options.strictness,
+            options.unchanged_schemas.contains(text(&version["name"])),
             &path.child("schema"),
         ));
     }
@@ -541,6 +561,7 @@ fn validate_hoisted(spec: &Value, hoisted: Hoisted, options: &Options, path: &Pa
             &first["schema"],
             any_status,
             options.strictness,
+            options.unchanged_schemas.contains(text(&first["name"])),
             &path.child("validation"),
         ));
     }
@@ -583,6 +604,7 @@ fn validate_schema(
     validation: &Value,
     status_enabled: bool,
     strictness: Strictness,
+    unchanged: bool,
     path: &Path,
 ) -> FieldErrors {
     let schema = &validation["openAPIV3Schema"];
@@ -604,6 +626,7 @@ fn validate_schema(
         schema,
         &schema_path,
         strictness,
+        unchanged,
     ));
     errs
 }
