@@ -346,21 +346,51 @@ fn escape(name: &str) -> String {
 
 /// A step of a path from `self` into its declared type.
 #[derive(Clone)]
-enum Step {
+pub(super) enum Step {
     Field(String),
     Elements,
     Keys,
+}
+
+/// What a cost estimate knows of the values at a path below `self`: their most elements
+/// (characters, items or entries), and whether they are strings or lists.
+#[derive(Clone, Copy)]
+pub(super) struct Node {
+    pub max_elements: u64,
+    pub string: bool,
+    pub list: bool,
+}
+
+/// Where sizes come from: the declared types (the static estimate) or the values of an
+/// object (the runtime bound).
+pub(super) trait Sizes {
+    fn node(&self, path: &[Step]) -> Option<Node>;
+}
+
+impl Sizes for Decl {
+    fn node(&self, path: &[Step]) -> Option<Node> {
+        self.at(path).map(|decl| Node {
+            max_elements: decl.max_elements,
+            string: decl.string,
+            list: decl.list,
+        })
+    }
 }
 
 /// The estimated worst-case cost of `expression` evaluated with `self` of type `decl`; `None`
 /// when it does not parse (compilation reports that).
 fn estimate(expression: &str, decl: &Decl) -> Option<u64> {
     let program = cel::Program::compile(expression).ok()?;
+    Some(cost_of(&program.expression().expr, decl))
+}
+
+/// The estimated cost of `expr` with sizes from `sizes`.
+pub(super) fn cost_of(expr: &Expr, sizes: &dyn Sizes) -> u64 {
     let mut coster = Coster {
-        root: decl,
+        sizes,
         locals: Vec::new(),
     };
-    Some(coster.cost(&program.expression().expr).cost)
+    coster.cost(expr).cost
 }
 
 /// The estimate of one expression: its cost, where it points into `self` (if it does) and the
@@ -400,7 +430,7 @@ impl Estimate {
 
 /// cel-go's estimator over cel-rust's syntax tree.
 struct Coster<'a> {
-    root: &'a Decl,
+    sizes: &'a dyn Sizes,
     /// Comprehension variables in scope, with where they point.
     locals: Vec<(String, Option<Vec<Step>>, Option<u64>)>,
 }
@@ -455,13 +485,20 @@ impl Coster<'_> {
         }
     }
 
+    /// What is known at `path`, followed by `then` if given.
+    fn node(&self, path: Option<&Vec<Step>>, then: Option<Step>) -> Option<Node> {
+        let mut path = path?.clone();
+        path.extend(then);
+        self.sizes.node(&path)
+    }
+
     /// An estimate pointing at `path` (its size is the declared type's).
     fn pointing(&self, cost: u64, path: Option<Vec<Step>>) -> Estimate {
-        let decl = path.as_ref().and_then(|p| self.root.at(p));
+        let node = self.node(path.as_ref(), None);
         Estimate {
             cost,
-            size: decl.map(|d| d.max_elements),
-            string: decl.is_some_and(|d| d.string),
+            size: node.map(|n| n.max_elements),
+            string: node.is_some_and(|n| n.string),
             path,
         }
     }
@@ -481,11 +518,7 @@ impl Coster<'_> {
     fn comprehension(&mut self, c: &ComprehensionExpr) -> Estimate {
         let range = self.cost(&c.iter_range.expr);
         let init = self.cost(&c.accu_init.expr);
-        let is_list = range
-            .path
-            .as_ref()
-            .and_then(|p| self.root.at(p))
-            .is_none_or(|d| d.list);
+        let is_list = self.node(range.path.as_ref(), None).is_none_or(|n| n.list);
         let element = |step: Step| {
             range.path.clone().map(|mut path| {
                 path.push(step);
@@ -632,12 +665,7 @@ impl Coster<'_> {
     /// The cost of comparing each element of a list once (strings cost their traversal).
     fn list_traversal(&self, list: Option<&Estimate>) -> u64 {
         let Some(list) = list else { return 0 };
-        let elements = list
-            .path
-            .as_ref()
-            .and_then(|p| self.root.at(p))
-            .and_then(|d| d.elements.as_deref());
-        match elements {
+        match self.node(list.path.as_ref(), Some(Step::Elements)) {
             Some(element) => {
                 let each = 1 + factor(element.max_elements, STRING_TRAVERSAL);
                 list.size.unwrap_or(0).saturating_mul(each)
@@ -648,10 +676,8 @@ impl Coster<'_> {
 
     /// The most elements of one element of a list (its strings' length).
     fn element_size(&self, list: Option<&Estimate>) -> u64 {
-        list.and_then(|l| l.path.as_ref())
-            .and_then(|p| self.root.at(p))
-            .and_then(|d| d.elements.as_deref())
-            .map_or(0, |d| d.max_elements)
+        list.and_then(|l| self.node(l.path.as_ref(), Some(Step::Elements)))
+            .map_or(0, |n| n.max_elements)
     }
 }
 

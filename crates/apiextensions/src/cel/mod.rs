@@ -12,6 +12,7 @@ use kube_cel::compilation::{CompilationError, CompiledSchema, compile_schema};
 use kube_cel::validation::ValidationError;
 use serde_json::Value;
 
+mod budget;
 pub(crate) mod cost;
 #[cfg(test)]
 mod tests;
@@ -60,6 +61,18 @@ impl Validator {
         let Some(compiled) = &self.compiled else {
             return FieldErrors::new();
         };
+        if let Some(exceeded) = budget::check(compiled, new) {
+            let path = match exceeded.field_path.as_str() {
+                "" => Path::root("<nil>"),
+                field => Path::root(field),
+            };
+            let type_ = type_at(&self.schema, &exceeded.field_path);
+            return FieldErrors::from(FieldError::invalid(
+                &path,
+                Value::from(type_),
+                exceeded.message,
+            ));
+        }
         let evaluated = catch_unwind(AssertUnwindSafe(|| {
             kube_cel::validation::validate_compiled(compiled, new, old)
         }));
