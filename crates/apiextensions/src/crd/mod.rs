@@ -14,6 +14,7 @@ pub mod defaults;
 mod fieldpath;
 mod gofmt;
 mod schema_checks;
+mod schema_defaults;
 mod schema_rules;
 pub mod validation;
 

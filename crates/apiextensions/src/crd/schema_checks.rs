@@ -1,6 +1,7 @@
 //! The checks of a CRD version's schema: structural-ness (the structural-schema module's),
-//! the OpenAPI rules of [`super::schema_rules`], and the compilation of the
-//! `x-kubernetes-validations` rules (the CEL module's), in upstream's order.
+//! its defaults ([`super::schema_defaults`]), the OpenAPI rules of [`super::schema_rules`],
+//! and the compilation of the `x-kubernetes-validations` rules (the CEL module's) with their
+//! cost limits, in upstream's order.
 
 use kapi_apimachinery::validation::field::{FieldErrors, Path};
 use serde_json::Value;
@@ -24,8 +25,14 @@ pub(crate) fn structural_and_rules(
         FieldErrors::new()
     };
     let structural = strictness.structural && errs.is_empty();
+    let default_errs = if structural {
+        super::schema_defaults::validate_defaults(schema, path, strictness.pruned_defaults)
+    } else {
+        FieldErrors::new()
+    };
     let rule_errs = schema_rules::validate(schema, path, strictness);
-    let compile = structural && rule_errs.is_empty();
+    let compile = structural && default_errs.is_empty() && rule_errs.is_empty();
+    errs.extend(default_errs);
     errs.extend(rule_errs);
     if !compile {
         return errs;

@@ -34,6 +34,8 @@ pub(crate) struct Strictness {
     /// Items of set and map lists and map keys are not nullable; keys need a default or
     /// must be required.
     pub map_list_keys: bool,
+    /// Defaults must not have fields their node does not specify.
+    pub pruned_defaults: bool,
 }
 
 impl Strictness {
@@ -43,6 +45,7 @@ impl Strictness {
         valid_types: true,
         atomic_set_items: true,
         map_list_keys: true,
+        pruned_defaults: true,
     };
 
     /// The rules the stored CRD's schemas (`old_spec.versions[*].schema`) all satisfy.
@@ -67,6 +70,9 @@ impl Strictness {
                     && !set_items_atomic(&node["items"], &Path::root("")).is_empty()
             }),
             map_list_keys: !any(&|node| !map_list_keys(node, &Path::root("")).is_empty()),
+            pruned_defaults: !schemas
+                .iter()
+                .any(|schema| super::schema_defaults::has_unpruned_defaults(schema)),
         }
     }
 }

@@ -1519,3 +1519,54 @@ fn rules_are_held_to_the_cost_limits() {
     );
     assert!(validation::validate_create(&object).is_empty());
 }
+
+#[test]
+fn defaults_must_be_valid_values_of_their_schema() {
+    let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties";
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
+    let with = |properties: Value| {
+        let mut object = crd();
+        set(&mut object, spec, properties);
+        strings(&validation::validate_create(&object))
+    };
+    let properties = |value: Value, object: Value, size: Value| {
+        json!({
+            "value": {"type": "string", "default": value,
+                "x-kubernetes-validations": [{"rule": "self.startsWith('kube')"}]},
+            "object": {"type": "object", "default": object,
+                "properties": {"field1": {"type": "integer"}, "field2": {"type": "integer"}},
+                "x-kubernetes-validations": [{"rule": "self.field1 < self.field2"}]},
+            "size": {"type": "integer", "maximum": 10, "default": size},
+        })
+    };
+    assert_eq!(
+        with(properties(
+            json!("kube-everything"),
+            json!({"field1": 1, "field2": 2}),
+            json!(3)
+        )),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        with(properties(
+            json!("nope"),
+            json!({"field1": 2, "field2": 1, "extra": true}),
+            json!(30)
+        )),
+        vec![
+            s(&format!(
+                "{at}[object].default: Invalid value: {{\"extra\":true,\"field1\":2,\"field2\":1}}: must not have unknown fields"
+            )),
+            s(&format!(
+                "{at}[object].default: Invalid value: \"object\": failed rule: self.field1 < self.field2"
+            )),
+            // kube-openapi names the value validated (the default itself) "".
+            s(&format!(
+                "{at}[size].default: Invalid value: 30:  in body should be less than or equal to 10"
+            )),
+            s(&format!(
+                "{at}[value].default: Invalid value: \"string\": failed rule: self.startsWith('kube')"
+            )),
+        ]
+    );
+}

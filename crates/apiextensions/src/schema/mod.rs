@@ -23,7 +23,7 @@ use kapi_apimachinery::validation::field::{FieldErrors, Path};
 use serde_json::Value;
 
 pub use defaulting::default;
-pub use pruning::prune;
+pub use pruning::{prune, prune_node};
 pub use structural::validate_structural;
 pub use validation::validate;
 
@@ -43,6 +43,12 @@ impl Structural {
         Ok(Structural {
             root: schema.clone(),
         })
+    }
+
+    /// A node of a structural schema (already checked with the whole schema), as a schema of
+    /// its own: to validate a value of that node.
+    pub fn node(node: &Value) -> Structural {
+        Structural { root: node.clone() }
     }
 
     /// The schema as JSON.

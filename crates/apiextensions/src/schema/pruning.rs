@@ -32,6 +32,14 @@ pub fn prune(object: &mut Value, schema: &Structural) -> Vec<String> {
     pruned
 }
 
+/// Drops the unknown fields of a value of the schema node `node` (not a resource root unless
+/// the node is an embedded resource); returns whether anything was dropped.
+pub fn prune_node(value: &mut Value, node: &Value) -> bool {
+    let mut pruned = Vec::new();
+    prune_value(value, node, "", &mut pruned);
+    !pruned.is_empty()
+}
+
 /// A resource (the root or an embedded one): apiVersion, kind and metadata are kept whatever
 /// the schema says, metadata cut to ObjectMeta's fields.
 fn prune_resource(object: &mut Value, node: &Value, path: &str, pruned: &mut Vec<String>) {
