@@ -178,21 +178,46 @@ fn split_host_port(authority: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
+/// The certificates of a PEM `ca_bundle`, as client-go loads CA data: certificates that do
+/// not parse are skipped, but at least one must; the error is client-go's message.
+pub fn trusted_roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> {
+    let mut roots = rustls::RootCertStore::empty();
+    let mut first_error = None;
+    for cert in CertificateDer::pem_slice_iter(ca_bundle) {
+        let added = cert
+            .map_err(|_| "unable to parse bytes as PEM block".to_string())
+            .and_then(|cert| {
+                roots
+                    .add(cert)
+                    .map_err(|err| format!("failed to parse certificate: {err}"))
+            });
+        if let Err(err) = added {
+            first_error.get_or_insert(err);
+        }
+    }
+    if !roots.is_empty() {
+        return Ok(roots);
+    }
+    let has_block = ca_bundle.windows(11).any(|w| w == b"-----BEGIN ");
+    let reason = match first_error {
+        Some(err) => err,
+        None if has_block => "no valid certificate authority data seen".to_string(),
+        None => "unable to parse bytes as PEM block".to_string(),
+    };
+    Err(format!("unable to load root certificates: {reason}"))
+}
+
 /// TLS trusting `ca_bundle`'s certificates, or the system's roots without one.
 fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
-    let mut roots = rustls::RootCertStore::empty();
-    if ca_bundle.is_empty() {
+    let roots = if ca_bundle.is_empty() {
+        let mut roots = rustls::RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
         }
+        roots
     } else {
-        for cert in CertificateDer::pem_slice_iter(ca_bundle) {
-            let cert = cert.map_err(|err| format!("invalid caBundle: {err}"))?;
-            roots
-                .add(cert)
-                .map_err(|err| format!("invalid caBundle: {err}"))?;
-        }
-    }
+        trusted_roots(ca_bundle)?
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -211,5 +236,36 @@ mod tests {
         assert_eq!(split_host_port("a.b").unwrap(), ("a.b".into(), 443));
         assert_eq!(split_host_port("[::1]:9443").unwrap(), ("::1".into(), 9443));
         assert!(split_host_port("a:b").is_err());
+    }
+
+    #[test]
+    fn ca_bundles_load_as_client_go_loads_them() {
+        let ca = rcgen::generate_simple_self_signed(vec!["ca".into()]).unwrap();
+        let pem = ca.cert.pem();
+        assert_eq!(trusted_roots(pem.as_bytes()).unwrap().len(), 1);
+        let broken = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        // A bad certificate beside a good one is skipped.
+        assert_eq!(
+            trusted_roots(format!("{broken}{pem}").as_bytes())
+                .unwrap()
+                .len(),
+            1
+        );
+        let err = trusted_roots(b"not a certificate").unwrap_err();
+        assert_eq!(
+            err,
+            "unable to load root certificates: unable to parse bytes as PEM block"
+        );
+        let err = trusted_roots(broken.as_bytes()).unwrap_err();
+        assert!(
+            err.starts_with("unable to load root certificates: failed to parse certificate: "),
+            "{err}"
+        );
+        let key = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+        let err = trusted_roots(key.as_bytes()).unwrap_err();
+        assert_eq!(
+            err,
+            "unable to load root certificates: no valid certificate authority data seen"
+        );
     }
 }

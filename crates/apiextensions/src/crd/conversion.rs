@@ -175,10 +175,36 @@ fn segments(rest: &str, url_path: &str, path: &Path) -> FieldErrors {
     errs
 }
 
+/// Why a (base64) `caBundle` cannot be loaded, as client-go says it; `None` when it is
+/// absent, empty or loads.
+pub(crate) fn ca_bundle_error(bundle: &Value) -> Option<String> {
+    let bytes = decoded(bundle);
+    if bytes.is_empty() {
+        return None;
+    }
+    kapi_server::webhook_client::trusted_roots(&bytes).err()
+}
+
+/// The bytes of a base64 field (none when absent or not base64).
+fn decoded(field: &Value) -> Vec<u8> {
+    use base64::Engine;
+    let text = field.as_str().unwrap_or_default();
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .unwrap_or_default()
+}
+
+/// Go's `%#v` of a byte slice, as upstream prints a bad `caBundle`.
+fn go_bytes(bytes: &[u8]) -> String {
+    let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
+    format!("[]byte{{{}}}", items.join(", "))
+}
+
 /// Upstream's validateCustomResourceConversion.
 pub(crate) fn validate_conversion(
     conversion: &Value,
     require_recognized: bool,
+    allow_invalid_ca_bundle: bool,
     path: &Path,
 ) -> FieldErrors {
     if !conversion.is_object() {
@@ -194,10 +220,15 @@ pub(crate) fn validate_conversion(
     let review_versions = &webhook["conversionReviewVersions"];
     if text(&conversion["strategy"]) == "Webhook" {
         if client_config.is_object() {
-            errs.extend(validate_client_config(
-                client_config,
-                &path.child("webhookClientConfig"),
-            ));
+            let config_path = path.child("webhookClientConfig");
+            let bundle = &client_config["caBundle"];
+            if !allow_invalid_ca_bundle && let Some(err) = ca_bundle_error(bundle) {
+                let mut error =
+                    FieldError::invalid(&config_path.child("caBundle"), Value::Null, err);
+                error.bad_value = Some(go_bytes(&decoded(bundle)));
+                errs.push(error);
+            }
+            errs.extend(validate_client_config(client_config, &config_path));
         } else {
             errs.push(FieldError::required(
                 &path.child("webhookClientConfig"),

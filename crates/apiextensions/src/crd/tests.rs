@@ -1570,3 +1570,31 @@ fn defaults_must_be_valid_values_of_their_schema() {
         ]
     );
 }
+
+#[test]
+fn an_established_crd_keeps_a_loadable_ca_bundle() {
+    use base64::Engine;
+    let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let with_bundle = |bundle: &str| {
+        let mut object = crd();
+        object["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+            "clientConfig": {"url": "https://hook.example.com/convert", "caBundle": encode(bundle)},
+            "conversionReviewVersions": ["v1"]}});
+        object
+    };
+    let invalid = with_bundle("no");
+    // Creates may carry any bundle (the CRD is not Established yet).
+    assert!(validation::validate_create(&invalid).is_empty());
+    let mut established = with_bundle("");
+    established["status"]["conditions"] = json!([{"type": "Established", "status": "True"}]);
+    assert_eq!(
+        strings(&validation::validate_update(&invalid, &established)),
+        vec![s(
+            "spec.conversion.webhookClientConfig.caBundle: Invalid value: []byte{0x6e, 0x6f}: unable to load root certificates: unable to parse bytes as PEM block"
+        )]
+    );
+    // A bundle that was invalid already may stay so.
+    let mut established_invalid = invalid.clone();
+    established_invalid["status"] = established["status"].clone();
+    assert!(validation::validate_update(&invalid, &established_invalid).is_empty());
+}

@@ -83,6 +83,9 @@ struct Options {
     require_immutable_names: bool,
     /// A webhook must accept a ConversionReview version the server knows.
     require_recognized_review_version: bool,
+    /// The conversion webhook's `caBundle` may be invalid: on create, before the CRD is
+    /// Established, or when the stored one is invalid already.
+    allow_invalid_ca_bundle: bool,
     /// Versions ("" for the top level) whose unchanged selectable fields may exceed the
     /// maximum, as they already did.
     allow_too_many_selectable: HashSet<String>,
@@ -144,6 +147,7 @@ pub fn validate_create(crd: &Value) -> FieldErrors {
     let options = Options {
         require_immutable_names: false,
         require_recognized_review_version: true,
+        allow_invalid_ca_bundle: true,
         require_openapi_schema: true,
         strictness: Strictness::ALL,
         allow_too_many_selectable: HashSet::new(),
@@ -160,6 +164,7 @@ pub fn validate_update(new: &Value, old: &Value) -> FieldErrors {
     let old_review_versions = &old["spec"]["conversion"]["webhook"]["conversionReviewVersions"];
     let options = Options {
         require_immutable_names: access::is_condition_true(old, condition_type::ESTABLISHED),
+        allow_invalid_ca_bundle: allow_invalid_ca_bundle(old),
         require_recognized_review_version: accepts_known_review_version_or_none(
             old_review_versions,
         ),
@@ -180,6 +185,16 @@ pub fn validate_update(new: &Value, old: &Value) -> FieldErrors {
     ));
     errs.extend(validate_common(new, Some(old)));
     errs
+}
+
+/// Whether an update may leave the conversion webhook's `caBundle` invalid: the stored CRD
+/// is not Established yet, or its own `caBundle` is invalid.
+fn allow_invalid_ca_bundle(old: &Value) -> bool {
+    if !access::is_condition_true(old, condition_type::ESTABLISHED) {
+        return true;
+    }
+    let bundle = &old["spec"]["conversion"]["webhook"]["clientConfig"]["caBundle"];
+    super::conversion::ca_bundle_error(bundle).is_some()
 }
 
 /// The names of the versions whose schema is the same in `new` and `old`.
@@ -290,6 +305,7 @@ fn validate_spec(spec: &Value, options: &Options, path: &Path) -> FieldErrors {
     errs.extend(validate_conversion(
         &spec["conversion"],
         options.require_recognized_review_version,
+        options.allow_invalid_ca_bundle,
         &path.child("conversion"),
     ));
     errs
