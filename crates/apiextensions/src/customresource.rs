@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::status::ApiError;
-use kapi_apimachinery::validation::field::{FieldErrors, Path};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_schema::{Catalog, KindSchema};
 use kapi_server::object;
 use kapi_server::resource::{
@@ -181,7 +181,7 @@ impl ServedVersion<'_> {
         let status = subresources.iter().any(|s| s.name == "status");
         let conversion = conversion::converter(crd, version, resolver);
         let converter: Option<Arc<dyn Converter>> = Some(Arc::new(Defaulting {
-            conversion,
+            conversion: conversion.clone(),
             schema: self.schema.clone(),
         }));
         ResourceDefinition {
@@ -198,6 +198,7 @@ impl ServedVersion<'_> {
             table: Some(printer::table(self.version)),
             strategy: Arc::new(CustomResourceStrategy {
                 schema: self.schema.clone(),
+                conversion,
                 status,
                 selectable: printer::selectable_fields(self.version),
             }),
@@ -285,13 +286,32 @@ impl Converter for Defaulting {
 /// generation.
 struct CustomResourceStrategy {
     schema: Arc<VersionSchema>,
+    /// The conversion from the stored version to this one, when they differ: the registry
+    /// hands the strategy stored objects, and upstream validates an object in the version
+    /// of its request, with that version's schema.
+    conversion: Option<Arc<dyn Converter>>,
     /// Whether the status subresource is enabled (then the main resource ignores `status`).
     status: bool,
     selectable: Vec<(&'static str, printer::SelectableField)>,
 }
 
 impl CustomResourceStrategy {
+    /// Validates `new` (an update of `old`) in this version.
     fn validate_against(&self, new: &Value, old: Option<&Value>) -> FieldErrors {
+        let Some(conversion) = &self.conversion else {
+            return self.validate_served(new, old);
+        };
+        let served = |object: &Value| conversion.served_form(object.clone());
+        match (served(new), old.map(served).transpose()) {
+            (Ok(new), Ok(old)) => self.validate_served(&new, old.as_ref()),
+            (Err(err), _) | (_, Err(err)) => {
+                FieldErrors::from(FieldError::internal(&Path::root("<nil>"), err.to_string()))
+            }
+        }
+    }
+
+    /// Validates an object of this version: its structural schema, then its CEL rules.
+    fn validate_served(&self, new: &Value, old: Option<&Value>) -> FieldErrors {
         let mut errors = structural::validate(new, old, &self.schema.structural);
         if !self.schema.rules.is_empty() {
             errors.extend(self.schema.rules.validate(new, old));

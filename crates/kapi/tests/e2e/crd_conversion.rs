@@ -26,7 +26,8 @@ fn crd(conversion: Value) -> String {
                 {"name": "v2", "served": true, "storage": false, "deprecated": true,
                  "schema": {"openAPIV3Schema": {
                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
-                        "endpoint": {"type": "string"}, "host": {"type": "string"},
+                        "endpoint": {"type": "string", "pattern": "^[a-z]+:[0-9]+$"},
+                        "host": {"type": "string"},
                         "port": {"type": "integer"}}}}}}},
                 {"name": "v3", "served": false, "storage": false, "schema": {"openAPIV3Schema": {
                     "type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
@@ -155,6 +156,19 @@ async fn webhook_conversion_over_https() {
         .await;
     let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
     assert_eq!(v1["spec"], json!({"host": "db", "port": 6432}));
+
+    // Objects are validated in the version of the request, with its schema (stored in v1,
+    // which has no pattern on the endpoint).
+    let invalid = "apiVersion: example.com/v2\nkind: Backend\nmetadata: {name: c, namespace: default}\nspec: {endpoint: \"DB:5432\"}\n";
+    let created = server
+        .kubectl_stdin(&["create", "-f", "-"], Some(invalid))
+        .await;
+    assert!(!created.status.success());
+    assert!(
+        stderr(&created).contains(r#"spec.endpoint: Invalid value: "DB:5432": spec.endpoint in body should match '^[a-z]+:[0-9]+$'"#),
+        "{}",
+        stderr(&created)
+    );
 
     // A webhook that refuses: upstream's 500 with the webhook's message.
     let failing = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: f, namespace: default}\nspec: {host: fail, port: 1}\n";
