@@ -20,7 +20,7 @@ use base64::Engine;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::Kubeconfig;
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
@@ -36,9 +36,9 @@ const NAMESPACE: &str = "bench";
 
 fn main() {
     common::with_server(|kubeconfig, data_dir| async move {
-        let admin = client_from(&std::fs::read_to_string(&kubeconfig).unwrap()).await;
+        let admin = common::client(&kubeconfig).await;
         setup(&admin).await;
-        let user = client_from(&user_kubeconfig(&kubeconfig, &data_dir)).await;
+        let user = common::client_from(&user_kubeconfig(&kubeconfig, &data_dir)).await;
         println!("| workload | result |");
         println!("|---|---|");
         wait_allowed(&user).await;
@@ -64,15 +64,6 @@ fn main() {
             "| ConfigMap creates by the admin, a ValidatingAdmissionPolicy with 3 CEL rules applied to each | {report} |"
         );
     });
-}
-
-/// A client from kubeconfig text; waits until the server has its system namespaces.
-async fn client_from(kubeconfig: &str) -> kube::Client {
-    let kubeconfig = Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("client config");
-    kube::Client::try_from(config).expect("client")
 }
 
 /// The bench namespace and the user's binding to `edit` in it.

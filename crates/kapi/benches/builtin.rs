@@ -8,13 +8,10 @@
 //! share the machine as a real client and server on one host do.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 
 mod common;
 use common::{CONCURRENCY, creates};
@@ -28,12 +25,11 @@ const PODS: usize = 5_000;
 const DEPLOYMENTS: usize = 5_000;
 const APPLY_OBJECTS: usize = 100;
 const APPLIES: usize = 5_000;
-const WIDGETS: usize = 5_000;
 const NAMESPACE: &str = "bench";
 
 fn main() {
     common::with_server(|kubeconfig, _| async move {
-        let client = client(&kubeconfig).await;
+        let client = common::client(&kubeconfig).await;
         let namespaces: Api<Namespace> = Api::all(client.clone());
         let namespace =
             serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
@@ -75,117 +71,7 @@ fn main() {
         println!(
             "| server-side apply updates of {APPLY_OBJECTS} Deployments, concurrency {CONCURRENCY} | {report} |"
         );
-        let widgets = install_widgets(&client).await;
-        let size = serde_json::to_vec(&widget(0)).expect("json").len();
-        let report = creates(WIDGETS, |i| {
-            let widgets = widgets.clone();
-            async move {
-                let object = serde_json::from_value(widget(i)).expect("widget");
-                widgets
-                    .create(&PostParams::default(), &object)
-                    .await
-                    .map(drop)
-            }
-        })
-        .await;
-        println!(
-            "| custom resource creates ({size} B each; structural schema, defaults, 2 CEL rules), concurrency {CONCURRENCY} | {report} |"
-        );
     });
-}
-
-/// Installs the `widgets.bench.example.com` CRD and waits until it is Established.
-async fn install_widgets(client: &kube::Client) -> Api<DynamicObject> {
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let crd = serde_json::from_value(json!({
-        "metadata": {"name": "widgets.bench.example.com"},
-        "spec": {
-            "group": "bench.example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "subresources": {"status": {}},
-                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                    "spec": {"type": "object",
-                        "x-kubernetes-validations": [
-                            {"rule": "self.replicas <= self.maxReplicas", "message": "replicas <= maxReplicas"},
-                            {"rule": "self.ports.all(p, p.port > 0)"}],
-                        "properties": {
-                            "image": {"type": "string", "maxLength": 253},
-                            "replicas": {"type": "integer", "minimum": 0, "default": 1},
-                            "maxReplicas": {"type": "integer", "default": 10},
-                            "mode": {"type": "string", "enum": ["Active", "Passive"], "default": "Active"},
-                            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                            "ports": {"type": "array", "x-kubernetes-list-type": "map",
-                                "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object",
-                                "required": ["name", "port"], "properties": {
-                                    "name": {"type": "string"}, "port": {"type": "integer"},
-                                    "protocol": {"type": "string", "default": "TCP"}}}}}},
-                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}],
-        },
-    }))
-    .expect("crd");
-    crds.create(&PostParams::default(), &crd)
-        .await
-        .expect("create crd");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let crd = crds.get("widgets.bench.example.com").await.expect("crd");
-        let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
-        if conditions
-            .iter()
-            .any(|c| c.type_ == "Established" && c.status == "True")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the CRD was not Established");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let resource = ApiResource {
-        group: "bench.example.com".into(),
-        version: "v1".into(),
-        api_version: "bench.example.com/v1".into(),
-        kind: "Widget".into(),
-        plural: "widgets".into(),
-    };
-    Api::namespaced_with(client.clone(), NAMESPACE, &resource)
-}
-
-/// A custom resource of about 1 KiB.
-fn widget(i: usize) -> Value {
-    let labels: serde_json::Map<String, Value> = (0..8)
-        .map(|n| {
-            (
-                format!("label-{n}"),
-                Value::from(format!("value-{n}-of-widget-{i}")),
-            )
-        })
-        .collect();
-    json!({
-        "apiVersion": "bench.example.com/v1", "kind": "Widget",
-        "metadata": {"name": format!("widget-{i}"), "labels": {"app": "bench"}},
-        "spec": {
-            "image": "registry.example.com/team/widget:2.4.1",
-            "replicas": 3, "maxReplicas": 12, "labels": labels,
-            "ports": [{"name": "http", "port": 8080}, {"name": "grpc", "port": 9090},
-                {"name": "metrics", "port": 9100, "protocol": "TCP"}],
-        },
-    })
-}
-
-async fn client(kubeconfig: &std::path::Path) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("client config");
-    let client = kube::Client::try_from(config).expect("client");
-    // The server creates the system namespaces right after it starts listening.
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while namespaces.get("default").await.is_err() {
-        assert!(Instant::now() < deadline, "kapi did not become ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    client
 }
 
 /// Server-side apply: [`APPLY_OBJECTS`] Deployments created by apply, then [`APPLIES`] applies

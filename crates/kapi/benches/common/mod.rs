@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use futures::StreamExt;
 use kapi::flags::{Cli, Command};
+use kube::Api;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 
 /// Requests in flight.
 pub const CONCURRENCY: usize = 32;
@@ -104,4 +106,27 @@ async fn start_server(data_dir: &Path) -> kapi::serve::RunningServer {
     let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
     let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
     kapi::serve::start(options).await.expect("kapi starts")
+}
+
+/// A client from kubeconfig text.
+pub async fn client_from(kubeconfig: &str) -> kube::Client {
+    let kubeconfig = Kubeconfig::from_yaml(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("client config");
+    kube::Client::try_from(config).expect("client")
+}
+
+/// A client from the kubeconfig at `path`, once the server has created its system namespaces
+/// (right after it starts listening).
+pub async fn client(path: &Path) -> kube::Client {
+    let text = std::fs::read_to_string(path).expect("kubeconfig");
+    let client = client_from(&text).await;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while namespaces.get("default").await.is_err() {
+        assert!(Instant::now() < deadline, "kapi did not become ready");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client
 }
