@@ -148,21 +148,49 @@ fn field_schema(
     let names = Names::of(crd);
     let version = version["name"].as_str().unwrap_or_default();
     let kinds = (names.kind, names.list_kind);
-    let mut definitions: Map<String, Value> = Catalog::builtin()
-        .definitions_json()
-        .iter()
-        .filter(|(name, _)| name.starts_with("io.k8s.apimachinery.pkg.apis.meta.v1."))
-        .map(|(name, definition)| (name.clone(), definition.clone()))
-        .collect();
-    definitions.extend(kapi_server::openapi::kind_definitions(
-        &names.group,
-        version,
-        kinds,
-        Some(schema),
-    ));
+    let mut definitions =
+        kapi_server::openapi::kind_definitions(&names.group, version, kinds, Some(schema));
+    add_referenced(&mut definitions, Catalog::builtin().definitions_json());
     let name = kapi_server::openapi::definition_name(&names.group, version, names.kind);
     let catalog = Arc::new(Catalog::from_definitions(&definitions));
     KindSchema::untyped(catalog, &name, pruner)
+}
+
+/// Adds to `definitions` the definitions of `builtin` they refer to (`$ref`), transitively:
+/// a custom resource's catalog holds only the meta/v1 definitions its kind uses (ObjectMeta
+/// and what it refers to), not all of them, as it is built for every version of every CRD.
+fn add_referenced(definitions: &mut Map<String, Value>, builtin: &Map<String, Value>) {
+    let mut pending: Vec<String> = Vec::new();
+    for definition in definitions.values() {
+        collect_refs(definition, &mut pending);
+    }
+    while let Some(name) = pending.pop() {
+        if definitions.contains_key(&name) {
+            continue;
+        }
+        if let Some(definition) = builtin.get(&name) {
+            collect_refs(definition, &mut pending);
+            definitions.insert(name, definition.clone());
+        }
+    }
+}
+
+/// The definition names of the `$ref`s in `schema` (v2 or v3 style).
+fn collect_refs(schema: &Value, into: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            let reference = map.get("$ref").and_then(Value::as_str).and_then(|r| {
+                r.strip_prefix("#/definitions/")
+                    .or_else(|| r.strip_prefix("#/components/schemas/"))
+            });
+            if let Some(name) = reference {
+                into.push(name.to_string());
+            }
+            map.values().for_each(|v| collect_refs(v, into));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, into)),
+        _ => {}
+    }
 }
 
 /// One served version of a CRD.
@@ -393,4 +421,33 @@ fn changed_beyond_metadata(new: &Value, old: &Value, status: bool) -> bool {
         fields
     };
     strip(new) != strip(old)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_catalog_holds_only_the_meta_definitions_it_uses() {
+        let mut definitions = kapi_server::openapi::kind_definitions(
+            "example.com",
+            "v1",
+            ("Widget", "WidgetList"),
+            Some(&serde_json::json!({"type": "object"})),
+        );
+        add_referenced(&mut definitions, Catalog::builtin().definitions_json());
+        let meta = |name: &str| format!("io.k8s.apimachinery.pkg.apis.meta.v1.{name}");
+        for used in [
+            "ObjectMeta",
+            "ListMeta",
+            "ManagedFieldsEntry",
+            "OwnerReference",
+            "Time",
+        ] {
+            assert!(definitions.contains_key(&meta(used)), "{used} missing");
+        }
+        for unused in ["APIResourceList", "DeleteOptions", "Status", "WatchEvent"] {
+            assert!(!definitions.contains_key(&meta(unused)), "{unused} present");
+        }
+    }
 }
