@@ -8,10 +8,10 @@
 //! values can cost. An object whose rules could exceed a limit is refused with upstream's
 //! message, and none of its rules is evaluated.
 
-use kube_cel::compilation::CompiledSchema;
 use serde_json::Value;
 
 use super::cost::{Node, Sizes, Step, cost_of};
+use super::tree::RuleNode;
 
 /// The most one evaluation of one rule may cost.
 pub(crate) const PER_CALL_LIMIT: u64 = 1_000_000;
@@ -24,22 +24,21 @@ pub(crate) struct Exceeded {
     pub message: String,
 }
 
-/// The first rule of `compiled` whose evaluation on `object` could exceed a limit.
-pub(crate) fn check(compiled: &CompiledSchema, object: &Value) -> Option<Exceeded> {
+/// The first rule of `rules` whose evaluation on `object` could exceed a limit.
+pub(super) fn check(rules: &RuleNode, object: &Value) -> Option<Exceeded> {
     let mut remaining = RUNTIME_BUDGET;
-    walk(compiled, object, String::new(), &mut remaining)
+    walk(rules, object, String::new(), &mut remaining)
 }
 
-fn walk(
-    compiled: &CompiledSchema,
-    value: &Value,
-    path: String,
-    remaining: &mut u64,
-) -> Option<Exceeded> {
+fn walk(node: &RuleNode, value: &Value, path: String, remaining: &mut u64) -> Option<Exceeded> {
     if value.is_null() {
         return None;
     }
-    for result in compiled.validations.iter().flatten() {
+    let own = node
+        .own
+        .iter()
+        .flat_map(|own| own.validations.iter().flatten());
+    for result in own {
         let cost = cost_of(&result.program.expression().expr, &Values(value));
         let exceeded = |message: String| Exceeded {
             field_path: path.clone(),
@@ -65,18 +64,15 @@ fn walk(
     };
     match value {
         Value::Object(map) => {
-            for (name, child) in &compiled.properties {
+            for (name, child) in &node.properties {
                 if let Some(v) = map.get(name)
                     && let Some(exceeded) = walk(child, v, at(name), remaining)
                 {
                     return Some(exceeded);
                 }
             }
-            if let Some(values) = &compiled.additional_properties {
-                let entries = map
-                    .iter()
-                    .filter(|(k, _)| !compiled.properties.contains_key(*k));
-                for (key, v) in entries {
+            if let Some(values) = &node.values {
+                for (key, v) in map {
                     if let Some(exceeded) = walk(values, v, format!("{path}[{key}]"), remaining) {
                         return Some(exceeded);
                     }
@@ -84,7 +80,7 @@ fn walk(
             }
         }
         Value::Array(items) => {
-            if let Some(schema) = &compiled.items {
+            if let Some(schema) = &node.items {
                 for (i, item) in items.iter().enumerate() {
                     if let Some(exceeded) = walk(schema, item, format!("{path}[{i}]"), remaining) {
                         return Some(exceeded);
@@ -154,15 +150,15 @@ fn size(value: &Value) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube_cel::compilation::compile_schema;
     use serde_json::json;
 
-    fn schema(rule: &str) -> CompiledSchema {
-        compile_schema(
+    fn schema(rule: &str) -> RuleNode {
+        RuleNode::build(
             &json!({"type": "object", "properties": {"spec": {"type": "object",
             "properties": {"names": {"type": "array", "items": {"type": "string"},
                 "x-kubernetes-validations": [{"rule": rule}]}}}}}),
         )
+        .expect("rules")
     }
 
     fn names(n: usize) -> Value {
@@ -189,9 +185,10 @@ mod tests {
 
     #[test]
     fn evaluations_share_one_budget() {
-        let compiled = compile_schema(&json!({"type": "object", "properties": {"items": {
+        let compiled = RuleNode::build(&json!({"type": "object", "properties": {"items": {
             "type": "array", "items": {"type": "array", "items": {"type": "string"},
-                "x-kubernetes-validations": [{"rule": "self.all(a, self.all(b, a.size() + b.size() < 100))"}]}}}}));
+                "x-kubernetes-validations": [{"rule": "self.all(a, self.all(b, a.size() + b.size() < 100))"}]}}}}))
+            .expect("rules");
         let row: Vec<String> = (0..300).map(|i| i.to_string()).collect();
         let one = json!({"items": [row]});
         assert!(check(&compiled, &one).is_none());

@@ -16,10 +16,11 @@ mod budget;
 pub(crate) mod cost;
 #[cfg(test)]
 mod tests;
+mod tree;
 
 /// The compiled `x-kubernetes-validations` rules of one schema tree.
 pub struct Validator {
-    compiled: Option<CompiledSchema>,
+    rules: Option<tree::RuleNode>,
     /// The schema, to name the type of a failing field as upstream's errors do.
     schema: Value,
 }
@@ -31,7 +32,7 @@ impl Validator {
     pub fn compile(schema: &Value, path: &Path) -> Result<Validator, FieldErrors> {
         if !has_rules(schema) {
             return Ok(Validator {
-                compiled: None,
+                rules: None,
                 schema: Value::Null,
             });
         }
@@ -46,22 +47,22 @@ impl Validator {
             return Err(errors);
         }
         Ok(Validator {
-            compiled: Some(compiled),
+            rules: tree::RuleNode::build(schema),
             schema: schema.clone(),
         })
     }
 
     /// Whether the schema has no rules (the walk can be skipped).
     pub fn is_empty(&self) -> bool {
-        self.compiled.is_none()
+        self.rules.is_none()
     }
 
     /// Evaluates the rules on `new` (and transition rules against `old` on updates).
     pub fn validate(&self, new: &Value, old: Option<&Value>) -> FieldErrors {
-        let Some(compiled) = &self.compiled else {
+        let Some(rules) = &self.rules else {
             return FieldErrors::new();
         };
-        if let Some(exceeded) = budget::check(compiled, new) {
+        if let Some(exceeded) = budget::check(rules, new) {
             let path = match exceeded.field_path.as_str() {
                 "" => Path::root("<nil>"),
                 field => Path::root(field),
@@ -74,7 +75,9 @@ impl Validator {
             ));
         }
         let evaluated = catch_unwind(AssertUnwindSafe(|| {
-            kube_cel::validation::validate_compiled(compiled, new, old)
+            let mut failed = Vec::new();
+            rules.validate(new, old, "", &mut failed);
+            failed
         }));
         let mut errors = FieldErrors::new();
         match evaluated {
@@ -184,23 +187,28 @@ fn collect_compile_errors(
     }
 }
 
-/// The schema type at a field path such as `spec.items[0].name` (`object` when unknown), as
-/// upstream's errors name the failing value.
+/// The schema type at a field path such as `spec.items[0].name` or `spec.labels[key]`
+/// (`object` when unknown), as upstream's errors name the failing value.
 fn type_at(schema: &Value, field_path: &str) -> String {
     let mut node = schema;
-    for segment in field_path.split('.').filter(|s| !s.is_empty()) {
-        let (name, indexes) = match segment.find('[') {
-            Some(at) => (&segment[..at], segment[at..].matches('[').count()),
-            None => (segment, 0),
-        };
-        if !name.is_empty() {
+    let mut rest = field_path;
+    while !rest.is_empty() {
+        if let Some(inner) = rest.strip_prefix('[') {
+            let end = inner.find(']').unwrap_or(inner.len());
+            node = match node.get("items") {
+                Some(items) => items,
+                None => &node["additionalProperties"],
+            };
+            rest = inner.get(end + 1..).unwrap_or_default();
+        } else {
+            let name_part = rest.trim_start_matches('.');
+            let end = name_part.find(['.', '[']).unwrap_or(name_part.len());
+            let name = &name_part[..end];
             node = match node["properties"].get(name) {
                 Some(child) => child,
                 None => &node["additionalProperties"],
             };
-        }
-        for _ in 0..indexes {
-            node = &node["items"];
+            rest = &name_part[end..];
         }
     }
     node["type"].as_str().unwrap_or("object").to_string()

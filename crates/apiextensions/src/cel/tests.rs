@@ -286,3 +286,51 @@ fn schemas_without_rules_compile_to_nothing() {
     assert!(validator.is_empty());
     assert!(validator.validate(&json!({"a": 1}), None).is_empty());
 }
+
+/// Old values are paired as upstream pairs them: list-map items by key, map entries by key,
+/// and items of other lists not at all.
+#[test]
+fn transition_rules_see_the_correlated_old_values() {
+    let immutable_port =
+        json!([{"rule": "self.port == oldSelf.port", "message": "port is immutable"}]);
+    let mut ports = props()["ports"].clone();
+    ports["items"]["x-kubernetes-validations"] = immutable_port.clone();
+    let schema = schema(json!({"ports": ports}), json!([]));
+    let old = json!({"ports": [{"name": "http", "port": 80}, {"name": "grpc", "port": 90}]});
+    // A new item in front and the others reordered: nothing changed per key.
+    let reordered = json!({"ports": [{"name": "new", "port": 1}, {"name": "grpc", "port": 90},
+        {"name": "http", "port": 80}]});
+    assert_eq!(
+        check(&schema, reordered, Some(old.clone())),
+        Vec::<String>::new()
+    );
+    let changed = json!({"ports": [{"name": "grpc", "port": 91}, {"name": "http", "port": 80}]});
+    assert_eq!(
+        check(&schema, changed, Some(old)),
+        vec![r#"spec.ports[0]: Invalid value: "object": port is immutable"#]
+    );
+
+    // Items of an atomic list have no old value: their transition rules do not run.
+    let atomic = json!({"type": "array", "items": {"type": "object",
+        "properties": {"port": {"type": "integer"}}, "x-kubernetes-validations": immutable_port}});
+    let schema_atomic = super::tests::schema(json!({"ports": atomic}), json!([]));
+    let old = json!({"ports": [{"port": 80}]});
+    assert_eq!(
+        check(&schema_atomic, json!({"ports": [{"port": 81}]}), Some(old)),
+        Vec::<String>::new()
+    );
+
+    // Map entries pair by key, and are named `map[key]`.
+    let values = json!({"type": "object", "additionalProperties": {"type": "string",
+        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]}});
+    let schema_map = super::tests::schema(json!({"labels": values}), json!([]));
+    let old = json!({"labels": {"a": "1", "b": "2"}});
+    assert_eq!(
+        check(
+            &schema_map,
+            json!({"labels": {"a": "1", "b": "3", "c": "4"}}),
+            Some(old)
+        ),
+        vec![r#"spec.labels[b]: Invalid value: "string": immutable"#]
+    );
+}
