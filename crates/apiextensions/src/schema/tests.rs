@@ -337,6 +337,38 @@ fn ratcheting_keeps_unchanged_invalid_values() {
     );
 }
 
+#[test]
+fn ratcheting_correlates_list_map_items_by_key() {
+    let item = json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "port": {"type": "integer", "maximum": 100}}});
+    let mut list_map = json!({"type": "array", "items": item.clone(),
+        "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]});
+    let schema = with_spec(json!({"type": "object", "properties": {"ports": list_map.clone()}}));
+    let old = json!({"spec": {"ports": [{"name": "a", "port": 1000}]}});
+    // The invalid item moved to index 1 behind a new one: unchanged by its key.
+    let moved = json!({"spec": {"ports": [{"name": "b", "port": 1}, {"name": "a", "port": 1000}]}});
+    assert!(errors(&schema, moved, Some(old.clone())).is_empty());
+    // Items of an atomic list are only unchanged with their whole list.
+    list_map
+        .as_object_mut()
+        .unwrap()
+        .remove("x-kubernetes-list-type");
+    list_map
+        .as_object_mut()
+        .unwrap()
+        .remove("x-kubernetes-list-map-keys");
+    let schema = with_spec(json!({"type": "object", "properties": {"ports": list_map}}));
+    let same = json!({"spec": {"ports": [{"name": "a", "port": 1000}]}});
+    assert!(errors(&schema, same, Some(old.clone())).is_empty());
+    let grown = json!({"spec": {"ports": [{"name": "a", "port": 1000}, {"name": "b", "port": 1}]}});
+    assert_eq!(
+        errors(&schema, grown, Some(old)),
+        [
+            "spec.ports[0].port: Invalid value: 1000: spec.ports[0].port in body should be less than or equal to 100"
+        ]
+    );
+}
+
 /// (name, schema of spec, object's spec, spec after pruning, pruned paths).
 fn pruning_cases() -> Vec<(&'static str, Value, Value, Value, Vec<&'static str>)> {
     vec![

@@ -20,7 +20,7 @@ pub fn validate(new: &Value, old: Option<&Value>, schema: &Structural) -> FieldE
     walk.value(new, &schema.root, "");
     let mut errors = FieldErrors::new();
     for (location, error) in found {
-        let unchanged = old.is_some_and(|old| at(old, &location) == at(new, &location));
+        let unchanged = old.is_some_and(|old| unchanged(new, old, &schema.root, &location));
         if !unchanged {
             errors.push(error);
         }
@@ -28,19 +28,57 @@ pub fn validate(new: &Value, old: Option<&Value>, schema: &Structural) -> FieldE
     errors
 }
 
+/// Whether the value at `location` is unchanged from its correlated old value, as upstream's
+/// ratcheting correlates them: fields and map entries by name, list-map items by their keys,
+/// items of other lists only through their whole list being unchanged.
+fn unchanged(new: &Value, old: &Value, node: &Value, location: &[Step]) -> bool {
+    if new == old {
+        return true;
+    }
+    let Some((step, rest)) = location.split_first() else {
+        return false;
+    };
+    let next = match step {
+        Step::Field(name) => {
+            let child = properties(node)
+                .and_then(|p| p.get(name))
+                .or_else(|| additional_properties(node));
+            new.get(name).zip(old.get(name)).zip(child)
+        }
+        Step::Index(i) => {
+            let keys = list_map_keys(node);
+            let item = new.get(*i);
+            let old_item = item.zip(old.as_array()).and_then(|(item, olds)| {
+                let keys = keys?;
+                olds.iter()
+                    .find(|o| keys.iter().all(|k| o.get(k) == item.get(k)))
+            });
+            item.zip(old_item).zip(node.get("items"))
+        }
+    };
+    match next {
+        Some(((new, old), child)) => unchanged(new, old, child, rest),
+        None => false,
+    }
+}
+
+/// The keys of a `x-kubernetes-list-type: map` list; `None` for other lists.
+fn list_map_keys(node: &Value) -> Option<Vec<&str>> {
+    (node["x-kubernetes-list-type"] == "map").then(|| {
+        node["x-kubernetes-list-map-keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect()
+    })
+}
+
 /// A step of a value's location: a field or a list index.
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
     Field(String),
     Index(usize),
-}
-
-/// The value at `location`, if there is one.
-fn at<'a>(value: &'a Value, location: &[Step]) -> Option<&'a Value> {
-    location.iter().try_fold(value, |value, step| match step {
-        Step::Field(name) => value.get(name),
-        Step::Index(i) => value.get(*i),
-    })
 }
 
 /// The location of a kube-openapi field name such as `spec.items[0].name`.
