@@ -307,6 +307,17 @@ impl Converter for Defaulting {
         structural::default(&mut served, &self.schema.structural);
         Ok(served)
     }
+
+    fn served_forms(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        let mut served = match &self.conversion {
+            Some(conversion) => conversion.served_forms(objects)?,
+            None => objects,
+        };
+        for object in &mut served {
+            structural::default(object, &self.schema.structural);
+        }
+        Ok(served)
+    }
 }
 
 /// The strategy of custom resources (upstream's customresource strategy): the structural

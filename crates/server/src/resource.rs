@@ -348,6 +348,11 @@ pub trait Converter: Send + Sync + 'static {
     fn stored_form(&self, object: Value) -> Result<Value, ApiError>;
     /// From the stored version to the served one.
     fn served_form(&self, object: Value) -> Result<Value, ApiError>;
+    /// The objects of a list page, from the stored version to the served one (one at a time
+    /// unless the converter can do better: a conversion webhook gets one review per list).
+    fn served_forms(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        objects.into_iter().map(|o| self.served_form(o)).collect()
+    }
 }
 
 /// One stored collection: where its objects live and in which version they are written.
@@ -421,6 +426,14 @@ impl ResourceDefinition {
         match &self.converter {
             Some(converter) => converter.served_form(object),
             None => Ok(object),
+        }
+    }
+
+    /// The served forms of the stored objects of a list.
+    pub fn served_forms(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        match &self.converter {
+            Some(converter) => converter.served_forms(objects),
+            None => Ok(objects),
         }
     }
 }

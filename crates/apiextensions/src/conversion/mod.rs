@@ -84,6 +84,10 @@ impl Converter for WebhookConverter {
     fn served_form(&self, object: Value) -> Result<Value, ApiError> {
         self.webhook.convert_one(object, &self.versions.served)
     }
+
+    fn served_forms(&self, objects: Vec<Value>) -> Result<Vec<Value>, ApiError> {
+        self.webhook.convert_list(objects, &self.versions.served)
+    }
 }
 
 #[cfg(test)]

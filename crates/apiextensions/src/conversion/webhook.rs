@@ -34,19 +34,64 @@ impl Webhook {
         if object["apiVersion"].as_str() == Some(desired) {
             return Ok(object);
         }
-        let from = object["apiVersion"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let gvk = format!("{from}, Kind={}", self.kind);
+        let gvk = format!("{}, Kind={}", api_version(&object), self.kind);
+        let fail =
+            |detail: String| ApiError::internal(format!("conversion webhook for {gvk} {detail}"));
         let original = object.clone();
-        let reviewed = block_on(self.review(vec![object], desired));
-        let converted = reviewed.and_then(|result| result).map_err(|err| {
-            ApiError::internal(format!("conversion webhook for {gvk} failed: {err}"))
-        })?;
-        let converted = check_converted(converted, &original, desired, &self.kind)
-            .map_err(|err| ApiError::internal(format!("conversion webhook for {gvk} {err}")))?;
-        Ok(converted)
+        let converted = self.call(vec![object], desired).map_err(fail)?;
+        let [converted] = <[Value; 1]>::try_from(converted)
+            .map_err(|objects| fail(format!("returned {} objects, expected 1", objects.len())))?;
+        check_converted(converted, &original, desired, &self.kind).map_err(|err| {
+            fail(match err {
+                Invalid::Object(detail) => format!("returned invalid object at index 0: {detail}"),
+                Invalid::Metadata(detail) => format!("returned invalid metadata: {detail}"),
+            })
+        })
+    }
+
+    /// The objects of a list in `desired`, those not there already converted by one review,
+    /// as upstream converts a list.
+    pub(super) fn convert_list(
+        &self,
+        mut objects: Vec<Value>,
+        desired: &str,
+    ) -> Result<Vec<Value>, ApiError> {
+        let pending: Vec<usize> = (0..objects.len())
+            .filter(|&i| objects[i]["apiVersion"].as_str() != Some(desired))
+            .collect();
+        let Some(&first) = pending.first() else {
+            return Ok(objects);
+        };
+        let gvk = format!("{}, Kind={}List", api_version(&objects[first]), self.kind);
+        let fail =
+            |detail: String| ApiError::internal(format!("conversion webhook for {gvk} {detail}"));
+        let sent: Vec<Value> = pending.iter().map(|&i| objects[i].clone()).collect();
+        let converted = self.call(sent, desired).map_err(fail)?;
+        if converted.len() != pending.len() {
+            let (got, expected) = (converted.len(), pending.len());
+            return Err(fail(format!("returned {got} objects, expected {expected}")));
+        }
+        for (index, (converted, &at)) in converted.into_iter().zip(&pending).enumerate() {
+            let checked = check_converted(converted, &objects[at], desired, &self.kind);
+            objects[at] = checked.map_err(|err| {
+                fail(match err {
+                    Invalid::Object(detail) => {
+                        format!("returned invalid converted object at index {index}: {detail}")
+                    }
+                    Invalid::Metadata(detail) => {
+                        format!("returned invalid metadata in object at index {index}: {detail}")
+                    }
+                })
+            })?;
+        }
+        Ok(objects)
+    }
+
+    /// Sends `objects` in one review and waits for the converted ones.
+    fn call(&self, objects: Vec<Value>, desired: &str) -> Result<Vec<Value>, String> {
+        block_on(self.review(objects, desired))
+            .and_then(|result| result)
+            .map_err(|err| format!("failed: {err}"))
     }
 
     /// Sends one ConversionReview; the converted objects of a successful response.
@@ -101,26 +146,36 @@ fn read_response(review: &Value, uid: &str) -> Result<Vec<Value>, String> {
         .unwrap_or_default())
 }
 
-/// The one converted object, checked against the original: the desired apiVersion, the same
+/// What is wrong with a converted object.
+enum Invalid {
+    /// Its apiVersion or kind.
+    Object(String),
+    /// Its metadata (name, namespace and uid must stay).
+    Metadata(String),
+}
+
+/// The apiVersion of an object ("" without one).
+fn api_version(object: &Value) -> &str {
+    object["apiVersion"].as_str().unwrap_or_default()
+}
+
+/// A converted object, checked against the original: the desired apiVersion, the same
 /// kind, the same name, namespace and uid; only labels and annotations may change in metadata.
 fn check_converted(
-    converted: Vec<Value>,
+    mut object: Value,
     original: &Value,
     desired: &str,
     kind: &str,
-) -> Result<Value, String> {
-    let [mut object] = <[Value; 1]>::try_from(converted)
-        .map_err(|objects| format!("returned {} objects, expected 1", objects.len()))?;
-    let invalid = |detail: String| format!("returned invalid object at index 0: {detail}");
-    let got = object["apiVersion"].as_str().unwrap_or_default();
+) -> Result<Value, Invalid> {
+    let got = api_version(&object);
     if got != desired {
-        return Err(invalid(format!(
+        return Err(Invalid::Object(format!(
             "invalid groupVersion (expected {desired}, received {got})"
         )));
     }
     let got = object["kind"].as_str().unwrap_or_default();
     if got != kind {
-        return Err(invalid(format!(
+        return Err(Invalid::Object(format!(
             "invalid kind (expected {kind}, received {got})"
         )));
     }
@@ -131,9 +186,9 @@ fn check_converted(
                 before[field].as_str().unwrap_or_default(),
                 after[field].as_str().unwrap_or_default(),
             );
-            return Err(format!(
-                "returned invalid metadata: must have the same {what}: {e} != {a}"
-            ));
+            return Err(Invalid::Metadata(format!(
+                "must have the same {what}: {e} != {a}"
+            )));
         }
     }
     let mut metadata = before.clone();
@@ -218,24 +273,23 @@ mod tests {
             "metadata": {"name": "a", "uid": "1", "resourceVersion": "5", "labels": {"x": "1"}}});
         let converted = json!({"apiVersion": "g/v2", "kind": "K",
             "metadata": {"name": "a", "uid": "1", "labels": {"y": "2"}}, "spec": {}});
-        let object = check_converted(vec![converted.clone()], &original, "g/v2", "K").unwrap();
+        let Ok(object) = check_converted(converted.clone(), &original, "g/v2", "K") else {
+            panic!("a valid conversion");
+        };
         assert_eq!(
             object["metadata"],
             json!({"name": "a", "uid": "1", "resourceVersion": "5", "labels": {"y": "2"}})
         );
-        let err = check_converted(vec![], &original, "g/v2", "K").unwrap_err();
-        assert_eq!(err, "returned 0 objects, expected 1");
-        let err = check_converted(vec![converted.clone()], &original, "g/v3", "K").unwrap_err();
-        assert_eq!(
-            err,
-            "returned invalid object at index 0: invalid groupVersion (expected g/v3, received g/v2)"
-        );
+        let Err(Invalid::Object(err)) = check_converted(converted.clone(), &original, "g/v3", "K")
+        else {
+            panic!("a wrong version");
+        };
+        assert_eq!(err, "invalid groupVersion (expected g/v3, received g/v2)");
         let mut renamed = converted;
         renamed["metadata"]["name"] = json!("b");
-        let err = check_converted(vec![renamed], &original, "g/v2", "K").unwrap_err();
-        assert_eq!(
-            err,
-            "returned invalid metadata: must have the same name: a != b"
-        );
+        let Err(Invalid::Metadata(err)) = check_converted(renamed, &original, "g/v2", "K") else {
+            panic!("a renamed object");
+        };
+        assert_eq!(err, "must have the same name: a != b");
     }
 }

@@ -5,6 +5,8 @@
 
 use crate::common;
 
+use std::sync::{Arc, Mutex};
+
 use base64::Engine;
 use common::{Backend, TestServer, get_json, ok_stdin, serve_webhook, stderr};
 use serde_json::{Value, json};
@@ -122,7 +124,15 @@ fn convert(review: &Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhook_conversion_over_https() {
-    let (address, ca) = serve_webhook(|_, review| async move { convert(&review) }).await;
+    // The number of objects in each review the webhook gets.
+    let reviews: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let seen = reviews.clone();
+    let (address, ca) = serve_webhook(move |_, review| {
+        let count = review["request"]["objects"].as_array().map_or(0, Vec::len);
+        seen.lock().unwrap().push(count);
+        async move { convert(&review) }
+    })
+    .await;
     let server = TestServer::start(Backend::Embedded, &[]).await;
     let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca);
     let conversion = json!({"strategy": "Webhook", "webhook": {
@@ -139,8 +149,18 @@ async fn webhook_conversion_over_https() {
     assert_eq!(v1["metadata"]["labels"], json!({"tier": "db"}));
     let v2 = get_json(&server, &["backends.v2.example.com", "b"]).await;
     assert_eq!(v2["spec"], json!({"endpoint": "db:5432"}));
+    // A list is converted by one review, as upstream converts it.
+    for name in ["b2", "b3"] {
+        let backend = format!(
+            "apiVersion: example.com/v1\nkind: Backend\nmetadata: {{name: {name}, namespace: default}}\nspec: {{host: {name}, port: 1}}\n"
+        );
+        ok_stdin(&server, &["create", "-f", "-"], &backend).await;
+    }
+    reviews.lock().unwrap().clear();
     let list = get_json(&server, &["backends.v2.example.com"]).await;
     assert_eq!(list["items"][0]["spec"], json!({"endpoint": "db:5432"}));
+    assert_eq!(list["items"][2]["spec"], json!({"endpoint": "b3:1"}));
+    assert_eq!(*reviews.lock().unwrap(), [3]);
 
     // A patch in v2 goes through the webhook both ways.
     let patch = r#"{"spec":{"endpoint":"db:6432"}}"#;

@@ -70,11 +70,7 @@ impl Renderer<'_> {
         match self.output {
             Output::Json if self.definition.converter.is_none() => Ok(self.json_list(list, &meta)),
             Output::Json | Output::Yaml => {
-                let items = list
-                    .items
-                    .iter()
-                    .map(|item| self.served(item))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let items = self.served_items(list)?;
                 let document = json!({
                     "kind": self.definition.list_kind,
                     "apiVersion": self.definition.group_version.api_version(),
@@ -84,17 +80,19 @@ impl Renderer<'_> {
                 encode(self.output, &document)
             }
             Output::Table { v1beta1 } => {
-                let mut rows = Vec::with_capacity(list.items.len());
-                for item in &list.items {
-                    rows.push(self.row(&self.served(item)?));
-                }
+                let rows = self
+                    .served_items(list)?
+                    .iter()
+                    .map(|o| self.row(o))
+                    .collect();
                 encode(self.output, &self.table(v1beta1, meta, rows))
             }
             Output::PartialMetadata { v1beta1 } => {
-                let mut items = Vec::with_capacity(list.items.len());
-                for item in &list.items {
-                    items.push(partial_metadata(&self.served(item)?, v1beta1));
-                }
+                let items: Vec<Value> = self
+                    .served_items(list)?
+                    .iter()
+                    .map(|o| partial_metadata(o, v1beta1))
+                    .collect();
                 let document = json!({
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": meta_api_version(v1beta1),
@@ -104,6 +102,16 @@ impl Renderer<'_> {
                 encode(self.output, &document)
             }
         }
+    }
+
+    /// The objects of a list page in the served version, converted together.
+    fn served_items(&self, list: &ListResult) -> Result<Vec<Value>, ApiError> {
+        let stored = list
+            .items
+            .iter()
+            .map(Item::decode)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.definition.served_forms(stored)
     }
 
     /// The object of `item` in the served version, with its resourceVersion.
