@@ -154,11 +154,14 @@ impl Walk {
 /// its named fields, its elements (of a list or map), the most elements (characters of a
 /// string, items of a list, entries of a map) and its smallest JSON size.
 #[derive(Default)]
-struct Decl {
+pub(super) struct Decl {
     list: bool,
     string: bool,
-    fields: HashMap<String, Decl>,
-    elements: Option<Box<Decl>>,
+    /// An object whose fields are only those declared (CEL's object type: a select of
+    /// another field does not compile).
+    pub fixed_fields: bool,
+    pub fields: HashMap<String, Decl>,
+    pub elements: Option<Box<Decl>>,
     max_elements: u64,
     min_size: u64,
 }
@@ -167,7 +170,7 @@ impl Decl {
     /// The declared type of `schema`; `resource_root` adds `apiVersion`, `kind` and
     /// `metadata.name`/`generateName`, as upstream declares them for the root and embedded
     /// resources.
-    fn of(schema: &Value, resource_root: bool) -> Decl {
+    pub(super) fn of(schema: &Value, resource_root: bool) -> Decl {
         if schema["x-kubernetes-int-or-string"] == Value::Bool(true) {
             let max = schema["maxLength"]
                 .as_u64()
@@ -250,6 +253,7 @@ impl Decl {
             .filter_map(Value::as_str)
             .collect();
         let mut decl = Decl::scalar(0, 2);
+        decl.fixed_fields = schema["x-kubernetes-preserve-unknown-fields"] != Value::Bool(true);
         for (name, property) in schema["properties"].as_object().into_iter().flatten() {
             let embedded = property["x-kubernetes-embedded-resource"] == Value::Bool(true);
             let field = Decl::of(property, embedded);
@@ -276,6 +280,7 @@ impl Decl {
             Decl::string(&serde_json::json!({"type": "string", "maxLength": max}))
         };
         let mut object = Decl::scalar(0, 2);
+        object.fixed_fields = true;
         object
             .fields
             .insert("name".into(), capped(&metadata["name"], 253));
@@ -286,8 +291,13 @@ impl Decl {
         self.fields.insert("metadata".into(), object);
     }
 
+    /// Whether this is a list (a map's elements are its values).
+    pub(super) fn is_list(&self) -> bool {
+        self.list
+    }
+
     /// The type at `path` below this one.
-    fn at(&self, path: &[Step]) -> Option<&Decl> {
+    pub(super) fn at(&self, path: &[Step]) -> Option<&Decl> {
         path.iter().try_fold(self, |decl, step| match step {
             Step::Field(name) => decl.fields.get(name),
             Step::Elements => decl.elements.as_deref(),
@@ -300,7 +310,7 @@ impl Decl {
 static KEY: LazyLock<Decl> = LazyLock::new(|| Decl::scalar(0, 2));
 
 /// The CEL name of a property, as upstream escapes property names.
-fn escape(name: &str) -> String {
+pub(super) fn escape(name: &str) -> String {
     const RESERVED: [&str; 21] = [
         "true",
         "false",

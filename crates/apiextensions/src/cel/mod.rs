@@ -14,6 +14,7 @@ use serde_json::Value;
 
 mod budget;
 pub(crate) mod cost;
+pub(crate) mod fields;
 #[cfg(test)]
 mod tests;
 mod tree;

@@ -11,8 +11,9 @@ use super::schema_rules::{self, Strictness};
 /// The errors of a version's `openAPIV3Schema` at `path`: the structural errors (when a
 /// structural schema is required), then the OpenAPI rules' errors; the CEL rules are
 /// compiled only when both found nothing, as upstream compiles them only on a valid
-/// structural schema, and then held to the cost limits (`unchanged`: an update leaves this
-/// schema as it was, so only the total is limited).
+/// structural schema; then their selects must name declared fields, and they are held to the
+/// cost limits (`unchanged`: an update leaves this schema as it was, so neither the fields
+/// nor the per-rule cost are checked again, only the total cost).
 pub(crate) fn structural_and_rules(
     schema: &Value,
     path: &Path,
@@ -45,7 +46,17 @@ pub(crate) fn structural_and_rules(
                 .collect();
             errs.extend(fresh);
         }
-        Ok(_) => errs.extend(crate::cel::cost::check(schema, path, unchanged)),
+        Ok(_) => {
+            let undefined = if unchanged {
+                FieldErrors::new()
+            } else {
+                crate::cel::fields::check(schema, path)
+            };
+            if undefined.is_empty() {
+                errs.extend(crate::cel::cost::check(schema, path, unchanged));
+            }
+            errs.extend(undefined);
+        }
     }
     errs
 }

@@ -1598,3 +1598,20 @@ fn an_established_crd_keeps_a_loadable_ca_bundle() {
     established_invalid["status"] = established["status"].clone();
     assert!(validation::validate_update(&invalid, &established_invalid).is_empty());
 }
+
+#[test]
+fn rules_select_only_declared_fields() {
+    let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec";
+    let mut object = crd();
+    set(
+        &mut object,
+        &format!("{spec}/x-kubernetes-validations"),
+        json!([{"rule": "self.sise >= 0"}]),
+    );
+    assert_eq!(
+        strings(&validation::validate_create(&object)),
+        vec![s(
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \"self.sise >= 0\": compilation failed: ERROR: <input>:1:5: undefined field 'sise'\n | self.sise >= 0\n | ....^"
+        )]
+    );
+}
