@@ -91,11 +91,11 @@ impl Converter for WebhookConverter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use serde_json::json;
 
-    struct NoServices;
+    pub(super) struct NoServices;
 
     #[async_trait::async_trait]
     impl ServiceResolver for NoServices {

@@ -18,14 +18,27 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) struct Webhook {
     client: WebhookClient,
     kind: String,
+    /// The ConversionReview apiVersion spoken: the first of the CRD's
+    /// `conversionReviewVersions` kapi knows (none: every conversion fails, as upstream's).
+    review_version: Option<&'static str>,
 }
 
 impl Webhook {
     /// The webhook of `config` (a CRD's `spec.conversion.webhook`) for objects of `kind`.
     pub(super) fn new(config: &Value, kind: &str, resolver: Arc<dyn ServiceResolver>) -> Webhook {
+        let known = config["conversionReviewVersions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find_map(|v| match v.as_str() {
+                Some("v1") => Some("apiextensions.k8s.io/v1"),
+                Some("v1beta1") => Some("apiextensions.k8s.io/v1beta1"),
+                _ => None,
+            });
         Webhook {
             client: WebhookClient::new(&config["clientConfig"], resolver),
             kind: kind.to_string(),
+            review_version: known,
         }
     }
 
@@ -96,9 +109,12 @@ impl Webhook {
 
     /// Sends one ConversionReview; the converted objects of a successful response.
     async fn review(&self, objects: Vec<Value>, desired: &str) -> Result<Vec<Value>, String> {
+        let version = self
+            .review_version
+            .ok_or("no supported conversion review versions")?;
         let uid = kapi_apimachinery::meta::new_uid();
         let review = json!({
-            "apiVersion": "apiextensions.k8s.io/v1",
+            "apiVersion": version,
             "kind": "ConversionReview",
             "request": {"uid": uid, "desiredAPIVersion": desired, "objects": objects},
         });
@@ -108,16 +124,17 @@ impl Webhook {
             .await?;
         let response: Value = serde_json::from_slice(&body)
             .map_err(|err| format!("unable to decode the response: {err}"))?;
-        read_response(&response, &uid)
+        read_response(&response, &uid, version)
     }
 }
 
-/// The converted objects of a ConversionReview response, as upstream's checks accept them.
-fn read_response(review: &Value, uid: &str) -> Result<Vec<Value>, String> {
+/// The converted objects of a ConversionReview response (of `version`, the request's), as
+/// upstream's checks accept them.
+fn read_response(review: &Value, uid: &str, version: &str) -> Result<Vec<Value>, String> {
     let kind = (review["apiVersion"].as_str(), review["kind"].as_str());
-    if kind != (Some("apiextensions.k8s.io/v1"), Some("ConversionReview")) {
+    if kind != (Some(version), Some("ConversionReview")) {
         return Err(format!(
-            "expected webhook response of apiextensions.k8s.io/v1, Kind=ConversionReview, got {}, Kind={}",
+            "expected webhook response of {version}, Kind=ConversionReview, got {}, Kind={}",
             kind.0.unwrap_or_default(),
             kind.1.unwrap_or_default()
         ));
@@ -236,7 +253,19 @@ mod tests {
         let ok = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
             "response": {"uid": "u", "result": {"status": "Success"},
                 "convertedObjects": [{"a": 1}]}});
-        assert_eq!(read_response(&ok, "u").unwrap(), [json!({"a": 1})]);
+        let v1 = "apiextensions.k8s.io/v1";
+        assert_eq!(read_response(&ok, "u", v1).unwrap(), [json!({"a": 1})]);
+        let mut beta = ok.clone();
+        beta["apiVersion"] = json!("apiextensions.k8s.io/v1beta1");
+        let beta_version = "apiextensions.k8s.io/v1beta1";
+        assert_eq!(
+            read_response(&beta, "u", beta_version).unwrap(),
+            [json!({"a": 1})]
+        );
+        assert_eq!(
+            read_response(&ok, "u", beta_version).unwrap_err(),
+            "expected webhook response of apiextensions.k8s.io/v1beta1, Kind=ConversionReview, got apiextensions.k8s.io/v1, Kind=ConversionReview"
+        );
         let cases = [
             (
                 json!({"apiVersion": "v1", "kind": "Status"}),
@@ -263,8 +292,23 @@ mod tests {
             ),
         ];
         for (response, want) in cases {
-            assert_eq!(read_response(&response, "u").unwrap_err(), want);
+            assert_eq!(read_response(&response, "u", v1).unwrap_err(), want);
         }
+    }
+
+    #[test]
+    fn the_review_version_is_the_first_the_crd_lists_that_kapi_speaks() {
+        let resolver: Arc<dyn ServiceResolver> = Arc::new(super::super::tests::NoServices);
+        let version = |versions: Value| {
+            let config = json!({"clientConfig": {"url": "https://h/"}, "conversionReviewVersions": versions});
+            Webhook::new(&config, "K", resolver.clone()).review_version
+        };
+        assert_eq!(
+            version(json!(["v2", "v1beta1", "v1"])),
+            Some("apiextensions.k8s.io/v1beta1")
+        );
+        assert_eq!(version(json!(["v1"])), Some("apiextensions.k8s.io/v1"));
+        assert_eq!(version(json!(["v9"])), None);
     }
 
     #[test]
