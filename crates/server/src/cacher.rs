@@ -244,6 +244,32 @@ impl Cacher {
         Ok(current)
     }
 
+    /// Subscribes to `prefix` starting with its current state as fresh as the storage is now
+    /// (a consistent read): the cache's, once it has caught up; or, when the storage cannot
+    /// prove the cache current ([`CacheError::Unordered`]), a list from storage, with the
+    /// cache's changes after the list's revision.
+    pub async fn subscribe_current(
+        &self,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<Subscription, CacheError> {
+        match self.wait_fresh(timeout).await {
+            Ok(_) => self.subscribe(None, prefix),
+            Err(CacheError::Unordered) => {
+                let listed = self.store.list(prefix, &ListOptions::default()).await?;
+                self.wait_for(listed.revision, timeout).await?;
+                let mut subscription = self.subscribe(Some(listed.revision), prefix)?;
+                subscription.initial = listed
+                    .kvs
+                    .iter()
+                    .map(|kv| Arc::new(self.cache_object(kv)))
+                    .collect();
+                Ok(subscription)
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     /// The object stored under `key`, read from storage (a consistent read), in the cache's
     /// form.
     pub async fn get_live(&self, key: &str) -> Result<Option<CachedObject>, CacheError> {

@@ -87,6 +87,14 @@ impl WatchRequest {
                 .subscribe(self.params.resource_version, &self.prefix)
                 .map_err(to_api);
         }
+        if self.params.send_initial_events && self.params.resource_version.is_none() {
+            // A consistent read of the initial state.
+            return self
+                .cacher
+                .subscribe_current(&self.prefix, CACHE_WAIT)
+                .await
+                .map_err(to_api);
+        }
         let waited = match self.params.resource_version {
             None => self.cacher.wait_fresh(CACHE_WAIT).await.map(drop),
             Some(revision) => self.cacher.wait_for(revision, CACHE_WAIT).await,
