@@ -269,6 +269,7 @@ pub mod pvcresize;
 mod quantity;
 pub mod resourcequota;
 pub mod runtimeclass;
+pub mod serviceaccount;
 pub mod tolerations;
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod event;
 mod hooks;
 pub mod lease;
 pub mod namespace;
+mod namespace_objects;
 pub mod printers;
 pub mod rbac;
 mod resources;
@@ -45,9 +46,11 @@ pub use admission::priority::Priority;
 pub use admission::pvcresize::PersistentVolumeClaimResize;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
 pub use admission::runtimeclass::RuntimeClass;
+pub use admission::serviceaccount::ServiceAccount;
 pub use admission::tolerations::DefaultTolerationSeconds;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
+pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 pub use service::{
     Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,

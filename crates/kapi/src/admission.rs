@@ -11,7 +11,7 @@ use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, Priority, ResourceQuota,
-    RuntimeClass, TaintNodesByCondition,
+    RuntimeClass, ServiceAccount, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -156,6 +156,7 @@ fn available(
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
+        Arc::new(ServiceAccount::new(served("", "serviceaccounts")?)),
         Arc::new(priority),
         Arc::new(pvc_resize),
         Arc::new(TaintNodesByCondition),

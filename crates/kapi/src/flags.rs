@@ -128,6 +128,13 @@ pub struct ServeOptions {
     #[arg(long, default_value = "30s", value_parser = go_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
 
+    /// The kube-controller-manager controllers kapi runs in process, as kube-controller-
+    /// manager's flag names them: `*` for all (the default), `name` to enable, `-name` to
+    /// disable (serviceaccount-controller: each namespace's `default` ServiceAccount;
+    /// root-ca-certificate-publisher-controller: each namespace's `kube-root-ca.crt`).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    pub controllers: Vec<String>,
+
     /// Admission plugins to enable besides the default ones, comma separated; they run in
     /// kube-apiserver's order whatever the order here.
     #[arg(long, value_delimiter = ',')]

@@ -133,6 +133,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let quotas = api
         .served("", "v1", "resourcequotas")
         .context("the built-in resources have no resourcequotas")?;
+    let namespace_objects = namespace_objects(&api, &pki, &options.controllers)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
@@ -147,6 +148,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         "etcd-readiness",
         storage.store.clone(),
     ));
+    let namespaces_for_objects = namespaces.clone();
     server.add_post_start_hook("start-system-namespaces-controller", move |context| {
         system_namespaces(namespaces, context)
     })?;
@@ -161,6 +163,18 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         "start-resource-quota-controller",
         move |context| async move {
             kapi_builtin::start_quota_controller(quotas, weak_api, context.stopping);
+            Ok(())
+        },
+    )?;
+    let namespaces_followed = namespaces_for_objects;
+    server.add_post_start_hook(
+        "start-serviceaccount-controllers",
+        move |context| async move {
+            kapi_builtin::start_namespace_objects(
+                namespaces_followed,
+                namespace_objects,
+                context.stopping,
+            );
             Ok(())
         },
     )?;
@@ -230,6 +244,60 @@ fn add_issuer_discovery(
         "application/jwk-set+json",
         tokens.jwks().to_string().into_bytes(),
     );
+}
+
+/// What kube-controller-manager keeps in every namespace and kapi keeps itself: the
+/// `default` ServiceAccount (which the ServiceAccount admission plugin needs for every pod)
+/// and the `kube-root-ca.crt` ConfigMap with the CA of the data directory's PKI.
+fn namespace_objects(
+    api: &ApiHandler,
+    pki: &pki::PkiFiles,
+    controllers: &[String],
+) -> Result<Vec<kapi_builtin::NamespaceObject>> {
+    let served = |plural: &str| {
+        api.served("", "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    let mut objects = Vec::new();
+    if controller_enabled(controllers, SERVICE_ACCOUNT_CONTROLLER)? {
+        let accounts = served("serviceaccounts")?;
+        objects.push(kapi_builtin::NamespaceObject::default_service_account(
+            accounts,
+        ));
+    }
+    if controller_enabled(controllers, ROOT_CA_PUBLISHER)? {
+        let ca = std::fs::read_to_string(&pki.ca_cert)
+            .with_context(|| format!("reading {}", pki.ca_cert.display()))?;
+        objects.push(kapi_builtin::NamespaceObject::root_ca(
+            served("configmaps")?,
+            ca,
+        ));
+    }
+    Ok(objects)
+}
+
+/// The controller keeping each namespace's `default` ServiceAccount.
+const SERVICE_ACCOUNT_CONTROLLER: &str = "serviceaccount-controller";
+/// The controller keeping each namespace's `kube-root-ca.crt`.
+const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+
+/// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: `-name`
+/// disables, `name` enables, otherwise `*` enables; an unknown name is an error.
+fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
+    let known = [SERVICE_ACCOUNT_CONTROLLER, ROOT_CA_PUBLISHER];
+    for given in controllers {
+        let bare = given.trim_start_matches('-');
+        if given != "*" && !known.contains(&bare) {
+            anyhow::bail!("--controllers: unknown controller {given:?}; kapi runs {known:?}");
+        }
+    }
+    if controllers
+        .iter()
+        .any(|c| c.strip_prefix('-') == Some(name))
+    {
+        return Ok(false);
+    }
+    Ok(controllers.iter().any(|c| c == name || c == "*"))
 }
 
 /// The system namespaces post-start hook: creates default, kube-system, kube-public and
@@ -477,4 +545,21 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let _ = interrupt.await;
     tracing::info!("received a shutdown signal");
+}
+
+#[cfg(test)]
+mod controller_flag_tests {
+    use super::*;
+
+    #[test]
+    fn controllers_are_read_as_kube_controller_manager_reads_them() {
+        let flag = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(controller_enabled(&flag(&["*"]), ROOT_CA_PUBLISHER).unwrap());
+        let without = flag(&["*", "-root-ca-certificate-publisher-controller"]);
+        assert!(!controller_enabled(&without, ROOT_CA_PUBLISHER).unwrap());
+        assert!(controller_enabled(&without, SERVICE_ACCOUNT_CONTROLLER).unwrap());
+        let only = flag(&["serviceaccount-controller"]);
+        assert!(!controller_enabled(&only, ROOT_CA_PUBLISHER).unwrap());
+        assert!(controller_enabled(&flag(&["nope"]), ROOT_CA_PUBLISHER).is_err());
+    }
 }

@@ -324,3 +324,115 @@ async fn claims_grow_only_with_an_expandable_class() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// ServiceAccount admission with the controllers that give each namespace its `default`
+/// account and its `kube-root-ca.crt`: a new namespace's pods run as `default` with the
+/// projected token volume in every container; an account's image pull secrets and
+/// `automountServiceAccountToken: false` are honoured; an unknown account and secrets an
+/// enforcing account does not list are refused with upstream's messages; a deleted `default`
+/// account or CA ConfigMap comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_run_as_service_accounts_with_their_token() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server.kubectl_ok(&["create", "namespace", "sa"]).await;
+    let pod = |name: &str, spec: serde_json::Value| {
+        let mut spec = spec;
+        spec["containers"] = json!([{"name": "c", "image": "busybox"}]);
+        spec["initContainers"] = json!([{"name": "i", "image": "busybox"}]);
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "sa"}, "spec": spec})
+        .to_string()
+    };
+    // Created right after its namespace: the pod waits for the `default` account.
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("first", json!({}))).await;
+    let created = get_json(&server, &["pod", "first", "-n", "sa"]).await;
+    let spec = &created["spec"];
+    assert_eq!(spec["serviceAccountName"], "default");
+    assert_eq!(spec["serviceAccount"], "default");
+    let volume = &spec["volumes"][0];
+    let name = volume["name"].as_str().unwrap();
+    assert!(name.starts_with("kube-api-access-"), "{volume}");
+    assert_eq!(
+        volume["projected"]["sources"],
+        json!([
+            {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+            {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            {"downwardAPI": {"items": [{"path": "namespace",
+                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}},
+        ])
+    );
+    let mount = json!([{"name": name, "readOnly": true,
+        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}]);
+    assert_eq!(spec["containers"][0]["volumeMounts"], mount);
+    assert_eq!(spec["initContainers"][0]["volumeMounts"], mount);
+
+    // The namespace's CA ConfigMap holds the server's CA.
+    let ca = wait_for_json(&server, &["configmap", "kube-root-ca.crt", "-n", "sa"]).await;
+    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).unwrap();
+    let cluster = kubeconfig.clusters[0].cluster.as_ref().unwrap();
+    let authority = cluster.certificate_authority_data.as_ref().unwrap();
+    use base64::Engine as _;
+    let authority = base64::engine::general_purpose::STANDARD
+        .decode(authority)
+        .unwrap();
+    assert_eq!(
+        ca["data"]["ca.crt"].as_str(),
+        Some(String::from_utf8(authority).unwrap().as_str())
+    );
+
+    // An account's pull secrets, and its choice not to mount the token.
+    let robot = r#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot","namespace":"sa"},
+        "imagePullSecrets":[{"name":"registry"}],"automountServiceAccountToken":false}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], robot).await;
+    let spec = json!({"serviceAccountName": "robot"});
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("robotic", spec)).await;
+    let created = get_json(&server, &["pod", "robotic", "-n", "sa"]).await;
+    assert_eq!(
+        created["spec"]["imagePullSecrets"],
+        json!([{"name": "registry"}])
+    );
+    assert!(created["spec"]["volumes"].is_null(), "{created}");
+
+    // Unknown accounts, and secrets an enforcing account does not list.
+    let spec = json!({"serviceAccountName": "ghost"});
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("haunted", spec))).await;
+    assert!(
+        err.contains(r#"pods "haunted" is forbidden: error looking up service account sa/ghost: serviceaccount "ghost" not found"#),
+        "{err}"
+    );
+    let strict = r#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"strict","namespace":"sa",
+        "annotations":{"kubernetes.io/enforce-mountable-secrets":"true"}},"secrets":[{"name":"allowed"}]}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], strict).await;
+    let spec = json!({"serviceAccountName": "strict",
+        "volumes": [{"name": "s", "secret": {"secretName": "other"}}]});
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("nosy", spec))).await;
+    assert!(
+        err.contains(r#"volume with secret.secretName="other" is not allowed because service account strict does not reference that secret"#),
+        "{err}"
+    );
+
+    // Deleted, they come back.
+    server
+        .kubectl_ok(&["delete", "serviceaccount", "default", "-n", "sa"])
+        .await;
+    server
+        .kubectl_ok(&["delete", "configmap", "kube-root-ca.crt", "-n", "sa"])
+        .await;
+    wait_for_json(&server, &["serviceaccount", "default", "-n", "sa"]).await;
+    wait_for_json(&server, &["configmap", "kube-root-ca.crt", "-n", "sa"]).await;
+}
+
+/// `kubectl get <args> -o json`, once it succeeds (within 10 s).
+async fn wait_for_json(server: &TestServer, args: &[&str]) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut all = [&["get"], args].concat();
+        all.extend(["-o", "json"]);
+        let output = server.kubectl(&all).await;
+        if output.status.success() {
+            return serde_json::from_slice(&output.stdout).expect("JSON");
+        }
+        assert!(Instant::now() < deadline, "{}", common::stderr(&output));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

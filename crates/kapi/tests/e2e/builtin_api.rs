@@ -636,14 +636,8 @@ async fn scale(server: &TestServer) {
 
 /// `kubectl create token` asks the serviceaccounts/token subresource for a signed JWT.
 async fn create_token(server: &TestServer) {
-    // kube-controller-manager creates each namespace's default service account; kapi alone,
-    // as kube-apiserver alone, does not.
-    ok(
-        server,
-        &["create", "serviceaccount", "default", "-n", "shop"],
-        None,
-    )
-    .await;
+    // The namespace's default service account is kapi's (as kube-controller-manager's) to
+    // create; the pods created earlier in `shop` waited for it.
     let token = ok(server, &["create", "token", "default", "-n", "shop"], None).await;
     let parts: Vec<&str> = token.trim().split('.').collect();
     assert_eq!(parts.len(), 3, "a JWT: {token}");

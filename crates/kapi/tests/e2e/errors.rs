@@ -763,7 +763,11 @@ async fn expired_watch(backend: Backend) {
 
 /// A list at an exact resourceVersion that compaction removed: 410 Expired.
 async fn expired_list(backend: Backend) {
-    let kapi = Kapi::start(backend, &["--etcd-compaction-interval", "1s"]).await;
+    let kapi = Kapi::start(
+        backend,
+        &["--etcd-compaction-interval", "1s", common::NO_ROOT_CA[0]],
+    )
+    .await;
     let mut checks = Checks::default();
     let admin = kapi.admin();
     let old = admin.create(CONFIGMAPS, configmap("old")).await;

@@ -131,7 +131,7 @@ where
 /// Typed CRUD on ConfigMaps: create, get, list, replace (and a stale replace), merge,
 /// strategic merge and JSON patches, delete, and the 404 after it.
 async fn configmap_crud(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-crud").await;
     let pp = PostParams::default();
@@ -277,7 +277,7 @@ async fn configmap_crud(backend: Backend) {
 /// Typed CRUD on Secrets (stringData folded into data, as upstream's conversion does) and on
 /// coordination.k8s.io/v1 Leases (MicroTime kept to the microsecond).
 async fn secret_and_lease_crud(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let secrets: Api<Secret> = namespaced(&client, "kube-rs-secrets").await;
     let pp = PostParams::default();
@@ -417,7 +417,7 @@ async fn secret_and_lease_crud(backend: Backend) {
 /// `Api::<Namespace>::all`: the system namespaces are listed, a created namespace is Active
 /// with the `kubernetes` finalizer, and deleting it answers the Terminating namespace.
 async fn namespaces_all(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let names = |list: &kube::core::ObjectList<Namespace>| -> Vec<String> {
@@ -482,7 +482,7 @@ async fn namespaces_all(backend: Backend) {
 /// `kube::runtime::watcher` on the configmaps of a namespace sees every change, in order,
 /// with the resourceVersions the writes answered.
 async fn watcher_sees_every_change(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-watch").await;
     let pp = PostParams::default();
@@ -565,7 +565,7 @@ async fn watcher_sees_every_change(backend: Backend) {
 /// A label-selected watcher (with a streaming initial list on one run, paginated on the
 /// other) sees objects as they start and stop matching the selector.
 async fn watcher_with_label_selector(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-selector").await;
     let pp = PostParams::default();
@@ -648,7 +648,7 @@ async fn watcher_with_label_selector(backend: Backend) {
 /// at the first page's resourceVersion with the remaining item count, unaffected by a write
 /// made in between.
 async fn paginated_list(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-pages").await;
     let pp = PostParams::default();
@@ -731,7 +731,7 @@ fn describe_watch_event(event: &WatchEvent<ConfigMap>) -> (&'static str, String,
 /// `WatchParams::streaming_lists()` it first sends the current objects, then a BOOKMARK
 /// annotated `k8s.io/initial-events-end`.
 async fn resource_version_watch(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-rv").await;
     let pp = PostParams::default();
@@ -848,7 +848,7 @@ async fn resource_version_watch(backend: Backend) {
 /// the current objects are followed by the initial-events-end BOOKMARK
 /// (pkg/storage/cacher/cacher.go setInitialEventsEndBookmarkIfRequested).
 async fn legacy_watch_initial_events_end(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-legacy").await;
     let pp = PostParams::default();
@@ -920,7 +920,7 @@ async fn legacy_watch_initial_events_end(backend: Backend) {
 /// `Api::delete_collection` with a label selector: the matching objects go (the answer lists
 /// them), the others stay.
 async fn delete_collection_by_label(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = namespaced(&client, "kube-rs-collection").await;
     let pp = PostParams::default();

@@ -310,7 +310,7 @@ fn namespace(name: &str) -> String {
 
 /// A fresh server lists exactly the four system namespaces.
 async fn system_namespaces(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let names = server.kubectl_ok(&["get", "ns", "-o", "name"]).await;
     let mut names: Vec<&str> = names.lines().collect();
     names.sort_unstable();
@@ -334,7 +334,7 @@ async fn system_namespaces(backend: Backend) {
 /// `kubectl api-resources` and `kubectl api-versions` show these resources as
 /// kube-apiserver does.
 async fn api_resources_and_versions(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = server.kubectl_ok(&["api-resources"]).await;
     let table = Table::parse(&out);
     assert_eq!(
@@ -427,7 +427,7 @@ async fn api_resources_and_versions(backend: Backend) {
 /// get and list in every output format, with label and field selectors, and the common
 /// errors: NotFound, AlreadyExists, Invalid.
 async fn get_list_formats_and_errors(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = create(
         &server,
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: alpha\n  labels:\n    app: demo\n\
@@ -667,7 +667,7 @@ async fn get_list_formats_and_errors(backend: Backend) {
 
 /// `--chunk-size` pages the list with limit and continue, and kubectl prints every item.
 async fn list_chunking(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let items: Vec<Value> = (0..7)
         .map(|i| {
             serde_json::json!({
@@ -741,7 +741,7 @@ async fn list_chunking(backend: Backend) {
 /// `kubectl apply`: create, unchanged, change and re-apply (three-way: keys removed from
 /// the manifest go, changes made by others stay), server dry run and diff.
 async fn apply_create_change_reapply(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let first = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    \
                  app: demo\ndata:\n  a: \"1\"\n  b: \"2\"\n";
     let out = ok_stdin(&server, &["apply", "-f", "-"], first).await;
@@ -813,7 +813,7 @@ async fn apply_create_change_reapply(backend: Backend) {
 /// that follows applying an exported object (its last-applied configuration has the
 /// resourceVersion, so the next apply's patch removes it).
 async fn unconditional_updates(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("free", &[("a", "1")])).await;
 
     // Exported with -o yaml (resourceVersion, uid, creationTimestamp) and applied.
@@ -874,7 +874,7 @@ async fn unconditional_updates(backend: Backend) {
 
 /// `kubectl patch` with each patch type, `kubectl edit`, and patch errors.
 async fn patch_types_and_edit(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("p", &[("a", "1"), ("b", "2")])).await;
     let out = server
         .kubectl_ok(&["patch", "cm", "p", "-p", r#"{"data":{"c":"3"}}"#])
@@ -1043,7 +1043,7 @@ async fn patch_types_and_edit(backend: Backend) {
 /// `kubectl replace`: with the current resourceVersion, with a stale one (Conflict), of a
 /// missing object (NotFound), `--force`, and server dry run.
 async fn replace_and_conflict(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("r", &[("a", "1")])).await;
     let stale = server.kubectl_ok(&["get", "cm", "r", "-o", "yaml"]).await;
     let uid = get_json(&server, &["cm", "r"]).await["metadata"]["uid"].clone();
@@ -1109,7 +1109,7 @@ async fn replace_and_conflict(backend: Backend) {
 /// `kubectl label` and `kubectl annotate` on namespaced and cluster-scoped objects, and
 /// selecting by the labels set.
 async fn label_and_annotate(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("x", &[])).await;
 
     let out = server.kubectl_ok(&["label", "cm", "x", "tier=web"]).await;
@@ -1216,7 +1216,7 @@ async fn label_and_annotate(backend: Backend) {
 /// Secrets: stringData folds into base64 data, the TYPE/DATA columns, type validation and
 /// selection by type, immutability.
 async fn secrets(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = create(
         &server,
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\nstringData:\n  user: admin\n\
@@ -1338,7 +1338,9 @@ async fn secrets(backend: Backend) {
 /// ServiceAccounts: the SECRETS column, and strategic vs merge patch of the secrets list
 /// (merged by name vs replaced).
 async fn serviceaccounts(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    // Without the controller that gives each namespace its `default` account, the list holds
+    // only this test's accounts.
+    let server = TestServer::start(backend, &["--controllers=-serviceaccount-controller"]).await;
     let out = create(
         &server,
         r#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"robot"},"secrets":[{"name":"a"}]}"#,
@@ -1419,7 +1421,7 @@ async fn serviceaccounts(backend: Backend) {
 /// Core v1 and events.k8s.io/v1 events: one store seen through both groups, the events
 /// table, and field selectors.
 async fn events(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let core = "apiVersion: v1\nkind: Event\nmetadata:\n  name: cm-changed\ninvolvedObject:\n  \
                 apiVersion: v1\n  kind: ConfigMap\n  name: target\n  namespace: default\n\
                 reason: Testing\nmessage: hello there\ntype: Normal\ncount: 3\n\
@@ -1535,7 +1537,7 @@ async fn events(backend: Backend) {
 
 /// Leases: the HOLDER column, renewals keep MicroTime precision, apply, validation.
 async fn leases(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let manifest = "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: node-1\n  \
                     namespace: kube-node-lease\nspec:\n  holderIdentity: node-1\n  \
                     leaseDurationSeconds: 40\n  renewTime: \"2024-01-01T00:00:00.123456Z\"\n";
@@ -1622,7 +1624,7 @@ async fn leases(backend: Backend) {
 /// is forbidden; finalizing it (the namespace controller's last step) deletes it, which
 /// `kubectl wait --for=delete` sees. System namespaces cannot be deleted.
 async fn namespace_with_content_terminates(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = create(&server, &namespace("team")).await;
     assert_eq!(out, "namespace/team created\n");
     ok_stdin(
@@ -1729,7 +1731,7 @@ async fn namespace_with_content_terminates(backend: Backend) {
 /// `kubectl delete` by name, by selector, --all, of a missing object, with finalizers,
 /// and `kubectl wait --for=delete`.
 async fn delete_and_wait(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let objects: Vec<Value> = ["a", "b", "c", "d"]
         .iter()
         .map(|name| {
@@ -1838,7 +1840,7 @@ async fn delete_and_wait(backend: Backend) {
 /// `--dry-run=server` on every write verb: the answer looks like the real one, nothing is
 /// stored.
 async fn dry_run_server(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = ok_stdin(
         &server,
         &["create", "-f", "-", "--dry-run=server"],
@@ -1937,7 +1939,7 @@ async fn dry_run_server(backend: Backend) {
 
 /// `kubectl get -w --output-watch-events` prints the list as ADDED, then each change.
 async fn watch_table(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("first", &[("a", "1")])).await;
     let watch = Background::start(&server, &["get", "cm", "-w", "--output-watch-events"]);
     watch.wait_for_line(&["ADDED", "first", "1"]).await;
@@ -1984,7 +1986,7 @@ async fn watch_table(backend: Backend) {
 /// `kubectl get NAME -w -o json`: one object's events as JSON, with increasing
 /// resourceVersions; other objects' changes do not appear.
 async fn watch_one_object_json(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     create(&server, &configmap("watched", &[("a", "1")])).await;
     let watch = Background::start(
         &server,
@@ -2038,7 +2040,7 @@ async fn watch_one_object_json(backend: Backend) {
 /// deletion a MODIFIED (Terminating), its finalization a DELETED; leases, secrets,
 /// serviceaccounts and events likewise.
 async fn watch_only_other_resources(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let watch = |resource: &str| {
         Background::start(
             &server,
@@ -2154,7 +2156,7 @@ async fn watch_only_other_resources(backend: Backend) {
 /// A `kind: List` manifest: created, applied and deleted item by item, validated by kubectl
 /// on the client against the protobuf `/openapi/v2` document.
 async fn list_manifests(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let list = |value: &str| {
         serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "one"}, "data": {"v": value}},
@@ -2178,7 +2180,7 @@ async fn list_manifests(backend: Backend) {
 /// The typed-client commands (`kubectl create namespace|configmap|secret|serviceaccount`)
 /// send protobuf bodies.
 async fn typed_client_creates(backend: Backend) {
-    let server = TestServer::start(backend, &[]).await;
+    let server = TestServer::start(backend, common::NO_ROOT_CA).await;
     let out = server.kubectl_ok(&["create", "namespace", "team"]).await;
     assert_eq!(out, "namespace/team created\n");
     let out = server

@@ -168,6 +168,10 @@ pub fn stderr(output: &Output) -> String {
 }
 
 /// Generates one `#[tokio::test]` per backend for each listed `async fn(Backend)`.
+/// Flags for tests of list and watch semantics over ConfigMaps in their own namespaces: no
+/// `kube-root-ca.crt` in every namespace (created at a moment the test cannot predict).
+pub const NO_ROOT_CA: &[&str] = &["--controllers=*,-root-ca-certificate-publisher-controller"];
+
 macro_rules! on_both_backends {
     ($($case:ident),* $(,)?) => {
         mod embedded {

@@ -1,0 +1,216 @@
+//! The objects every active namespace holds, kept by in-process controllers as
+//! kube-controller-manager keeps them: the `default` ServiceAccount (its serviceaccount
+//! controller) and the `kube-root-ca.crt` ConfigMap with the cluster's CA (its
+//! root-ca-cert-publisher). Without them the ServiceAccount admission plugin would refuse
+//! every pod, and the pods' token volume would have no CA; kapi runs them so that a cluster of
+//! kapi alone works. A kube-controller-manager beside kapi does the same work harmlessly.
+
+use std::sync::Arc;
+
+use kapi_apimachinery::status::ApiError;
+use kapi_server::cacher::{CacheNotification, EventType};
+use kapi_server::endpoints::Served;
+use kapi_server::registry::{Item, Write};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::namespace::PHASE_TERMINATING;
+
+/// The ConfigMap of the cluster CA in every namespace.
+pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";
+/// How often every namespace is looked at again.
+const RESYNC: std::time::Duration = std::time::Duration::from_secs(60);
+/// Upstream's description of [`ROOT_CA_CONFIG_MAP`].
+const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// One object kept in every active namespace.
+pub struct NamespaceObject {
+    /// Its collection.
+    served: Served,
+    name: &'static str,
+    /// The object for a namespace.
+    desired: Arc<dyn Fn(&str) -> Value + Send + Sync>,
+    /// Whether an existing object must be brought back to the desired one (its data); else
+    /// any object of that name will do.
+    enforced: bool,
+}
+
+impl NamespaceObject {
+    /// The `default` ServiceAccount.
+    pub fn default_service_account(accounts: Served) -> NamespaceObject {
+        NamespaceObject {
+            served: accounts,
+            name: "default",
+            desired: Arc::new(|namespace| {
+                json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                    "metadata": {"name": "default", "namespace": namespace}})
+            }),
+            enforced: false,
+        }
+    }
+
+    /// The `kube-root-ca.crt` ConfigMap holding `ca_pem` as `ca.crt`.
+    pub fn root_ca(config_maps: Served, ca_pem: String) -> NamespaceObject {
+        NamespaceObject {
+            served: config_maps,
+            name: ROOT_CA_CONFIG_MAP,
+            desired: Arc::new(move |namespace| {
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": ROOT_CA_CONFIG_MAP, "namespace": namespace,
+                        "annotations": {"kubernetes.io/description": ROOT_CA_DESCRIPTION}},
+                    "data": {"ca.crt": ca_pem}})
+            }),
+            enforced: true,
+        }
+    }
+
+    /// Creates the object in `namespace` if it is missing, or brings its data back.
+    async fn ensure(&self, namespace: &str) -> Result<(), ApiError> {
+        let registry = &self.served.registry;
+        let definition = &self.served.definition;
+        let desired = (self.desired)(namespace);
+        let key = registry.key(namespace, self.name);
+        let current = registry.cacher().get(&key).0;
+        let current = current.and_then(|o| Item::from(&*o).decode().ok());
+        match current {
+            None => match registry
+                .create(definition, namespace, desired, Write::plain(false))
+                .await
+            {
+                Err(err) if !err.is_already_exists() => Err(err),
+                _ => Ok(()),
+            },
+            Some(current) if self.enforced && current["data"] != desired["data"] => {
+                let write = Write::plain(false);
+                let updated = registry
+                    .update(definition, namespace, self.name, write, |current| {
+                        let mut object = current.cloned().unwrap_or_else(|| desired.clone());
+                        object["data"] = desired["data"].clone();
+                        Ok(object)
+                    })
+                    .await;
+                updated.map(drop)
+            }
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// Starts keeping `objects` in every active namespace, until `stopping`.
+pub fn start_namespace_objects(
+    namespaces: Served,
+    objects: Vec<NamespaceObject>,
+    stopping: CancellationToken,
+) {
+    for object in objects {
+        tokio::spawn(keep(namespaces.clone(), Arc::new(object), stopping.clone()));
+    }
+}
+
+/// Ensures `object` in every active namespace now, then in each namespace that appears,
+/// again wherever the object is deleted or changed, and everywhere every [`RESYNC`] (which
+/// also covers changes missed while a follower fell behind).
+async fn keep(namespaces: Served, object: Arc<NamespaceObject>, stopping: CancellationToken) {
+    let (dirty, mut to_ensure) = mpsc::unbounded_channel::<String>();
+    tokio::spawn(follow(
+        namespaces.clone(),
+        None,
+        dirty.clone(),
+        stopping.clone(),
+    ));
+    tokio::spawn(follow(
+        object.served.clone(),
+        Some(object.name),
+        dirty,
+        stopping.clone(),
+    ));
+    let mut resync = tokio::time::interval(RESYNC);
+    resync.tick().await;
+    loop {
+        let batch = tokio::select! {
+            _ = stopping.cancelled() => return,
+            _ = resync.tick() => all_namespaces(&namespaces),
+            namespace = to_ensure.recv() => match namespace {
+                Some(namespace) => vec![namespace],
+                None => return,
+            },
+        };
+        for namespace in batch {
+            if !is_active(&namespaces, &namespace) {
+                continue;
+            }
+            if let Err(err) = object.ensure(&namespace).await {
+                tracing::warn!(%namespace, object = object.name, "keeping a namespace's object: {err}");
+            }
+        }
+    }
+}
+
+/// The names of the namespaces in the cache.
+fn all_namespaces(namespaces: &Served) -> Vec<String> {
+    let registry = &namespaces.registry;
+    let snapshot = registry
+        .cacher()
+        .list(&registry.collection_prefix(None), |_| true);
+    snapshot.objects.iter().map(|o| o.name.clone()).collect()
+}
+
+/// Whether `namespace` exists and is not being deleted.
+fn is_active(namespaces: &Served, namespace: &str) -> bool {
+    let key = namespaces.registry.key("", namespace);
+    let Some(cached) = namespaces.registry.cacher().get(&key).0 else {
+        return false;
+    };
+    let Ok(object) = Item::from(&*cached).decode() else {
+        return false;
+    };
+    object["status"]["phase"] != PHASE_TERMINATING
+        && object["metadata"]["deletionTimestamp"].is_null()
+}
+
+/// Sends the namespaces to look at from one collection: every namespace (at start, and each
+/// added or changed one) when `name` is `None`; else the namespace of each change to an
+/// object called `name`. Starts over (everything again) when it falls behind.
+async fn follow(
+    served: Served,
+    name: Option<&'static str>,
+    dirty: mpsc::UnboundedSender<String>,
+    stopping: CancellationToken,
+) {
+    let registry = &served.registry;
+    let prefix = registry.collection_prefix(None);
+    loop {
+        let Ok(mut subscription) = registry.cacher().subscribe(None, &prefix) else {
+            return;
+        };
+        if name.is_none() {
+            for namespace in all_namespaces(&served) {
+                if dirty.send(namespace).is_err() {
+                    return;
+                }
+            }
+        }
+        loop {
+            let notification = tokio::select! {
+                _ = stopping.cancelled() => return,
+                n = subscription.receiver.recv() => n,
+            };
+            let events = match notification {
+                Ok(CacheNotification::Events(events)) => events,
+                Ok(CacheNotification::Progress(_)) => continue,
+                Err(_) => break,
+            };
+            for event in events.iter() {
+                let namespace = match name {
+                    None if event.type_ != EventType::Deleted => event.object.name.clone(),
+                    Some(name) if event.object.name == name => event.object.namespace.clone(),
+                    _ => continue,
+                };
+                if dirty.send(namespace).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
