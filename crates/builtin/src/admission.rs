@@ -264,6 +264,7 @@ pub mod certificates;
 pub mod defaultclass;
 pub mod limitranger;
 pub mod nodetaint;
+pub mod podsecurity;
 pub mod priority;
 pub mod pvcresize;
 mod quantity;

@@ -42,6 +42,7 @@ pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestri
 pub use admission::defaultclass::DefaultClass;
 pub use admission::limitranger::LimitRanger;
 pub use admission::nodetaint::TaintNodesByCondition;
+pub use admission::podsecurity::PodSecurity;
 pub use admission::priority::Priority;
 pub use admission::pvcresize::PersistentVolumeClaimResize;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};

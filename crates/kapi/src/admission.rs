@@ -10,8 +10,8 @@ use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
-    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, Priority, ResourceQuota,
-    RuntimeClass, ServiceAccount, TaintNodesByCondition,
+    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, PodSecurity, Priority,
+    ResourceQuota, RuntimeClass, ServiceAccount, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -136,6 +136,7 @@ fn available(
         namespaces.clone(),
         resolver,
     );
+    let pod_security = PodSecurity::new(namespaces.clone(), served("", "pods")?);
     let policies = ValidatingAdmissionPolicy::new(
         served(admission, "validatingadmissionpolicies")?,
         served(admission, "validatingadmissionpolicybindings")?,
@@ -160,6 +161,7 @@ fn available(
         Arc::new(priority),
         Arc::new(pvc_resize),
         Arc::new(TaintNodesByCondition),
+        Arc::new(pod_security),
         Arc::new(RuntimeClass::new(served("node.k8s.io", "runtimeclasses")?)),
         Arc::new(CertificateAuthority::approval(
             authorization.authorizer.clone(),

@@ -436,3 +436,76 @@ async fn wait_for_json(server: &TestServer, args: &[&str]) -> serde_json::Value 
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// PodSecurity through kubectl: a namespace's enforce label refuses pods below its level with
+/// upstream's message, warns about workloads' pod templates, warns about existing pods when
+/// the level is raised, and invalid labels are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_security_standards_follow_the_namespace_labels() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server.kubectl_ok(&["create", "namespace", "secure"]).await;
+    let plain = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"secure"}},
+            "spec":{{"containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    common::ok_stdin(&server, &["create", "-f", "-"], &plain("before")).await;
+    let labelled = server
+        .kubectl(&[
+            "label",
+            "namespace",
+            "secure",
+            "pod-security.kubernetes.io/enforce=restricted",
+        ])
+        .await;
+    assert!(labelled.status.success(), "{}", common::stderr(&labelled));
+    let warnings = common::stderr(&labelled);
+    assert!(
+        warnings.contains(r#"existing pods in namespace "secure" violate the new PodSecurity enforce level "restricted:latest""#)
+            && warnings.contains("before: allowPrivilegeEscalation != false, unrestricted capabilities, runAsNonRoot != true, seccompProfile"),
+        "{warnings}"
+    );
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&plain("after"))).await;
+    assert!(
+        err.contains(r#"pods "after" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "c" must set securityContext.allowPrivilegeEscalation=false)"#),
+        "{err}"
+    );
+    let hardened = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"hardened","namespace":"secure"},
+        "spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},
+        "containers":[{"name":"c","image":"busybox","securityContext":{"allowPrivilegeEscalation":false,
+        "capabilities":{"drop":["ALL"]}}}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], hardened).await;
+    let created = server
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "-n",
+            "secure",
+        ])
+        .await;
+    assert!(created.status.success(), "{}", common::stderr(&created));
+    assert!(
+        common::stderr(&created).contains(r#"Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false"#),
+        "{}",
+        common::stderr(&created)
+    );
+    let err = common::fails(
+        &server,
+        &[
+            "label",
+            "namespace",
+            "secure",
+            "--overwrite",
+            "pod-security.kubernetes.io/enforce=strict",
+        ],
+        None,
+    )
+    .await;
+    assert!(
+        err.contains(r#"metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: "strict": must be one of privileged, baseline, restricted"#),
+        "{err}"
+    );
+}
