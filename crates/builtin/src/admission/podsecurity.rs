@@ -475,6 +475,17 @@ mod tests {
             "non-default capabilities (container \"a\" must not include \"NET_ADMIN\" in securityContext.capabilities.add), host namespaces (hostNetwork=true, hostPID=true), hostPath volumes (volume \"root\"), hostPort (container \"a\" uses hostPort 8080), privileged (container \"a\" must not set securityContext.privileged=true), forbidden sysctls (kernel.msgmax)"
         );
         assert_eq!(baseline.text(), "baseline:v1.30");
+        let probes = json!({"containers": [{"name": "b", "livenessProbe": {"httpGet": {"host": "10.0.0.1", "port": 80}}},
+            {"name": "a", "lifecycle": {"preStop": {"tcpSocket": {"host": "example.com", "port": 1}}}}]});
+        let latest = LevelVersion {
+            level: Level::Baseline,
+            version: None,
+        };
+        assert_eq!(
+            detail(&latest.evaluate(&json!({}), &probes)),
+            "probe or lifecycle host (containers \"a\", \"b\" use probe or lifecycle hosts \"10.0.0.1\", \"example.com\")"
+        );
+        assert!(baseline.evaluate(&json!({}), &probes).is_empty());
     }
 
     #[test]

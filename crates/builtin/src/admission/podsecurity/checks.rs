@@ -1,7 +1,9 @@
 //! The checks of the Pod Security Standards (k8s.io/pod-security-admission/policy), each a
 //! function of a pod's metadata and spec that names what it forbids and why, with the
 //! wording kube-apiserver uses. A check applies from the version that introduced it; the
-//! later refinements of a check (Windows pods, user-namespaced pods) apply at every version.
+//! later refinements of a check (Windows pods, user-namespaced pods, the sysctls and SELinux
+//! types allowed later) apply at every version, and the pre-1.19 seccomp annotations are not
+//! checked.
 
 use std::collections::BTreeSet;
 
@@ -50,6 +52,13 @@ pub const CHECKS: &[Check] = &[
         host_path_volumes,
     ),
     check("hostPorts", Level::Baseline, 0, &[], host_ports),
+    check(
+        "hostProbesAndHostLifecycle",
+        Level::Baseline,
+        34,
+        &[],
+        host_probes,
+    ),
     check("privileged", Level::Baseline, 0, &[], privileged),
     check("procMount", Level::Baseline, 0, &[], proc_mount),
     check("seLinuxOptions", Level::Baseline, 0, &[], se_linux_options),
@@ -377,6 +386,44 @@ fn host_ports(_: &Value, spec: &Value) -> Option<Violation> {
             plural("uses", "use", bad.len()),
             plural("hostPort", "hostPorts", ports.len()),
             ports.join(", ")
+        ),
+    )
+}
+
+fn host_probes(_: &Value, spec: &Value) -> Option<Violation> {
+    let mut bad = BTreeSet::new();
+    let mut hosts = BTreeSet::new();
+    for container in containers(spec) {
+        let handlers = ["livenessProbe", "readinessProbe", "startupProbe"]
+            .map(|probe| &container[probe])
+            .into_iter()
+            .chain(["postStart", "preStop"].map(|hook| &container["lifecycle"][hook]));
+        for handler in handlers {
+            for kind in ["httpGet", "tcpSocket"] {
+                if let Some(host) = handler[kind]["host"].as_str().filter(|h| !h.is_empty()) {
+                    bad.insert(name(container));
+                    hosts.insert(host.to_string());
+                }
+            }
+        }
+    }
+    if bad.is_empty() {
+        return None;
+    }
+    let (bad, hosts): (Vec<String>, Vec<String>) =
+        (bad.into_iter().collect(), hosts.into_iter().collect());
+    violation(
+        "probe or lifecycle host",
+        format!(
+            "{} {} {} {}",
+            containers_named(&bad),
+            plural("uses", "use", bad.len()),
+            plural(
+                "probe or lifecycle host",
+                "probe or lifecycle hosts",
+                hosts.len()
+            ),
+            join_quote(&hosts)
         ),
     )
 }
