@@ -230,7 +230,7 @@ fn created<'a>(
 }
 
 /// The cluster-scoped object `name` of a collection's watch cache, decoded.
-fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Option<Value> {
+pub(crate) fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Option<Value> {
     let key = served.registry.key("", name);
     let (object, _) = served.registry.cacher().get(&key);
     object.and_then(|object| kapi_server::registry::Item::from(&*object).decode().ok())
@@ -249,7 +249,10 @@ fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
 }
 
 /// The objects of `namespace` in a collection's watch cache, decoded.
-fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str) -> Vec<Value> {
+pub(crate) fn cached_in_namespace(
+    served: &kapi_server::endpoints::Served,
+    namespace: &str,
+) -> Vec<Value> {
     let registry = &served.registry;
     registry
         .cacher()
@@ -262,6 +265,7 @@ fn cached_in_namespace(served: &kapi_server::endpoints::Served, namespace: &str)
 
 pub mod certificates;
 pub mod defaultclass;
+pub mod inuse;
 pub mod limitranger;
 pub mod nodetaint;
 pub mod podsecurity;

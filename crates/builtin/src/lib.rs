@@ -22,6 +22,7 @@ pub mod lease;
 pub mod namespace;
 mod namespace_objects;
 pub mod printers;
+mod protection;
 pub mod rbac;
 mod resources;
 mod review;
@@ -40,6 +41,7 @@ use serde_json::json;
 
 pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestriction};
 pub use admission::defaultclass::DefaultClass;
+pub use admission::inuse::StorageObjectInUseProtection;
 pub use admission::limitranger::LimitRanger;
 pub use admission::nodetaint::TaintNodesByCondition;
 pub use admission::podsecurity::PodSecurity;
@@ -52,6 +54,7 @@ pub use admission::tolerations::DefaultTolerationSeconds;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
+pub use protection::{ProtectedStorage, start_protection_controllers};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 pub use service::{
     Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,

@@ -11,7 +11,8 @@ use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, PodSecurity, Priority,
-    ResourceQuota, RuntimeClass, ServiceAccount, TaintNodesByCondition,
+    ResourceQuota, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
+    TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -171,6 +172,7 @@ fn available(
         )),
         Arc::new(CertificateSubjectRestriction),
         Arc::new(storage_class),
+        Arc::new(StorageObjectInUseProtection),
         Arc::new(ingress_class),
         Arc::new(tolerations),
         Arc::new(mutating),

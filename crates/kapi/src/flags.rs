@@ -131,7 +131,9 @@ pub struct ServeOptions {
     /// The kube-controller-manager controllers kapi runs in process, as kube-controller-
     /// manager's flag names them: `*` for all (the default), `name` to enable, `-name` to
     /// disable (serviceaccount-controller: each namespace's `default` ServiceAccount;
-    /// root-ca-certificate-publisher-controller: each namespace's `kube-root-ca.crt`).
+    /// root-ca-certificate-publisher-controller: each namespace's `kube-root-ca.crt`;
+    /// persistentvolumeclaim-protection-controller and persistentvolume-protection-controller:
+    /// deleted claims and volumes released once unused).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 

@@ -134,6 +134,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .served("", "v1", "resourcequotas")
         .context("the built-in resources have no resourcequotas")?;
     let namespace_objects = namespace_objects(&api, &pki, &options.controllers)?;
+    let protected_storage = protected_storage(&api, &options.controllers)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
@@ -175,6 +176,13 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
                 namespace_objects,
                 context.stopping,
             );
+            Ok(())
+        },
+    )?;
+    server.add_post_start_hook(
+        "start-storage-protection-controllers",
+        move |context| async move {
+            kapi_builtin::start_protection_controllers(protected_storage, context.stopping);
             Ok(())
         },
     )?;
@@ -280,11 +288,38 @@ fn namespace_objects(
 const SERVICE_ACCOUNT_CONTROLLER: &str = "serviceaccount-controller";
 /// The controller keeping each namespace's `kube-root-ca.crt`.
 const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+/// The controller releasing deleted claims no pod uses.
+const PVC_PROTECTION_CONTROLLER: &str = "persistentvolumeclaim-protection-controller";
+/// The controller releasing deleted volumes not bound.
+const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
+
+/// The storage protection controllers' collections and switches.
+fn protected_storage(
+    api: &ApiHandler,
+    controllers: &[String],
+) -> Result<kapi_builtin::ProtectedStorage> {
+    let served = |plural: &str| {
+        api.served("", "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    Ok(kapi_builtin::ProtectedStorage {
+        claims: served("persistentvolumeclaims")?,
+        volumes: served("persistentvolumes")?,
+        pods: served("pods")?,
+        release_claims: controller_enabled(controllers, PVC_PROTECTION_CONTROLLER)?,
+        release_volumes: controller_enabled(controllers, PV_PROTECTION_CONTROLLER)?,
+    })
+}
 
 /// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: `-name`
 /// disables, `name` enables, otherwise `*` enables; an unknown name is an error.
 fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
-    let known = [SERVICE_ACCOUNT_CONTROLLER, ROOT_CA_PUBLISHER];
+    let known = [
+        SERVICE_ACCOUNT_CONTROLLER,
+        ROOT_CA_PUBLISHER,
+        PVC_PROTECTION_CONTROLLER,
+        PV_PROTECTION_CONTROLLER,
+    ];
     for given in controllers {
         let bare = given.trim_start_matches('-');
         if given != "*" && !known.contains(&bare) {

@@ -509,3 +509,46 @@ async fn pod_security_standards_follow_the_namespace_labels() {
         "{err}"
     );
 }
+
+/// StorageObjectInUseProtection with its controllers: a claim in use by a pod stays (with
+/// its finalizer) until the pod goes; an unbound volume is released at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_in_use_outlive_their_deletion_until_their_pods_go() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let claim = r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},
+        "spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], claim).await;
+    let created = get_json(&server, &["pvc", "data"]).await;
+    assert_eq!(
+        created["metadata"]["finalizers"],
+        json!(["kubernetes.io/pvc-protection"])
+    );
+    let user = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"user"},
+        "spec":{"containers":[{"name":"c","image":"busybox"}],
+        "volumes":[{"name":"d","persistentVolumeClaim":{"claimName":"data"}}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], user).await;
+    server
+        .kubectl_ok(&["delete", "pvc", "data", "--wait=false"])
+        .await;
+    let deleting = get_json(&server, &["pvc", "data"]).await;
+    assert!(
+        deleting["metadata"]["deletionTimestamp"].is_string(),
+        "{deleting}"
+    );
+    server.kubectl_ok(&["delete", "pod", "user"]).await;
+    server
+        .kubectl_ok(&["wait", "--for=delete", "pvc/data", "--timeout=10s"])
+        .await;
+
+    let volume = r#"{"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"disk"},
+        "spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/tmp"}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], volume).await;
+    let created = get_json(&server, &["pv", "disk"]).await;
+    assert_eq!(
+        created["metadata"]["finalizers"],
+        json!(["kubernetes.io/pv-protection"])
+    );
+    server
+        .kubectl_ok(&["delete", "pv", "disk", "--timeout=10s"])
+        .await;
+}
