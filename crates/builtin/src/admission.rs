@@ -276,6 +276,7 @@ pub mod resourcequota;
 pub mod runtimeclass;
 pub mod serviceaccount;
 pub mod tolerations;
+pub mod topology;
 
 #[cfg(test)]
 mod tests;

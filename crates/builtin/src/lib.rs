@@ -51,6 +51,7 @@ pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
 pub use admission::runtimeclass::RuntimeClass;
 pub use admission::serviceaccount::ServiceAccount;
 pub use admission::tolerations::DefaultTolerationSeconds;
+pub use admission::topology::PodTopologyLabels;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};

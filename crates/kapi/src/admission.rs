@@ -10,8 +10,8 @@ use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
-    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, PodSecurity, Priority,
-    ResourceQuota, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
+    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, PodSecurity, PodTopologyLabels,
+    Priority, ResourceQuota, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
     TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
@@ -171,6 +171,7 @@ fn available(
             authorization.authorizer.clone(),
         )),
         Arc::new(CertificateSubjectRestriction),
+        Arc::new(PodTopologyLabels::new(served("", "nodes")?)),
         Arc::new(storage_class),
         Arc::new(StorageObjectInUseProtection),
         Arc::new(ingress_class),

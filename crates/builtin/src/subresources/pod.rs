@@ -79,6 +79,7 @@ impl Creater for BindingCreater {
         }
         let node = str_of(&binding["target"], "name").to_string();
         let annotations = binding["metadata"]["annotations"].clone();
+        let labels = binding["metadata"]["labels"].clone();
         let preconditions = (
             object::uid(binding).to_string(),
             object::resource_version(binding).to_string(),
@@ -98,7 +99,7 @@ impl Creater for BindingCreater {
                 write,
                 |pod| {
                     let pod = pod.ok_or_else(|| ApiError::not_found(&pods_resource(), pod_name))?;
-                    bind(pod, &preconditions, &node, &annotations)
+                    bind(pod, &preconditions, &node, (&annotations, &labels))
                 },
             )
             .await?;
@@ -126,12 +127,13 @@ fn validate_binding(binding: &Value) -> FieldErrors {
 
 /// The pod assigned to `node`: upstream's conditions (not being deleted, not assigned yet,
 /// no scheduling gates, the binding's uid and resourceVersion preconditions), the binding's
-/// annotations added and the PodScheduled condition set.
+/// annotations and labels (PodTopologyLabels puts the node's topology there) added,
+/// overwriting, and the PodScheduled condition set.
 fn bind(
     pod: &Value,
     (uid, version): &(String, String),
     node: &str,
-    annotations: &Value,
+    (annotations, labels): (&Value, &Value),
 ) -> Result<Value, ApiError> {
     let name = object::name(pod);
     let conflict = |message: String| {
@@ -169,9 +171,12 @@ fn bind(
     }
     let mut bound = pod.clone();
     bound["spec"]["nodeName"] = Value::from(node);
-    if let Some(added) = annotations.as_object().filter(|a| !a.is_empty()) {
+    for (field, added) in [("annotations", annotations), ("labels", labels)] {
+        let Some(added) = added.as_object().filter(|a| !a.is_empty()) else {
+            continue;
+        };
         let meta = object::metadata_mut(&mut bound).expect("a stored pod has metadata");
-        let existing = meta.entry("annotations").or_insert_with(|| json!({}));
+        let existing = meta.entry(field).or_insert_with(|| json!({}));
         for (key, value) in added {
             existing[key] = value.clone();
         }

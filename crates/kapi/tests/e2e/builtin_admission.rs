@@ -552,3 +552,47 @@ async fn claims_in_use_outlive_their_deletion_until_their_pods_go() {
         .kubectl_ok(&["delete", "pv", "disk", "--timeout=10s"])
         .await;
 }
+
+/// PodTopologyLabels: pods bound to a node (by a Binding, or created with `nodeName`) get
+/// the node's `topology.k8s.io` zone and region labels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bound_pods_get_their_nodes_topology_labels() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let node = r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1",
+        "labels":{"topology.k8s.io/zone":"z1","topology.k8s.io/region":"r1","other":"x"}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], node).await;
+    let pod = |name: &str, node: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","labels":{{"topology.k8s.io/zone":"own"}}}},
+            "spec":{{"nodeName":"{node}","containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("placed", "n1")).await;
+    let placed = get_json(&server, &["pod", "placed"]).await;
+    assert_eq!(
+        placed["metadata"]["labels"],
+        json!({"topology.k8s.io/zone": "own", "topology.k8s.io/region": "r1"})
+    );
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("unplaced", "")).await;
+    let binding = r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"unplaced"},
+        "target":{"kind":"Node","name":"n1"}}"#;
+    common::ok_stdin(
+        &server,
+        &[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/pods/unplaced/binding",
+            "-f",
+            "-",
+        ],
+        binding,
+    )
+    .await;
+    // The labels go onto the Binding, whose labels then overwrite the pod's, as upstream.
+    let bound = get_json(&server, &["pod", "unplaced"]).await;
+    assert_eq!(bound["spec"]["nodeName"], "n1");
+    assert_eq!(
+        bound["metadata"]["labels"],
+        json!({"topology.k8s.io/zone": "z1", "topology.k8s.io/region": "r1"})
+    );
+}

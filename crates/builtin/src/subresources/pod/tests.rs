@@ -13,9 +13,17 @@ fn pod(spec: Value, status: Value) -> Value {
 fn binding_assigns_an_unassigned_pod_once() {
     let none = (String::new(), String::new());
     let annotations = json!({"a": "b"});
-    let bound = bind(&pod(json!({}), json!({})), &none, "n1", &annotations).unwrap();
+    let labels = json!({"app": "db", "topology.k8s.io/zone": "z1"});
+    let bound = bind(
+        &pod(json!({}), json!({})),
+        &none,
+        "n1",
+        (&annotations, &labels),
+    )
+    .unwrap();
     assert_eq!(bound["spec"]["nodeName"], "n1");
     assert_eq!(bound["metadata"]["annotations"], json!({"a": "b"}));
+    assert_eq!(bound["metadata"]["labels"], labels);
     let condition = &bound["status"]["conditions"][0];
     assert_eq!(
         (&condition["type"], &condition["status"]),
@@ -45,12 +53,12 @@ fn binding_assigns_an_unassigned_pod_once() {
         ),
     ];
     for (pod, preconditions, code, message) in cases {
-        let err = bind(&pod, &preconditions, "n1", &Value::Null).unwrap_err();
+        let err = bind(&pod, &preconditions, "n1", (&Value::Null, &Value::Null)).unwrap_err();
         assert_eq!((err.code(), err.message()), (code, message));
     }
     let mut deleting = pod(json!({}), json!({}));
     deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
-    let err = bind(&deleting, &none, "n1", &Value::Null).unwrap_err();
+    let err = bind(&deleting, &none, "n1", (&Value::Null, &Value::Null)).unwrap_err();
     assert_eq!(
         err.message(),
         r#"Operation cannot be fulfilled on pods/binding "web": pod web is being deleted, cannot be assigned to a host"#
