@@ -237,7 +237,7 @@ pub(crate) fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Opt
 }
 
 /// The objects of a collection's watch cache, decoded.
-fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
+pub(crate) fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
     let registry = &served.registry;
     registry
         .cacher()

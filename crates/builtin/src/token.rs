@@ -7,6 +7,7 @@
 //! `serviceaccounts/token` (authentication.k8s.io/v1 TokenRequest).
 
 mod authenticator;
+mod controller;
 mod der;
 mod request;
 
@@ -21,11 +22,16 @@ use serde_json::{Value, json};
 
 pub use authenticator::ServiceAccountAuthenticator;
 pub(crate) use authenticator::still_valid;
+pub use controller::{LegacyTokens, start_token_controller};
 pub use request::TokenRequestCreater;
 pub(crate) use request::unix_now;
 
 /// The issuer kube-apiserver's `--service-account-issuer` usually names (and kapi's default).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// The issuer of legacy, secret-based service-account tokens (kube-controller-manager's
+/// token controller writes them into `kubernetes.io/service-account-token` Secrets).
+pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 
 /// The prefix of service accounts' user names.
 const USER_PREFIX: &str = "system:serviceaccount:";
@@ -206,13 +212,80 @@ impl ServiceAccountTokens {
     pub fn issue(&self, claims: &Value) -> Result<String, TokenError> {
         let mut claims = claims.clone();
         claims["iss"] = Value::from(self.issuer.as_str());
+        self.signed(&claims)
+    }
+
+    /// A legacy token for the Secret `secret` of the service account `account` (with `uid`)
+    /// in `namespace`: no expiry and no audience, as upstream's token controller signs them.
+    pub fn issue_legacy(
+        &self,
+        namespace: &str,
+        account: &str,
+        uid: &str,
+        secret: &str,
+    ) -> Result<String, TokenError> {
+        let prefix = "kubernetes.io/serviceaccount/";
+        let mut claims = serde_json::Map::new();
+        claims.insert("iss".into(), json!(LEGACY_ISSUER));
+        claims.insert(format!("{prefix}namespace"), json!(namespace));
+        claims.insert(format!("{prefix}secret.name"), json!(secret));
+        claims.insert(format!("{prefix}service-account.name"), json!(account));
+        claims.insert(format!("{prefix}service-account.uid"), json!(uid));
+        claims.insert(
+            "sub".into(),
+            json!(service_account_username(namespace, account)),
+        );
+        self.signed(&Value::Object(claims))
+    }
+
+    /// Verifies a legacy token's signature and claims; its account and secret are then
+    /// checked against storage by the authenticator.
+    pub fn verify_legacy(&self, token: &str) -> Result<VerifiedToken, TokenError> {
+        let claims = self.verified_claims(token)?;
+        let issuer = claims["iss"].as_str().unwrap_or_default();
+        if issuer != LEGACY_ISSUER {
+            return Err(TokenError::Issuer(issuer.into(), LEGACY_ISSUER.into()));
+        }
+        let claim = |name: &str| {
+            claims[format!("kubernetes.io/serviceaccount/{name}")]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (namespace, account) = (claim("namespace"), claim("service-account.name"));
+        if namespace.is_empty()
+            || account.is_empty()
+            || claims["sub"] != service_account_username(&namespace, &account).as_str()
+        {
+            return Err(TokenError::NotServiceAccount);
+        }
+        let uid = claim("service-account.uid");
+        Ok(VerifiedToken {
+            user: UserInfo {
+                name: service_account_username(&namespace, &account),
+                uid: uid.clone(),
+                groups: vec![
+                    ALL_SERVICE_ACCOUNTS.to_string(),
+                    format!("{ALL_SERVICE_ACCOUNTS}:{namespace}"),
+                ],
+                extra: BTreeMap::new(),
+            },
+            audiences: Vec::new(),
+            kubernetes: json!({"namespace": namespace,
+                "serviceaccount": {"name": account, "uid": uid},
+                "secret": {"name": claim("secret.name")}}),
+        })
+    }
+
+    /// `claims` signed as a compact JWT.
+    fn signed(&self, claims: &Value) -> Result<String, TokenError> {
         let algorithm = match self.signing {
             SigningKey::Ecdsa(_) => Algorithm::Es256,
             SigningKey::Rsa(_) => Algorithm::Rs256,
         };
         let header = json!({ "alg": algorithm.name(), "kid": self.key_id });
         let encode = |value: &Value| URL_SAFE_NO_PAD.encode(value.to_string());
-        let message = format!("{}.{}", encode(&header), encode(&claims));
+        let message = format!("{}.{}", encode(&header), encode(claims));
         let signature = self.sign(message.as_bytes())?;
         Ok(format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature)))
     }

@@ -131,6 +131,7 @@ pub struct ServeOptions {
     /// The kube-controller-manager controllers kapi runs in process, as kube-controller-
     /// manager's flag names them: `*` for all (the default), `name` to enable, `-name` to
     /// disable (serviceaccount-controller: each namespace's `default` ServiceAccount;
+    /// serviceaccount-token-controller: legacy tokens in service-account-token Secrets;
     /// root-ca-certificate-publisher-controller: each namespace's `kube-root-ca.crt`;
     /// persistentvolumeclaim-protection-controller and persistentvolume-protection-controller:
     /// deleted claims and volumes released once unused).

@@ -135,6 +135,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .context("the built-in resources have no resourcequotas")?;
     let namespace_objects = namespace_objects(&api, &pki, &options.controllers)?;
     let protected_storage = protected_storage(&api, &options.controllers)?;
+    let legacy_tokens = legacy_tokens(&api, &pki, tokens.clone(), &options.controllers)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     server.add_authenticator(Arc::new(bearer_tokens));
@@ -186,6 +187,15 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
             Ok(())
         },
     )?;
+    if let Some(legacy_tokens) = legacy_tokens {
+        server.add_post_start_hook(
+            "start-serviceaccount-token-controller",
+            move |context| async move {
+                kapi_builtin::token::start_token_controller(legacy_tokens, context.stopping);
+                Ok(())
+            },
+        )?;
+    }
     let rbac = authorization.rbac;
     server.add_post_start_hook("rbac/bootstrap-roles", move |context| async move {
         kapi_builtin::rbac::start_bootstrap_policy(rbac, context.stopping)
@@ -288,6 +298,33 @@ fn namespace_objects(
 const SERVICE_ACCOUNT_CONTROLLER: &str = "serviceaccount-controller";
 /// The controller keeping each namespace's `kube-root-ca.crt`.
 const ROOT_CA_PUBLISHER: &str = "root-ca-certificate-publisher-controller";
+/// The controller filling service-account-token Secrets with legacy tokens.
+const TOKEN_CONTROLLER: &str = "serviceaccount-token-controller";
+
+/// The legacy token controller's signer and collections, if `--controllers` runs it.
+fn legacy_tokens(
+    api: &ApiHandler,
+    pki: &pki::PkiFiles,
+    tokens: Arc<kapi_builtin::token::ServiceAccountTokens>,
+    controllers: &[String],
+) -> Result<Option<kapi_builtin::token::LegacyTokens>> {
+    if !controller_enabled(controllers, TOKEN_CONTROLLER)? {
+        return Ok(None);
+    }
+    let served = |plural: &str| {
+        api.served("", "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    let ca_pem = std::fs::read_to_string(&pki.ca_cert)
+        .with_context(|| format!("reading {}", pki.ca_cert.display()))?;
+    Ok(Some(kapi_builtin::token::LegacyTokens {
+        tokens,
+        secrets: served("secrets")?,
+        accounts: served("serviceaccounts")?,
+        ca_pem,
+    }))
+}
+
 /// The controller releasing deleted claims no pod uses.
 const PVC_PROTECTION_CONTROLLER: &str = "persistentvolumeclaim-protection-controller";
 /// The controller releasing deleted volumes not bound.
@@ -316,6 +353,7 @@ fn protected_storage(
 fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
     let known = [
         SERVICE_ACCOUNT_CONTROLLER,
+        TOKEN_CONTROLLER,
         ROOT_CA_PUBLISHER,
         PVC_PROTECTION_CONTROLLER,
         PV_PROTECTION_CONTROLLER,

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use base64::Engine;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_server::authn::{AuthenticationError, TokenAuthenticator};
 use kapi_server::endpoints::Served;
@@ -49,6 +50,60 @@ impl ServiceAccountAuthenticator {
     }
 }
 
+impl ServiceAccountAuthenticator {
+    /// A legacy, secret-based token (upstream's legacy validator): valid while its Secret
+    /// exists, is not being deleted and holds this very token, and its service account
+    /// exists with the uid the token names.
+    async fn authenticate_legacy(&self, token: &str) -> Result<UserInfo, AuthenticationError> {
+        let invalid = |why: &str| AuthenticationError(why.to_string());
+        let verified = self
+            .tokens
+            .verify_legacy(token)
+            .map_err(|err| AuthenticationError(err.to_string()))?;
+        let claims = &verified.kubernetes;
+        let namespace = claims["namespace"].as_str().unwrap_or_default();
+        let read = |served: &Served, resource: &str, name: &str| {
+            let served = served.clone();
+            let (resource, name) = (resource.to_string(), name.to_string());
+            let namespace = namespace.to_string();
+            async move {
+                served
+                    .registry
+                    .get(
+                        &GroupResource::new("", &resource),
+                        &namespace,
+                        &name,
+                        &ReadVersion::MostRecent,
+                    )
+                    .await
+                    .and_then(|item| item.decode())
+                    .ok()
+            }
+        };
+        let secret_name = claims["secret"]["name"].as_str().unwrap_or_default();
+        let secret = read(&self.secrets, "secrets", secret_name)
+            .await
+            .filter(|secret| !object::is_deleting(secret))
+            .ok_or_else(|| invalid("service account token has been invalidated"))?;
+        let stored = secret["data"]["token"].as_str().unwrap_or_default();
+        let presented = base64::engine::general_purpose::STANDARD.encode(token);
+        if stored != presented {
+            return Err(invalid(
+                "service account token does not match server's copy",
+            ));
+        }
+        let account_name = claims["serviceaccount"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let uid = claims["serviceaccount"]["uid"].as_str().unwrap_or_default();
+        read(&self.serviceaccounts, "serviceaccounts", account_name)
+            .await
+            .filter(|account| object::uid(account) == uid && !object::is_deleting(account))
+            .ok_or_else(|| invalid("service account token has been invalidated"))?;
+        Ok(verified.user)
+    }
+}
+
 #[async_trait]
 impl TokenAuthenticator for ServiceAccountAuthenticator {
     async fn authenticate_token(
@@ -57,6 +112,9 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
     ) -> Result<Option<UserInfo>, AuthenticationError> {
         let verified = match self.tokens.verify(token, &[], unix_now()) {
             Ok(verified) => verified,
+            Err(TokenError::Issuer(issuer, _)) if issuer == super::LEGACY_ISSUER => {
+                return self.authenticate_legacy(token).await.map(Some);
+            }
             // Not a JWT, or another issuer's: not ours to judge.
             Err(TokenError::Malformed | TokenError::Issuer(..)) => return Ok(None),
             Err(err) => return Err(AuthenticationError(err.to_string())),

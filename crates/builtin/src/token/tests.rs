@@ -160,3 +160,37 @@ fn pem_without_keys_is_an_error() {
         TokenError::NoKey
     );
 }
+
+#[test]
+fn legacy_tokens_carry_upstreams_claims_and_verify_apart() {
+    let tokens = tokens();
+    let token = tokens.issue_legacy("ns", "sa", "u1", "sa-token").unwrap();
+    let claims: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["iss"], LEGACY_ISSUER);
+    assert_eq!(
+        claims["kubernetes.io/serviceaccount/secret.name"],
+        "sa-token"
+    );
+    assert_eq!(claims["sub"], "system:serviceaccount:ns:sa");
+    assert!(claims.get("exp").is_none() && claims.get("aud").is_none());
+    // Not a token of the configured issuer...
+    assert!(matches!(
+        tokens.verify(&token, &[], 0),
+        Err(TokenError::Issuer(issuer, _)) if issuer == LEGACY_ISSUER
+    ));
+    // ...but a legacy one, naming its account and secret.
+    let verified = tokens.verify_legacy(&token).unwrap();
+    assert_eq!(verified.user.name, "system:serviceaccount:ns:sa");
+    assert_eq!(verified.user.uid, "u1");
+    assert_eq!(verified.kubernetes["secret"]["name"], "sa-token");
+    let other = super::tests::tokens();
+    assert_eq!(
+        other.verify_legacy(&token).unwrap_err(),
+        TokenError::Signature
+    );
+}

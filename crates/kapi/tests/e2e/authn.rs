@@ -396,3 +396,64 @@ async fn api_audiences_and_the_jwks_uri_are_configurable() {
     let configuration: Value = serde_json::from_str(&configuration).unwrap();
     assert_eq!(configuration["jwks_uri"], "https://keys.example/jwks");
 }
+
+/// Legacy, secret-based tokens: a `kubernetes.io/service-account-token` Secret is filled with
+/// a token, the CA and the namespace; the token authenticates as its account until the Secret
+/// goes; a token Secret for a missing account is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_based_tokens_are_issued_and_honoured() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server.kubectl_ok(&["create", "serviceaccount", "ci"]).await;
+    let secret = r#"{"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/service-account-token",
+        "metadata":{"name":"ci-token","annotations":{"kubernetes.io/service-account.name":"ci"}}}"#;
+    ok_stdin(&server, &["create", "-f", "-"], secret).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let filled = loop {
+        let secret = common::get_json(&server, &["secret", "ci-token"]).await;
+        if secret["data"]["token"].is_string() {
+            break secret;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never filled: {secret}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    use base64::Engine as _;
+    let decode = |field: &str| {
+        let data = filled["data"][field].as_str().unwrap();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(decode("namespace"), "default");
+    assert!(decode("ca.crt").starts_with("-----BEGIN CERTIFICATE-----"));
+    let account = common::get_json(&server, &["serviceaccount", "ci"]).await;
+    assert_eq!(
+        filled["metadata"]["annotations"]["kubernetes.io/service-account.uid"],
+        account["metadata"]["uid"]
+    );
+    let ci = token_kubeconfig(&server, "ci", &decode("token"));
+    assert_eq!(
+        whoami(&ci).await["username"],
+        "system:serviceaccount:default:ci"
+    );
+
+    server.kubectl_ok(&["delete", "secret", "ci-token"]).await;
+    let output = kubectl_as(&ci, &["auth", "whoami"]).await;
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+
+    let orphan = r#"{"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/service-account-token",
+        "metadata":{"name":"orphan","annotations":{"kubernetes.io/service-account.name":"nobody"}}}"#;
+    ok_stdin(&server, &["create", "-f", "-"], orphan).await;
+    server
+        .kubectl_ok(&["wait", "--for=delete", "secret/orphan", "--timeout=10s"])
+        .await;
+}
