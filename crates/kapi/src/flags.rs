@@ -116,6 +116,19 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]
     pub authorization_mode: Vec<crate::authorization::Mode>,
 
+    /// A kubeconfig naming a webhook that authenticates bearer tokens no other authenticator
+    /// knows (TokenReview).
+    #[arg(long)]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+
+    /// How long the token webhook's users are cached.
+    #[arg(long, default_value = "2m0s", value_parser = go_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+
+    /// The TokenReview version sent to the token webhook: `v1` or `v1beta1`.
+    #[arg(long, default_value = "v1")]
+    pub authentication_token_webhook_version: String,
+
     /// A kubeconfig naming the authorization webhook (`--authorization-mode=Webhook`).
     #[arg(long)]
     pub authorization_webhook_config_file: Option<PathBuf>,

@@ -115,12 +115,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .context("the built-in resources have no namespaces")?
         .clone();
     let authorization = crate::authorization::build(&options, &api)?;
-    let bearer_tokens = crate::authentication::bearer_tokens(
-        options.token_auth_file.as_deref(),
-        options.authentication_config.as_deref(),
-        tokens.clone(),
-        &api,
-    )?;
+    let bearer_tokens = crate::authentication::bearer_tokens(&options, tokens.clone(), &api)?;
     let admission = crate::admission::chain(&options, &api, &authorization, resolver.clone())?;
     api.set_admission(admission.clone());
     apiextensions.set_admission(admission);

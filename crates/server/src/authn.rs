@@ -8,6 +8,7 @@
 
 pub mod oidc;
 pub mod token;
+pub mod webhook;
 pub mod x509;
 
 use std::collections::BTreeMap;

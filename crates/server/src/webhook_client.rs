@@ -207,6 +207,47 @@ pub fn trusted_roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> 
     Err(format!("unable to load root certificates: {reason}"))
 }
 
+/// Refuses Service references: a kubeconfig names URLs only.
+struct NoServices;
+
+#[async_trait::async_trait]
+impl ServiceResolver for NoServices {
+    async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
+        Err("a webhook of a kubeconfig is addressed by URL".into())
+    }
+}
+
+impl WebhookClient {
+    /// The client of a webhook kubeconfig (`--authorization-webhook-config-file`,
+    /// `--authentication-token-webhook-config-file`): its first cluster's server and CA (data
+    /// or file). Client credentials in the kubeconfig are refused: kapi's webhook client
+    /// authenticates the server only.
+    pub fn from_kubeconfig(path: &std::path::Path) -> Result<WebhookClient, String> {
+        let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
+        let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| err.to_string())?;
+        let cluster = &config["clusters"][0]["cluster"];
+        let server = cluster["server"].as_str().ok_or("no cluster server")?;
+        let user = &config["users"][0]["user"];
+        if user.as_object().is_some_and(|u| !u.is_empty()) {
+            return Err("client credentials for the webhook are not supported by kapi yet".into());
+        }
+        let ca_bundle = match (
+            cluster["certificate-authority-data"].as_str(),
+            cluster["certificate-authority"].as_str(),
+        ) {
+            (Some(data), _) => data.to_string(),
+            (None, Some(file)) => {
+                use base64::Engine;
+                let pem = std::fs::read(file).map_err(|err| format!("{file}: {err}"))?;
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            }
+            (None, None) => String::new(),
+        };
+        let client_config = serde_json::json!({"url": server, "caBundle": ca_bundle});
+        Ok(WebhookClient::new(&client_config, Arc::new(NoServices)))
+    }
+}
+
 /// TLS trusting `ca_bundle`'s certificates, or the system's roots without one.
 fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
     let roots = if ca_bundle.is_empty() {

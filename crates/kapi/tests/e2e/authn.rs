@@ -457,3 +457,38 @@ async fn secret_based_tokens_are_issued_and_honoured() {
         .kubectl_ok(&["wait", "--for=delete", "secret/orphan", "--timeout=10s"])
         .await;
 }
+
+/// Webhook token authentication: tokens nothing else knows are asked of a TokenReview
+/// service the test serves; its users are who the webhook says, refused tokens get 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_webhook_vouches_for_its_users() {
+    let (address, ca) = common::serve_webhook(|_, review: Value| async move {
+        let status = match review["spec"]["token"].as_str() {
+            Some("opaque-jane") => serde_json::json!({"authenticated": true, "user": {
+                "username": "jane", "uid": "7", "groups": ["developers"]}}),
+            _ => serde_json::json!({"authenticated": false, "error": "unknown token"}),
+        };
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "status": status})
+    })
+    .await;
+    let file = common::webhook_kubeconfig(&format!("https://{address}/authenticate"), &ca);
+    let flag = format!(
+        "--authentication-token-webhook-config-file={}",
+        file.path().display()
+    );
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let jane = token_kubeconfig(&server, "jane", "opaque-jane");
+    let user = whoami(&jane).await;
+    assert_eq!(user["username"], "jane");
+    assert_eq!(
+        user["groups"],
+        serde_json::json!(["developers", "system:authenticated"])
+    );
+    let stranger = token_kubeconfig(&server, "stranger", "opaque-stranger");
+    let output = kubectl_as(&stranger, &["auth", "whoami"]).await;
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -537,13 +537,7 @@ async fn the_webhook_mode_asks_a_subject_access_review_service() {
         serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "status": status})
     })
     .await;
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
-    let kubeconfig = serde_json::json!({"apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "authz", "cluster": {"server": format!("https://{address}/authorize"), "certificate-authority-data": ca}}],
-        "users": [{"name": "kapi", "user": {}}],
-        "contexts": [{"name": "c", "context": {"cluster": "authz", "user": "kapi"}}], "current-context": "c"});
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), kubeconfig.to_string()).unwrap();
+    let file = common::webhook_kubeconfig(&format!("https://{address}/authorize"), &ca);
     let flag = format!(
         "--authorization-webhook-config-file={}",
         file.path().display()

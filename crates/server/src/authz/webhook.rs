@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -14,7 +13,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::{Attributes, AuthorizationError, Authorizer, Decision};
-use crate::webhook_client::{ServiceResolver, WebhookClient};
+use crate::webhook_client::WebhookClient;
 
 /// How long a review may take.
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -25,16 +24,6 @@ const CACHE_ENTRIES: usize = 10_000;
 #[derive(Debug, thiserror::Error)]
 #[error("authorization webhook config {0:?}: {1}")]
 pub struct WebhookConfigError(String, String);
-
-/// Refuses Service references: a kubeconfig names URLs only.
-struct NoServices;
-
-#[async_trait]
-impl ServiceResolver for NoServices {
-    async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
-        Err("the authorization webhook is addressed by URL".into())
-    }
-}
 
 /// The Webhook authorizer.
 pub struct WebhookAuthorizer {
@@ -53,35 +42,10 @@ impl WebhookAuthorizer {
         authorized_ttl: Duration,
         unauthorized_ttl: Duration,
     ) -> Result<WebhookAuthorizer, WebhookConfigError> {
-        let name = path.display().to_string();
-        let error = |message: String| WebhookConfigError(name.clone(), message);
-        let text = std::fs::read_to_string(path).map_err(|err| error(err.to_string()))?;
-        let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| error(err.to_string()))?;
-        let cluster = &config["clusters"][0]["cluster"];
-        let server = cluster["server"]
-            .as_str()
-            .ok_or_else(|| error("no cluster server".into()))?;
-        let user = &config["users"][0]["user"];
-        if user.as_object().is_some_and(|u| !u.is_empty()) {
-            return Err(error(
-                "client credentials for the webhook are not supported by kapi yet".into(),
-            ));
-        }
-        let ca_bundle = match (
-            cluster["certificate-authority-data"].as_str(),
-            cluster["certificate-authority"].as_str(),
-        ) {
-            (Some(data), _) => data.to_string(),
-            (None, Some(file)) => {
-                use base64::Engine;
-                let pem = std::fs::read(file).map_err(|err| error(format!("{file}: {err}")))?;
-                base64::engine::general_purpose::STANDARD.encode(pem)
-            }
-            (None, None) => String::new(),
-        };
-        let client_config = json!({"url": server, "caBundle": ca_bundle});
+        let client = WebhookClient::from_kubeconfig(path)
+            .map_err(|message| WebhookConfigError(path.display().to_string(), message))?;
         Ok(WebhookAuthorizer {
-            client: WebhookClient::new(&client_config, Arc::new(NoServices)),
+            client,
             authorized_ttl,
             unauthorized_ttl,
             cache: Mutex::new(HashMap::new()),

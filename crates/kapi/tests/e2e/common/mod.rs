@@ -168,6 +168,22 @@ pub fn stderr(output: &Output) -> String {
 }
 
 /// Generates one `#[tokio::test]` per backend for each listed `async fn(Backend)`.
+/// A kubeconfig naming a webhook served by [`serve_webhook`] at `url` (trusting `ca`), as
+/// `--authorization-webhook-config-file` and `--authentication-token-webhook-config-file`
+/// take one.
+pub fn webhook_kubeconfig(url: &str, ca: &str) -> tempfile::NamedTempFile {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let kubeconfig = serde_json::json!({"apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "hook", "cluster": {"server": url, "certificate-authority-data": ca}}],
+        "users": [{"name": "kapi", "user": {}}],
+        "contexts": [{"name": "c", "context": {"cluster": "hook", "user": "kapi"}}],
+        "current-context": "c"});
+    let file = tempfile::NamedTempFile::new().expect("temp file");
+    std::fs::write(file.path(), kubeconfig.to_string()).expect("write the kubeconfig");
+    file
+}
+
 /// Flags for tests of list and watch semantics over ConfigMaps in their own namespaces: no
 /// `kube-root-ca.crt` in every namespace (created at a moment the test cannot predict).
 pub const NO_ROOT_CA: &[&str] = &["--controllers=*,-root-ca-certificate-publisher-controller"];
