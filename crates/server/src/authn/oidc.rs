@@ -3,8 +3,9 @@
 //! issued by an OpenID Connect provider, verified with the keys its discovery document
 //! points to, checked for issuer, audience and validity, and mapped to a user by claims.
 //!
-//! Claim mappings and validation rules by claim are supported; CEL expressions in the
-//! configuration are refused when the file is read (kapi-server has no CEL).
+//! Claim mappings and validation rules are given by claim or by CEL expression (over
+//! `claims`, and `user` for userValidationRules), with `claimMappings.extra`; expressions are
+//! compiled when the file is read, so a broken one is a configuration error.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -39,6 +40,48 @@ struct ClaimMapping {
     prefix: String,
 }
 
+/// A user field from a claim or from a CEL expression over `claims`.
+enum Mapping {
+    Claim(ClaimMapping),
+    Expression(Expression),
+}
+
+/// A compiled CEL expression and its source (for messages).
+struct Expression {
+    source: String,
+    program: cel::Program,
+}
+
+impl Expression {
+    fn compile(source: &str, field: &str) -> Result<Expression, String> {
+        let program = cel::Program::compile(source)
+            .map_err(|err| format!("{field}: compiling {source:?}: {err}"))?;
+        Ok(Expression {
+            source: source.to_string(),
+            program,
+        })
+    }
+
+    /// The expression's value with `name` bound to `value`, as JSON.
+    fn evaluate(&self, name: &str, value: &Value) -> Result<Value, String> {
+        let mut context = cel::Context::default();
+        context
+            .add_variable(name, value.clone())
+            .map_err(|err| err.to_string())?;
+        let result = self
+            .program
+            .execute(&context)
+            .map_err(|err| format!("evaluating {:?}: {err}", self.source))?;
+        result.json().map_err(|err| err.to_string())
+    }
+}
+
+/// A claim validation rule: a claim with a required value, or an expression that must hold.
+enum ClaimRule {
+    Required(String, String),
+    Expression(Expression, String),
+}
+
 /// One `jwt` entry of the configuration.
 pub struct JwtAuthenticator {
     issuer: String,
@@ -46,11 +89,14 @@ pub struct JwtAuthenticator {
     /// PEM certificates to trust for the issuer (the system roots when empty).
     certificate_authority: Vec<u8>,
     audiences: Vec<String>,
-    /// `claimValidationRules` with `claim` and `requiredValue`.
-    required_claims: Vec<(String, String)>,
-    username: ClaimMapping,
-    groups: Option<ClaimMapping>,
-    uid: Option<String>,
+    claim_rules: Vec<ClaimRule>,
+    username: Mapping,
+    groups: Option<Mapping>,
+    uid: Option<Mapping>,
+    /// `claimMappings.extra`: keys and their value expressions.
+    extra: Vec<(String, Expression)>,
+    /// `userValidationRules`: expressions over `user` and their messages.
+    user_rules: Vec<(Expression, String)>,
     /// The issuer's signing keys (JWKs), once fetched.
     keys: Mutex<Vec<Value>>,
 }
@@ -97,35 +143,60 @@ impl JwtAuthenticator {
         if audiences.is_empty() {
             return Err("issuer.audiences is required".into());
         }
-        let mut required_claims = Vec::new();
-        for rule in jwt["claimValidationRules"].as_array().into_iter().flatten() {
-            if rule.get("expression").is_some() {
-                return Err(
-                    "claimValidationRules expressions (CEL) are not supported by kapi".into(),
-                );
-            }
-            required_claims.push((text(&rule["claim"]), text(&rule["requiredValue"])));
+        let mut claim_rules = Vec::new();
+        for (i, rule) in jwt["claimValidationRules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let field = format!("claimValidationRules[{i}].expression");
+            claim_rules.push(match rule["expression"].as_str() {
+                Some(source) => ClaimRule::Expression(
+                    Expression::compile(source, &field)?,
+                    text(&rule["message"]),
+                ),
+                None => ClaimRule::Required(text(&rule["claim"]), text(&rule["requiredValue"])),
+            });
         }
         let mappings = &jwt["claimMappings"];
-        let mapping = |field: &str| -> Result<Option<ClaimMapping>, String> {
+        let mapping = |field: &str| -> Result<Option<Mapping>, String> {
             let value = &mappings[field];
-            if value.get("expression").is_some() {
-                return Err(format!(
-                    "claimMappings.{field}.expression (CEL) is not supported by kapi"
-                ));
+            if let Some(source) = value["expression"].as_str() {
+                let at = format!("claimMappings.{field}.expression");
+                return Ok(Some(Mapping::Expression(Expression::compile(source, &at)?)));
             }
-            Ok(value.get("claim").map(|claim| ClaimMapping {
-                claim: text(claim),
-                prefix: text(&value["prefix"]),
+            Ok(value.get("claim").map(|claim| {
+                Mapping::Claim(ClaimMapping {
+                    claim: text(claim),
+                    prefix: text(&value["prefix"]),
+                })
             }))
         };
-        if jwt.get("userValidationRules").is_some() || mappings.get("extra").is_some() {
-            return Err(
-                "userValidationRules and claimMappings.extra (CEL) are not supported by kapi"
-                    .into(),
-            );
+        let mut extra = Vec::new();
+        for (i, entry) in mappings["extra"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let field = format!("claimMappings.extra[{i}].valueExpression");
+            let source = entry["valueExpression"].as_str().unwrap_or_default();
+            extra.push((text(&entry["key"]), Expression::compile(source, &field)?));
         }
-        let username = mapping("username")?.ok_or("claimMappings.username.claim is required")?;
+        let mut user_rules = Vec::new();
+        for (i, rule) in jwt["userValidationRules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let field = format!("userValidationRules[{i}].expression");
+            let source = rule["expression"].as_str().unwrap_or_default();
+            user_rules.push((Expression::compile(source, &field)?, text(&rule["message"])));
+        }
+        let username =
+            mapping("username")?.ok_or("claimMappings.username.claim or expression is required")?;
         let discovery_url = match issuer["discoveryURL"].as_str() {
             Some(url) => url.to_string(),
             None => format!(
@@ -138,10 +209,12 @@ impl JwtAuthenticator {
             discovery_url,
             certificate_authority: text(&issuer["certificateAuthority"]).into_bytes(),
             audiences,
-            required_claims,
+            claim_rules,
             username,
             groups: mapping("groups")?,
-            uid: mappings["uid"].get("claim").map(text),
+            uid: mapping("uid")?,
+            extra,
+            user_rules,
             keys: Mutex::new(Vec::new()),
         })
     }
@@ -183,48 +256,101 @@ impl JwtAuthenticator {
         Ok(found)
     }
 
-    /// The user of verified claims.
+    /// The user of verified claims, checked by the claim and user validation rules.
     fn user(&self, claims: &Value) -> Result<UserInfo, String> {
-        for (claim, required) in &self.required_claims {
-            if claims[claim] != required.as_str() {
+        for rule in &self.claim_rules {
+            match rule {
+                ClaimRule::Required(claim, required) if claims[claim] != required.as_str() => {
+                    return Err(format!(
+                        "oidc: required claim {claim} value does not match. Got = {}, want = {required}",
+                        claims[claim]
+                    ));
+                }
+                ClaimRule::Expression(expression, message) => {
+                    if expression.evaluate("claims", claims)? != true {
+                        return Err(format!(
+                            "oidc: error evaluating claim validation expression: {message}"
+                        ));
+                    }
+                }
+                ClaimRule::Required(..) => {}
+            }
+        }
+        let username = match &self.username {
+            Mapping::Claim(mapping) => {
+                let value = claims[&mapping.claim].as_str().ok_or_else(|| {
+                    format!(
+                        "oidc: parse username claims {:?}: claim not present",
+                        mapping.claim
+                    )
+                })?;
+                if mapping.claim == "email"
+                    && claims.get("email_verified").is_some_and(|v| v != true)
+                {
+                    return Err("oidc: email not verified".into());
+                }
+                format!("{}{value}", mapping.prefix)
+            }
+            Mapping::Expression(expression) => {
+                let value = expression.evaluate("claims", claims)?;
+                value
+                    .as_str()
+                    .filter(|v| !v.is_empty())
+                    .ok_or("oidc: username expression did not give a non-empty string")?
+                    .to_string()
+            }
+        };
+        let groups = match &self.groups {
+            None => Vec::new(),
+            Some(Mapping::Claim(mapping)) => strings(&claims[&mapping.claim])
+                .into_iter()
+                .map(|group| format!("{}{group}", mapping.prefix))
+                .collect(),
+            Some(Mapping::Expression(expression)) => {
+                strings(&expression.evaluate("claims", claims)?)
+            }
+        };
+        let uid = match &self.uid {
+            None => String::new(),
+            Some(Mapping::Claim(mapping)) => text(&claims[&mapping.claim]),
+            Some(Mapping::Expression(expression)) => text(&expression.evaluate("claims", claims)?),
+        };
+        let mut extra = std::collections::BTreeMap::new();
+        for (key, expression) in &self.extra {
+            let values = strings(&expression.evaluate("claims", claims)?);
+            if !values.is_empty() {
+                extra.insert(key.clone(), values);
+            }
+        }
+        let user = UserInfo {
+            name: username,
+            uid,
+            groups,
+            extra,
+        };
+        let as_json = serde_json::json!({"username": user.name, "uid": user.uid,
+            "groups": user.groups, "extra": user.extra});
+        for (expression, message) in &self.user_rules {
+            if expression.evaluate("user", &as_json)? != true {
                 return Err(format!(
-                    "oidc: required claim {claim} value does not match. Got = {}, want = {required}",
-                    claims[claim]
+                    "oidc: error evaluating user info validation rule: {message}"
                 ));
             }
         }
-        let username = claims[&self.username.claim].as_str().ok_or_else(|| {
-            format!(
-                "oidc: parse username claims {:?}: claim not present",
-                self.username.claim
-            )
-        })?;
-        if self.username.claim == "email" && claims.get("email_verified").is_some_and(|v| v != true)
-        {
-            return Err("oidc: email not verified".into());
-        }
-        let groups = match &self.groups {
-            None => Vec::new(),
-            Some(mapping) => match &claims[&mapping.claim] {
-                Value::String(group) => vec![format!("{}{group}", mapping.prefix)],
-                Value::Array(list) => list
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(|group| format!("{}{group}", mapping.prefix))
-                    .collect(),
-                _ => Vec::new(),
-            },
-        };
-        Ok(UserInfo {
-            name: format!("{}{username}", self.username.prefix),
-            uid: self
-                .uid
-                .as_ref()
-                .map(|claim| text(&claims[claim]))
-                .unwrap_or_default(),
-            groups,
-            ..UserInfo::default()
-        })
+        Ok(user)
+    }
+}
+
+/// A string or a list of strings, as a list.
+fn strings(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(one) => vec![one.clone()],
+        Value::Array(list) => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -368,10 +494,42 @@ mod tests {
     }
 
     #[test]
-    fn configurations_with_cel_are_refused() {
-        let with_expression = json!({"issuer": {"url": "https://i", "audiences": ["a"]},
-            "claimMappings": {"username": {"expression": "claims.sub"}}});
-        assert!(JwtAuthenticator::from_config(&with_expression).is_err());
+    fn expressions_map_and_validate_claims() {
+        let config = json!({"issuer": {"url": "https://i", "audiences": ["a"]},
+            "claimValidationRules": [{"expression": "claims.hd == 'example.com'", "message": "wrong domain"}],
+            "claimMappings": {"username": {"expression": "'oidc:' + claims.sub"},
+                "groups": {"expression": "claims.roles.map(r, 'role:' + r)"},
+                "uid": {"expression": "claims.sub"},
+                "extra": [{"key": "example.com/tenant", "valueExpression": "claims.tenant"}]},
+            "userValidationRules": [{"expression": "!user.username.startsWith('oidc:system:')",
+                "message": "no system users"}]});
+        let authenticator = JwtAuthenticator::from_config(&config).unwrap();
+        let claims =
+            json!({"sub": "jane", "hd": "example.com", "roles": ["dev", "ops"], "tenant": "t1"});
+        let user = authenticator.user(&claims).unwrap();
+        assert_eq!(user.name, "oidc:jane");
+        assert_eq!(user.uid, "jane");
+        assert_eq!(user.groups, ["role:dev", "role:ops"]);
+        assert_eq!(user.extra["example.com/tenant"], ["t1"]);
+        let mut other = claims.clone();
+        other["hd"] = json!("other.com");
+        assert!(
+            authenticator
+                .user(&other)
+                .unwrap_err()
+                .contains("wrong domain")
+        );
+        let mut system = claims.clone();
+        system["sub"] = json!("system:admin");
+        assert!(
+            authenticator
+                .user(&system)
+                .unwrap_err()
+                .contains("no system users")
+        );
+        let broken = json!({"issuer": {"url": "https://i", "audiences": ["a"]},
+            "claimMappings": {"username": {"expression": "claims.sub +"}}});
+        assert!(JwtAuthenticator::from_config(&broken).is_err());
         let plain_http = json!({"issuer": {"url": "http://i", "audiences": ["a"]},
             "claimMappings": {"username": {"claim": "sub", "prefix": ""}}});
         assert!(JwtAuthenticator::from_config(&plain_http).is_err());
