@@ -272,6 +272,7 @@ pub mod podsecurity;
 pub mod priority;
 pub mod pvcresize;
 mod quantity;
+mod quotascope;
 pub mod resourcequota;
 pub mod runtimeclass;
 pub mod serviceaccount;

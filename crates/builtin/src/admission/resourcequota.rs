@@ -260,8 +260,12 @@ impl AdmissionPlugin for ResourceQuota {
         if quotas.is_empty() {
             return Ok(());
         }
-        let usage = usage(&definition.group_version.group, definition.plural, object);
+        let group = definition.group_version.group.as_str();
+        let usage = usage(group, definition.plural, object);
         for quota in &quotas {
+            if !super::quotascope::matches(quota, group, definition.plural, object) {
+                continue;
+            }
             let name = quota["metadata"]["name"].as_str().unwrap_or_default();
             let hard = hard(quota);
             let missing: Vec<&str> = COMPUTE
@@ -438,7 +442,9 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
             else {
                 continue;
             };
-            for object in listed.items.iter().filter_map(|i| i.decode().ok()) {
+            let objects = listed.items.iter().filter_map(|i| i.decode().ok());
+            for object in objects.filter(|o| super::quotascope::matches(&quota, &group, &plural, o))
+            {
                 for (resource_name, amount) in usage(&group, &plural, &object) {
                     if let Some(total) = used.get_mut(&resource_name) {
                         *total = *total + amount;

@@ -596,3 +596,57 @@ async fn bound_pods_get_their_nodes_topology_labels() {
         json!({"topology.k8s.io/zone": "z1", "topology.k8s.io/region": "r1"})
     );
 }
+
+/// A quota's scopes choose the pods it tracks: a BestEffort quota of one pod refuses a
+/// second BestEffort pod and lets other pods through, and counts only its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quota_scopes_choose_the_pods_they_count() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "quota",
+            "besteffort",
+            "--hard=pods=1",
+            "--scopes=BestEffort",
+        ])
+        .await;
+    let pod = |name: &str, resources: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},
+            "spec":{{"containers":[{{"name":"c","image":"busybox","resources":{resources}}}]}}}}"#
+        )
+    };
+    let limited =
+        r#"{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    // The quota admits nothing until the controller has counted it.
+    while !server
+        .kubectl_stdin(&["create", "-f", "-"], Some(&pod("first", "{}")))
+        .await
+        .status
+        .success()
+    {
+        assert!(Instant::now() < deadline, "the quota was never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("second", "{}"))).await;
+    assert!(
+        err.contains(
+            "exceeded quota: besteffort, requested: pods=1, used: pods=1, limited: pods=1"
+        ),
+        "{err}"
+    );
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("guaranteed", limited)).await;
+    // The recount after a deletion counts only the BestEffort pods: none are left.
+    server.kubectl_ok(&["delete", "pod", "first"]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let quota = get_json(&server, &["resourcequota", "besteffort"]).await;
+        if quota["status"]["used"]["pods"] == "0" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{quota}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
