@@ -35,7 +35,17 @@ pub struct WebhookClient {
     target: Target,
     /// PEM certificates from `caBundle`; the system roots when empty.
     ca_bundle: Vec<u8>,
+    /// How kapi proves itself to the webhook (a webhook kubeconfig's user).
+    credentials: Credentials,
     resolver: Arc<dyn ServiceResolver>,
+}
+
+/// The credentials of a webhook kubeconfig's user: a client certificate (PEM chain and key)
+/// and/or a bearer token.
+#[derive(Default)]
+struct Credentials {
+    client_cert: Option<(Vec<u8>, Vec<u8>)>,
+    token: Option<String>,
 }
 
 impl WebhookClient {
@@ -62,6 +72,7 @@ impl WebhookClient {
         WebhookClient {
             target,
             ca_bundle,
+            credentials: Credentials::default(),
             resolver,
         }
     }
@@ -70,7 +81,12 @@ impl WebhookClient {
     /// (`Post "url": ...`, `context deadline exceeded` after `timeout`).
     pub async fn post(&self, body: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String> {
         let url = self.url().await?;
-        tokio::time::timeout(timeout, post(&url, &self.ca_bundle, body))
+        let tls = Tls {
+            ca_bundle: &self.ca_bundle,
+            credentials: &self.credentials,
+        };
+        let sent = send(http::Method::POST, &url, &tls, body);
+        tokio::time::timeout(timeout, sent)
             .await
             .map_err(|_| format!("Post {url:?}: context deadline exceeded"))?
     }
@@ -92,15 +108,21 @@ impl WebhookClient {
     }
 }
 
-/// POSTs `body` as JSON to an `https://` URL, returning the response body.
-async fn post(url: &str, ca_bundle: &[u8], body: Vec<u8>) -> Result<Vec<u8>, String> {
-    send(http::Method::POST, url, ca_bundle, body).await
+/// How a request is secured: the CA to trust and the credentials to present.
+struct Tls<'a> {
+    ca_bundle: &'a [u8],
+    credentials: &'a Credentials,
 }
 
 /// GETs an `https://` URL (a JSON document such as an OpenID configuration or a key set),
 /// trusting `ca_bundle` (the system roots when empty); the response body.
 pub async fn get(url: &str, ca_bundle: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
-    tokio::time::timeout(timeout, send(http::Method::GET, url, ca_bundle, Vec::new()))
+    let credentials = Credentials::default();
+    let tls = Tls {
+        ca_bundle,
+        credentials: &credentials,
+    };
+    tokio::time::timeout(timeout, send(http::Method::GET, url, &tls, Vec::new()))
         .await
         .map_err(|_| format!("Get {url:?}: context deadline exceeded"))?
 }
@@ -109,7 +131,7 @@ pub async fn get(url: &str, ca_bundle: &[u8], timeout: Duration) -> Result<Vec<u
 async fn send(
     method: http::Method,
     url: &str,
-    ca_bundle: &[u8],
+    tls: &Tls<'_>,
     body: Vec<u8>,
 ) -> Result<Vec<u8>, String> {
     let verb = if method == http::Method::GET {
@@ -128,7 +150,9 @@ async fn send(
         .await
         .map_err(|e| failed(&e))?;
     let server_name = ServerName::try_from(host.clone()).map_err(|e| failed(&e))?;
-    let tls = TlsConnector::from(Arc::new(client_config(ca_bundle)?))
+    let config = client_config(tls.ca_bundle, tls.credentials.client_cert.as_ref())?;
+    let token = tls.credentials.token.as_ref();
+    let tls = TlsConnector::from(Arc::new(config))
         .connect(server_name, tcp)
         .await
         .map_err(|e| failed(&e))?;
@@ -137,12 +161,16 @@ async fn send(
         .await
         .map_err(|e| failed(&e))?;
     tokio::spawn(connection);
-    let request = http::Request::builder()
+    let mut request = http::Request::builder()
         .method(method)
         .uri(path)
         .header(http::header::HOST, authority)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json")
+        .header(http::header::ACCEPT, "application/json");
+    if let Some(token) = token {
+        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(Full::new(bytes::Bytes::from(body)))
         .map_err(|e| failed(&e))?;
     let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
@@ -220,17 +248,13 @@ impl ServiceResolver for NoServices {
 impl WebhookClient {
     /// The client of a webhook kubeconfig (`--authorization-webhook-config-file`,
     /// `--authentication-token-webhook-config-file`): its first cluster's server and CA (data
-    /// or file). Client credentials in the kubeconfig are refused: kapi's webhook client
-    /// authenticates the server only.
+    /// or file), and its first user's client certificate and token.
     pub fn from_kubeconfig(path: &std::path::Path) -> Result<WebhookClient, String> {
         let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
         let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| err.to_string())?;
         let cluster = &config["clusters"][0]["cluster"];
         let server = cluster["server"].as_str().ok_or("no cluster server")?;
-        let user = &config["users"][0]["user"];
-        if user.as_object().is_some_and(|u| !u.is_empty()) {
-            return Err("client credentials for the webhook are not supported by kapi yet".into());
-        }
+        let credentials = credentials(&config["users"][0]["user"])?;
         let ca_bundle = match (
             cluster["certificate-authority-data"].as_str(),
             cluster["certificate-authority"].as_str(),
@@ -244,12 +268,74 @@ impl WebhookClient {
             (None, None) => String::new(),
         };
         let client_config = serde_json::json!({"url": server, "caBundle": ca_bundle});
-        Ok(WebhookClient::new(&client_config, Arc::new(NoServices)))
+        let mut client = WebhookClient::new(&client_config, Arc::new(NoServices));
+        client.credentials = credentials;
+        Ok(client)
     }
 }
 
-/// TLS trusting `ca_bundle`'s certificates, or the system's roots without one.
-fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
+/// The credentials of a kubeconfig user: a client certificate and key (data or files) and a
+/// token (or token file). Other ways to authenticate (exec plugins, auth providers, basic
+/// auth) are refused.
+fn credentials(user: &Value) -> Result<Credentials, String> {
+    const KNOWN: [&str; 6] = [
+        "client-certificate",
+        "client-certificate-data",
+        "client-key",
+        "client-key-data",
+        "token",
+        "tokenFile",
+    ];
+    if let Some(other) = user
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, _)| k)
+        .find(|k| !KNOWN.contains(&k.as_str()))
+    {
+        return Err(format!(
+            "the webhook kubeconfig's user field {other:?} is not supported by kapi"
+        ));
+    }
+    let pem = |data: &str, file: &str| -> Result<Option<Vec<u8>>, String> {
+        match (user[data].as_str(), user[file].as_str()) {
+            (Some(data), _) => base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .map(Some)
+                .map_err(|err| format!("{data}: {err}")),
+            (None, Some(path)) => std::fs::read(path)
+                .map(Some)
+                .map_err(|err| format!("{path}: {err}")),
+            (None, None) => Ok(None),
+        }
+    };
+    let client_cert = match (
+        pem("client-certificate-data", "client-certificate")?,
+        pem("client-key-data", "client-key")?,
+    ) {
+        (Some(chain), Some(key)) => Some((chain, key)),
+        (None, None) => None,
+        _ => return Err("a client certificate needs both its certificate and its key".into()),
+    };
+    let token = match (user["token"].as_str(), user["tokenFile"].as_str()) {
+        (Some(token), _) => Some(token.to_string()),
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|err| format!("{path}: {err}"))?
+                .trim()
+                .to_string(),
+        ),
+        (None, None) => None,
+    };
+    Ok(Credentials { client_cert, token })
+}
+
+/// TLS trusting `ca_bundle`'s certificates, or the system's roots without one, presenting
+/// `client_cert` (PEM chain and key) if given.
+fn client_config(
+    ca_bundle: &[u8],
+    client_cert: Option<&(Vec<u8>, Vec<u8>)>,
+) -> Result<rustls::ClientConfig, String> {
     let roots = if ca_bundle.is_empty() {
         let mut roots = rustls::RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
@@ -260,11 +346,21 @@ fn client_config(ca_bundle: &[u8]) -> Result<rustls::ClientConfig, String> {
         trusted_roots(ca_bundle)?
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|err| err.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+        .with_root_certificates(roots);
+    let Some((chain, key)) = client_cert else {
+        return Ok(builder.with_no_client_auth());
+    };
+    let chain = CertificateDer::pem_slice_iter(chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|err| format!("client certificate: {err}"))?;
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key)
+        .map_err(|err| format!("client key: {err}"))?;
+    builder
+        .with_client_auth_cert(chain, key)
+        .map_err(|err| format!("client certificate: {err}"))
 }
 
 #[cfg(test)]
@@ -277,6 +373,30 @@ mod tests {
         assert_eq!(split_host_port("a.b").unwrap(), ("a.b".into(), 443));
         assert_eq!(split_host_port("[::1]:9443").unwrap(), ("::1".into(), 9443));
         assert!(split_host_port("a:b").is_err());
+    }
+
+    #[test]
+    fn kubeconfig_users_give_client_certificates_and_tokens() {
+        use base64::Engine as _;
+        let encode = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["kapi".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let user = serde_json::json!({"client-certificate-data": encode(&cert.pem()),
+            "client-key-data": encode(&key.serialize_pem()), "token": "secret"});
+        let found = credentials(&user).unwrap();
+        assert_eq!(found.token.as_deref(), Some("secret"));
+        let (chain, key) = found.client_cert.as_ref().unwrap();
+        assert!(client_config(&[], Some(&(chain.clone(), key.clone()))).is_ok());
+        let half = serde_json::json!({"client-certificate-data": encode(&cert.pem())});
+        assert!(credentials(&half).is_err());
+        let exec = serde_json::json!({"exec": {"command": "get-token"}});
+        assert_eq!(
+            credentials(&exec).err().unwrap(),
+            "the webhook kubeconfig's user field \"exec\" is not supported by kapi"
+        );
     }
 
     #[test]

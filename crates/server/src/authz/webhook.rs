@@ -34,9 +34,7 @@ pub struct WebhookAuthorizer {
 }
 
 impl WebhookAuthorizer {
-    /// The authorizer of the kubeconfig at `path`: its first cluster's server and CA (data or
-    /// file). Client credentials in the kubeconfig are refused: kapi's webhook client
-    /// authenticates the server only.
+    /// The authorizer of the kubeconfig at `path` (see [`WebhookClient::from_kubeconfig`]).
     pub fn from_kubeconfig(
         path: &Path,
         authorized_ttl: Duration,
