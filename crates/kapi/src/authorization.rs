@@ -1,6 +1,7 @@
-//! `--authorization-mode`: the authorizers kapi asks, in order, after `system:masters`
-//! (always allowed, as kube-apiserver's privileged-groups authorizer), and the RBAC rule
-//! resolver the escalation check shares with the RBAC authorizer.
+//! `--authorization-mode` or `--authorization-config`: the authorizers kapi asks, in order,
+//! after `system:masters` (always allowed, as kube-apiserver's privileged-groups
+//! authorizer), and the RBAC rule resolver the escalation check shares with the RBAC
+//! authorizer.
 
 use std::fmt;
 use std::sync::Arc;
@@ -9,8 +10,9 @@ use anyhow::{Context, Result};
 use kapi_builtin::rbac::{RbacAuthorizer, RbacResources, RuleResolver};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
 use kapi_server::authz::{
-    AlwaysAllow, AlwaysDeny, PrivilegedGroups, UnionAuthorizer, WebhookAuthorizer,
+    AlwaysAllow, AlwaysDeny, FailurePolicy, PrivilegedGroups, UnionAuthorizer, WebhookAuthorizer,
 };
+use serde_json::Value;
 
 use crate::flags::ServeOptions;
 use kapi_server::{ApiHandler, Authorizer};
@@ -82,10 +84,9 @@ pub struct Authorization {
     pub rbac: RbacResources,
 }
 
-/// Builds the authorizer chain of `--authorization-mode` over the RBAC objects `api` serves.
+/// Builds the authorizer chain of `--authorization-mode` (or `--authorization-config`) over
+/// the RBAC objects `api` serves.
 pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> {
-    let modes = &options.authorization_mode;
-    check_modes(modes)?;
     let mut authorizers: Vec<Arc<dyn Authorizer>> =
         vec![Arc::new(PrivilegedGroups::new(&[SYSTEM_PRIVILEGED_GROUP]))];
     let rbac = rbac_resources(api)?;
@@ -95,14 +96,31 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
         rbac.role_bindings.clone(),
         rbac.cluster_role_bindings.clone(),
     );
-    for mode in modes {
-        let authorizer: Arc<dyn Authorizer> = match mode {
-            Mode::AlwaysAllow => Arc::new(AlwaysAllow),
-            Mode::AlwaysDeny => Arc::new(AlwaysDeny),
-            Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
-            Mode::Webhook => Arc::new(webhook(options)?),
-        };
-        authorizers.push(authorizer);
+    match &options.authorization_config {
+        Some(path) => {
+            if !options.authorization_mode.is_empty() {
+                anyhow::bail!(
+                    "--authorization-config can not be specified when --authorization-mode is specified"
+                );
+            }
+            authorizers.extend(configured(path, &rules)?);
+        }
+        None => {
+            let modes = match options.authorization_mode.as_slice() {
+                [] => vec![Mode::Rbac],
+                modes => modes.to_vec(),
+            };
+            check_modes(&modes)?;
+            for mode in modes {
+                let authorizer: Arc<dyn Authorizer> = match mode {
+                    Mode::AlwaysAllow => Arc::new(AlwaysAllow),
+                    Mode::AlwaysDeny => Arc::new(AlwaysDeny),
+                    Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
+                    Mode::Webhook => Arc::new(webhook(options)?),
+                };
+                authorizers.push(authorizer);
+            }
+        }
     }
     Ok(Authorization {
         authorizer: Arc::new(UnionAuthorizer::new(authorizers)),
@@ -122,6 +140,93 @@ fn webhook(options: &ServeOptions) -> Result<WebhookAuthorizer> {
         options.authorization_webhook_cache_authorized_ttl,
         options.authorization_webhook_cache_unauthorized_ttl,
     )?)
+}
+
+/// The authorizers of an AuthorizationConfiguration file, in order.
+fn configured(
+    path: &std::path::Path,
+    rules: &Arc<RuleResolver>,
+) -> Result<Vec<Arc<dyn Authorizer>>> {
+    let name = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
+    let config: Value =
+        serde_yaml_ng::from_str(&text).with_context(|| format!("parsing {name}"))?;
+    if config["kind"] != "AuthorizationConfiguration" {
+        anyhow::bail!("{name}: kind must be AuthorizationConfiguration");
+    }
+    let entries = config["authorizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if entries.is_empty() {
+        anyhow::bail!(
+            "{name}: authorizers: Required value: at least one authorization mode must be defined"
+        );
+    }
+    let mut names = Vec::new();
+    let mut authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("{name}: authorizers[{i}]");
+        let kind = entry["type"].as_str().unwrap_or_default();
+        let entry_name = entry["name"].as_str().unwrap_or_default();
+        if entry_name.is_empty() || names.contains(&entry_name) {
+            anyhow::bail!("{at}.name: a unique name is required");
+        }
+        names.push(entry_name);
+        authorizers.push(match kind {
+            "AlwaysAllow" => Arc::new(AlwaysAllow),
+            "AlwaysDeny" => Arc::new(AlwaysDeny),
+            "RBAC" => Arc::new(RbacAuthorizer::new(rules.clone())),
+            "Webhook" => Arc::new(configured_webhook(&entry["webhook"]).with_context(|| at.clone())?),
+            other => anyhow::bail!("{at}.type: {other:?} is not supported by kapi (AlwaysAllow, AlwaysDeny, RBAC, Webhook)"),
+        });
+    }
+    Ok(authorizers)
+}
+
+/// A Webhook authorizer of the structured configuration.
+fn configured_webhook(webhook: &Value) -> Result<WebhookAuthorizer> {
+    let duration = |field: &str, default: &str| -> Result<std::time::Duration> {
+        let text = webhook[field].as_str().unwrap_or(default);
+        kapi_server::goduration::parse(text).with_context(|| format!("webhook.{field}"))
+    };
+    let connection = &webhook["connectionInfo"];
+    if connection["type"] != "KubeConfigFile" {
+        anyhow::bail!("webhook.connectionInfo.type: only KubeConfigFile is supported by kapi");
+    }
+    let kubeconfig = connection["kubeConfigFile"]
+        .as_str()
+        .context("webhook.connectionInfo.kubeConfigFile is required")?;
+    let cached = |field: &str| webhook[field].as_bool() != Some(false);
+    let authorized_ttl = if cached("cacheAuthorizedRequests") {
+        duration("authorizedTTL", "5m")?
+    } else {
+        std::time::Duration::ZERO
+    };
+    let unauthorized_ttl = if cached("cacheUnauthorizedRequests") {
+        duration("unauthorizedTTL", "30s")?
+    } else {
+        std::time::Duration::ZERO
+    };
+    let failure_policy = match webhook["failurePolicy"].as_str() {
+        Some("NoOpinion") => FailurePolicy::NoOpinion,
+        Some("Deny") => FailurePolicy::Deny,
+        other => anyhow::bail!("webhook.failurePolicy: {other:?} must be NoOpinion or Deny"),
+    };
+    let conditions: Vec<String> = webhook["matchConditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["expression"].as_str().map(String::from))
+        .collect();
+    let authorizer = WebhookAuthorizer::from_kubeconfig(
+        std::path::Path::new(kubeconfig),
+        authorized_ttl,
+        unauthorized_ttl,
+    )?;
+    authorizer
+        .with_policy(duration("timeout", "30s")?, failure_policy, &conditions)
+        .map_err(anyhow::Error::msg)
 }
 
 /// The served rbac.authorization.k8s.io/v1 collections.

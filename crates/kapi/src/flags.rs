@@ -112,9 +112,15 @@ pub struct ServeOptions {
     pub authentication_config: Option<PathBuf>,
 
     /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC,
-    /// Webhook). Members of system:masters are always allowed.
-    #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = crate::authorization::Mode::parse)]
+    /// Webhook); RBAC when neither this nor `--authorization-config` is given. Members of
+    /// system:masters are always allowed.
+    #[arg(long, value_delimiter = ',', value_parser = crate::authorization::Mode::parse)]
     pub authorization_mode: Vec<crate::authorization::Mode>,
+
+    /// An AuthorizationConfiguration file (apiserver.config.k8s.io/v1): the authorizers in
+    /// order, webhooks with their timeouts, caching, failure policies and match conditions.
+    #[arg(long)]
+    pub authorization_config: Option<PathBuf>,
 
     /// A kubeconfig naming a webhook that authenticates bearer tokens no other authenticator
     /// knows (TokenReview).

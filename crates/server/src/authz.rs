@@ -15,7 +15,7 @@ pub mod webhook;
 
 pub use modes::{AlwaysAllow, AlwaysDeny};
 pub use union::{PrivilegedGroups, UnionAuthorizer};
-pub use webhook::WebhookAuthorizer;
+pub use webhook::{FailurePolicy, WebhookAuthorizer};
 
 /// What a request wants to do, as upstream's `authorizer.AttributesRecord`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

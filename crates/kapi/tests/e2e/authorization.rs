@@ -582,6 +582,89 @@ async fn the_webhook_mode_asks_a_subject_access_review_service() {
     );
 }
 
+/// `--authorization-config`: a webhook asked only for what its match conditions select,
+/// then RBAC; a webhook that cannot be reached decides by its failure policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_config_orders_webhooks_and_rbac() {
+    let asked: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let seen = asked.clone();
+    let (address, ca) = common::serve_webhook(move |_, review: serde_json::Value| {
+        let resource = review["spec"]["resourceAttributes"]["resource"].clone();
+        seen.lock().unwrap().push(resource.as_str().unwrap_or_default().to_string());
+        async move {
+            serde_json::json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+                "status": {"allowed": true}})
+        }
+    })
+    .await;
+    let reachable = common::webhook_kubeconfig(&format!("https://{address}/authorize"), &ca);
+    let unreachable = common::webhook_kubeconfig("https://127.0.0.1:1/authorize", &ca);
+    let config = |failure_policy: &str| {
+        let text = serde_json::json!({"apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "AuthorizationConfiguration", "authorizers": [
+                {"type": "Webhook", "name": "configmaps", "webhook": {
+                    "timeout": "3s", "subjectAccessReviewVersion": "v1",
+                    "matchConditionSubjectAccessReviewVersion": "v1",
+                    "failurePolicy": "NoOpinion", "authorizedTTL": "1s", "unauthorizedTTL": "1s",
+                    "connectionInfo": {"type": "KubeConfigFile",
+                        "kubeConfigFile": reachable.path().to_str().unwrap()},
+                    "matchConditions": [{"expression":
+                        "has(request.resourceAttributes) && request.resourceAttributes.resource == 'configmaps'"}]}},
+                {"type": "Webhook", "name": "down", "webhook": {
+                    "timeout": "3s", "subjectAccessReviewVersion": "v1",
+                    "matchConditionSubjectAccessReviewVersion": "v1",
+                    "failurePolicy": failure_policy, "authorizedTTL": "1s", "unauthorizedTTL": "1s",
+                    "connectionInfo": {"type": "KubeConfigFile",
+                        "kubeConfigFile": unreachable.path().to_str().unwrap()}}},
+                {"type": "RBAC", "name": "rbac"}]});
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), text.to_string()).unwrap();
+        file
+    };
+    let no_opinion = config("NoOpinion");
+    let flag = format!("--authorization-config={}", no_opinion.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    server.kubectl_ok(&["create", "namespace", "team"]).await;
+    let nobody = kubeconfig_for(&server, Who::Nobody);
+    let configmaps = case(
+        Who::Nobody,
+        "GET",
+        "/api/v1/namespaces/team/configmaps",
+        true,
+    );
+    let (status, body) = send(&nobody, &configmaps).await;
+    assert_eq!(status, 200, "the first webhook allows: {body}");
+    let pods = case(Who::Nobody, "GET", "/api/v1/namespaces/team/pods", false);
+    let (status, _) = send(&nobody, &pods).await;
+    assert_eq!(status, 403, "no webhook opinion, then RBAC refuses");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["configmaps"],
+        "only what matches is asked"
+    );
+    server.stop().await;
+
+    let deny = config("Deny");
+    let flag = format!("--authorization-config={}", deny.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let viewer = kubeconfig_for(&server, Who::Viewer);
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            "v",
+            "--clusterrole=view",
+            "--user=viewer",
+        ])
+        .await;
+    let pods = case(Who::Viewer, "GET", "/api/v1/namespaces/default/pods", false);
+    let (status, _) = send(&viewer, &pods).await;
+    assert_eq!(
+        status, 403,
+        "the unreachable webhook denies before RBAC allows"
+    );
+}
+
 /// A CSR object for the kube-apiserver-client signer, with subject organization `org`.
 fn csr(name: &str, org: Option<&str>) -> String {
     let key = KeyPair::generate().unwrap();

@@ -25,11 +25,27 @@ const CACHE_ENTRIES: usize = 10_000;
 #[error("authorization webhook config {0:?}: {1}")]
 pub struct WebhookConfigError(String, String);
 
+/// What a webhook that cannot be asked (or whose match conditions fail) decides, as the
+/// structured authorization configuration's `failurePolicy` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailurePolicy {
+    /// The request is decided by the next authorizer.
+    NoOpinion,
+    /// The request is denied.
+    Deny,
+}
+
 /// The Webhook authorizer.
 pub struct WebhookAuthorizer {
     client: WebhookClient,
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
+    timeout: Duration,
+    /// `None` (the `--authorization-mode` webhook): a failed call fails the request.
+    failure_policy: Option<FailurePolicy>,
+    /// CEL expressions over `request` (the SubjectAccessReview spec) that must all hold for
+    /// the webhook to be asked; otherwise it has no opinion.
+    match_conditions: Vec<cel::Program>,
     cache: Mutex<HashMap<String, (Instant, Decision)>>,
 }
 
@@ -46,8 +62,60 @@ impl WebhookAuthorizer {
             client,
             authorized_ttl,
             unauthorized_ttl,
+            timeout: TIMEOUT,
+            failure_policy: None,
+            match_conditions: Vec::new(),
             cache: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The structured configuration's settings: the call's timeout, what a failure decides,
+    /// and the match conditions (CEL sources; one that does not compile is an error).
+    pub fn with_policy(
+        mut self,
+        timeout: Duration,
+        failure_policy: FailurePolicy,
+        match_conditions: &[String],
+    ) -> Result<WebhookAuthorizer, String> {
+        self.timeout = timeout;
+        self.failure_policy = Some(failure_policy);
+        self.match_conditions = match_conditions
+            .iter()
+            .map(|source| {
+                cel::Program::compile(source)
+                    .map_err(|err| format!("matchConditions {source:?}: {err}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Whether every match condition holds for the review `spec`.
+    fn matches(&self, spec: &Value) -> Result<bool, String> {
+        if self.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let mut context = cel::Context::default();
+        context
+            .add_variable("request", spec.clone())
+            .map_err(|err| err.to_string())?;
+        for condition in &self.match_conditions {
+            match condition.execute(&context) {
+                Ok(cel::Value::Bool(true)) => {}
+                Ok(cel::Value::Bool(false)) => return Ok(false),
+                Ok(other) => return Err(format!("match condition gave {other:?}, not a bool")),
+                Err(err) => return Err(err.to_string()),
+            }
+        }
+        Ok(true)
+    }
+
+    /// The decision when the webhook cannot decide: its failure policy, or an error.
+    fn failed(&self, reason: String) -> Result<Decision, AuthorizationError> {
+        match self.failure_policy {
+            None => Err(AuthorizationError(reason)),
+            Some(FailurePolicy::NoOpinion) => Ok(Decision::NoOpinion(reason)),
+            Some(FailurePolicy::Deny) => Ok(Decision::Deny(reason)),
+        }
     }
 
     /// The cached decision for `spec`, if still fresh.
@@ -117,19 +185,31 @@ fn decision(status: &Value) -> Decision {
 impl Authorizer for WebhookAuthorizer {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
         let spec = spec(attributes);
+        match self.matches(&spec) {
+            Ok(true) => {}
+            Ok(false) => return Ok(Decision::NoOpinion(String::new())),
+            Err(err) => return self.failed(format!("evaluating match conditions: {err}")),
+        }
         let key = spec.to_string();
         if let Some(decision) = self.cached(&key) {
             return Ok(decision);
         }
         let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec});
-        let body = self
+        let posted = self
             .client
-            .post(serde_json::to_vec(&review).unwrap_or_default(), TIMEOUT)
-            .await
-            .map_err(AuthorizationError)?;
-        let answer: Value = serde_json::from_slice(&body).map_err(|err| {
-            AuthorizationError(format!("decoding the SubjectAccessReview: {err}"))
-        })?;
+            .post(
+                serde_json::to_vec(&review).unwrap_or_default(),
+                self.timeout,
+            )
+            .await;
+        let body = match posted {
+            Ok(body) => body,
+            Err(err) => return self.failed(err),
+        };
+        let answer: Value = match serde_json::from_slice(&body) {
+            Ok(answer) => answer,
+            Err(err) => return self.failed(format!("decoding the SubjectAccessReview: {err}")),
+        };
         let decision = decision(&answer["status"]);
         self.remember(key, &decision);
         Ok(decision)
