@@ -7,7 +7,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kapi_builtin::rbac::{RbacAuthorizer, RbacResources, RuleResolver};
+use kapi_builtin::rbac::{
+    NodeAuthorizer, NodeResources, RbacAuthorizer, RbacResources, RuleResolver,
+};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
 use kapi_server::authz::{
     AlwaysAllow, AlwaysDeny, FailurePolicy, PrivilegedGroups, UnionAuthorizer, WebhookAuthorizer,
@@ -22,15 +24,17 @@ use kapi_server::{ApiHandler, Authorizer};
 pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
+    Node,
     Rbac,
     Webhook,
 }
 
 impl Mode {
     /// The modes kapi implements, in their flag spelling.
-    const ALL: [(&'static str, Mode); 4] = [
+    const ALL: [(&'static str, Mode); 5] = [
         ("AlwaysAllow", Mode::AlwaysAllow),
         ("AlwaysDeny", Mode::AlwaysDeny),
+        ("Node", Mode::Node),
         ("RBAC", Mode::Rbac),
         ("Webhook", Mode::Webhook),
     ];
@@ -103,7 +107,7 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
                     "--authorization-config can not be specified when --authorization-mode is specified"
                 );
             }
-            authorizers.extend(configured(path, &rules)?);
+            authorizers.extend(configured(path, &rules, api)?);
         }
         None => {
             let modes = match options.authorization_mode.as_slice() {
@@ -115,6 +119,7 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
                 let authorizer: Arc<dyn Authorizer> = match mode {
                     Mode::AlwaysAllow => Arc::new(AlwaysAllow),
                     Mode::AlwaysDeny => Arc::new(AlwaysDeny),
+                    Mode::Node => Arc::new(node(api)?),
                     Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
                     Mode::Webhook => Arc::new(webhook(options)?),
                 };
@@ -127,6 +132,19 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
         rules,
         rbac,
     })
+}
+
+/// The Node authorizer over the pods, claims and volume attachments `api` serves.
+fn node(api: &ApiHandler) -> Result<NodeAuthorizer> {
+    let served = |group: &str, plural: &str| {
+        api.served(group, "v1", plural)
+            .with_context(|| format!("the built-in resources have no {plural}"))
+    };
+    Ok(NodeAuthorizer::new(NodeResources {
+        pods: served("", "pods")?,
+        claims: served("", "persistentvolumeclaims")?,
+        attachments: served("storage.k8s.io", "volumeattachments")?,
+    }))
 }
 
 /// The Webhook authorizer of `--authorization-webhook-config-file`.
@@ -146,6 +164,7 @@ fn webhook(options: &ServeOptions) -> Result<WebhookAuthorizer> {
 fn configured(
     path: &std::path::Path,
     rules: &Arc<RuleResolver>,
+    api: &ApiHandler,
 ) -> Result<Vec<Arc<dyn Authorizer>>> {
     let name = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
@@ -177,8 +196,9 @@ fn configured(
             "AlwaysAllow" => Arc::new(AlwaysAllow),
             "AlwaysDeny" => Arc::new(AlwaysDeny),
             "RBAC" => Arc::new(RbacAuthorizer::new(rules.clone())),
+            "Node" => Arc::new(node(api)?),
             "Webhook" => Arc::new(configured_webhook(&entry["webhook"]).with_context(|| at.clone())?),
-            other => anyhow::bail!("{at}.type: {other:?} is not supported by kapi (AlwaysAllow, AlwaysDeny, RBAC, Webhook)"),
+            other => anyhow::bail!("{at}.type: {other:?} is not supported by kapi (AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"),
         });
     }
     Ok(authorizers)

@@ -111,8 +111,8 @@ pub struct ServeOptions {
     #[arg(long)]
     pub authentication_config: Option<PathBuf>,
 
-    /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, RBAC,
-    /// Webhook); RBAC when neither this nor `--authorization-config` is given. Members of
+    /// The authorizers to ask, in order, comma separated (AlwaysAllow, AlwaysDeny, Node,
+    /// RBAC, Webhook); RBAC when neither this nor `--authorization-config` is given. Members of
     /// system:masters are always allowed.
     #[arg(long, value_delimiter = ',', value_parser = crate::authorization::Mode::parse)]
     pub authorization_mode: Vec<crate::authorization::Mode>,

@@ -6,6 +6,7 @@
 mod authorizer;
 mod bootstrap;
 mod escalation;
+mod node;
 mod policy;
 mod resolver;
 mod rules;
@@ -13,4 +14,5 @@ mod rules;
 pub use authorizer::RbacAuthorizer;
 pub use bootstrap::{RbacResources, start as start_bootstrap_policy};
 pub use escalation::EscalationCheck;
+pub use node::{NodeAuthorizer, NodeResources};
 pub use resolver::RuleResolver;

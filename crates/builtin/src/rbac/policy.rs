@@ -566,7 +566,7 @@ fn view_rules() -> Vec<Value> {
 }
 
 /// `system:node`: what a kubelet needs (the Node authorizer narrows it to its own objects).
-fn node_rules() -> Vec<Value> {
+pub(super) fn node_rules() -> Vec<Value> {
     vec![
         rule(&["create"], &[AUTHENTICATION], &["tokenreviews"]),
         rule(

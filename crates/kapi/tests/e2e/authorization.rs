@@ -24,6 +24,7 @@ enum Who {
     TeamAdmin,
     Root,
     Robot,
+    Kubelet,
 }
 
 impl Who {
@@ -40,6 +41,7 @@ impl Who {
                 "system:serviceaccount:team:robot",
                 &["system:serviceaccounts", "system:serviceaccounts:team"],
             ),
+            Who::Kubelet => ("system:node:n1", &["system:nodes"]),
         })
     }
 }
@@ -662,6 +664,69 @@ async fn the_authorization_config_orders_webhooks_and_rbac() {
     assert_eq!(
         status, 403,
         "the unreachable webhook denies before RBAC allows"
+    );
+}
+
+/// The Node authorizer: a kubelet reads the secrets and config maps of the pods bound to its
+/// node (and nothing else of their kind), creates tokens only for their service accounts,
+/// and keeps its own Lease; the `system:node` rules decide the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelets_reach_only_what_their_pods_use() {
+    let server = TestServer::start(Backend::Embedded, &["--authorization-mode=Node,RBAC"]).await;
+    for object in [
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"used"},"data":{}}"#,
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"unused"},"data":{}}"#,
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"}}"#,
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web"},"spec":{"nodeName":"n1",
+            "containers":[{"name":"c","image":"busybox","envFrom":[{"configMapRef":{"name":"settings"}}]}],
+            "volumes":[{"name":"s","secret":{"secretName":"used"}}]}}"#,
+    ] {
+        common::ok_stdin(&server, &["create", "-f", "-"], object).await;
+    }
+    let kubelet = kubeconfig_for(&server, Who::Kubelet);
+    let expect = |path: &'static str, method: &'static str, allowed: bool| {
+        case(Who::Kubelet, method, path, allowed)
+    };
+    let cases = [
+        expect("/api/v1/namespaces/default/secrets/used", "GET", true),
+        expect("/api/v1/namespaces/default/secrets/unused", "GET", false),
+        expect("/api/v1/namespaces/default/secrets", "GET", false),
+        expect(
+            "/api/v1/namespaces/default/secrets?fieldSelector=metadata.name%3Dused",
+            "GET",
+            true,
+        ),
+        expect(
+            "/api/v1/namespaces/default/configmaps/settings",
+            "GET",
+            true,
+        ),
+        expect("/api/v1/namespaces/default/pods", "GET", true),
+        expect("/api/v1/nodes", "GET", true),
+        expect(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1",
+            "GET",
+            true,
+        ),
+        expect(
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n2",
+            "GET",
+            false,
+        ),
+    ];
+    for case in &cases {
+        let (status, body) = send(&kubelet, case).await;
+        let allowed = status != 403;
+        assert_eq!(
+            allowed, case.allowed,
+            "{} {}: {status} {body}",
+            case.method, case.path
+        );
+    }
+    let (_, body) = send(&kubelet, &cases[1]).await;
+    assert!(
+        body.contains("no relationship found between node 'n1' and this object"),
+        "{body}"
     );
 }
 
