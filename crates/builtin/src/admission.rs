@@ -267,6 +267,7 @@ pub mod certificates;
 pub mod defaultclass;
 pub mod inuse;
 pub mod limitranger;
+pub mod noderestriction;
 pub mod nodetaint;
 pub mod podsecurity;
 pub mod priority;

@@ -43,6 +43,7 @@ pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestri
 pub use admission::defaultclass::DefaultClass;
 pub use admission::inuse::StorageObjectInUseProtection;
 pub use admission::limitranger::LimitRanger;
+pub use admission::noderestriction::NodeRestriction;
 pub use admission::nodetaint::TaintNodesByCondition;
 pub use admission::podsecurity::PodSecurity;
 pub use admission::priority::Priority;

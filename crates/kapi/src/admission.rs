@@ -10,9 +10,9 @@ use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
-    LimitRanger, NamespaceLifecycle, PersistentVolumeClaimResize, PodSecurity, PodTopologyLabels,
-    Priority, ResourceQuota, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
-    TaintNodesByCondition,
+    LimitRanger, NamespaceLifecycle, NodeRestriction, PersistentVolumeClaimResize, PodSecurity,
+    PodTopologyLabels, Priority, ResourceQuota, RuntimeClass, ServiceAccount,
+    StorageObjectInUseProtection, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -161,6 +161,10 @@ fn available(
         Arc::new(ServiceAccount::new(served("", "serviceaccounts")?)),
         Arc::new(priority),
         Arc::new(pvc_resize),
+        Arc::new(NodeRestriction::new(
+            served("", "pods")?,
+            served("", "nodes")?,
+        )),
         Arc::new(TaintNodesByCondition),
         Arc::new(pod_security),
         Arc::new(RuntimeClass::new(served("node.k8s.io", "runtimeclasses")?)),

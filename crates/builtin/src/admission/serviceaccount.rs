@@ -278,7 +278,7 @@ fn limit_secret_references(account: &Value, pod: &Value) -> Option<String> {
 
 /// Whether a pod spec references a secret anywhere (volumes of every kind, projected
 /// volumes, env and envFrom): upstream's VisitPodSecretNames.
-fn has_secret_reference(value: &Value) -> bool {
+pub(super) fn has_secret_reference(value: &Value) -> bool {
     const KEYS: [&str; 4] = [
         "secretName",
         "secretKeyRef",

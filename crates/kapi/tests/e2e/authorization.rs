@@ -672,7 +672,11 @@ async fn the_authorization_config_orders_webhooks_and_rbac() {
 /// and keeps its own Lease; the `system:node` rules decide the rest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubelets_reach_only_what_their_pods_use() {
-    let server = TestServer::start(Backend::Embedded, &["--authorization-mode=Node,RBAC"]).await;
+    let flags = [
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+    ];
+    let server = TestServer::start(Backend::Embedded, &flags).await;
     for object in [
         r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"used"},"data":{}}"#,
         r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"unused"},"data":{}}"#,
@@ -728,6 +732,42 @@ async fn kubelets_reach_only_what_their_pods_use() {
         body.contains("no relationship found between node 'n1' and this object"),
         "{body}"
     );
+
+    // NodeRestriction: its own Node only, without restricted labels; mirror pods only.
+    let client = client(&kubelet).await;
+    let node = |name: &str, labels: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}","labels":{labels}}}}}"#
+        )
+    };
+    let (status, body) = request(&client, "POST", "/api/v1/nodes", &node("n2", "{}")).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(r#"node \"n1\" is not allowed to modify node \"n2\""#),
+        "{body}"
+    );
+    let labelled = node("n1", r#"{"node-restriction.kubernetes.io/trusted":"yes"}"#);
+    let (status, body) = request(&client, "POST", "/api/v1/nodes", &labelled).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains(
+            "is not allowed to set the following labels: node-restriction.kubernetes.io/trusted"
+        ),
+        "{body}"
+    );
+    let (status, body) = request(
+        &client,
+        "POST",
+        "/api/v1/nodes",
+        &node("n1", r#"{"kubernetes.io/hostname":"n1"}"#),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"static"},
+        "spec":{"nodeName":"n1","containers":[{"name":"c","image":"busybox"}]}}"#;
+    let (status, body) = request(&client, "POST", "/api/v1/namespaces/default/pods", pod).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("can only create mirror pods"), "{body}");
 }
 
 /// A CSR object for the kube-apiserver-client signer, with subject organization `org`.
