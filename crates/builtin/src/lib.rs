@@ -18,6 +18,7 @@ mod catalog;
 pub mod configmap;
 pub mod event;
 mod hooks;
+mod informer;
 pub mod lease;
 pub mod namespace;
 mod namespace_objects;

@@ -8,13 +8,14 @@
 use std::sync::Arc;
 
 use kapi_apimachinery::status::ApiError;
-use kapi_server::cacher::{CacheNotification, EventType};
+use kapi_server::cacher::EventType;
 use kapi_server::endpoints::Served;
 use kapi_server::registry::{Item, Write};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::informer::{self, Change};
 use crate::namespace::PHASE_TERMINATING;
 
 /// The ConfigMap of the cluster CA in every namespace.
@@ -169,48 +170,30 @@ fn is_active(namespaces: &Served, namespace: &str) -> bool {
         && object["metadata"]["deletionTimestamp"].is_null()
 }
 
-/// Sends the namespaces to look at from one collection: every namespace (at start, and each
-/// added or changed one) when `name` is `None`; else the namespace of each change to an
-/// object called `name`. Starts over (everything again) when it falls behind.
+/// Sends the namespaces to look at from one collection: every namespace (at start and after
+/// falling behind, and each added or changed one) when `name` is `None`; else the namespace
+/// of each change to an object called `name`.
 async fn follow(
     served: Served,
     name: Option<&'static str>,
     dirty: mpsc::UnboundedSender<String>,
     stopping: CancellationToken,
 ) {
-    let registry = &served.registry;
-    let prefix = registry.collection_prefix(None);
-    loop {
-        let Ok(mut subscription) = registry.cacher().subscribe(None, &prefix) else {
-            return;
+    let namespaces = served.clone();
+    informer::follow(served, stopping, |change| {
+        let batch = match (change, name) {
+            (Change::Resync, None) => all_namespaces(&namespaces),
+            (Change::Event(event), None) if event.type_ != EventType::Deleted => {
+                vec![event.object.name.clone()]
+            }
+            (Change::Event(event), Some(name)) if event.object.name == name => {
+                vec![event.object.namespace.clone()]
+            }
+            _ => Vec::new(),
         };
-        if name.is_none() {
-            for namespace in all_namespaces(&served) {
-                if dirty.send(namespace).is_err() {
-                    return;
-                }
-            }
-        }
-        loop {
-            let notification = tokio::select! {
-                _ = stopping.cancelled() => return,
-                n = subscription.receiver.recv() => n,
-            };
-            let events = match notification {
-                Ok(CacheNotification::Events(events)) => events,
-                Ok(CacheNotification::Progress(_)) => continue,
-                Err(_) => break,
-            };
-            for event in events.iter() {
-                let namespace = match name {
-                    None if event.type_ != EventType::Deleted => event.object.name.clone(),
-                    Some(name) if event.object.name == name => event.object.namespace.clone(),
-                    _ => continue,
-                };
-                if dirty.send(namespace).is_err() {
-                    return;
-                }
-            }
-        }
-    }
+        batch
+            .into_iter()
+            .all(|namespace| dirty.send(namespace).is_ok())
+    })
+    .await;
 }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use kapi_server::cacher::{CacheNotification, EventType};
+use kapi_server::cacher::EventType;
 use kapi_server::endpoints::Served;
 use kapi_server::registry::{Item, Write};
 use serde_json::Value;
@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::inuse::{PV_PROTECTION, PVC_PROTECTION};
+use crate::informer::{self, Change};
 
 /// How often every deleting claim and volume is looked at again.
 const RESYNC: Duration = Duration::from_secs(60);
@@ -206,50 +207,30 @@ async fn remove_finalizer(served: &Served, namespace: &str, name: &str, finalize
 }
 
 /// Sends what to look at again from one collection's changes: a claim's namespace when it
-/// changes, a pod's when it goes or finishes, a volume when it changes.
+/// changes, a pod's when it goes or finishes, a volume when it changes; everything after the
+/// follower fell behind.
 async fn follow(
     served: Served,
     kind: Kind,
     dirty: mpsc::UnboundedSender<Dirty>,
     stopping: CancellationToken,
 ) {
-    let registry = &served.registry;
-    let prefix = registry.collection_prefix(None);
-    loop {
-        let Ok(mut subscription) = registry.cacher().subscribe(None, &prefix) else {
-            return;
+    informer::follow(served, stopping, |change| {
+        let Change::Event(event) = change else {
+            return dirty.send(Dirty::All).is_ok();
         };
-        loop {
-            let notification = tokio::select! {
-                _ = stopping.cancelled() => return,
-                n = subscription.receiver.recv() => n,
-            };
-            let events = match notification {
-                Ok(CacheNotification::Events(events)) => events,
-                Ok(CacheNotification::Progress(_)) => continue,
-                Err(_) => {
-                    let _ = dirty.send(Dirty::All);
-                    break;
-                }
-            };
-            for event in events.iter() {
-                let object = &event.object;
-                let work = match kind {
-                    Kind::Claim => Some(Dirty::Namespace(object.namespace.clone())),
-                    Kind::Volume => Some(Dirty::Volume(object.name.clone())),
-                    Kind::Pod if event.type_ == EventType::Deleted || finished(&object.stored) => {
-                        Some(Dirty::Namespace(object.namespace.clone()))
-                    }
-                    Kind::Pod => None,
-                };
-                if let Some(work) = work
-                    && dirty.send(work).is_err()
-                {
-                    return;
-                }
+        let object = &event.object;
+        let work = match kind {
+            Kind::Claim => Some(Dirty::Namespace(object.namespace.clone())),
+            Kind::Volume => Some(Dirty::Volume(object.name.clone())),
+            Kind::Pod if event.type_ == EventType::Deleted || finished(&object.stored) => {
+                Some(Dirty::Namespace(object.namespace.clone()))
             }
-        }
-    }
+            Kind::Pod => None,
+        };
+        work.is_none_or(|work| dirty.send(work).is_ok())
+    })
+    .await;
 }
 
 /// Whether stored pod bytes are of a finished pod.

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::config::Kubeconfig;
 use kube::discovery::ApiResource;
@@ -26,9 +26,6 @@ use serde_json::{Value, json};
 
 mod common;
 use common::{CONCURRENCY, creates};
-
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const CREATES: usize = 10_000;
 const EXTRA_POLICY: usize = 1_000;
@@ -39,8 +36,6 @@ fn main() {
         let admin = common::client(&kubeconfig).await;
         setup(&admin).await;
         let user = common::client_from(&user_kubeconfig(&kubeconfig, &data_dir)).await;
-        println!("| workload | result |");
-        println!("|---|---|");
         wait_allowed(&user).await;
         let run = configmap_creates;
         let report = run(admin.clone(), "admin").await;
@@ -68,21 +63,7 @@ fn main() {
 
 /// The bench namespace and the user's binding to `edit` in it.
 async fn setup(admin: &kube::Client) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let namespaces: Api<Namespace> = Api::all(admin.clone());
-    while namespaces.get("default").await.is_err() {
-        assert!(Instant::now() < deadline, "kapi did not become ready");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    create(
-        admin,
-        "v1",
-        "Namespace",
-        "namespaces",
-        None,
-        json!({"metadata": {"name": NAMESPACE}}),
-    )
-    .await;
+    common::start_report(admin, NAMESPACE).await;
     let binding = binding(
         "RoleBinding",
         "bench-user-edit",

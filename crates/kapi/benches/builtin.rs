@@ -10,16 +10,12 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 mod common;
 use common::{CONCURRENCY, creates};
 use serde_json::{Value, json};
-
-/// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const PODS: usize = 5_000;
 const DEPLOYMENTS: usize = 5_000;
@@ -30,15 +26,7 @@ const NAMESPACE: &str = "bench";
 fn main() {
     common::with_server(|kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace =
-            serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
-        namespaces
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("create namespace");
-        println!("| workload | result |");
-        println!("|---|---|");
+        common::start_report(&client, NAMESPACE).await;
         let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
         let size = serde_json::to_vec(&pod("sample")).expect("json").len();
         let report = creates(PODS, |i| {

@@ -12,17 +12,12 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 
 mod common;
 use common::{CONCURRENCY, creates};
-
-/// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const NAMESPACE: &str = "bench";
 /// Custom resources created against the CRD with 5 CEL rules.
@@ -41,15 +36,7 @@ const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGrou
 fn main() {
     common::with_server(|kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let namespace =
-            serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).expect("namespace");
-        namespaces
-            .create(&PostParams::default(), &namespace)
-            .await
-            .expect("create namespace");
-        println!("| workload | result |");
-        println!("|---|---|");
+        common::start_report(&client, NAMESPACE).await;
         let report = time_to_established(&client, "empty").await;
         println!(
             "| CRD create → Established / → first custom resource created, no other CRDs | {report} |"

@@ -15,7 +15,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
-use kapi_server::cacher::{CacheEvent, CacheNotification, CachedObject, EventType};
+use kapi_server::cacher::{CacheEvent, CachedObject, EventType};
 use kapi_server::endpoints::{Served, WeakApiHandler};
 use kapi_server::registry::{Item, ListParams, Write};
 use kapi_server::resource::SubresourceKind;
@@ -335,31 +335,15 @@ pub async fn run_quota_controller(
     }
 }
 
-/// Sends the namespace of every change of one collection.
+/// Sends the namespace of every change of one collection that calls for a recount.
 async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: CancellationToken) {
-    let prefix = served.registry.collection_prefix(None);
-    loop {
-        let Ok(mut subscription) = served.registry.cacher().subscribe(None, &prefix) else {
-            return;
-        };
-        loop {
-            let notification = tokio::select! {
-                _ = stopping.cancelled() => return,
-                n = subscription.receiver.recv() => n,
-            };
-            match notification {
-                Ok(CacheNotification::Events(events)) => {
-                    for event in events.iter().filter(|event| needs_recount(event)) {
-                        if dirty.send(event.object.namespace.clone()).is_err() {
-                            return;
-                        }
-                    }
-                }
-                Ok(CacheNotification::Progress(_)) => {}
-                Err(_) => break,
-            }
+    crate::informer::follow(served, stopping, |change| match change {
+        crate::informer::Change::Event(event) if needs_recount(event) => {
+            dirty.send(event.object.namespace.clone()).is_ok()
         }
-    }
+        _ => true,
+    })
+    .await;
 }
 
 /// Whether a change calls for recomputing its namespace's quotas: a new quota or a changed

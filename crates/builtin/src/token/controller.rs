@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use kapi_server::cacher::CacheNotification;
 use kapi_server::endpoints::Served;
 use kapi_server::registry::{DeleteParams, Item, Write};
 use serde_json::{Value, json};
@@ -17,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::ServiceAccountTokens;
+use crate::informer::{self, Change};
 
 /// The Secret type of legacy tokens.
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";
@@ -153,31 +153,12 @@ async fn follow(
     dirty: mpsc::UnboundedSender<Option<String>>,
     stopping: CancellationToken,
 ) {
-    let registry = &served.registry;
-    let prefix = registry.collection_prefix(None);
-    loop {
-        let Ok(mut subscription) = registry.cacher().subscribe(None, &prefix) else {
-            return;
+    informer::follow(served, stopping, |change| {
+        let namespace = match change {
+            Change::Event(event) => Some(event.object.namespace.clone()),
+            Change::Resync => None,
         };
-        loop {
-            let notification = tokio::select! {
-                _ = stopping.cancelled() => return,
-                n = subscription.receiver.recv() => n,
-            };
-            match notification {
-                Ok(CacheNotification::Events(events)) => {
-                    for event in events.iter() {
-                        if dirty.send(Some(event.object.namespace.clone())).is_err() {
-                            return;
-                        }
-                    }
-                }
-                Ok(CacheNotification::Progress(_)) => {}
-                Err(_) => {
-                    let _ = dirty.send(None);
-                    break;
-                }
-            }
-        }
-    }
+        dirty.send(namespace).is_ok()
+    })
+    .await;
 }

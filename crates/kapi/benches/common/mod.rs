@@ -11,6 +11,10 @@ use kapi::flags::{Cli, Command};
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+/// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Requests in flight.
 pub const CONCURRENCY: usize = 32;
 
@@ -129,4 +133,17 @@ pub async fn client(path: &Path) -> kube::Client {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     client
+}
+
+/// Creates the namespace the workloads run in and prints the report table's header.
+pub async fn start_report(client: &kube::Client, namespace: &str) {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))
+        .expect("namespace");
+    namespaces
+        .create(&kube::api::PostParams::default(), &object)
+        .await
+        .expect("create namespace");
+    println!("| workload | result |");
+    println!("|---|---|");
 }
