@@ -148,10 +148,14 @@ impl RulesInfo {
         }
     }
 
-    /// Nothing known: an authorizer that cannot list what it grants.
-    pub fn unknown() -> RulesInfo {
+    /// Nothing known: the `kind` authorizer cannot list what it grants. The error is
+    /// upstream's, which kubectl shows as "the list may be incomplete".
+    pub fn unknown(kind: &str) -> RulesInfo {
         RulesInfo {
             incomplete: true,
+            errors: vec![format!(
+                "{kind} authorizer does not support user rule resolution"
+            )],
             ..RulesInfo::default()
         }
     }
@@ -164,9 +168,7 @@ pub trait Authorizer: Send + Sync {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError>;
 
     /// The rules the authorizer grants `user` in `namespace`, as far as it can tell.
-    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
-        RulesInfo::unknown()
-    }
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo;
 }
 
 /// The non-resource paths anyone may GET (upstream's `system:public-info-viewer` role).

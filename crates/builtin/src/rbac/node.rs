@@ -253,8 +253,12 @@ impl Authorizer for NodeAuthorizer {
         Ok(no_opinion(""))
     }
 
-    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
-        RulesInfo::default()
+    /// Upstream's answer: a node's grants follow its pods and cannot be listed.
+    async fn rules_for(&self, user: &UserInfo, _namespace: &str) -> RulesInfo {
+        match node_of(user) {
+            Some(_) => RulesInfo::unknown("node"),
+            None => RulesInfo::default(),
+        }
     }
 }
 

@@ -768,6 +768,24 @@ async fn kubelets_reach_only_what_their_pods_use() {
     let (status, body) = request(&client, "POST", "/api/v1/namespaces/default/pods", pod).await;
     assert_eq!(status, 403, "{body}");
     assert!(body.contains("can only create mirror pods"), "{body}");
+
+    // What a kubelet may do cannot be listed: the Node authorizer says so, as upstream,
+    // and the list shows what RBAC grants the system:nodes group.
+    let output = tokio::process::Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(&kubelet)
+        .args(["auth", "can-i", "--list"])
+        .output()
+        .await
+        .expect("run kubectl");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("node authorizer does not support user rule resolution"),
+        "{}",
+        stderr(&output)
+    );
+    let listed = String::from_utf8_lossy(&output.stdout);
+    assert!(listed.contains("selfsubjectaccessreviews"), "{listed}");
 }
 
 /// A CSR object for the kube-apiserver-client signer, with subject organization `org`.

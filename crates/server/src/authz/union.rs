@@ -105,6 +105,10 @@ mod tests {
         async fn authorize(&self, _: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
             self.0.clone()
         }
+
+        async fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {
+            RulesInfo::unknown("fixed")
+        }
     }
 
     async fn decide(

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-use super::{Attributes, AuthorizationError, Authorizer, Decision};
+use super::{Attributes, AuthorizationError, Authorizer, Decision, RulesInfo};
+use crate::UserInfo;
 use crate::webhook_client::WebhookClient;
 
 /// How long a review may take.
@@ -183,6 +184,10 @@ fn decision(status: &Value) -> Decision {
 
 #[async_trait]
 impl Authorizer for WebhookAuthorizer {
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> RulesInfo {
+        RulesInfo::unknown("webhook")
+    }
+
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
         let spec = spec(attributes);
         match self.matches(&spec) {

@@ -289,7 +289,7 @@ mod tests {
         }
 
         async fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {
-            RulesInfo::unknown()
+            RulesInfo::unknown("test")
         }
     }
 
