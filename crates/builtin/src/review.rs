@@ -297,7 +297,7 @@ async fn decide(authorizer: &dyn Authorizer, user: &UserInfo, spec: &Value) -> V
     match authorizer.authorize(&attributes).await {
         Ok(decision) => {
             let (allowed, denied, reason) = match decision {
-                Decision::Allow => (true, false, String::new()),
+                Decision::Allow(reason) => (true, false, reason),
                 Decision::Deny(reason) => (false, true, reason),
                 Decision::NoOpinion(reason) => (false, false, reason),
             };

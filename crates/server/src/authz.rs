@@ -86,11 +86,12 @@ impl<'a> Attributes<'a> {
     }
 }
 
-/// An authorizer's answer. A denial's or no-opinion's reason, when not empty, is appended to
-/// the 403's message.
+/// An authorizer's answer, with its reason: an allowance's is what SubjectAccessReviews
+/// and the audit log report (`RBAC: allowed by ...`); a denial's or no-opinion's, when not
+/// empty, is appended to the 403's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
-    Allow,
+    Allow(String),
     Deny(String),
     /// Neither allowed nor denied: the next authorizer decides; at the end it is a denial.
     NoOpinion(String),
@@ -183,13 +184,13 @@ pub struct AuthenticatedAuthorizer;
 impl Authorizer for AuthenticatedAuthorizer {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
         if !attributes.user.is_anonymous() {
-            return Ok(Decision::Allow);
+            return Ok(Decision::Allow(String::new()));
         }
         let public = !attributes.resource_request
             && attributes.verb == "get"
             && PUBLIC_INFO_PATHS.contains(&attributes.path);
         Ok(if public {
-            Decision::Allow
+            Decision::Allow(String::new())
         } else {
             Decision::NoOpinion(String::new())
         })
@@ -253,8 +254,14 @@ mod tests {
                     .unwrap()
             }
         };
-        assert_eq!(decide("GET", "/healthz").await, Decision::Allow);
-        assert_eq!(decide("GET", "/version/").await, Decision::Allow);
+        assert_eq!(
+            decide("GET", "/healthz").await,
+            Decision::Allow(String::new())
+        );
+        assert_eq!(
+            decide("GET", "/version/").await,
+            Decision::Allow(String::new())
+        );
         assert_eq!(
             decide("GET", "/readyz/etcd").await,
             Decision::NoOpinion(String::new())
@@ -278,7 +285,7 @@ mod tests {
                 .authorize(&Attributes::of_request(&alice, &info))
                 .await
                 .unwrap(),
-            Decision::Allow
+            Decision::Allow(String::new())
         );
     }
 }

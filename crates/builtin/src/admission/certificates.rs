@@ -52,7 +52,10 @@ async fn authorized_for_signer(
             field_selector: "",
             label_selector: "",
         };
-        if matches!(authorizer.authorize(&attributes).await, Ok(Decision::Allow)) {
+        if matches!(
+            authorizer.authorize(&attributes).await,
+            Ok(Decision::Allow(_))
+        ) {
             return true;
         }
     }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use kapi_server::authz::{AuthorizationError, NonResourceRule, ResourceRule, RulesInfo};
 use kapi_server::{Attributes, Authorizer, Decision, UserInfo};
 
-use super::resolver::RuleResolver;
+use super::resolver::{RuleResolver, RuleSource};
 use super::rules::decide;
 
 /// Decides requests on the RBAC objects of the server.
@@ -26,18 +26,23 @@ impl RbacAuthorizer {
 impl Authorizer for RbacAuthorizer {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
         self.resolver.wait_synced().await;
-        let mut allowed = false;
+        let mut allowed_by = None;
         let mut errors = Vec::new();
         self.resolver.visit_rules_for(
             attributes.user,
             attributes.namespace,
             &mut errors,
-            |_, rule| {
-                allowed = rule.allows(attributes);
-                !allowed
+            |source, rule| {
+                if !rule.allows(attributes) {
+                    return true;
+                }
+                let (RuleSource::ClusterRoleBinding(binding) | RuleSource::RoleBinding(binding)) =
+                    source;
+                allowed_by = Some(binding.describe(attributes.user));
+                false
             },
         );
-        Ok(decide(allowed, &errors))
+        Ok(decide(allowed_by, &errors))
     }
 
     async fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {

@@ -61,7 +61,7 @@ impl EscalationCheck {
         };
         matches!(
             self.authorizer.authorize(&attributes).await,
-            Ok(Decision::Allow)
+            Ok(Decision::Allow(_))
         )
     }
 

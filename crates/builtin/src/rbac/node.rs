@@ -98,7 +98,7 @@ impl NodeAuthorizer {
             return no_opinion("No Object name found");
         };
         if self.related(node, kind, attributes.namespace, name) {
-            Decision::Allow
+            Decision::Allow(String::new())
         } else {
             no_opinion(&format!(
                 "no relationship found between node '{node}' and this object"
@@ -248,7 +248,7 @@ impl Authorizer for NodeAuthorizer {
             }
         }
         if self.rules.iter().any(|rule| rule.allows(attributes)) {
-            return Ok(Decision::Allow);
+            return Ok(Decision::Allow(String::new()));
         }
         Ok(no_opinion(""))
     }
@@ -277,7 +277,7 @@ impl NodeAuthorizer {
             attributes.namespace,
             attributes.name,
         ) {
-            Decision::Allow
+            Decision::Allow(String::new())
         } else {
             no_opinion(&format!(
                 "no relationship found between node '{node}' and this object"
@@ -307,7 +307,7 @@ fn own(node: &str, attributes: &Attributes<'_>, what: &str, lease: bool) -> Deci
             "can only access {thing} with the same name as the requesting node"
         ));
     }
-    Decision::Allow
+    Decision::Allow(String::new())
 }
 
 #[cfg(test)]

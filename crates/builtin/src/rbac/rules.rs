@@ -266,9 +266,14 @@ impl Binding {
     /// Whether the binding grants its role to `user` (upstream's `appliesTo`). A service
     /// account subject without a namespace is in the binding's namespace.
     pub fn applies_to(&self, user: &UserInfo) -> bool {
+        self.subject_of(user).is_some()
+    }
+
+    /// The first of the binding's subjects that `user` is.
+    pub fn subject_of(&self, user: &UserInfo) -> Option<&Subject> {
         self.subjects
             .iter()
-            .any(|subject| match subject.kind.as_str() {
+            .find(|subject| match subject.kind.as_str() {
                 "User" => subject.name == user.name,
                 "Group" => user.in_group(&subject.name),
                 "ServiceAccount" => {
@@ -344,10 +349,41 @@ fn url_covers(own: &str, url: &str) -> bool {
             .is_some_and(|prefix| url.starts_with(prefix.trim_end_matches('*')))
 }
 
-/// The first decisive answer of visiting rules: allow as soon as one rule allows.
-pub fn decide(allowed: bool, errors: &[String]) -> Decision {
-    if allowed {
-        return Decision::Allow;
+impl Binding {
+    /// What upstream's allow reasons call the binding that granted `user` a request:
+    /// `ClusterRoleBinding "b" of ClusterRole "r" to Group "g"`, or
+    /// `RoleBinding "b/ns" of Role "r" to ServiceAccount "sa/ns"`.
+    pub fn describe(&self, user: &UserInfo) -> String {
+        let subject = match self.subject_of(user) {
+            Some(s) if s.kind == "ServiceAccount" => {
+                let namespace = if s.namespace.is_empty() {
+                    &self.namespace
+                } else {
+                    &s.namespace
+                };
+                format!("{} \"{}/{namespace}\"", s.kind, s.name)
+            }
+            Some(s) => format!("{} \"{}\"", s.kind, s.name),
+            None => String::new(),
+        };
+        let (kind, name) = if self.namespace.is_empty() {
+            ("ClusterRoleBinding", self.name.clone())
+        } else {
+            ("RoleBinding", format!("{}/{}", self.name, self.namespace))
+        };
+        let role = &self.role_ref;
+        format!(
+            "{kind} \"{name}\" of {} \"{}\" to {subject}",
+            role.kind, role.name
+        )
+    }
+}
+
+/// The first decisive answer of visiting rules: allowed by the binding `allowed_by`
+/// describes, if one did.
+pub fn decide(allowed_by: Option<String>, errors: &[String]) -> Decision {
+    if let Some(binding) = allowed_by {
+        return Decision::Allow(format!("RBAC: allowed by {binding}"));
     }
     let reason = match errors {
         [] => String::new(),
@@ -365,6 +401,32 @@ mod tests {
 
     fn rule(value: Value) -> PolicyRule {
         PolicyRule::from_value(&value)
+    }
+
+    #[test]
+    fn allow_reasons_name_the_binding_as_upstream() {
+        let user = UserInfo {
+            name: "system:serviceaccount:team:robot".into(),
+            groups: vec!["system:serviceaccounts".into()],
+            ..UserInfo::default()
+        };
+        let binding = Binding::from_value(&json!({"metadata": {"name": "b", "namespace": "team"},
+            "roleRef": {"kind": "Role", "name": "r"},
+            "subjects": [{"kind": "User", "name": "x"}, {"kind": "ServiceAccount", "name": "robot"}]}));
+        assert_eq!(
+            binding.describe(&user),
+            r#"RoleBinding "b/team" of Role "r" to ServiceAccount "robot/team""#
+        );
+        let binding = Binding::from_value(&json!({"metadata": {"name": "admins"},
+            "roleRef": {"kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"kind": "Group", "name": "system:serviceaccounts"}]}));
+        assert_eq!(
+            decide(Some(binding.describe(&user)), &[]),
+            Decision::Allow(
+                r#"RBAC: allowed by ClusterRoleBinding "admins" of ClusterRole "cluster-admin" to Group "system:serviceaccounts""#
+                    .into()
+            )
+        );
     }
 
     fn info(method: &str, path: &str) -> RequestInfo {

@@ -13,7 +13,7 @@ pub struct AlwaysAllow;
 #[async_trait]
 impl Authorizer for AlwaysAllow {
     async fn authorize(&self, _: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
-        Ok(Decision::Allow)
+        Ok(Decision::Allow(String::new()))
     }
 
     async fn rules_for(&self, _: &UserInfo, _: &str) -> RulesInfo {

@@ -82,7 +82,7 @@ impl Authorizer for PrivilegedGroups {
     async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
         let privileged = self.groups.iter().any(|g| attributes.user.in_group(g));
         Ok(if privileged {
-            Decision::Allow
+            Decision::Allow(String::new())
         } else {
             Decision::NoOpinion(String::new())
         })
@@ -133,13 +133,13 @@ mod tests {
         let none = |reason: &str| -> Arc<dyn Authorizer> {
             Arc::new(Fixed(Ok(Decision::NoOpinion(reason.into()))))
         };
-        let allow: Arc<dyn Authorizer> = Arc::new(Fixed(Ok(Decision::Allow)));
+        let allow: Arc<dyn Authorizer> = Arc::new(Fixed(Ok(Decision::Allow(String::new()))));
         let deny: Arc<dyn Authorizer> = Arc::new(Fixed(Ok(Decision::Deny("no".into()))));
         let failed: Arc<dyn Authorizer> =
             Arc::new(Fixed(Err(AuthorizationError("webhook down".into()))));
         assert_eq!(
             decide(vec![none(""), allow.clone()], &[]).await,
-            Ok(Decision::Allow)
+            Ok(Decision::Allow(String::new()))
         );
         assert_eq!(
             decide(vec![deny, allow.clone()], &[]).await,
@@ -151,7 +151,7 @@ mod tests {
         );
         assert_eq!(
             decide(vec![failed.clone(), allow], &[]).await,
-            Ok(Decision::Allow)
+            Ok(Decision::Allow(String::new()))
         );
         assert_eq!(
             decide(vec![failed, none("")], &[]).await,
@@ -160,7 +160,7 @@ mod tests {
         let masters: Arc<dyn Authorizer> = Arc::new(PrivilegedGroups::new(&["system:masters"]));
         assert_eq!(
             decide(vec![masters.clone(), none("")], &["system:masters"]).await,
-            Ok(Decision::Allow)
+            Ok(Decision::Allow(String::new()))
         );
         assert_eq!(
             decide(vec![masters, none("")], &["devs"]).await,

@@ -127,7 +127,7 @@ impl WebhookAuthorizer {
     }
 
     fn remember(&self, key: String, decision: &Decision) {
-        let ttl = if *decision == Decision::Allow {
+        let ttl = if matches!(decision, Decision::Allow(_)) {
             self.authorized_ttl
         } else {
             self.unauthorized_ttl
@@ -174,7 +174,7 @@ fn spec(attributes: &Attributes<'_>) -> Value {
 fn decision(status: &Value) -> Decision {
     let reason = status["reason"].as_str().unwrap_or_default().to_string();
     if status["allowed"] == true {
-        Decision::Allow
+        Decision::Allow(reason)
     } else if status["denied"] == true {
         Decision::Deny(reason)
     } else {
@@ -227,7 +227,10 @@ mod tests {
 
     #[test]
     fn statuses_decide_as_upstream() {
-        assert_eq!(decision(&json!({"allowed": true})), Decision::Allow);
+        assert_eq!(
+            decision(&json!({"allowed": true})),
+            Decision::Allow(String::new())
+        );
         assert_eq!(
             decision(&json!({"allowed": false, "denied": true, "reason": "no"})),
             Decision::Deny("no".into())

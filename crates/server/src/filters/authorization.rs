@@ -94,7 +94,7 @@ async fn decide(authorizer: &dyn Authorizer, request: &Parts) -> Result<(), Resp
     };
     let attributes = Attributes::of_request(user, info);
     match authorizer.authorize(&attributes).await {
-        Ok(Decision::Allow) => Ok(()),
+        Ok(Decision::Allow(_)) => Ok(()),
         Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
             tracing::debug!(uri, reason, "Forbidden");
             Err(forbidden(&attributes, &reason))

@@ -232,7 +232,7 @@ async fn impersonated(
             label_selector: "",
         };
         match authorizer.authorize(&attributes).await {
-            Ok(Decision::Allow) => {}
+            Ok(Decision::Allow(_)) => {}
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
                 return Err(forbidden(&attributes, &reason));
             }
@@ -282,7 +282,7 @@ mod tests {
         async fn authorize(&self, a: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
             let ok = a.verb == "impersonate" && (a.name.starts_with("ok") || a.namespace == "ok");
             Ok(if ok {
-                Decision::Allow
+                Decision::Allow(String::new())
             } else {
                 Decision::NoOpinion(String::new())
             })
