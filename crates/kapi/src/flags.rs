@@ -122,6 +122,58 @@ pub struct ServeOptions {
     #[arg(long)]
     pub authorization_config: Option<PathBuf>,
 
+    /// An audit Policy file (audit.k8s.io/v1): which requests are audited, at what level.
+    /// Without it nothing is audited.
+    #[arg(long)]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Where the log backend writes audit events, one JSON object per line (`-`: standard
+    /// output). Without it there is no log backend.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// Days to keep rotated audit logs (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxage: u64,
+
+    /// How many rotated audit logs to keep (0: all).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
+
+    /// Megabytes an audit log may grow to before it is rotated (0: never rotated).
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+
+    /// The audit log's format: `json` (kapi does not write upstream's `legacy` text).
+    #[arg(long, default_value = "json")]
+    pub audit_log_format: String,
+
+    /// The log backend's mode: `blocking`, `blocking-strict` or `batch`. kapi writes events
+    /// in order from one writer thread in every mode; requests never wait on the disk.
+    #[arg(long, default_value = "blocking")]
+    pub audit_log_mode: String,
+
+    /// A kubeconfig naming the audit webhook, which receives batches of events
+    /// (audit.k8s.io/v1 EventList).
+    #[arg(long)]
+    pub audit_webhook_config_file: Option<PathBuf>,
+
+    /// The webhook backend's mode: `batch` (kapi sends batches in every mode).
+    #[arg(long, default_value = "batch")]
+    pub audit_webhook_mode: String,
+
+    /// Events per batch sent to the audit webhook.
+    #[arg(long, default_value_t = 400)]
+    pub audit_webhook_batch_max_size: usize,
+
+    /// How long a batch waits to fill before it is sent.
+    #[arg(long, default_value = "30s", value_parser = go_duration)]
+    pub audit_webhook_batch_max_wait: Duration,
+
+    /// The wait before retrying a failed webhook batch (doubled for each retry).
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub audit_webhook_initial_backoff: Duration,
+
     /// A kubeconfig naming a webhook that authenticates bearer tokens no other authenticator
     /// knows (TokenReview).
     #[arg(long)]

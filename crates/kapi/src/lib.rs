@@ -2,6 +2,7 @@
 //! and calls [`serve::run`]; integration tests start servers in-process with [`serve::start`].
 
 mod admission;
+mod audit;
 mod authentication;
 pub mod authorization;
 pub mod flags;

@@ -133,6 +133,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let legacy_tokens = legacy_tokens(&api, &pki, tokens.clone(), &options.controllers)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
+    if let Some(auditor) = crate::audit::auditor(&options)? {
+        server.set_auditor(auditor);
+    }
     server.add_authenticator(Arc::new(bearer_tokens));
     let jwks_uri = options.service_account_jwks_uri.clone().unwrap_or_else(|| {
         let advertised = SocketAddr::new(advertise, options.secure_port);

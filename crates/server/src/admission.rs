@@ -11,6 +11,7 @@
 //! [`WriteAdmission`] the request's handler gives it: [`Admission`] binds the plugins to one
 //! request's [`Attributes`]. The first rejection ends the request with the plugin's error.
 
+use crate::audit::AuditAnnotations;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -85,6 +86,9 @@ pub struct Attributes<'a> {
     /// Where a plugin adds warnings for the client (ValidatingAdmissionPolicy's Warn action,
     /// webhooks' warnings).
     pub warnings: &'a Warnings,
+    /// Where a plugin adds audit annotations (webhooks' and policies' auditAnnotations,
+    /// PodSecurity's audit level).
+    pub audit: &'a AuditAnnotations,
 }
 
 /// An admission plugin. It implements the phases it takes part in; the other is a no-op.

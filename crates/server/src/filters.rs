@@ -7,17 +7,19 @@
 //! 2. [`panic`]: a panicking handler answers 500 and the server lives.
 //! 3. [`request_info`]: resolves the [`RequestInfo`] once and stores it in the request.
 //! 4. [`authentication`]: stores the [`UserInfo`](crate::authn::UserInfo) or answers 401.
-//! 5. [`impersonation`]: replaces the user with the one the `Impersonate-*` headers name,
+//! 5. [`audit`]: records the request in the audit log, as the audit policy asks.
+//! 6. [`impersonation`]: replaces the user with the one the `Impersonate-*` headers name,
 //!    when the authorizer allows, or answers 403.
-//! 6. [`max_inflight`]: bounds concurrent requests, answers 429 beyond.
-//! 7. [`authorization`]: answers 403 unless the authorizer allows.
-//! 8. [`metrics`]: counts requests and their durations.
-//! 9. [`timeout`]: bounds non-long-running requests (504) and ends long-running ones when
-//!    the server drains.
+//! 7. [`max_inflight`]: bounds concurrent requests, answers 429 beyond.
+//! 8. [`authorization`]: answers 403 unless the authorizer allows.
+//! 9. [`metrics`]: counts requests and their durations.
+//! 10. [`timeout`]: bounds non-long-running requests (504) and ends long-running ones when
+//!     the server drains.
 //!
 //! Every filter answers with [`Body`] and never fails (`Error = Infallible`); the request body
 //! type is left generic so the filters work over any body.
 
+pub mod audit;
 pub mod authentication;
 pub mod authorization;
 pub mod impersonation;

@@ -10,6 +10,7 @@
 //! and the [`ConnectionInfo`].
 
 pub mod admission;
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod body;

@@ -22,10 +22,12 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneService;
 
+use crate::audit::Auditor;
 use crate::authn::{Authentication, Authenticator, X509Authenticator};
 use crate::authz::{AuthenticatedAuthorizer, Authorizer};
 use crate::body::{Body, BoxError};
 use crate::config::ServerConfig;
+use crate::filters::audit::AuditLayer;
 use crate::filters::authentication::AuthenticationLayer;
 use crate::filters::authorization::AuthorizationLayer;
 use crate::filters::impersonation::ImpersonationLayer;
@@ -93,6 +95,7 @@ pub struct GenericApiServer {
     route: Route,
     authentication: Authentication,
     authorizer: Arc<dyn Authorizer>,
+    auditor: Option<Arc<Auditor>>,
     health: HealthChecks,
     hooks: Vec<PostStartHook>,
     metrics: Metrics,
@@ -117,6 +120,7 @@ impl GenericApiServer {
             tls,
             route,
             authorizer: Arc::new(AuthenticatedAuthorizer),
+            auditor: None,
             health: HealthChecks::default(),
             hooks: Vec::new(),
             metrics: Metrics::new(),
@@ -144,6 +148,11 @@ impl GenericApiServer {
     /// Replaces the authorizer.
     pub fn set_authorizer(&mut self, authorizer: Arc<dyn Authorizer>) {
         self.authorizer = authorizer;
+    }
+
+    /// Audits requests with `auditor` (none are audited without one).
+    pub fn set_auditor(&mut self, auditor: Arc<Auditor>) {
+        self.auditor = Some(auditor);
     }
 
     /// The health checks, to add to before the server runs.
@@ -223,7 +232,11 @@ impl GenericApiServer {
             .layer(RequestLogLayer)
             .layer(PanicRecoveryLayer)
             .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
-            .layer(AuthenticationLayer::new(self.authentication))
+            .layer(AuthenticationLayer::new(
+                self.authentication,
+                self.auditor.clone(),
+            ))
+            .layer(AuditLayer::new(self.auditor))
             .layer(ImpersonationLayer::new(self.authorizer.clone()))
             .layer(MaxInFlightLayer::new(
                 config.max_requests_inflight,

@@ -45,6 +45,8 @@ async fn fixture() -> Fixture {
 static USER: LazyLock<UserInfo> = LazyLock::new(UserInfo::default);
 /// The test requests' warnings.
 static WARNINGS: LazyLock<Warnings> = LazyLock::new(Warnings::default);
+static AUDIT: LazyLock<kapi_server::audit::AuditAnnotations> =
+    LazyLock::new(kapi_server::audit::AuditAnnotations::default);
 
 /// A write as the plugin's mutating phase sees it.
 struct Request<'a> {
@@ -69,6 +71,7 @@ fn request<'a>(
             user: &USER,
             dry_run: false,
             warnings: &WARNINGS,
+            audit: &AUDIT,
         },
         object: object.cloned(),
     }

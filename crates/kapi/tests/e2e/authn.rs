@@ -19,7 +19,7 @@ fn server_and_ca(server: &TestServer) -> (String, String) {
 }
 
 /// A kubeconfig authenticating with `token`, beside the admin one.
-fn token_kubeconfig(server: &TestServer, name: &str, token: &str) -> std::path::PathBuf {
+pub(crate) fn token_kubeconfig(server: &TestServer, name: &str, token: &str) -> std::path::PathBuf {
     let (url, ca) = server_and_ca(server);
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster: {{server: {url}, certificate-authority-data: {ca}}}\nusers:\n- name: u\n  user: {{token: {token}}}\ncontexts:\n- name: c\n  context: {{cluster: kapi, user: u}}\ncurrent-context: c\n"

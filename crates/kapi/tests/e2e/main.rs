@@ -9,6 +9,7 @@
 mod common;
 
 mod apply;
+mod audit;
 mod authn;
 mod authorization;
 mod builtin_admission;

@@ -21,6 +21,7 @@ use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
 use crate::admission::{Admission, Attributes, Operation, Warnings};
+use crate::audit::{AuditAnnotations, Level};
 use crate::body::{Body, BoxError};
 use crate::object;
 use crate::registry::{DeleteOutcome, ReadVersion, Write};
@@ -43,6 +44,8 @@ struct Context<'a> {
     user: crate::authn::UserInfo,
     /// The `Warning` headers of the response (e.g. unknown fields with `fieldValidation=Warn`).
     warnings: Warnings,
+    /// The request's audit event.
+    audit: AuditAnnotations,
 }
 
 impl Context<'_> {
@@ -100,6 +103,7 @@ impl Context<'_> {
                 user: &self.user,
                 dry_run: self.query.get("dryRun").is_some(),
                 warnings: &self.warnings,
+                audit: &self.audit,
             },
         }
     }
@@ -162,6 +166,7 @@ where
             .unwrap_or_default()
             .to_string(),
         warnings: Warnings::new(deprecation),
+        audit: AuditAnnotations::of(request.extensions()),
         user: request
             .extensions()
             .get::<crate::authn::UserInfo>()
@@ -173,11 +178,41 @@ where
         "get" => get(&context).await,
         "list" => list(&context).await,
         "watch" => watch_(&context).await,
-        "create" => create(&context, read_body(body).await?).await,
-        "update" => update(&context, read_body(body).await?).await,
-        "patch" => patch(&context, read_body(body).await?).await,
-        "delete" => delete(&context, read_body(body).await?).await,
-        "deletecollection" => delete_collection(&context, read_body(body).await?).await,
+        "create" => {
+            create(
+                &context,
+                read_body(body, context.content_type.as_deref(), &context.audit).await?,
+            )
+            .await
+        }
+        "update" => {
+            update(
+                &context,
+                read_body(body, context.content_type.as_deref(), &context.audit).await?,
+            )
+            .await
+        }
+        "patch" => {
+            patch(
+                &context,
+                read_body(body, context.content_type.as_deref(), &context.audit).await?,
+            )
+            .await
+        }
+        "delete" => {
+            delete(
+                &context,
+                read_body(body, context.content_type.as_deref(), &context.audit).await?,
+            )
+            .await
+        }
+        "deletecollection" => {
+            delete_collection(
+                &context,
+                read_body(body, context.content_type.as_deref(), &context.audit).await?,
+            )
+            .await
+        }
         _ => Err(method_not_allowed()),
     }?;
     Ok(with_warnings(response, &context.warnings))
@@ -237,13 +272,29 @@ fn verb_flag(verb: &str) -> Option<Verbs> {
 }
 
 /// Reads a request body, at most 3 MiB.
-pub(super) async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
+pub(super) async fn read_body<B>(
+    body: B,
+    content_type: Option<&str>,
+    audit: &AuditAnnotations,
+) -> Result<Bytes, ApiError>
 where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
+        Ok(collected) => {
+            let bytes = collected.to_bytes();
+            if audit.level() > Level::None {
+                // JSON (objects, patches, options) as sent; other encodings decoded.
+                let object = serde_json::from_slice(&bytes)
+                    .ok()
+                    .or_else(|| negotiation::decode_body(content_type, &bytes).ok());
+                if let Some(object) = object {
+                    audit.log_request_object(object);
+                }
+            }
+            Ok(bytes)
+        }
         Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(
             ApiError::request_entity_too_large(format!("limit is {MAX_BODY}")),
         ),

@@ -25,6 +25,7 @@ use super::render::{
 };
 use super::{Apis, Served, header_str, response, router_error};
 use crate::admission::{Admission, Attributes, Operation, Warnings, WriteAdmission};
+use crate::audit::AuditAnnotations;
 use crate::authn::UserInfo;
 use crate::body::{Body, BoxError};
 use crate::object;
@@ -97,6 +98,8 @@ struct Call<'a> {
     user: UserInfo,
     /// The response's warnings.
     warnings: Warnings,
+    /// The request's audit event.
+    audit: AuditAnnotations,
 }
 
 impl Call<'_> {
@@ -175,18 +178,34 @@ where
             .cloned()
             .unwrap_or_else(UserInfo::anonymous),
         warnings: Warnings::default(),
+        audit: AuditAnnotations::of(request.extensions()),
     };
     let body = request.into_body();
     let response = match (special, info.verb.as_str()) {
         (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
         (Special::Scale(paths), "update") => {
-            scale_update(&call, &paths, read_body(body).await?).await
+            scale_update(
+                &call,
+                &paths,
+                read_body(body, call.content_type.as_deref(), &call.audit).await?,
+            )
+            .await
         }
         (Special::Scale(paths), "patch") => {
-            scale_patch(&call, &paths, read_body(body).await?).await
+            scale_patch(
+                &call,
+                &paths,
+                read_body(body, call.content_type.as_deref(), &call.audit).await?,
+            )
+            .await
         }
         (Special::Create { hook, .. }, "create") => {
-            create(&call, hook.as_ref(), read_body(body).await?).await
+            create(
+                &call,
+                hook.as_ref(),
+                read_body(body, call.content_type.as_deref(), &call.audit).await?,
+            )
+            .await
         }
         (Special::Connect(connect), _) => {
             let object = call.object(&ReadVersion::MostRecent).await?;
@@ -522,6 +541,7 @@ impl Call<'_> {
                 user: &self.user,
                 dry_run,
                 warnings: &self.warnings,
+                audit: &self.audit,
             },
         }
     }

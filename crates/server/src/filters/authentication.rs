@@ -7,6 +7,7 @@
 //! clients cannot hold many streams open.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::header::AUTHORIZATION;
@@ -15,6 +16,7 @@ use kapi_apimachinery::ApiError;
 use tower::{Layer, Service};
 
 use super::{FilterFuture, call, take_ready};
+use crate::audit::Auditor;
 use crate::authn::Authentication;
 use crate::body::Body;
 use crate::responses::api_error;
@@ -29,12 +31,16 @@ const IDENTITY_EXTRA_PREFIX: &str = "x-remote-extra-";
 #[derive(Clone)]
 pub struct AuthenticationLayer {
     authentication: Authentication,
+    auditor: Option<Arc<Auditor>>,
 }
 
 impl AuthenticationLayer {
     /// Authenticates with `authentication`.
-    pub fn new(authentication: Authentication) -> Self {
-        AuthenticationLayer { authentication }
+    pub fn new(authentication: Authentication, auditor: Option<Arc<Auditor>>) -> Self {
+        AuthenticationLayer {
+            authentication,
+            auditor,
+        }
     }
 }
 
@@ -45,6 +51,7 @@ impl<S> Layer<S> for AuthenticationLayer {
         Authenticate {
             inner,
             authentication: self.authentication.clone(),
+            auditor: self.auditor.clone(),
         }
     }
 }
@@ -54,6 +61,7 @@ impl<S> Layer<S> for AuthenticationLayer {
 pub struct Authenticate<S> {
     inner: S,
     authentication: Authentication,
+    auditor: Option<Arc<Auditor>>,
 }
 
 impl<S, B> Service<Request<B>> for Authenticate<S>
@@ -73,6 +81,7 @@ where
     fn call(&mut self, request: Request<B>) -> FilterFuture {
         let inner = take_ready(&mut self.inner);
         let authentication = self.authentication.clone();
+        let auditor = self.auditor.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
             let user = authentication.authenticate(&parts).await;
@@ -84,6 +93,9 @@ where
                 Ok(user) => user,
                 Err(err) => {
                     tracing::warn!(%err, "Unable to authenticate the request");
+                    if let Some(auditor) = &auditor {
+                        super::audit::failed_authentication(auditor, &parts);
+                    }
                     close_after_response(close.as_ref());
                     return Ok(api_error(&ApiError::unauthorized("Unauthorized")));
                 }

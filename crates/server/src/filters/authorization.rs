@@ -14,10 +14,15 @@ use kapi_apimachinery::schema::GroupResource;
 use tower::{Layer, Service};
 
 use super::{FilterFuture, call, take_ready};
+use crate::audit::AuditAnnotations;
 use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::body::Body;
 use crate::responses::{X_CONTENT_TYPE_OPTIONS, api_error, internal_error, sanitize};
+
+/// The audit annotations of every authorized request: the decision and its reason.
+const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
+const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 
 /// Adds [`Authorize`].
 #[derive(Clone)]
@@ -93,10 +98,17 @@ async fn decide(authorizer: &dyn Authorizer, request: &Parts) -> Result<(), Resp
         return Err(internal_error(uri, "no RequestInfo found in the context"));
     };
     let attributes = Attributes::of_request(user, info);
+    let audit = AuditAnnotations::of(extensions);
     match authorizer.authorize(&attributes).await {
-        Ok(Decision::Allow(_)) => Ok(()),
+        Ok(Decision::Allow(reason)) => {
+            audit.add(DECISION_ANNOTATION, "allow");
+            audit.add(REASON_ANNOTATION, &reason);
+            Ok(())
+        }
         Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
             tracing::debug!(uri, reason, "Forbidden");
+            audit.add(DECISION_ANNOTATION, "forbid");
+            audit.add(REASON_ANNOTATION, &reason);
             Err(forbidden(&attributes, &reason))
         }
         Err(err) => Err(internal_error(uri, &err.to_string())),

@@ -14,6 +14,7 @@ use tower::{Layer, Service};
 
 use super::authorization::forbidden;
 use super::{FilterFuture, call, take_ready};
+use crate::audit::AuditContext;
 use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::body::Body;
@@ -80,6 +81,9 @@ where
                 Ok(None) => {}
                 Ok(Some(user)) => {
                     remove_headers(&mut parts.headers);
+                    if let Some(audit) = parts.extensions.get::<Arc<AuditContext>>() {
+                        audit.set_impersonated_user(&user);
+                    }
                     parts.extensions.insert(user);
                 }
                 Err(response) => return Ok(response),

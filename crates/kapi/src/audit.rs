@@ -1,0 +1,74 @@
+//! The audit flags: the policy (`--audit-policy-file`) and the log and webhook backends,
+//! checked as kube-apiserver checks them.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, bail};
+use kapi_server::audit::{
+    Auditor, Backend, Batching, LogBackend, Policy, Rotation, WebhookBackend,
+};
+use kapi_server::webhook_client::WebhookClient;
+
+use crate::flags::ServeOptions as Options;
+
+/// The auditor the flags ask for; `None` without a policy file or a backend.
+pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
+    check_modes(options)?;
+    let Some(policy_file) = &options.audit_policy_file else {
+        return Ok(None);
+    };
+    let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
+    if let Some(path) = &options.audit_log_path {
+        backends.push(Arc::new(log_backend(options, path)?));
+    }
+    if let Some(config) = &options.audit_webhook_config_file {
+        let client = WebhookClient::from_kubeconfig(config)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("--audit-webhook-config-file {}", config.display()))?;
+        let batching = Batching {
+            max_size: options.audit_webhook_batch_max_size.max(1),
+            max_wait: options.audit_webhook_batch_max_wait,
+            initial_backoff: options.audit_webhook_initial_backoff,
+        };
+        backends.push(Arc::new(WebhookBackend::start(client, batching)));
+    }
+    if backends.is_empty() {
+        tracing::warn!("--audit-policy-file is set, but no audit backend is: nothing is audited");
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(policy_file)
+        .with_context(|| format!("--audit-policy-file {}", policy_file.display()))?;
+    let policy = Policy::parse(&text)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("--audit-policy-file {}", policy_file.display()))?;
+    Ok(Some(Arc::new(Auditor::new(policy, backends))))
+}
+
+fn log_backend(options: &Options, path: &Path) -> anyhow::Result<LogBackend> {
+    let rotation = Rotation {
+        max_size_mb: options.audit_log_maxsize,
+        max_backups: options.audit_log_maxbackup,
+        max_age_days: options.audit_log_maxage,
+    };
+    LogBackend::open(path, rotation).with_context(|| format!("--audit-log-path {}", path.display()))
+}
+
+fn check_modes(options: &Options) -> anyhow::Result<()> {
+    const MODES: [&str; 3] = ["batch", "blocking", "blocking-strict"];
+    if options.audit_log_format != "json" {
+        bail!(
+            "--audit-log-format {:?}: kapi writes only the json format",
+            options.audit_log_format
+        );
+    }
+    for (flag, mode) in [
+        ("--audit-log-mode", &options.audit_log_mode),
+        ("--audit-webhook-mode", &options.audit_webhook_mode),
+    ] {
+        if !MODES.contains(&mode.as_str()) {
+            bail!("{flag}: invalid audit mode {mode:?}, allowed modes are {MODES:?}");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,354 @@
+//! Auditing, as k8s.io/apiserver's pkg/audit: every request the [`Policy`] selects yields
+//! audit.k8s.io/v1 `Event`s at its stages (RequestReceived, ResponseStarted for long-running
+//! requests, ResponseComplete, Panic), with the level's detail: metadata (user, verb,
+//! object reference, response status, annotations), the request object (`Request`), the
+//! response object (`RequestResponse`). Events go to every [`Backend`].
+//!
+//! The audit filter ([`crate::filters::audit`]) starts an [`AuditContext`] per request and
+//! stores it in the request's extensions; the impersonation and authorization filters, the
+//! handlers and admission plugins add to it through [`AuditAnnotations`].
+
+pub mod backend;
+pub mod policy;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+
+use crate::authn::UserInfo;
+pub use backend::{Backend, Batching, LogBackend, Rotation, WebhookBackend};
+pub use policy::{Level, Policy, RequestAttributes, RequestAuditConfig};
+
+/// The server's audit policy and backends.
+pub struct Auditor {
+    policy: Policy,
+    backends: Vec<Arc<dyn Backend>>,
+}
+
+impl Auditor {
+    pub fn new(policy: Policy, backends: Vec<Arc<dyn Backend>>) -> Auditor {
+        Auditor { policy, backends }
+    }
+
+    /// The request's audit context, or `None` when the policy leaves it unaudited.
+    pub(crate) fn begin(
+        self: &Arc<Self>,
+        attributes: &RequestAttributes<'_>,
+        metadata: EventMetadata,
+    ) -> Option<Arc<AuditContext>> {
+        let config = self.policy.evaluate(attributes);
+        if config.level == Level::None {
+            return None;
+        }
+        Some(Arc::new(AuditContext {
+            auditor: self.clone(),
+            config,
+            event: Mutex::new(EventState {
+                metadata,
+                impersonated_user: None,
+                annotations: BTreeMap::new(),
+                request_object: None,
+                response_status: None,
+                response_object: None,
+            }),
+        }))
+    }
+}
+
+/// What every event of a request says about it, fixed when it is received.
+pub(crate) struct EventMetadata {
+    pub audit_id: String,
+    pub request_uri: String,
+    pub verb: String,
+    /// The authenticated user (`{}` for a request that failed authentication).
+    pub user: Value,
+    pub source_ips: Vec<String>,
+    pub user_agent: Option<String>,
+    pub object_ref: Option<Map<String, Value>>,
+    pub received: String,
+}
+
+struct EventState {
+    metadata: EventMetadata,
+    impersonated_user: Option<Value>,
+    annotations: BTreeMap<String, String>,
+    request_object: Option<Value>,
+    response_status: Option<Value>,
+    response_object: Option<Value>,
+}
+
+/// The audit state of one request.
+pub struct AuditContext {
+    auditor: Arc<Auditor>,
+    config: RequestAuditConfig,
+    event: Mutex<EventState>,
+}
+
+/// The time now as events write it (metav1.MicroTime).
+pub(crate) fn now_micro() -> String {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    kapi_apimachinery::meta::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros())
+}
+
+/// A user as events write it.
+pub(crate) fn user_json(user: &UserInfo) -> Value {
+    let mut value = json!({"username": user.name});
+    if !user.uid.is_empty() {
+        value["uid"] = json!(user.uid);
+    }
+    if !user.groups.is_empty() {
+        value["groups"] = json!(user.groups);
+    }
+    if !user.extra.is_empty() {
+        value["extra"] = json!(user.extra);
+    }
+    value
+}
+
+/// `object` without `metadata.managedFields`, also in a list's items.
+fn without_managed_fields(mut object: Value) -> Value {
+    if let Some(meta) = object["metadata"].as_object_mut() {
+        meta.remove("managedFields");
+    }
+    if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
+        for item in items {
+            if let Some(meta) = item["metadata"].as_object_mut() {
+                meta.remove("managedFields");
+            }
+        }
+    }
+    object
+}
+
+impl AuditContext {
+    pub fn level(&self) -> Level {
+        self.config.level
+    }
+
+    /// Emits the event of `stage`, unless the policy omits it.
+    pub(crate) fn emit(&self, stage: &str) {
+        if self.config.omit_stages.contains(stage) {
+            return;
+        }
+        let event = self.event(stage);
+        for backend in &self.auditor.backends {
+            backend.process(&event);
+        }
+    }
+
+    fn event(&self, stage: &str) -> Value {
+        let state = self.event.lock();
+        let meta = &state.metadata;
+        let mut event = json!({
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": self.config.level.as_str(),
+            "auditID": meta.audit_id,
+            "stage": stage,
+            "requestURI": meta.request_uri,
+            "verb": meta.verb,
+            "user": meta.user,
+            "sourceIPs": meta.source_ips,
+        });
+        if let Some(user) = &state.impersonated_user {
+            event["impersonatedUser"] = user.clone();
+        }
+        if let Some(agent) = &meta.user_agent {
+            event["userAgent"] = json!(agent);
+        }
+        if let Some(object_ref) = &meta.object_ref {
+            event["objectRef"] = Value::Object(object_ref.clone());
+        }
+        if let Some(status) = &state.response_status {
+            event["responseStatus"] = status.clone();
+        }
+        if let Some(object) = &state.request_object {
+            event["requestObject"] = object.clone();
+        }
+        if let Some(object) = &state.response_object {
+            event["responseObject"] = object.clone();
+        }
+        event["requestReceivedTimestamp"] = json!(meta.received);
+        event["stageTimestamp"] = json!(now_micro());
+        if !state.annotations.is_empty() {
+            event["annotations"] = json!(state.annotations);
+        }
+        event
+    }
+
+    /// Records the user the request acts as.
+    pub(crate) fn set_impersonated_user(&self, user: &UserInfo) {
+        self.event.lock().impersonated_user = Some(user_json(user));
+    }
+
+    /// Records the response's status: its code, or the whole `Status` of an error.
+    pub(crate) fn set_response_status(&self, status: Value) {
+        self.event.lock().response_status = Some(status);
+    }
+
+    /// Records the response object (at `RequestResponse`).
+    pub(crate) fn set_response_object(&self, object: Value) {
+        let object = if self.config.omit_managed_fields {
+            without_managed_fields(object)
+        } else {
+            object
+        };
+        self.event.lock().response_object = Some(object);
+    }
+
+    fn annotate(&self, key: &str, value: &str) {
+        let mut state = self.event.lock();
+        if let Some(existing) = state.annotations.get(key)
+            && existing != value
+        {
+            tracing::warn!(key, existing, value, "Audit annotation not overwritten");
+            return;
+        }
+        state.annotations.insert(key.into(), value.into());
+    }
+
+    /// Records the request's object: its name, namespace, uid and resourceVersion fill in
+    /// the object reference; at `Request` and above, the object (or patch) itself.
+    fn log_request_object(&self, object: Value) {
+        let mut state = self.event.lock();
+        if let Some(object_ref) = state.metadata.object_ref.as_mut() {
+            let meta = &object["metadata"];
+            for (field, from) in [
+                ("namespace", "namespace"),
+                ("name", "name"),
+                ("uid", "uid"),
+                ("resourceVersion", "resourceVersion"),
+            ] {
+                let empty = object_ref
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                if empty && let Some(value) = meta[from].as_str().filter(|v| !v.is_empty()) {
+                    object_ref.insert(field.into(), json!(value));
+                }
+            }
+        }
+        if self.config.level >= Level::Request {
+            state.request_object = Some(if self.config.omit_managed_fields {
+                without_managed_fields(object)
+            } else {
+                object
+            });
+        }
+    }
+}
+
+/// Where admission plugins and handlers add to a request's audit event; does nothing when
+/// the request is not audited. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct AuditAnnotations(Option<Arc<AuditContext>>);
+
+impl AuditAnnotations {
+    /// The audit annotations of the request whose extensions are `extensions`.
+    pub fn of(extensions: &http::Extensions) -> AuditAnnotations {
+        AuditAnnotations(extensions.get::<Arc<AuditContext>>().cloned())
+    }
+
+    /// The request's audit level (`None` when not audited).
+    pub fn level(&self) -> Level {
+        self.0.as_ref().map_or(Level::None, |c| c.level())
+    }
+
+    /// Adds an annotation; a key is set once (a later, different value is dropped with a
+    /// warning, as upstream).
+    pub fn add(&self, key: &str, value: &str) {
+        if let Some(context) = &self.0 {
+            context.annotate(key, value);
+        }
+    }
+
+    /// Records the request's object (or patch, or options).
+    pub fn log_request_object(&self, object: Value) {
+        if let Some(context) = &self.0 {
+            context.log_request_object(object);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Mutex<Vec<Value>>);
+
+    impl Backend for Collect {
+        fn process(&self, event: &Value) {
+            self.0.lock().push(event.clone());
+        }
+    }
+
+    #[test]
+    fn events_carry_what_the_level_allows() {
+        let policy = Policy::parse(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Request\n  omitManagedFields: true\n",
+        )
+        .unwrap();
+        let collect = Arc::new(Collect(Mutex::new(Vec::new())));
+        let auditor = Arc::new(Auditor::new(policy, vec![collect.clone()]));
+        let user = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
+        let attributes = RequestAttributes {
+            user: Some(&user),
+            verb: "create",
+            resource_request: true,
+            api_group: "",
+            resource: "configmaps",
+            subresource: "",
+            namespace: "ns",
+            name: "",
+            path: "/api/v1/namespaces/ns/configmaps",
+        };
+        let mut object_ref = Map::new();
+        object_ref.insert("resource".into(), json!("configmaps"));
+        object_ref.insert("namespace".into(), json!("ns"));
+        let context = auditor
+            .begin(
+                &attributes,
+                EventMetadata {
+                    audit_id: "id".into(),
+                    request_uri: "/api/v1/namespaces/ns/configmaps".into(),
+                    verb: "create".into(),
+                    user: user_json(&user),
+                    source_ips: vec!["127.0.0.1".into()],
+                    user_agent: None,
+                    object_ref: Some(object_ref),
+                    received: now_micro(),
+                },
+            )
+            .unwrap();
+        let annotations = AuditAnnotations(Some(context.clone()));
+        annotations.log_request_object(
+            json!({"metadata": {"name": "c", "managedFields": [{}]}, "data": {"a": "b"}}),
+        );
+        annotations.add("example.com/x", "1");
+        annotations.add("example.com/x", "2");
+        context.set_response_status(json!({"metadata": {}, "code": 201}));
+        context.emit("RequestReceived");
+        context.emit("ResponseComplete");
+        let events = collect.0.lock();
+        assert_eq!(events.len(), 1);
+        let event = &events[0];
+        assert_eq!(event["stage"], "ResponseComplete");
+        assert_eq!(event["level"], "Request");
+        assert_eq!(event["objectRef"]["name"], "c");
+        assert_eq!(
+            event["requestObject"],
+            json!({"metadata": {"name": "c"}, "data": {"a": "b"}})
+        );
+        assert!(event.get("responseObject").is_none());
+        assert_eq!(event["annotations"], json!({"example.com/x": "1"}));
+        assert_eq!(event["responseStatus"]["code"], 201);
+    }
+}

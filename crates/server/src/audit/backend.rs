@@ -1,0 +1,294 @@
+//! Where audit events go: the log backend (`--audit-log-path`, one JSON event per line,
+//! rotated by size, age and count as upstream's lumberjack writer does) and the webhook
+//! backend (`--audit-webhook-config-file`, batches of events POSTed as an `EventList`).
+//!
+//! Neither makes a request wait: events are handed to a writer thread (log) or task
+//! (webhook) through a channel, in the order the requests produced them.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc as async_mpsc;
+
+use crate::webhook_client::WebhookClient;
+
+/// Receives every audit event of the server.
+pub trait Backend: Send + Sync {
+    fn process(&self, event: &Value);
+}
+
+/// How the log file is rotated (`--audit-log-maxsize`, `-maxbackup`, `-maxage`); zero
+/// means no limit.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rotation {
+    pub max_size_mb: u64,
+    pub max_backups: usize,
+    pub max_age_days: u64,
+}
+
+/// Writes events as JSON lines to a file, or to standard output for `-`.
+pub struct LogBackend {
+    lines: mpsc::Sender<Vec<u8>>,
+}
+
+impl LogBackend {
+    /// Opens (creating) `path` for appending and starts the writer thread.
+    pub fn open(path: &Path, rotation: Rotation) -> io::Result<LogBackend> {
+        let sink = if path == Path::new("-") {
+            Sink::Stdout
+        } else {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            let file = open_append(path)?;
+            let size = file.metadata()?.len();
+            Sink::File {
+                path: path.to_path_buf(),
+                file,
+                size,
+                rotation,
+            }
+        };
+        let (lines, received) = mpsc::channel::<Vec<u8>>();
+        std::thread::Builder::new()
+            .name("audit-log".into())
+            .spawn(move || write_lines(sink, &received))?;
+        Ok(LogBackend { lines })
+    }
+}
+
+impl Backend for LogBackend {
+    fn process(&self, event: &Value) {
+        let mut line = serde_json::to_vec(event).unwrap_or_default();
+        line.push(b'\n');
+        // The writer only stops when the process does.
+        let _ = self.lines.send(line);
+    }
+}
+
+enum Sink {
+    Stdout,
+    File {
+        path: PathBuf,
+        file: File,
+        size: u64,
+        rotation: Rotation,
+    },
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
+/// The writer thread: writes each line, flushing whenever no more are waiting.
+fn write_lines(mut sink: Sink, received: &mpsc::Receiver<Vec<u8>>) {
+    while let Ok(line) = received.recv() {
+        if let Err(err) = sink.write(&line) {
+            tracing::error!(%err, "Unable to write the audit log");
+        }
+    }
+}
+
+impl Sink {
+    fn write(&mut self, line: &[u8]) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().lock().write_all(line),
+            Sink::File {
+                path,
+                file,
+                size,
+                rotation,
+            } => {
+                let limit = rotation.max_size_mb * 1024 * 1024;
+                if limit > 0 && *size > 0 && *size + line.len() as u64 > limit {
+                    *file = rotate(path, *rotation)?;
+                    *size = 0;
+                }
+                file.write_all(line)?;
+                *size += line.len() as u64;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Moves the full log aside as `<name>-<timestamp><.ext>`, removes backups beyond the
+/// limits, and opens a fresh log.
+fn rotate(path: &Path, rotation: Rotation) -> io::Result<File> {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let stamp =
+        kapi_apimachinery::meta::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros());
+    // lumberjack's 2006-01-02T15-04-05.000 layout: colons are not portable in file names.
+    let stamp = stamp[..23].replace(':', "-");
+    let backup = path.with_file_name(format!("{stem}-{stamp}{ext}"));
+    std::fs::rename(path, &backup)?;
+    prune(path, &stem, &ext, rotation);
+    open_append(path)
+}
+
+/// Removes the oldest backups beyond `max_backups` and those older than `max_age_days`.
+fn prune(path: &Path, stem: &str, ext: &str, rotation: Rotation) {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    let Ok(entries) = std::fs::read_dir(dir.unwrap_or(Path::new("."))) else {
+        return;
+    };
+    let prefix = format!("{stem}-");
+    let mut backups: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            name.starts_with(&prefix) && name.ends_with(ext) && p != path
+        })
+        .collect();
+    // The timestamps sort as the backups were made: newest last.
+    backups.sort();
+    let max_age = Duration::from_secs(rotation.max_age_days * 86_400);
+    let too_old = |p: &PathBuf| {
+        rotation.max_age_days > 0
+            && p.metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > max_age)
+    };
+    let excess = if rotation.max_backups > 0 {
+        backups.len().saturating_sub(rotation.max_backups)
+    } else {
+        0
+    };
+    for (i, backup) in backups.iter().enumerate() {
+        if i < excess || too_old(backup) {
+            let _ = std::fs::remove_file(backup);
+        }
+    }
+}
+
+/// How the webhook backend batches (`--audit-webhook-batch-max-size`, `-max-wait`,
+/// `--audit-webhook-initial-backoff`).
+#[derive(Clone, Copy, Debug)]
+pub struct Batching {
+    pub max_size: usize,
+    pub max_wait: Duration,
+    pub initial_backoff: Duration,
+}
+
+impl Default for Batching {
+    fn default() -> Self {
+        Batching {
+            max_size: 400,
+            max_wait: Duration::from_secs(30),
+            initial_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Sends events in batches to the server of a kubeconfig as audit.k8s.io/v1 EventLists.
+pub struct WebhookBackend {
+    events: async_mpsc::UnboundedSender<Value>,
+}
+
+/// Attempts per batch before it is dropped (with an error in the log).
+const WEBHOOK_ATTEMPTS: u32 = 3;
+const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl WebhookBackend {
+    /// Starts the sending task on the current runtime.
+    pub fn start(client: WebhookClient, batching: Batching) -> WebhookBackend {
+        let (events, received) = async_mpsc::unbounded_channel();
+        tokio::spawn(send_batches(client, batching, received));
+        WebhookBackend { events }
+    }
+}
+
+impl Backend for WebhookBackend {
+    fn process(&self, event: &Value) {
+        let _ = self.events.send(event.clone());
+    }
+}
+
+async fn send_batches(
+    client: WebhookClient,
+    batching: Batching,
+    mut received: async_mpsc::UnboundedReceiver<Value>,
+) {
+    while let Some(first) = received.recv().await {
+        let mut items = vec![first];
+        let deadline = tokio::time::Instant::now() + batching.max_wait;
+        while items.len() < batching.max_size {
+            match tokio::time::timeout_at(deadline, received.recv()).await {
+                Ok(Some(event)) => items.push(event),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let count = items.len();
+        let body = json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
+            "metadata": {}, "items": items});
+        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let mut backoff = batching.initial_backoff;
+        for attempt in 1..=WEBHOOK_ATTEMPTS {
+            match client.post(body.clone(), WEBHOOK_TIMEOUT).await {
+                Ok(_) => break,
+                Err(err) if attempt == WEBHOOK_ATTEMPTS => {
+                    tracing::error!(%err, count, "Unable to send audit events; dropped");
+                }
+                Err(err) => {
+                    tracing::warn!(%err, attempt, "Unable to send audit events; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_rotates_by_size_and_keeps_max_backups() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let rotation = Rotation {
+            max_size_mb: 1,
+            max_backups: 1,
+            max_age_days: 0,
+        };
+        let mut sink = Sink::File {
+            file: open_append(&path).unwrap(),
+            path: path.clone(),
+            size: 0,
+            rotation,
+        };
+        let line = vec![b'x'; 700 * 1024];
+        for _ in 0..3 {
+            sink.write(&line).unwrap();
+            // Backups are named by the millisecond.
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert_eq!(names[1], "audit.log");
+        assert!(
+            names[0].starts_with("audit-") && names[0].ends_with(".log"),
+            "{names:?}"
+        );
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), line.len() as u64);
+    }
+}
