@@ -62,7 +62,7 @@ impl Expression {
 }
 
 /// The CEL type name of a value, for errors.
-fn type_name(value: &Value) -> &'static str {
+pub fn type_name(value: &Value) -> &'static str {
     match value {
         Value::String(_) => "string",
         Value::Int(_) => "int",

@@ -3,9 +3,10 @@
 //! `matchConstraints` and the binding's `matchResources` select, with the binding's params
 //! (`paramRef`, of the policy's `paramKind`), the policy's `matchConditions` and
 //! `variables`, then its `validations`; a failed validation is acted on per the binding's
-//! `validationActions` (Deny: refused, 422 by default; Warn: a Warning header; Audit: kapi
-//! has no audit log, so it is dropped). An expression that errors is handled per the
-//! policy's `failurePolicy`.
+//! `validationActions` (Deny: refused, 422 by default; Warn: a Warning header; Audit: the
+//! `validation.policy.admission.k8s.io/validation_failure` audit annotation). The policy's
+//! `auditAnnotations` become `<policy>/<key>` audit annotations. An expression that errors
+//! is handled per the policy's `failurePolicy`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ struct Policy {
     match_conditions: Vec<(String, Result<Expression, String>)>,
     variables: Vec<(String, Result<Expression, String>)>,
     validations: Vec<Validation>,
+    /// `auditAnnotations`: keys and their value expressions.
+    audit_annotations: Vec<(String, Result<Expression, String>)>,
     ignore_failures: bool,
 }
 
@@ -48,6 +51,9 @@ struct Binding {
     match_resources: Value,
     deny: bool,
     warn: bool,
+    /// The binding's validationActions, as written (the Audit action's annotation lists
+    /// them).
+    actions: Vec<String>,
 }
 
 fn compile(value: &Value) -> Result<Expression, String> {
@@ -94,6 +100,17 @@ fn parse_policy(policy: &Value) -> Policy {
                 reason: v["reason"].as_str().unwrap_or_default().to_string(),
             })
             .collect(),
+        audit_annotations: spec["auditAnnotations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|a| {
+                (
+                    a["key"].as_str().unwrap_or_default().to_string(),
+                    compile(&a["valueExpression"]),
+                )
+            })
+            .collect(),
         ignore_failures: spec["failurePolicy"] == "Ignore",
     }
 }
@@ -112,6 +129,7 @@ fn parse_binding(binding: &Value) -> Binding {
         match_resources: spec["matchResources"].clone(),
         deny: actions.contains(&"Deny"),
         warn: actions.contains(&"Warn"),
+        actions: actions.iter().map(|a| a.to_string()).collect(),
     }
 }
 
@@ -156,13 +174,27 @@ fn any_version(rules: &Value) -> Value {
     Value::from(rules)
 }
 
-/// What evaluating one binding found.
-enum Outcome {
-    /// Nothing to act on.
-    Pass,
-    /// A failed validation (or, under failurePolicy Fail, an error): its message and reason.
-    Violation { message: String, reason: String },
+/// A failed validation (or, under failurePolicy Fail, an error): which validation, its
+/// message and reason.
+struct Violation {
+    index: usize,
+    message: String,
+    reason: String,
 }
+
+/// What evaluating a policy with one set of params found.
+#[derive(Default)]
+struct Evaluation {
+    violation: Option<Violation>,
+    /// The values of the policy's auditAnnotations (those not null).
+    annotations: Vec<(String, String)>,
+}
+
+/// Audit annotation values are cut to this length, as upstream.
+const MAX_AUDIT_ANNOTATION_VALUE: usize = 10 * 1024;
+
+/// The audit annotation of a failed validation under the Audit action.
+const VALIDATION_FAILURE_ANNOTATION: &str = "validation.policy.admission.k8s.io/validation_failure";
 
 /// The ValidatingAdmissionPolicy plugin.
 pub struct ValidatingAdmissionPolicy {
@@ -265,18 +297,27 @@ impl ValidatingAdmissionPolicy {
         Ok(found)
     }
 
-    /// Evaluates a policy with one set of params.
-    fn evaluate(&self, policy: &Policy, inputs: &Inputs) -> Result<Outcome, String> {
+    /// Evaluates a policy with one set of params: its first failed validation and its
+    /// audit annotations. An error is a failure of the policy (see `failurePolicy`).
+    fn evaluate(&self, policy: &Policy, inputs: &Inputs) -> Result<Evaluation, Violation> {
+        let error = |index: usize, message: String| Violation {
+            index,
+            message,
+            reason: String::new(),
+        };
         let mut activation = Activation::new(inputs);
         for (name, condition) in &policy.match_conditions {
-            let condition = condition
-                .as_ref()
-                .map_err(|err| format!("compilation failed for matchCondition {name}: {err}"))?;
+            let condition = condition.as_ref().map_err(|err| {
+                error(
+                    0,
+                    format!("compilation failed for matchCondition {name}: {err}"),
+                )
+            })?;
             if !condition
                 .evaluate_bool(&activation)
-                .map_err(|err| format!("matchCondition {name}: {err}"))?
+                .map_err(|err| error(0, format!("matchCondition {name}: {err}")))?
             {
-                return Ok(Outcome::Pass);
+                return Ok(Evaluation::default());
             }
         }
         let mut variables = BTreeMap::new();
@@ -287,16 +328,34 @@ impl ValidatingAdmissionPolicy {
                 activation.set_variables(&variables);
             }
         }
-        for validation in &policy.validations {
+        let violation = Self::first_violation(policy, &activation)?;
+        let annotations = Self::audit_annotations(policy, &activation).map_err(|e| error(0, e))?;
+        Ok(Evaluation {
+            violation,
+            annotations,
+        })
+    }
+
+    /// The first validation that fails, with its message.
+    fn first_violation(
+        policy: &Policy,
+        activation: &Activation,
+    ) -> Result<Option<Violation>, Violation> {
+        for (index, validation) in policy.validations.iter().enumerate() {
+            let error = |message: String| Violation {
+                index,
+                message,
+                reason: String::new(),
+            };
             let expression = validation
                 .expression
                 .as_ref()
-                .map_err(|err| format!("compilation error: {err}"))?;
-            let passed = expression.evaluate_bool(&activation).map_err(|err| {
-                format!(
+                .map_err(|err| error(format!("compilation error: {err}")))?;
+            let passed = expression.evaluate_bool(activation).map_err(|err| {
+                error(format!(
                     "expression '{}' resulted in error: {err}",
                     expression.source
-                )
+                ))
             })?;
             if passed {
                 continue;
@@ -305,7 +364,7 @@ impl ValidatingAdmissionPolicy {
                 .message_expression
                 .as_ref()
                 .and_then(|e| e.as_ref().ok())
-                .and_then(|e| match e.evaluate(&activation) {
+                .and_then(|e| match e.evaluate(activation) {
                     Ok(cel::Value::String(text)) if !text.trim().is_empty() => {
                         Some(text.to_string())
                     }
@@ -316,12 +375,55 @@ impl ValidatingAdmissionPolicy {
                 (None, "") => format!("failed expression: {}", expression.source.trim()),
                 (None, message) => message.to_string(),
             };
-            return Ok(Outcome::Violation {
+            return Ok(Some(Violation {
+                index,
                 message,
                 reason: validation.reason.clone(),
-            });
+            }));
         }
-        Ok(Outcome::Pass)
+        Ok(None)
+    }
+
+    /// The values of the policy's audit annotations: strings, cut to 10 KiB; null leaves
+    /// the annotation out.
+    fn audit_annotations(
+        policy: &Policy,
+        activation: &Activation,
+    ) -> Result<Vec<(String, String)>, String> {
+        let mut values = Vec::new();
+        for (key, expression) in &policy.audit_annotations {
+            let expression = expression
+                .as_ref()
+                .map_err(|err| format!("compilation error: {err}"))?;
+            match expression.evaluate(activation) {
+                Ok(cel::Value::String(text)) => {
+                    let mut value = text.to_string();
+                    if value.len() > MAX_AUDIT_ANNOTATION_VALUE {
+                        let mut end = MAX_AUDIT_ANNOTATION_VALUE;
+                        while !value.is_char_boundary(end) {
+                            end -= 1;
+                        }
+                        value.truncate(end);
+                    }
+                    values.push((key.clone(), value));
+                }
+                Ok(cel::Value::Null) => {}
+                Ok(other) => {
+                    return Err(format!(
+                        "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                        expression.source,
+                        crate::cel::type_name(&other)
+                    ));
+                }
+                Err(err) => {
+                    return Err(format!(
+                        "valueExpression '{}' resulted in error: {err}",
+                        expression.source
+                    ));
+                }
+            }
+        }
+        Ok(values)
     }
 }
 
@@ -388,6 +490,9 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
         let kind = crate::webhook::kind_of(attributes, object.as_ref().or(old.as_ref()));
         let request = request_json(attributes, &kind, "");
         let namespace_object = self.namespace_object(attributes.namespace);
+        let mut denied = None;
+        // Audit annotations by policy, then key: each distinct value once.
+        let mut annotations: BTreeMap<&str, BTreeMap<String, Vec<String>>> = BTreeMap::new();
         for (binding_name, binding) in &bindings {
             let Some(policy) = policies.get(&binding.policy_name) else {
                 continue;
@@ -408,7 +513,7 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
             if !selected {
                 continue;
             }
-            let outcomes = match self.params(policy, binding, attributes).await {
+            let evaluations = match self.params(policy, binding, attributes).await {
                 Ok(params) => params
                     .into_iter()
                     .map(|params| {
@@ -424,34 +529,71 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                         )
                     })
                     .collect(),
-                Err(err) => vec![Err(err)],
+                Err(message) => vec![Err(Violation {
+                    index: 0,
+                    message,
+                    reason: String::new(),
+                })],
             };
-            for outcome in outcomes {
-                let (message, reason) = match outcome {
-                    Ok(Outcome::Pass) => continue,
-                    Ok(Outcome::Violation { message, reason }) => (message, reason),
+            for evaluation in evaluations {
+                let violation = match evaluation {
+                    Ok(evaluation) => {
+                        let collected = annotations.entry(&binding.policy_name).or_default();
+                        for (key, value) in evaluation.annotations {
+                            let values = collected.entry(key).or_default();
+                            if !values.contains(&value) {
+                                values.push(value);
+                            }
+                        }
+                        match evaluation.violation {
+                            Some(violation) => violation,
+                            None => continue,
+                        }
+                    }
                     Err(_) if policy.ignore_failures => continue,
-                    Err(err) => (err, String::new()),
+                    Err(violation) => violation,
                 };
-                if binding.warn {
-                    attributes.warnings.add(format!(
-                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {message}",
-                        binding.policy_name
-                    ));
-                }
-                if binding.deny {
-                    return Err(denial(
-                        attributes,
-                        &binding.policy_name,
-                        binding_name,
-                        &message,
-                        &reason,
-                    ));
-                }
+                let refusal = act_on(attributes, binding_name, binding, violation);
+                denied = denied.or(refusal);
             }
         }
-        Ok(())
+        for (policy, keys) in annotations {
+            for (key, values) in keys {
+                attributes
+                    .audit
+                    .add(&format!("{policy}/{key}"), &values.join(", "));
+            }
+        }
+        denied.map_or(Ok(()), Err)
     }
+}
+
+/// Acts on a failed validation as the binding's validationActions say: a Warning header
+/// (Warn), an audit annotation (Audit), and the refusal to return (Deny).
+fn act_on(
+    attributes: &Attributes<'_>,
+    binding_name: &str,
+    binding: &Binding,
+    violation: Violation,
+) -> Option<ApiError> {
+    let policy = &binding.policy_name;
+    let message = &violation.message;
+    if binding.warn {
+        attributes.warnings.add(format!(
+            "Validation failed for ValidatingAdmissionPolicy '{policy}' with binding '{binding_name}': {message}"
+        ));
+    }
+    if binding.actions.iter().any(|a| a == "Audit") {
+        let failure = serde_json::json!([{"message": message, "policy": policy,
+            "binding": binding_name, "expressionIndex": violation.index,
+            "validationActions": binding.actions}]);
+        attributes
+            .audit
+            .add(VALIDATION_FAILURE_ANNOTATION, &failure.to_string());
+    }
+    binding
+        .deny
+        .then(|| denial(attributes, policy, binding_name, message, &violation.reason))
 }
 
 impl ValidatingAdmissionPolicy {

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use base64::Engine;
 use kapi_apimachinery::status::{ApiError, Status};
 use kapi_server::admission::{AdmissionPlugin, Attributes};
+use kapi_server::audit::Level;
 use kapi_server::endpoints::Served;
 use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
 use serde_json::{Value, json};
@@ -36,6 +37,8 @@ enum Phase {
 /// One webhook of a configuration, parsed once per configuration version.
 struct Hook {
     name: String,
+    /// The name of its configuration (mutation audit annotations carry it).
+    configuration: String,
     client: WebhookClient,
     rules: Value,
     exact: bool,
@@ -70,6 +73,9 @@ impl Webhooks {
 
     /// The webhooks of one configuration.
     fn parse(&self, configuration: &Value) -> Vec<Hook> {
+        let configuration_name = configuration["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
         let webhooks = configuration["webhooks"]
             .as_array()
             .map_or(&[][..], Vec::as_slice);
@@ -77,6 +83,7 @@ impl Webhooks {
             .iter()
             .map(|hook| Hook {
                 name: hook["name"].as_str().unwrap_or_default().to_string(),
+                configuration: configuration_name.to_string(),
                 client: WebhookClient::new(&hook["clientConfig"], self.resolver.clone()),
                 rules: hook["rules"].clone(),
                 exact: hook["matchPolicy"] == "Exact",
@@ -196,6 +203,7 @@ struct Answer {
     status: Value,
     patch: Option<Vec<u8>>,
     warnings: Vec<String>,
+    audit_annotations: Vec<(String, String)>,
 }
 
 /// Calls a webhook with an AdmissionReview of `request`; the checked answer.
@@ -270,7 +278,33 @@ fn read_answer(review: &Value, uid: &str, phase: Phase) -> Result<Answer, String
             .flatten()
             .filter_map(|w| w.as_str().map(str::to_string))
             .collect(),
+        audit_annotations: response["auditAnnotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
     })
+}
+
+/// Records what a webhook answered besides its verdict: its warnings for the client, its
+/// audit annotations (keyed `<webhook>/<key>`, as upstream; keys that do not make a
+/// qualified name are dropped with a warning).
+fn record(hook: &Hook, attributes: &Attributes<'_>, answer: &Answer) {
+    for warning in &answer.warnings {
+        attributes.warnings.add(warning.clone());
+    }
+    for (key, value) in &answer.audit_annotations {
+        let key = format!("{}/{key}", hook.name);
+        if kapi_apimachinery::validation::is_qualified_name(&key).is_empty() {
+            attributes.audit.add(&key, value);
+        } else {
+            tracing::warn!(
+                key,
+                "Admission webhook returned an invalid audit annotation key"
+            );
+        }
+    }
 }
 
 /// A denial as the client gets it (upstream's ToStatusErr): the webhook's code (at least
@@ -327,10 +361,14 @@ impl MutatingWebhook {
         })
     }
 
-    /// Runs one webhook on `current`; whether it changed it.
+    /// Runs one webhook on `current` in round `round` (1 for reinvocations) as the
+    /// `index`th webhook; whether it changed it. Every call is recorded in the audit event
+    /// (`mutation.webhook.admission.k8s.io/round_<r>_index_<i>`), and, at the Request level,
+    /// the patch it returned.
     async fn run(
         &self,
         hook: &Hook,
+        (round, index): (usize, usize),
         attributes: &Attributes<'_>,
         request: &Value,
         current: &mut Option<Value>,
@@ -347,17 +385,27 @@ impl MutatingWebhook {
         if attributes.dry_run && !hook.dry_run_safe {
             return Err(no_dry_run(hook));
         }
+        let suffix = format!("round_{round}_index_{index}");
+        let mutation = |mutated: bool| {
+            let value = json!({"configuration": hook.configuration, "webhook": hook.name,
+                "mutated": mutated});
+            let key = format!("mutation.webhook.admission.k8s.io/{suffix}");
+            attributes.audit.add(&key, &value.to_string());
+        };
         let answer = match call(hook, Phase::Mutating, request, current.as_ref(), old).await {
             Ok(answer) => answer,
-            Err(err) => return failure(hook, err).map_or(Ok(false), Err),
+            Err(err) => {
+                mutation(false);
+                return failure(hook, err).map_or(Ok(false), Err);
+            }
         };
-        for warning in &answer.warnings {
-            attributes.warnings.add(warning.clone());
-        }
+        record(hook, attributes, &answer);
         if !answer.allowed {
+            mutation(false);
             return Err(denied(&hook.name, &answer.status));
         }
         let (Some(patch), Some(object)) = (answer.patch, current.as_mut()) else {
+            mutation(false);
             return Ok(false);
         };
         let operations: json_patch::Patch = serde_json::from_slice(&patch).map_err(|err| {
@@ -373,7 +421,15 @@ impl MutatingWebhook {
                 hook.name
             ))
         })?;
-        Ok(*object != before)
+        let changed = *object != before;
+        mutation(changed);
+        if attributes.audit.level() >= Level::Request {
+            let value = json!({"configuration": hook.configuration, "webhook": hook.name,
+                "patch": operations, "patchType": "JSONPatch"});
+            let key = format!("patch.webhook.admission.k8s.io/{suffix}");
+            attributes.audit.add(&key, &value.to_string());
+        }
+        Ok(changed)
     }
 }
 
@@ -412,6 +468,7 @@ impl AdmissionPlugin for MutatingWebhook {
             if self
                 .run(
                     hook,
+                    (0, i),
                     attributes,
                     &request,
                     &mut current,
@@ -423,10 +480,11 @@ impl AdmissionPlugin for MutatingWebhook {
             }
         }
         // IfNeeded webhooks that ran before a later webhook's change run once more.
-        for (hook, changed) in hooks.iter().zip(&changed_after) {
+        for (i, (hook, changed)) in hooks.iter().zip(&changed_after).enumerate() {
             if hook.reinvoke && *changed {
                 self.run(
                     hook,
+                    (1, i),
                     attributes,
                     &request,
                     &mut current,
@@ -486,9 +544,7 @@ impl ValidatingWebhook {
             Ok(answer) => answer,
             Err(err) => return failure(hook, err).map_or(Ok(()), Err),
         };
-        for warning in &answer.warnings {
-            attributes.warnings.add(warning.clone());
-        }
+        record(hook, attributes, &answer);
         if answer.allowed {
             Ok(())
         } else {

@@ -3,9 +3,9 @@
 //! Pods that violate the enforce level are refused with upstream's message; the warn level
 //! (defaulting to a stricter enforce level) answers with Warning headers, for pods and for
 //! the pod templates of workload controllers; changing a namespace's enforce level warns
-//! about its existing pods; invalid labels are refused on namespaces. kapi keeps no audit
-//! log, so the audit level has no effect; there are no exemptions (upstream's default
-//! configuration has none).
+//! about its existing pods; invalid labels are refused on namespaces. The audit level's
+//! violations and the enforced policy are recorded as audit annotations; there are no
+//! exemptions (upstream's default configuration has none).
 
 mod checks;
 
@@ -103,11 +103,17 @@ fn detail(violations: &[Violation]) -> String {
     parts.join(", ")
 }
 
-/// A namespace's policy: what is enforced and what is warned about.
+/// A namespace's policy: what is enforced, audited and warned about.
 struct Policy {
     enforce: LevelVersion,
+    audit: LevelVersion,
     warn: LevelVersion,
 }
+
+/// The audit annotations PodSecurity adds: the enforced policy of every pod evaluated, and
+/// what the audit level would refuse.
+const ENFORCE_POLICY_ANNOTATION: &str = "pod-security.kubernetes.io/enforce-policy";
+const AUDIT_VIOLATIONS_ANNOTATION: &str = "pod-security.kubernetes.io/audit-violations";
 
 fn parse_level(text: &str) -> Result<Level, &'static str> {
     match text {
@@ -170,7 +176,7 @@ fn policy(labels: &Value) -> (Policy, FieldErrors) {
         (lv, valid_level)
     };
     let (enforce, enforce_set) = read("enforce", Level::Restricted);
-    let _ = read("audit", Level::Privileged);
+    let (audit, _) = read("audit", Level::Privileged);
     let (mut warn, _) = read("warn", Level::Privileged);
     if label("warn").is_none() && enforce_set && enforce.level > warn.level {
         warn.level = enforce.level;
@@ -178,7 +184,14 @@ fn policy(labels: &Value) -> (Policy, FieldErrors) {
             warn.version = enforce.version;
         }
     }
-    (Policy { enforce, warn }, errors)
+    (
+        Policy {
+            enforce,
+            audit,
+            warn,
+        },
+        errors,
+    )
 }
 
 /// Where a workload keeps its pod template (metadata and spec).
@@ -227,6 +240,22 @@ fn significant_update(new: &Value, old: &Value) -> bool {
             .any(|(name, image)| old_ephemeral.get(name) != Some(image))
 }
 
+/// The audit level's annotation for a pod or pod template that violates it.
+fn audit(attributes: &Attributes<'_>, policy: &Policy, meta: &Value, spec: &Value) {
+    if policy.audit.level == Level::Privileged {
+        return;
+    }
+    let violations = policy.audit.evaluate(meta, spec);
+    if !violations.is_empty() {
+        let text = format!(
+            "would violate PodSecurity \"{}\": {}",
+            policy.audit.text(),
+            detail(&violations)
+        );
+        attributes.audit.add(AUDIT_VIOLATIONS_ANNOTATION, &text);
+    }
+}
+
 /// The PodSecurity admission plugin.
 pub struct PodSecurity {
     namespaces: Served,
@@ -256,7 +285,11 @@ impl PodSecurity {
             return Ok(());
         }
         let (policy, _) = policy(&self.namespace_labels(attributes.namespace));
-        if policy.enforce.level == Level::Privileged && policy.warn.level == Level::Privileged {
+        attributes
+            .audit
+            .add(ENFORCE_POLICY_ANNOTATION, &policy.enforce.text());
+        let privileged = |lv: &LevelVersion| lv.level == Level::Privileged;
+        if privileged(&policy.enforce) && privileged(&policy.warn) && privileged(&policy.audit) {
             return Ok(());
         }
         if attributes.operation == Operation::Update
@@ -265,6 +298,7 @@ impl PodSecurity {
             return Ok(());
         }
         let (meta, spec) = (&pod["metadata"], &pod["spec"]);
+        audit(attributes, &policy, meta, spec);
         let enforced = policy.enforce.evaluate(meta, spec);
         if !enforced.is_empty() {
             let name = match attributes.name {
@@ -420,6 +454,12 @@ impl AdmissionPlugin for PodSecurity {
             _ if attributes.subresource.is_empty() => {
                 if let Some(template) = pod_template(group, definition.plural, object) {
                     let (policy, _) = policy(&self.namespace_labels(attributes.namespace));
+                    audit(
+                        attributes,
+                        &policy,
+                        &template["metadata"],
+                        &template["spec"],
+                    );
                     self.warn(
                         attributes,
                         &policy,

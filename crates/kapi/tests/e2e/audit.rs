@@ -287,3 +287,162 @@ async fn bad_audit_flags_stop_the_server() {
         "{err:#}"
     );
 }
+
+/// A mutating admission webhook for the test: labels every ConfigMap and
+/// adds an audit annotation.
+async fn label_configmaps(_: String, review: Value) -> Value {
+    use base64::Engine;
+    let request = &review["request"];
+    let patch = json!([{"op": "add", "path": "/metadata/labels", "value": {"labelled": "yes"}}]);
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+        "uid": request["uid"], "allowed": true, "patchType": "JSONPatch",
+        "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string()),
+        "auditAnnotations": {"seen": "yes"}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admission_plugins_annotate_audit_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let log = dir.path().join("audit.log");
+    let flags = [
+        format!("--audit-policy-file={}", policy.display()),
+        format!("--audit-log-path={}", log.display()),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(Backend::Embedded, &flags).await;
+    let events = || log_events(&log);
+    let (address, ca) = common::serve_webhook(label_configmaps).await;
+    let setup = format!(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: audited
+  labels: {{pod-security.kubernetes.io/audit: restricted}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {{name: labeller}}
+webhooks:
+- name: labeller.example.com
+  clientConfig: {{url: "https://{address}/label", caBundle: "{ca}"}}
+  rules: [{{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]
+  namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: audited}}}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: small}}
+spec:
+  matchConstraints:
+    resourceRules: [{{apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]
+  validations:
+  - expression: "true"
+  - expression: "!has(object.data) || object.data.size() < 2"
+    message: at most one key
+  auditAnnotations:
+  - key: keys
+    valueExpression: "has(object.data) ? string(object.data.size()) : null"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: small-audit}}
+spec:
+  policyName: small
+  validationActions: [Audit, Warn]
+  matchResources:
+    namespaceSelector: {{matchLabels: {{kubernetes.io/metadata.name: audited}}}}
+"#,
+        ca = {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD.encode(&ca)
+        }
+    );
+    common::ok_stdin(&server, &["apply", "-f", "-"], &setup).await;
+
+    // The policy and webhook configuration reach admission through their watch caches.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let created = loop {
+        let name = format!("big-{}", Instant::now().elapsed().as_nanos());
+        server
+            .kubectl_ok(&[
+                "create",
+                "configmap",
+                &name,
+                "-n",
+                "audited",
+                "--from-literal=a=1",
+                "--from-literal=b=2",
+            ])
+            .await;
+        let event = event(events, "for the configmap", |e| {
+            is(e, "create", "configmaps", &name)
+        })
+        .await;
+        let annotations = &event["annotations"];
+        if annotations.get("small/keys").is_some()
+            && annotations.get("labeller.example.com/seen").is_some()
+        {
+            break event;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no admission annotations in {event:#}"
+        );
+    };
+    let annotations = &created["annotations"];
+    assert_eq!(annotations["small/keys"], "2");
+    let failure: Value = serde_json::from_str(
+        annotations["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        json!([{"message": "at most one key", "policy": "small", "binding": "small-audit",
+            "expressionIndex": 1, "validationActions": ["Audit", "Warn"]}])
+    );
+    assert_eq!(annotations["labeller.example.com/seen"], "yes");
+    let mutation: Value = serde_json::from_str(
+        annotations["mutation.webhook.admission.k8s.io/round_0_index_0"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        mutation,
+        json!({"configuration": "labeller", "webhook": "labeller.example.com", "mutated": true})
+    );
+    // RequestResponse level: the patch too.
+    let patch: Value = serde_json::from_str(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_0"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(patch["patchType"], "JSONPatch");
+    assert_eq!(patch["patch"][0]["path"], "/metadata/labels");
+
+    // PodSecurity: the enforced policy, and what the audit level would refuse.
+    let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"plain","namespace":"audited"},
+        "spec":{"containers":[{"name":"c","image":"busybox"}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], pod).await;
+    let created = event(events, "for the pod", |e| is(e, "create", "pods", "plain")).await;
+    assert_eq!(
+        created["annotations"]["pod-security.kubernetes.io/enforce-policy"],
+        "privileged:latest"
+    );
+    let violations = created["annotations"]["pod-security.kubernetes.io/audit-violations"]
+        .as_str()
+        .unwrap();
+    assert!(
+        violations.starts_with(
+            "would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false"
+        ),
+        "{violations}"
+    );
+}
