@@ -8,4 +8,5 @@ mod cel;
 mod matching;
 mod parsed;
 pub mod policy;
+pub mod typecheck;
 pub mod webhook;

@@ -18,7 +18,6 @@ mod catalog;
 pub mod configmap;
 pub mod event;
 mod hooks;
-mod informer;
 pub mod lease;
 pub mod namespace;
 mod namespace_objects;

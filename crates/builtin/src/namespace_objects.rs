@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::informer::{self, Change};
 use crate::namespace::PHASE_TERMINATING;
+use kapi_server::informer::{self, Change};
 
 /// The ConfigMap of the cluster CA in every namespace.
 pub const ROOT_CA_CONFIG_MAP: &str = "kube-root-ca.crt";

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::admission::inuse::{PV_PROTECTION, PVC_PROTECTION};
-use crate::informer::{self, Change};
+use kapi_server::informer::{self, Change};
 
 /// How often every deleting claim and volume is looked at again.
 const RESYNC: Duration = Duration::from_secs(60);

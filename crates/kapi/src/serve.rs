@@ -131,6 +131,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let namespace_objects = namespace_objects(&api, &pki, &options.controllers)?;
     let protected_storage = protected_storage(&api, &options.controllers)?;
     let legacy_tokens = legacy_tokens(&api, &pki, tokens.clone(), &options.controllers)?;
+    let policy_status = policy_status(&api, &options.controllers)?;
     let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(api))?;
     server.set_authorizer(authorization.authorizer);
     if let Some(auditor) = crate::audit::auditor(&options)? {
@@ -185,6 +186,19 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
             Ok(())
         },
     )?;
+    if let Some((policies, api)) = policy_status {
+        server.add_post_start_hook(
+            "start-validating-admission-policy-status-controller",
+            move |context| async move {
+                tokio::spawn(kapi_admission::typecheck::run_status_controller(
+                    policies,
+                    api,
+                    context.stopping,
+                ));
+                Ok(())
+            },
+        )?;
+    }
     if let Some(legacy_tokens) = legacy_tokens {
         server.add_post_start_hook(
             "start-serviceaccount-token-controller",
@@ -328,6 +342,27 @@ const PVC_PROTECTION_CONTROLLER: &str = "persistentvolumeclaim-protection-contro
 /// The controller releasing deleted volumes not bound.
 const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
 
+/// The controller reporting ValidatingAdmissionPolicies' type checking.
+const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller";
+
+/// What the policy status controller follows, unless `--controllers` turns it off.
+fn policy_status(
+    api: &ApiHandler,
+    controllers: &[String],
+) -> Result<Option<(Served, kapi_server::endpoints::WeakApiHandler)>> {
+    if !controller_enabled(controllers, VAP_STATUS_CONTROLLER)? {
+        return Ok(None);
+    }
+    let policies = api
+        .served(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+        )
+        .context("the built-in resources have no validatingadmissionpolicies")?;
+    Ok(Some((policies, api.downgrade())))
+}
+
 /// The storage protection controllers' collections and switches.
 fn protected_storage(
     api: &ApiHandler,
@@ -355,6 +390,7 @@ fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
         ROOT_CA_PUBLISHER,
         PVC_PROTECTION_CONTROLLER,
         PV_PROTECTION_CONTROLLER,
+        VAP_STATUS_CONTROLLER,
     ];
     for given in controllers {
         let bare = given.trim_start_matches('-');

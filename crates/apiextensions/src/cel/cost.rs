@@ -309,58 +309,7 @@ impl Decl {
 /// Map keys: strings without a declared bound (upstream's StringType).
 static KEY: LazyLock<Decl> = LazyLock::new(|| Decl::scalar(0, 2));
 
-/// The CEL name of a property, as upstream escapes property names.
-pub(super) fn escape(name: &str) -> String {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
-    if RESERVED.contains(&name) {
-        return format!("__{name}__");
-    }
-    let mut escaped = String::with_capacity(name.len());
-    let mut chars = name.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '_' if chars.peek() == Some(&'_') => {
-                chars.next();
-                escaped.push_str("__underscores__");
-            }
-            '.' => escaped.push_str("__dot__"),
-            '-' => escaped.push_str("__dash__"),
-            '/' => escaped.push_str("__slash__"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
-
-/// A step of a path from `self` into its declared type.
-#[derive(Clone)]
-pub(super) enum Step {
-    Field(String),
-    Elements,
-    Keys,
-}
+pub(super) use kapi_server::cel_fields::{Step, escape};
 
 /// What a cost estimate knows of the values at a path below `self`: their most elements
 /// (characters, items or entries), and whether they are strings or lists.
@@ -850,13 +799,5 @@ mod tests {
         assert!(exceeds("x", 12_000_000, PER_EXPRESSION_LIMIT).contains("factor of 1.200000x"));
         assert!(exceeds("x", 25_000_000, PER_EXPRESSION_LIMIT).contains("factor of 2.5x"));
         assert!(exceeds("x", u64::MAX, PER_EXPRESSION_LIMIT).contains("factor of more than 100x"));
-    }
-
-    #[test]
-    fn property_names_are_escaped_as_upstream() {
-        assert_eq!(escape("foo-bar"), "foo__dash__bar");
-        assert_eq!(escape("a.b/c"), "a__dot__b__slash__c");
-        assert_eq!(escape("x__y"), "x__underscores__y");
-        assert_eq!(escape("namespace"), "__namespace__");
     }
 }

@@ -337,8 +337,8 @@ pub async fn run_quota_controller(
 
 /// Sends the namespace of every change of one collection that calls for a recount.
 async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: CancellationToken) {
-    crate::informer::follow(served, stopping, |change| match change {
-        crate::informer::Change::Event(event) if needs_recount(event) => {
+    kapi_server::informer::follow(served, stopping, |change| match change {
+        kapi_server::informer::Change::Event(event) if needs_recount(event) => {
             dirty.send(event.object.namespace.clone()).is_ok()
         }
         _ => true,

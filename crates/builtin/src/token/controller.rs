@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::ServiceAccountTokens;
-use crate::informer::{self, Change};
+use kapi_server::informer::{self, Change};
 
 /// The Secret type of legacy tokens.
 const TOKEN_SECRET_TYPE: &str = "kubernetes.io/service-account-token";

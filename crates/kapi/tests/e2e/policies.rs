@@ -413,3 +413,106 @@ async fn validating_admission_policies_decide_as_upstream() {
         "{err}"
     );
 }
+
+/// A policy's status once the status controller has checked its current generation.
+async fn checked_status(server: &TestServer, name: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let policy = common::get_json(server, &["validatingadmissionpolicy", name]).await;
+        if policy["status"]["observedGeneration"] == policy["metadata"]["generation"] {
+            return policy["status"].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{name} was not type-checked: {policy:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn type_checking_is_reported_in_the_status() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let policies = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: misspelt}
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments, replicasets]}
+  validations:
+  - expression: "object.spec.replicaz > 1"
+    messageExpression: "'wants ' + params.dataa.max + ', got ' + string(object.spec.replicas)"
+  - expression: "object.spec.template.spec.containers.all(c, c.image != '' && has(c.imagePolicy))"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: clean}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  validations:
+  - expression: "object.spec.replicas <= 5 && object.metadata.labels.all(k, k != '')"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: wildcard}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["*"], apiVersions: ["*"], operations: [CREATE], resources: ["*"]}
+  validations:
+  - expression: "object.anything == 1"
+"#;
+    ok_stdin(&server, &["apply", "-f", "-"], policies).await;
+    let status = checked_status(&server, "misspelt").await;
+    let at = |source: &str, column: usize, field: &str| {
+        format!(
+            "ERROR: <input>:1:{column}: undefined field '{field}'\n | {source}\n | {}^\n",
+            ".".repeat(column - 1)
+        )
+    };
+    let both = |error: &str| {
+        format!("apps/v1, Kind=Deployment: {error}\napps/v1, Kind=ReplicaSet: {error}")
+    };
+    let message = "'wants ' + params.dataa.max + ', got ' + string(object.spec.replicas)";
+    let all = "object.spec.template.spec.containers.all(c, c.image != '' && has(c.imagePolicy))";
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([
+            {"fieldRef": "spec.validations[0].expression",
+             "warning": both(&at("object.spec.replicaz > 1", 12, "replicaz"))},
+            {"fieldRef": "spec.validations[0].messageExpression",
+             "warning": both(&at(message, 18, "dataa"))},
+            {"fieldRef": "spec.validations[1].expression",
+             "warning": both(&at(all, 67, "imagePolicy"))},
+        ])
+    );
+    assert_eq!(
+        checked_status(&server, "clean").await["typeChecking"],
+        json!({})
+    );
+    assert_eq!(
+        checked_status(&server, "wildcard").await["typeChecking"],
+        json!({})
+    );
+
+    // A new generation is checked again.
+    let fixed = r#"[{"op": "replace", "path": "/spec/validations", "value": [{"expression": "object.spec.replicas > 1"}]}]"#;
+    server
+        .kubectl_ok(&[
+            "patch",
+            "validatingadmissionpolicy",
+            "misspelt",
+            "--type=json",
+            "-p",
+            fixed,
+        ])
+        .await;
+    let status = checked_status(&server, "misspelt").await;
+    assert_eq!(status["observedGeneration"], 2);
+    assert_eq!(status["typeChecking"], json!({}));
+}

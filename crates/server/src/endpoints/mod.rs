@@ -13,6 +13,7 @@ mod watch;
 #[cfg(test)]
 mod tests;
 
+use kapi_schema::KindSchema;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -395,6 +396,35 @@ impl ApiHandler {
             Some(definition) => self.served(group, version, definition.plural),
             None => self.0.delegate.as_ref()?.served_kind(group, version, kind),
         }
+    }
+
+    /// The kind of the resource `group`/`version`/`plural`, here or down the chain, and its
+    /// schema if one is known: what a ValidatingAdmissionPolicy is type-checked against.
+    pub fn resource_schema(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<(&'static str, Option<KindSchema>)> {
+        let Some(served) = self.served(group, version, plural) else {
+            return self
+                .0
+                .delegate
+                .as_ref()?
+                .resource_schema(group, version, plural);
+        };
+        let kind = served.definition.kind;
+        Some((kind, self.kind_schema(group, version, kind)))
+    }
+
+    /// The schema of `group`/`version`/`kind`, here or down the chain.
+    pub fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema> {
+        let here = self
+            .0
+            .schemas
+            .as_ref()
+            .and_then(|s| s.kind_schema(group, version, kind));
+        here.or_else(|| self.0.delegate.as_ref()?.kind_schema(group, version, kind))
     }
 
     /// Serves `definitions` (each with its own new registry and watch cache) on behalf of

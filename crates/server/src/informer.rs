@@ -2,12 +2,12 @@
 //! informers): every change is handed to the controller, and when the follower falls behind
 //! the cache it says so (the controller then looks at everything again) and starts over.
 
-use kapi_server::cacher::{CacheEvent, CacheNotification};
-use kapi_server::endpoints::Served;
+use crate::cacher::{CacheEvent, CacheNotification};
+use crate::endpoints::Served;
 use tokio_util::sync::CancellationToken;
 
 /// What a follower hands its controller.
-pub(crate) enum Change<'a> {
+pub enum Change<'a> {
     /// One change of the collection.
     Event(&'a CacheEvent),
     /// The follower (re)starts: changes may have been missed, look at everything.
@@ -16,7 +16,7 @@ pub(crate) enum Change<'a> {
 
 /// Hands every change of `served`'s cache to `notice` until `stopping`, or until `notice`
 /// returns false (its controller is gone).
-pub(crate) async fn follow(
+pub async fn follow(
     served: Served,
     stopping: CancellationToken,
     mut notice: impl FnMut(Change<'_>) -> bool,
