@@ -1,10 +1,13 @@
 //! CEL for admission (webhook matchConditions, ValidatingAdmissionPolicy): expressions
 //! compiled once, evaluated with the admission variables (`object`, `oldObject`, `request`,
-//! `params`, `namespaceObject`, `variables`) and the Kubernetes CEL libraries (kube-cel).
+//! `params`, `namespaceObject`, `variables`, `authorizer`) and the Kubernetes CEL libraries
+//! (kube-cel, and kapi's [`crate::authz`]).
 
 use std::collections::{BTreeMap, HashMap};
 
+use cel::objects::Key;
 use cel::{Context, Program, Value};
+use kapi_schema::{KindSchema, SchemaRef};
 use kube_cel::values::json_to_cel;
 use serde_json::{Value as Json, json};
 
@@ -22,6 +25,7 @@ thread_local! {
     static FUNCTIONS: Context<'static> = {
         let mut context = Context::default();
         kube_cel::register_all(&mut context);
+        crate::authz::register(&mut context);
         context
     };
 }
@@ -89,21 +93,108 @@ pub struct Inputs {
     pub request: Json,
     pub params: Option<Json>,
     pub namespace_object: Option<Json>,
+    /// The `authorizer` variable (see [`crate::authz`]).
+    pub authorizer: Option<Value>,
+    /// The schemas of `object`/`oldObject` and of `params`, when known: their property
+    /// names are then escaped as upstream escapes them (see [`to_cel`]).
+    pub object_schema: Option<KindSchema>,
+    pub params_schema: Option<KindSchema>,
+}
+
+/// CEL's reserved words: a property so named is read as `__name__`, and (as Kubernetes
+/// recognises keywords as field names) also by its own name.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A JSON value as CEL sees it. The properties of objects whose schema declares them get
+/// upstream's escaped names (`x-prop` is `x__dash__prop`; `namespace` is both `namespace`
+/// and `__namespace__`); map keys, and everything without a schema, stay as they are, so
+/// `object.metadata.labels['app.kubernetes.io/name']` reads the label.
+pub fn to_cel(value: &Json, schema: Option<SchemaRef<'_>>) -> Value {
+    match value {
+        Json::Array(items) => {
+            let element = schema.and_then(|s| s.items());
+            Value::List(std::sync::Arc::new(
+                items.iter().map(|item| to_cel(item, element)).collect(),
+            ))
+        }
+        Json::Object(object) => {
+            let declared = schema.filter(|s| s.properties().next().is_some());
+            let mut map: HashMap<Key, Value> = HashMap::with_capacity(object.len());
+            for (key, item) in object {
+                let child = match declared {
+                    Some(s) => s.property(key),
+                    None => schema.and_then(|s| s.additional_properties()),
+                };
+                let converted = to_cel(item, child);
+                if declared.is_some() && child.is_some() {
+                    let escaped = kapi_server::cel_fields::escape(key);
+                    if RESERVED.contains(&key.as_str()) {
+                        map.insert(Key::from(key.as_str()), converted.clone());
+                    }
+                    map.insert(Key::from(escaped), converted);
+                } else {
+                    map.insert(Key::from(key.as_str()), converted);
+                }
+            }
+            Value::from(map)
+        }
+        other => json_to_cel(other),
+    }
 }
 
 impl Activation {
     pub fn new(inputs: &Inputs) -> Activation {
-        let or_null = |value: &Option<Json>| value.as_ref().map_or(Value::Null, json_to_cel);
+        let or_null = |value: &Option<Json>, schema: &Option<KindSchema>| {
+            value.as_ref().map_or(Value::Null, |value| {
+                to_cel(value, schema.as_ref().map(KindSchema::schema))
+            })
+        };
+        let object_schema = &inputs.object_schema;
         Activation {
             variables: vec![
-                ("object".into(), or_null(&inputs.object)),
-                ("oldObject".into(), or_null(&inputs.old_object)),
-                ("request".into(), json_to_cel(&inputs.request)),
-                ("params".into(), or_null(&inputs.params)),
-                ("namespaceObject".into(), or_null(&inputs.namespace_object)),
+                ("object".into(), or_null(&inputs.object, object_schema)),
+                (
+                    "oldObject".into(),
+                    or_null(&inputs.old_object, object_schema),
+                ),
+                ("request".into(), to_cel(&inputs.request, None)),
+                (
+                    "params".into(),
+                    or_null(&inputs.params, &inputs.params_schema),
+                ),
+                (
+                    "namespaceObject".into(),
+                    or_null(&inputs.namespace_object, &None),
+                ),
                 (
                     "variables".into(),
                     Value::from(HashMap::<String, Value>::new()),
+                ),
+                (
+                    "authorizer".into(),
+                    inputs.authorizer.clone().unwrap_or(Value::Null),
                 ),
             ],
         }
@@ -123,6 +214,26 @@ impl Activation {
             slot.1 = Value::from(map);
         }
     }
+}
+
+/// The `authorizer` variable of a request: checks as the requesting user, and
+/// `requestResource` is the resource written.
+pub fn authorizer_variable(
+    authorizer: &std::sync::Arc<dyn kapi_server::authz::Authorizer>,
+    attributes: &Attributes<'_>,
+) -> Value {
+    let definition = attributes.definition;
+    crate::authz::variable(
+        authorizer.clone(),
+        attributes.user,
+        [
+            &definition.group_version.group,
+            definition.plural,
+            attributes.subresource,
+            attributes.namespace,
+            attributes.name,
+        ],
+    )
 }
 
 /// The `request` variable (and AdmissionReview's request body minus the objects): kind,
@@ -168,4 +279,48 @@ fn options(operation: Operation) -> Json {
         Operation::Connect => return Json::Null,
     };
     json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn evaluate(expression: &str, inputs: &Inputs) -> Value {
+        Expression::compile(expression)
+            .unwrap()
+            .evaluate(&Activation::new(inputs))
+            .unwrap()
+    }
+
+    #[test]
+    fn objects_read_as_upstream_escapes_them() {
+        let object = json!({"metadata": {"name": "c", "namespace": "ns",
+            "labels": {"app.kubernetes.io/name": "web"}}, "data": {"namespace": "x", "a-b": "y"}});
+        let typed = Inputs {
+            object: Some(object.clone()),
+            object_schema: KindSchema::builtin("", "v1", "ConfigMap"),
+            ..Inputs::default()
+        };
+        let untyped = Inputs {
+            object: Some(object),
+            ..Inputs::default()
+        };
+        for inputs in [&typed, &untyped] {
+            for expression in [
+                "object.metadata.namespace == 'ns'",
+                "object.metadata.labels['app.kubernetes.io/name'] == 'web'",
+                "object.data['a-b'] == 'y' && object.data.size() == 2",
+            ] {
+                assert_eq!(
+                    evaluate(expression, inputs),
+                    Value::Bool(true),
+                    "{expression}"
+                );
+            }
+        }
+        assert_eq!(
+            evaluate("object.metadata.__namespace__ == 'ns'", &typed),
+            Value::Bool(true)
+        );
+    }
 }

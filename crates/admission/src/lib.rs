@@ -4,6 +4,7 @@
 //! kapi-server's `AdmissionPlugin` and read their configuration objects from the server's watch
 //! caches.
 
+mod authz;
 mod cel;
 mod matching;
 mod parsed;

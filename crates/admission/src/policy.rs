@@ -14,7 +14,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_apimachinery::status::{ApiError, Status, StatusCause, StatusDetails};
+use kapi_schema::KindSchema;
 use kapi_server::admission::{AdmissionPlugin, Attributes};
+use kapi_server::authz::Authorizer;
 use kapi_server::endpoints::{Served, WeakApiHandler};
 use kapi_server::registry::{Item, ListParams, ReadVersion};
 use serde_json::Value;
@@ -203,22 +205,27 @@ pub struct ValidatingAdmissionPolicy {
     namespaces: Served,
     /// Where params are looked up by their kind.
     api: WeakApiHandler,
+    /// What the `authorizer` variable asks.
+    authorizer: Arc<dyn Authorizer>,
 }
 
 impl ValidatingAdmissionPolicy {
     /// Policies and bindings from their served collections; namespaces for selectors and
-    /// `namespaceObject`; params from the resources `api` serves (down its chain).
+    /// `namespaceObject`; params from the resources `api` serves (down its chain);
+    /// `authorizer` for the `authorizer` variable.
     pub fn new(
         policies: Served,
         bindings: Served,
         namespaces: Served,
         api: WeakApiHandler,
+        authorizer: Arc<dyn Authorizer>,
     ) -> ValidatingAdmissionPolicy {
         ValidatingAdmissionPolicy {
             policies: ParsedCollection::new(policies),
             bindings: ParsedCollection::new(bindings),
             namespaces,
             api,
+            authorizer,
         }
     }
 
@@ -490,6 +497,8 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
         let kind = crate::webhook::kind_of(attributes, object.as_ref().or(old.as_ref()));
         let request = request_json(attributes, &kind, "");
         let namespace_object = self.namespace_object(attributes.namespace);
+        let authorizer = crate::cel::authorizer_variable(&self.authorizer, attributes);
+        let object_schema = self.object_schema(attributes);
         let mut denied = None;
         // Audit annotations by policy, then key: each distinct value once.
         let mut annotations: BTreeMap<&str, BTreeMap<String, Vec<String>>> = BTreeMap::new();
@@ -525,6 +534,9 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                                 request: request.clone(),
                                 params,
                                 namespace_object: namespace_object.clone(),
+                                authorizer: Some(authorizer.clone()),
+                                object_schema: object_schema.clone(),
+                                params_schema: self.params_schema(policy),
                             },
                         )
                     })
@@ -597,6 +609,29 @@ fn act_on(
 }
 
 impl ValidatingAdmissionPolicy {
+    /// The schema of the object written, in the request's version (none for subresources
+    /// other than status).
+    fn object_schema(&self, attributes: &Attributes<'_>) -> Option<KindSchema> {
+        if !matches!(attributes.subresource, "" | "status") {
+            return None;
+        }
+        let definition = attributes.definition;
+        let gv = &definition.group_version;
+        let schema = self
+            .api
+            .upgrade()?
+            .kind_schema(&gv.group, &gv.version, definition.kind)?;
+        schema.is_typed().then_some(schema)
+    }
+
+    /// The schema of a policy's params.
+    fn params_schema(&self, policy: &Policy) -> Option<KindSchema> {
+        let (api_version, kind) = policy.param_kind.as_ref()?;
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let schema = self.api.upgrade()?.kind_schema(group, version, kind)?;
+        schema.is_typed().then_some(schema)
+    }
+
     /// The request's namespace object (`namespaceObject`), from the namespaces' cache.
     fn namespace_object(&self, namespace: &str) -> Option<Value> {
         if namespace.is_empty() {

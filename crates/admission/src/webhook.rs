@@ -14,6 +14,7 @@ use base64::Engine;
 use kapi_apimachinery::status::{ApiError, Status};
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::audit::Level;
+use kapi_server::authz::Authorizer;
 use kapi_server::endpoints::Served;
 use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
 use serde_json::{Value, json};
@@ -59,6 +60,8 @@ struct Webhooks {
     configurations: ParsedCollection<Vec<Hook>>,
     namespaces: Served,
     resolver: Arc<dyn ServiceResolver>,
+    /// What matchConditions' `authorizer` variable asks.
+    authorizer: Arc<dyn Authorizer>,
 }
 
 impl Webhooks {
@@ -142,6 +145,10 @@ impl Webhooks {
             object: object.cloned(),
             old_object: old.cloned(),
             request: request.clone(),
+            authorizer: Some(crate::cel::authorizer_variable(
+                &self.authorizer,
+                attributes,
+            )),
             ..Inputs::default()
         });
         for (name, condition) in &hook.match_conditions {
@@ -352,12 +359,14 @@ impl MutatingWebhook {
         configurations: Served,
         namespaces: Served,
         resolver: Arc<dyn ServiceResolver>,
+        authorizer: Arc<dyn Authorizer>,
     ) -> MutatingWebhook {
         MutatingWebhook(Webhooks {
             phase: Phase::Mutating,
             configurations: ParsedCollection::new(configurations),
             namespaces,
             resolver,
+            authorizer,
         })
     }
 
@@ -513,12 +522,14 @@ impl ValidatingWebhook {
         configurations: Served,
         namespaces: Served,
         resolver: Arc<dyn ServiceResolver>,
+        authorizer: Arc<dyn Authorizer>,
     ) -> ValidatingWebhook {
         ValidatingWebhook(Webhooks {
             phase: Phase::Validating,
             configurations: ParsedCollection::new(configurations),
             namespaces,
             resolver,
+            authorizer,
         })
     }
 

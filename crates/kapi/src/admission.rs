@@ -127,15 +127,18 @@ fn available(
     let namespaces = served("", "namespaces")?;
     let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
     let admission = "admissionregistration.k8s.io";
+    let authorizer = &authorization.authorizer;
     let mutating = MutatingWebhook::new(
         served(admission, "mutatingwebhookconfigurations")?,
         namespaces.clone(),
         resolver.clone(),
+        authorizer.clone(),
     );
     let validating = ValidatingWebhook::new(
         served(admission, "validatingwebhookconfigurations")?,
         namespaces.clone(),
         resolver,
+        authorizer.clone(),
     );
     let pod_security = PodSecurity::new(namespaces.clone(), served("", "pods")?);
     let policies = ValidatingAdmissionPolicy::new(
@@ -143,6 +146,7 @@ fn available(
         served(admission, "validatingadmissionpolicybindings")?,
         namespaces,
         api.downgrade(),
+        authorizer.clone(),
     );
     let quota = ResourceQuota::new(served("", "resourcequotas")?);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);

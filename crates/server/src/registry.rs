@@ -374,6 +374,8 @@ impl Registry {
         write: Write<'_>,
     ) -> Result<Value, ApiError> {
         let dry_run = write.dry_run;
+        // As upstream's handlers: admission sees the object in the request's namespace.
+        check_namespace(definition, namespace, &mut object)?;
         if let Some(admission) = write.admission {
             admission
                 .mutate(Operation::Create, &mut object, None)
@@ -477,6 +479,7 @@ impl Registry {
             };
             let old = Item::from(current.clone()).decode()?;
             let mut new = change(Some(&old))?;
+            check_namespace(definition, namespace, &mut new)?;
             if let Some(admission) = write.admission {
                 admission
                     .mutate(Operation::Update, &mut new, Some(&old))

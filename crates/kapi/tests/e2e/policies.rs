@@ -516,3 +516,75 @@ spec:
     assert_eq!(status["observedGeneration"], 2);
     assert_eq!(status["typeChecking"], json!({}));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_ask_the_authorizer() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let setup = r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: guarded}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: writer, namespace: guarded}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bob-writes, namespace: guarded}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: writer}
+subjects: [{kind: User, name: bob}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: secret-readers-only}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "authorizer.requestResource.check('create').allowed()"
+  - expression: "authorizer.path('/healthz').check('get').allowed()"
+  - expression: >-
+      authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').allowed()
+    messageExpression: >-
+      'may not list secrets: ' + authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('list').reason()
+  - expression: "!authorizer.serviceAccount('guarded', 'robot').group('').resource('pods').check('delete').allowed()"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: secret-readers-only}
+spec:
+  policyName: secret-readers-only
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: guarded}}
+"#;
+    ok_stdin(&server, &["apply", "-f", "-"], setup).await;
+    // The policy reaches admission through its watch cache.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refusal = loop {
+        let output = server
+            .kubectl(&["create", "configmap", "c", "-n", "guarded", "--as=bob"])
+            .await;
+        if !output.status.success() {
+            break stderr(&output);
+        }
+        server
+            .kubectl_ok(&["delete", "configmap", "c", "-n", "guarded"])
+            .await;
+        assert!(Instant::now() < deadline, "the policy never refused bob");
+    };
+    assert!(
+        refusal.contains(
+            "ValidatingAdmissionPolicy 'secret-readers-only' with binding 'secret-readers-only' denied request: may not list secrets: "
+        ),
+        "{refusal}"
+    );
+    // The admin may list secrets (system:masters), so the policy lets it through.
+    server
+        .kubectl_ok(&["create", "configmap", "admins", "-n", "guarded"])
+        .await;
+}
