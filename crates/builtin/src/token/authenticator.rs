@@ -7,10 +7,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use base64::Engine;
+use kapi_apimachinery::ApiError;
 use kapi_apimachinery::schema::GroupResource;
 use kapi_server::authn::{AuthenticationError, TokenAuthenticator};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::ReadVersion;
+use kapi_server::registry::{ReadVersion, Write};
 use kapi_server::{UserInfo, object};
 
 use super::{ServiceAccountTokens, TokenError, VerifiedToken, unix_now};
@@ -52,8 +53,9 @@ impl ServiceAccountAuthenticator {
 
 impl ServiceAccountAuthenticator {
     /// A legacy, secret-based token (upstream's legacy validator): valid while its Secret
-    /// exists, is not being deleted and holds this very token, and its service account
-    /// exists with the uid the token names.
+    /// exists, is not being deleted, holds this very token and is not labelled invalid, and
+    /// its service account exists with the uid the token names. Its use is recorded in the
+    /// Secret's `kubernetes.io/legacy-token-last-used` label.
     async fn authenticate_legacy(&self, token: &str) -> Result<UserInfo, AuthenticationError> {
         let invalid = |why: &str| AuthenticationError(why.to_string());
         let verified = self
@@ -92,6 +94,13 @@ impl ServiceAccountAuthenticator {
                 "service account token does not match server's copy",
             ));
         }
+        let labels = &secret["metadata"]["labels"];
+        if labels[INVALID_SINCE_LABEL]
+            .as_str()
+            .is_some_and(|s| !s.is_empty())
+        {
+            return Err(invalid("service account token has been invalidated"));
+        }
         let account_name = claims["serviceaccount"]["name"]
             .as_str()
             .unwrap_or_default();
@@ -100,9 +109,49 @@ impl ServiceAccountAuthenticator {
             .await
             .filter(|account| object::uid(account) == uid && !object::is_deleting(account))
             .ok_or_else(|| invalid("service account token has been invalidated"))?;
+        self.mark_used(namespace, secret_name, labels[LAST_USED_LABEL].as_str());
         Ok(verified.user)
     }
+
+    /// Labels the token's Secret with the day it was last used, at most once a day (in the
+    /// background: authentication does not wait for the write).
+    fn mark_used(&self, namespace: &str, secret: &str, last_used: Option<&str>) {
+        let now = unix_now();
+        let day = |seconds: i64| kapi_apimachinery::meta::format_rfc3339(seconds)[..10].to_string();
+        let (today, tomorrow) = (day(now), day(now + 86_400));
+        if last_used.is_some_and(|used| used == today || used == tomorrow) {
+            return;
+        }
+        let secrets = self.secrets.clone();
+        let (namespace, secret) = (namespace.to_string(), secret.to_string());
+        tokio::spawn(async move {
+            let written = secrets
+                .registry
+                .update(
+                    &secrets.definition,
+                    &namespace,
+                    &secret,
+                    Write::plain(false),
+                    |current| {
+                        let mut current = current.cloned().ok_or_else(|| {
+                            ApiError::not_found(&secrets.definition.group_resource(), &secret)
+                        })?;
+                        current["metadata"]["labels"][LAST_USED_LABEL] = today.clone().into();
+                        Ok(current)
+                    },
+                )
+                .await;
+            if let Err(err) = written {
+                tracing::warn!(%err, namespace, secret, "Unable to record a legacy token's use");
+            }
+        });
+    }
 }
+
+/// The day a legacy token was last used (upstream's label).
+const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+/// The day a legacy token was invalidated (by kube-controller-manager's cleaner).
+const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
 
 #[async_trait]
 impl TokenAuthenticator for ServiceAccountAuthenticator {

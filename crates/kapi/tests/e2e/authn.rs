@@ -442,6 +442,56 @@ async fn secret_based_tokens_are_issued_and_honoured() {
         "system:serviceaccount:default:ci"
     );
 
+    // Its use is recorded on the Secret, by the day; a token labelled invalid is refused.
+    let used = loop {
+        let secret = common::get_json(&server, &["secret", "ci-token"]).await;
+        if let Some(day) =
+            secret["metadata"]["labels"]["kubernetes.io/legacy-token-last-used"].as_str()
+        {
+            break day.to_string();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "use never recorded: {secret}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    // Today, or yesterday if the day changed since the request.
+    let day = |when: &str| {
+        let output = std::process::Command::new("date")
+            .args(["-u", "-d", when, "+%F"])
+            .output()
+            .expect("date");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert!([day("now"), day("yesterday")].contains(&used), "{used}");
+    server
+        .kubectl_ok(&[
+            "label",
+            "secret",
+            "ci-token",
+            "kubernetes.io/legacy-token-invalid-since=2026-01-01",
+        ])
+        .await;
+    let output = kubectl_as(&ci, &["auth", "whoami"]).await;
+    assert!(
+        stderr(&output).contains("Unauthorized"),
+        "{}",
+        stderr(&output)
+    );
+    server
+        .kubectl_ok(&[
+            "label",
+            "secret",
+            "ci-token",
+            "kubernetes.io/legacy-token-invalid-since-",
+        ])
+        .await;
+    assert_eq!(
+        whoami(&ci).await["username"],
+        "system:serviceaccount:default:ci"
+    );
+
     server.kubectl_ok(&["delete", "secret", "ci-token"]).await;
     let output = kubectl_as(&ci, &["auth", "whoami"]).await;
     assert!(
