@@ -732,6 +732,151 @@ fn validate_quota(quota: &Value) -> FieldErrors {
         errs.extend(validate_quota_resource_name(name, &key_path));
         errs.extend(validate_non_negative(value, &key_path));
     }
+    errs.extend(validate_quota_scopes(&quota["spec"]));
+    errs.extend(validate_scope_selector(&quota["spec"]));
+    errs
+}
+
+/// The scopes kapi (as upstream) knows (IsStandardResourceQuotaScope).
+const QUOTA_SCOPES: [&str; 6] = [
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+];
+
+/// Scopes that cannot be asked for together.
+const CONFLICTING_SCOPES: [[&str; 2]; 2] = [
+    ["BestEffort", "NotBestEffort"],
+    ["Terminating", "NotTerminating"],
+];
+
+/// IsResourceQuotaScopeValidForResource: pod scopes limit only pods and their compute
+/// resources; BestEffort only the pod count.
+fn scope_limits(scope: &str, resource: &str) -> bool {
+    const COMPUTE: [&str; 6] = [
+        "cpu",
+        "memory",
+        "limits.cpu",
+        "limits.memory",
+        "requests.cpu",
+        "requests.memory",
+    ];
+    match scope {
+        "Terminating"
+        | "NotTerminating"
+        | "NotBestEffort"
+        | "PriorityClass"
+        | "CrossNamespacePodAffinity" => resource == "pods" || COMPUTE.contains(&resource),
+        "BestEffort" => resource == "pods",
+        _ => true,
+    }
+}
+
+/// How many of the standard resources of the quota's `hard` `scope` may not limit.
+fn scope_fits_hard(spec: &Value, scope: &str) -> usize {
+    let hard = spec["hard"].as_object().into_iter().flatten();
+    hard.filter(|(resource, _)| {
+        STANDARD_QUOTA_RESOURCES.contains(&resource.as_str()) && !scope_limits(scope, resource)
+    })
+    .count()
+}
+
+/// validateResourceQuotaScopes: known scopes, each valid for every resource the quota
+/// limits, no conflicting pair.
+fn validate_quota_scopes(spec: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let scopes: Vec<&str> = spec["scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let path = Path::root("spec").child("scopes");
+    let invalid = |detail: &str| FieldError::invalid(&path, spec["scopes"].clone(), detail);
+    for scope in &scopes {
+        if !QUOTA_SCOPES.contains(scope) {
+            errs.push(invalid("unsupported scope"));
+        }
+        for _ in 0..scope_fits_hard(spec, scope) {
+            errs.push(invalid("unsupported scope applied to resource"));
+        }
+    }
+    for pair in CONFLICTING_SCOPES {
+        if pair.iter().all(|scope| scopes.contains(scope)) {
+            errs.push(invalid("conflicting scopes"));
+        }
+    }
+    errs
+}
+
+/// validateScopedResourceSelectorRequirement: known scopes valid for the quota's
+/// resources, operators that suit them, values as the operator needs, no conflicting pair.
+fn validate_scope_selector(spec: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let Some(expressions) = spec["scopeSelector"]["matchExpressions"].as_array() else {
+        return errs;
+    };
+    let path = Path::root("spec")
+        .child("scopeSelector")
+        .child("matchExpressions");
+    let mut named = Vec::new();
+    for requirement in expressions {
+        let scope = requirement["scopeName"].as_str().unwrap_or_default();
+        let operator = requirement["operator"].as_str().unwrap_or_default();
+        let values = requirement["values"].as_array().map_or(0, Vec::len);
+        if !QUOTA_SCOPES.contains(&scope) {
+            errs.push(FieldError::invalid(
+                &path.child("scopeName"),
+                scope,
+                "unsupported scope",
+            ));
+        }
+        for _ in 0..scope_fits_hard(spec, scope) {
+            let selector = spec["scopeSelector"].clone();
+            errs.push(FieldError::invalid(
+                &path,
+                selector,
+                "unsupported scope applied to resource",
+            ));
+        }
+        if scope != "PriorityClass" && QUOTA_SCOPES.contains(&scope) && operator != "Exists" {
+            errs.push(FieldError::invalid(
+                &path.child("operator"),
+                operator,
+                "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+            ));
+        }
+        match operator {
+            "In" | "NotIn" if values == 0 => errs.push(FieldError::required(
+                &path.child("values"),
+                "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+            )),
+            "Exists" | "DoesNotExist" if values != 0 => errs.push(FieldError::invalid(
+                &path.child("values"),
+                requirement["values"].clone(),
+                "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            _ => errs.push(FieldError::invalid(
+                &path.child("operator"),
+                operator,
+                "not a valid selector operator",
+            )),
+        }
+        named.push(scope);
+    }
+    for pair in CONFLICTING_SCOPES {
+        if pair.iter().all(|scope| named.contains(scope)) {
+            errs.push(FieldError::invalid(
+                &path,
+                spec["scopes"].clone(),
+                "conflicting scopes",
+            ));
+        }
+    }
     errs
 }
 
@@ -970,6 +1115,66 @@ mod tests {
 
     fn check(rules: &Rules, object: Value, want: &[(&str, &str, &str)]) {
         assert_eq!(causes(&rules.validate(&object)), expect(want), "{object}");
+    }
+
+    #[test]
+    fn quota_scopes_suit_the_resources_they_limit() {
+        let rules = quota_rules();
+        let quota = |spec: Value| json!({"metadata": {"name": "q"}, "spec": spec});
+        check(
+            &rules,
+            quota(json!({"hard": {"pods": "1", "cpu": "1"}, "scopes": ["Terminating"]})),
+            &[],
+        );
+        check(
+            &rules,
+            quota(
+                json!({"hard": {"pods": "1", "services": "1", "count/jobs.batch": "1"},
+                "scopes": ["BestEffort", "NotBestEffort", "Sometimes"]}),
+            ),
+            &[
+                (
+                    "spec.scopes",
+                    "FieldValueInvalid",
+                    r#"Invalid value: ["BestEffort","NotBestEffort","Sometimes"]: unsupported scope applied to resource"#,
+                ),
+                (
+                    "spec.scopes",
+                    "FieldValueInvalid",
+                    r#"Invalid value: ["BestEffort","NotBestEffort","Sometimes"]: unsupported scope applied to resource"#,
+                ),
+                (
+                    "spec.scopes",
+                    "FieldValueInvalid",
+                    r#"Invalid value: ["BestEffort","NotBestEffort","Sometimes"]: unsupported scope"#,
+                ),
+                (
+                    "spec.scopes",
+                    "FieldValueInvalid",
+                    r#"Invalid value: ["BestEffort","NotBestEffort","Sometimes"]: conflicting scopes"#,
+                ),
+            ],
+        );
+        check(
+            &rules,
+            quota(
+                json!({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In"},
+                {"scopeName": "Terminating", "operator": "In", "values": ["x"]}]}}),
+            ),
+            &[
+                (
+                    "spec.scopeSelector.matchExpressions.values",
+                    "FieldValueRequired",
+                    "Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+                ),
+                (
+                    "spec.scopeSelector.matchExpressions.operator",
+                    "FieldValueInvalid",
+                    "Invalid value: \"In\": must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+                ),
+            ],
+        );
     }
 
     #[test]
