@@ -45,7 +45,7 @@ pub use admission::inuse::StorageObjectInUseProtection;
 pub use admission::limitranger::LimitRanger;
 pub use admission::noderestriction::NodeRestriction;
 pub use admission::nodetaint::TaintNodesByCondition;
-pub use admission::podsecurity::PodSecurity;
+pub use admission::podsecurity::{PodSecurity, PodSecurityConfiguration};
 pub use admission::priority::Priority;
 pub use admission::pvcresize::PersistentVolumeClaimResize;
 pub use admission::resourcequota::{ResourceQuota, start_quota_controller};

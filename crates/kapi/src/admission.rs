@@ -2,6 +2,7 @@
 //! run, always in kube-apiserver's order, starting from its default set.
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -11,12 +12,13 @@ use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, NodeRestriction, PersistentVolumeClaimResize, PodSecurity,
-    PodTopologyLabels, Priority, ResourceQuota, RuntimeClass, ServiceAccount,
-    StorageObjectInUseProtection, TaintNodesByCondition,
+    PodSecurityConfiguration, PodTopologyLabels, Priority, ResourceQuota, RuntimeClass,
+    ServiceAccount, StorageObjectInUseProtection, TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::webhook_client::ServiceResolver;
+use serde_json::Value;
 
 use crate::authorization::Authorization;
 use crate::flags::ServeOptions;
@@ -113,6 +115,64 @@ pub fn chain(
     Ok(chain)
 }
 
+/// The plugins' configurations of `--admission-control-config-file`.
+#[derive(Default)]
+struct AdmissionConfiguration {
+    plugins: HashMap<String, Value>,
+}
+
+/// The plugins whose configuration kapi reads.
+const CONFIGURABLE: [&str; 1] = ["PodSecurity"];
+
+impl AdmissionConfiguration {
+    /// Reads the file (an AdmissionConfiguration; a plugin's `path` is relative to it).
+    fn read(options: &ServeOptions) -> Result<AdmissionConfiguration> {
+        let Some(file) = &options.admission_control_config_file else {
+            return Ok(AdmissionConfiguration::default());
+        };
+        let context = || format!("--admission-control-config-file {}", file.display());
+        let text = std::fs::read_to_string(file).with_context(context)?;
+        let config: Value = serde_yaml_ng::from_str(&text).with_context(context)?;
+        let api_version = config["apiVersion"].as_str().unwrap_or_default();
+        let known = [
+            "apiserver.config.k8s.io/v1",
+            "apiserver.config.k8s.io/v1alpha1",
+            "apiserver.k8s.io/v1alpha1",
+        ];
+        if !known.contains(&api_version) || config["kind"] != "AdmissionConfiguration" {
+            bail!(
+                "{}: expected an apiserver.config.k8s.io/v1 AdmissionConfiguration",
+                context()
+            );
+        }
+        let mut plugins = HashMap::new();
+        for plugin in config["plugins"].as_array().into_iter().flatten() {
+            let name = plugin["name"].as_str().unwrap_or_default().to_string();
+            let configuration = match plugin["path"].as_str() {
+                Some(path) => {
+                    let path = file.parent().unwrap_or(Path::new(".")).join(path);
+                    let text = std::fs::read_to_string(&path).with_context(|| {
+                        format!("{}: plugin {name}: {}", context(), path.display())
+                    })?;
+                    serde_yaml_ng::from_str(&text).with_context(context)?
+                }
+                None => plugin["configuration"].clone(),
+            };
+            if !CONFIGURABLE.contains(&name.as_str()) {
+                tracing::warn!(
+                    "kapi does not read the configuration of the admission plugin {name}"
+                );
+            }
+            plugins.insert(name, configuration);
+        }
+        Ok(AdmissionConfiguration { plugins })
+    }
+
+    fn plugin(&self, name: &str) -> Option<Value> {
+        self.plugins.get(name).cloned()
+    }
+}
+
 /// The plugins kapi implements, by name.
 fn available(
     options: &ServeOptions,
@@ -140,7 +200,14 @@ fn available(
         resolver,
         authorizer.clone(),
     );
-    let pod_security = PodSecurity::new(namespaces.clone(), served("", "pods")?);
+    let configurations = AdmissionConfiguration::read(options)?;
+    let pod_security = match configurations.plugin("PodSecurity") {
+        Some(config) => PodSecurityConfiguration::parse(&config)
+            .map_err(anyhow::Error::msg)
+            .context("--admission-control-config-file: PodSecurity")?,
+        None => PodSecurityConfiguration::default(),
+    };
+    let pod_security = PodSecurity::new(namespaces.clone(), served("", "pods")?, pod_security);
     let policies = ValidatingAdmissionPolicy::new(
         served(admission, "validatingadmissionpolicies")?,
         served(admission, "validatingadmissionpolicybindings")?,

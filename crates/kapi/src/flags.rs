@@ -209,6 +209,11 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// An AdmissionConfiguration file (apiserver.config.k8s.io/v1): per-plugin configuration,
+    /// inline or by path. kapi reads PodSecurity's.
+    #[arg(long)]
+    pub admission_control_config_file: Option<PathBuf>,
+
     /// Admission plugins to enable besides the default ones, comma separated; they run in
     /// kube-apiserver's order whatever the order here.
     #[arg(long, value_delimiter = ',')]

@@ -104,6 +104,7 @@ fn detail(violations: &[Violation]) -> String {
 }
 
 /// A namespace's policy: what is enforced, audited and warned about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Policy {
     enforce: LevelVersion,
     audit: LevelVersion,
@@ -140,9 +141,9 @@ fn parse_version(text: &str) -> Result<Option<u32>, &'static str> {
 }
 
 /// The policy of a namespace's labels, and the errors of invalid ones (upstream's
-/// PolicyToEvaluate: an invalid enforce level enforces restricted; invalid warn levels warn
-/// of nothing).
-fn policy(labels: &Value) -> (Policy, FieldErrors) {
+/// PolicyToEvaluate: what a label does not say is the configured default; an invalid enforce
+/// level enforces restricted; invalid warn levels warn of nothing).
+fn policy(labels: &Value, defaults: &Policy) -> (Policy, FieldErrors) {
     let mut errors = FieldErrors::new();
     let label = |mode: &str| labels[format!("{LABEL_PREFIX}{mode}")].as_str();
     let mut check = |mode: &str, value: &str, problem: &'static str| {
@@ -151,8 +152,8 @@ fn policy(labels: &Value) -> (Policy, FieldErrors) {
             .key(&format!("{LABEL_PREFIX}{mode}"));
         errors.push(FieldError::invalid(&at, Value::from(value), problem));
     };
-    let mut read = |level_mode: &str, fallback: Level| {
-        let mut lv = LevelVersion::PRIVILEGED;
+    let mut read = |level_mode: &str, fallback: Level, default: LevelVersion| {
+        let mut lv = default;
         let mut valid_level = false;
         if let Some(text) = label(level_mode) {
             match parse_level(text) {
@@ -175,9 +176,9 @@ fn policy(labels: &Value) -> (Policy, FieldErrors) {
         }
         (lv, valid_level)
     };
-    let (enforce, enforce_set) = read("enforce", Level::Restricted);
-    let (audit, _) = read("audit", Level::Privileged);
-    let (mut warn, _) = read("warn", Level::Privileged);
+    let (enforce, enforce_set) = read("enforce", Level::Restricted, defaults.enforce);
+    let (audit, _) = read("audit", Level::Privileged, defaults.audit);
+    let (mut warn, _) = read("warn", Level::Privileged, defaults.warn);
     if label("warn").is_none() && enforce_set && enforce.level > warn.level {
         warn.level = enforce.level;
         if label("warn-version").is_none() {
@@ -260,12 +261,112 @@ fn audit(attributes: &Attributes<'_>, policy: &Policy, meta: &Value, spec: &Valu
 pub struct PodSecurity {
     namespaces: Served,
     pods: Served,
+    config: PodSecurityConfiguration,
 }
+
+/// The plugin's configuration (pod-security.admission.config.k8s.io
+/// `PodSecurityConfiguration`, from `--admission-control-config-file`): the levels of
+/// namespaces without labels, and who and what is exempt.
+#[derive(Clone, Debug)]
+pub struct PodSecurityConfiguration {
+    defaults: Policy,
+    exempt_usernames: Vec<String>,
+    exempt_namespaces: Vec<String>,
+    exempt_runtime_classes: Vec<String>,
+}
+
+impl Default for PodSecurityConfiguration {
+    /// Upstream's default: everything privileged, nothing exempt.
+    fn default() -> Self {
+        PodSecurityConfiguration {
+            defaults: Policy {
+                enforce: LevelVersion::PRIVILEGED,
+                audit: LevelVersion::PRIVILEGED,
+                warn: LevelVersion::PRIVILEGED,
+            },
+            exempt_usernames: Vec::new(),
+            exempt_namespaces: Vec::new(),
+            exempt_runtime_classes: Vec::new(),
+        }
+    }
+}
+
+impl PodSecurityConfiguration {
+    /// Reads a PodSecurityConfiguration (v1, v1beta1 or v1alpha1), refusing invalid levels
+    /// and versions with upstream's messages.
+    pub fn parse(config: &Value) -> Result<PodSecurityConfiguration, String> {
+        let api_version = config["apiVersion"].as_str().unwrap_or_default();
+        let known = ["v1", "v1beta1", "v1alpha1"]
+            .map(|v| format!("pod-security.admission.config.k8s.io/{v}"));
+        if !known.contains(&api_version.to_string()) || config["kind"] != "PodSecurityConfiguration"
+        {
+            return Err(format!(
+                "expected a pod-security.admission.config.k8s.io/v1 PodSecurityConfiguration, got {api_version} {}",
+                config["kind"].as_str().unwrap_or_default()
+            ));
+        }
+        let labels: serde_json::Map<String, Value> = config["defaults"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(mode, value)| (format!("{LABEL_PREFIX}{mode}"), value.clone()))
+            .collect();
+        let (defaults, errors) = policy(&Value::Object(labels), &Self::default().defaults);
+        if !errors.is_empty() {
+            let errors = errors
+                .to_string()
+                .replace("metadata.labels[pod-security.kubernetes.io/", "defaults.");
+            return Err(errors.replace("]:", ":"));
+        }
+        let list = |key: &str| -> Vec<String> {
+            config["exemptions"][key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        };
+        Ok(PodSecurityConfiguration {
+            defaults,
+            exempt_usernames: list("usernames"),
+            exempt_namespaces: list("namespaces"),
+            exempt_runtime_classes: list("runtimeClasses"),
+        })
+    }
+}
+
+/// The audit annotation naming why a pod was exempt (`namespace`, `user`, `runtimeClass`).
+const EXEMPT_ANNOTATION: &str = "pod-security.kubernetes.io/exempt";
 
 impl PodSecurity {
     /// Reads namespaces' labels and (for new enforce levels) their pods from the caches.
-    pub fn new(namespaces: Served, pods: Served) -> PodSecurity {
-        PodSecurity { namespaces, pods }
+    pub fn new(namespaces: Served, pods: Served, config: PodSecurityConfiguration) -> PodSecurity {
+        PodSecurity {
+            namespaces,
+            pods,
+            config,
+        }
+    }
+
+    /// The policy of `namespace`: its labels over the configured defaults.
+    fn namespace_policy(&self, namespace: &str) -> Policy {
+        policy(&self.namespace_labels(namespace), &self.config.defaults).0
+    }
+
+    /// Why the request's pod (or template with `spec`) is exempt, if it is: its namespace,
+    /// its user, or its runtime class, checked in upstream's order.
+    fn exemption(&self, attributes: &Attributes<'_>, spec: &Value) -> Option<&'static str> {
+        let config = &self.config;
+        let listed =
+            |list: &[String], item: &str| !item.is_empty() && list.iter().any(|e| e == item);
+        if listed(&config.exempt_namespaces, attributes.namespace) {
+            return Some("namespace");
+        }
+        if listed(&config.exempt_usernames, &attributes.user.name) {
+            return Some("user");
+        }
+        let runtime_class = spec["runtimeClassName"].as_str().unwrap_or_default();
+        listed(&config.exempt_runtime_classes, runtime_class).then_some("runtimeClass")
     }
 
     fn namespace_labels(&self, namespace: &str) -> Value {
@@ -284,7 +385,11 @@ impl PodSecurity {
         if IGNORED_POD_SUBRESOURCES.contains(&attributes.subresource) {
             return Ok(());
         }
-        let (policy, _) = policy(&self.namespace_labels(attributes.namespace));
+        if let Some(why) = self.exemption(attributes, &pod["spec"]) {
+            attributes.audit.add(EXEMPT_ANNOTATION, why);
+            return Ok(());
+        }
+        let policy = self.namespace_policy(attributes.namespace);
         attributes
             .audit
             .add(ENFORCE_POLICY_ANNOTATION, &policy.enforce.text());
@@ -340,8 +445,9 @@ impl PodSecurity {
         new: &Value,
         old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let (policy_new, errors) = policy(&new["metadata"]["labels"]);
-        let old_policy = old.map(|old| policy(&old["metadata"]["labels"]));
+        let defaults = &self.config.defaults;
+        let (policy_new, errors) = policy(&new["metadata"]["labels"], defaults);
+        let old_policy = old.map(|old| policy(&old["metadata"]["labels"], defaults));
         let changed_errors = match &old_policy {
             Some((_, old_errors)) => {
                 !errors.is_empty()
@@ -453,7 +559,11 @@ impl AdmissionPlugin for PodSecurity {
             ("", "pods") => self.pod(attributes, object, old),
             _ if attributes.subresource.is_empty() => {
                 if let Some(template) = pod_template(group, definition.plural, object) {
-                    let (policy, _) = policy(&self.namespace_labels(attributes.namespace));
+                    if let Some(why) = self.exemption(attributes, &template["spec"]) {
+                        attributes.audit.add(EXEMPT_ANNOTATION, why);
+                        return Ok(());
+                    }
+                    let policy = self.namespace_policy(attributes.namespace);
                     audit(
                         attributes,
                         &policy,
@@ -478,6 +588,37 @@ impl AdmissionPlugin for PodSecurity {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn privileged() -> Policy {
+        PodSecurityConfiguration::default().defaults
+    }
+
+    #[test]
+    fn the_configuration_sets_defaults_and_exemptions() {
+        let config = PodSecurityConfiguration::parse(&json!({
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration",
+            "defaults": {"enforce": "baseline", "warn": "restricted", "warn-version": "v1.30"},
+            "exemptions": {"namespaces": ["kube-system"]}}))
+        .unwrap();
+        let (unlabelled, _) = policy(&Value::Null, &config.defaults);
+        assert_eq!(unlabelled.enforce.text(), "baseline:latest");
+        assert_eq!(unlabelled.warn.text(), "restricted:v1.30");
+        let (labelled, _) = policy(
+            &json!({"pod-security.kubernetes.io/enforce": "privileged"}),
+            &config.defaults,
+        );
+        assert_eq!(labelled.enforce.level, Level::Privileged);
+        assert_eq!(config.exempt_namespaces, ["kube-system"]);
+        let err = PodSecurityConfiguration::parse(&json!({
+            "apiVersion": "pod-security.admission.config.k8s.io/v1",
+            "kind": "PodSecurityConfiguration", "defaults": {"enforce": "strict"}}))
+        .unwrap_err();
+        assert!(
+            err.contains("defaults.enforce: Invalid value: \"strict\""),
+            "{err}"
+        );
+    }
 
     fn restricted() -> LevelVersion {
         LevelVersion {
@@ -530,13 +671,18 @@ mod tests {
 
     #[test]
     fn labels_choose_the_policy() {
-        let (policy_of, errors) =
-            policy(&json!({"pod-security.kubernetes.io/enforce": "baseline"}));
+        let (policy_of, errors) = policy(
+            &json!({"pod-security.kubernetes.io/enforce": "baseline"}),
+            &privileged(),
+        );
         assert!(errors.is_empty());
         assert_eq!(policy_of.enforce.text(), "baseline:latest");
         assert_eq!(policy_of.warn.text(), "baseline:latest");
-        let (policy_of, errors) = policy(&json!({"pod-security.kubernetes.io/enforce": "strict",
-            "pod-security.kubernetes.io/warn-version": "1.2"}));
+        let (policy_of, errors) = policy(
+            &json!({"pod-security.kubernetes.io/enforce": "strict",
+            "pod-security.kubernetes.io/warn-version": "1.2"}),
+            &privileged(),
+        );
         assert_eq!(policy_of.enforce.level, Level::Restricted);
         let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(

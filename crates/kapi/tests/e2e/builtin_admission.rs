@@ -510,6 +510,73 @@ async fn pod_security_standards_follow_the_namespace_labels() {
     );
 }
 
+/// PodSecurity's configuration from `--admission-control-config-file`: the default level of
+/// unlabelled namespaces, and exempt namespaces, users and runtime classes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_security_defaults_and_exemptions_come_from_the_admission_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("admission.yaml"),
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  path: pod-security.yaml\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("pod-security.yaml"),
+        r#"apiVersion: pod-security.admission.config.k8s.io/v1
+kind: PodSecurityConfiguration
+defaults: {enforce: baseline}
+exemptions: {namespaces: [trusted], usernames: [ci-bot], runtimeClasses: [sandboxed]}
+"#,
+    )
+    .unwrap();
+    let flag = format!(
+        "--admission-control-config-file={}",
+        dir.path().join("admission.yaml").display()
+    );
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    for namespace in ["plain", "trusted"] {
+        server.kubectl_ok(&["create", "namespace", namespace]).await;
+    }
+    server
+        .kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            "ci-bot",
+            "--clusterrole=cluster-admin",
+            "--user=ci-bot",
+        ])
+        .await;
+    let host = |name: &str, namespace: &str, runtime_class: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"{namespace}"}},
+            "spec":{{"hostNetwork":true,{runtime_class}"containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    let err = common::fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&host("a", "plain", "")),
+    )
+    .await;
+    assert!(
+        err.contains(
+            r#"violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)"#
+        ),
+        "{err}"
+    );
+    common::ok_stdin(&server, &["create", "-f", "-"], &host("b", "trusted", "")).await;
+    common::ok_stdin(
+        &server,
+        &["create", "--as=ci-bot", "-f", "-"],
+        &host("c", "plain", ""),
+    )
+    .await;
+    let class = r#"{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"sandboxed"},"handler":"runsc"}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], class).await;
+    let sandboxed = host("d", "plain", r#""runtimeClassName":"sandboxed","#);
+    common::ok_stdin(&server, &["create", "-f", "-"], &sandboxed).await;
+}
+
 /// StorageObjectInUseProtection with its controllers: a claim in use by a pod stays (with
 /// its finalizer) until the pod goes; an unbound volume is released at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
