@@ -85,12 +85,21 @@ where
     F: FnOnce(PathBuf, PathBuf) -> Fut,
     Fut: Future<Output = ()>,
 {
+    with_server_flags(&[], body);
+}
+
+/// [`with_server`] with extra `flags` for the server.
+pub fn with_server_flags<F, Fut>(flags: &[&str], body: F)
+where
+    F: FnOnce(PathBuf, PathBuf) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let server_runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("server runtime");
     let data_dir = tempfile::tempdir().expect("temp dir");
-    let server = server_runtime.block_on(start_server(data_dir.path()));
+    let server = server_runtime.block_on(start_server(data_dir.path(), flags));
     let client_runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -104,10 +113,11 @@ where
         .expect("server stops");
 }
 
-async fn start_server(data_dir: &Path) -> kapi::serve::RunningServer {
+async fn start_server(data_dir: &Path, flags: &[&str]) -> kapi::serve::RunningServer {
     let port = kapi_testing::free_port().to_string();
     let dir = data_dir.to_str().expect("utf-8 temp dir");
-    let args = ["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
+    let mut args = vec!["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
+    args.extend(flags);
     let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
     kapi::serve::start(options).await.expect("kapi starts")
 }
@@ -137,6 +147,13 @@ pub async fn client(path: &Path) -> kube::Client {
 
 /// Creates the namespace the workloads run in and prints the report table's header.
 pub async fn start_report(client: &kube::Client, namespace: &str) {
+    create_namespace(client, namespace).await;
+    println!("| workload | result |");
+    println!("|---|---|");
+}
+
+/// Creates the namespace `namespace`.
+pub async fn create_namespace(client: &kube::Client, namespace: &str) {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))
         .expect("namespace");
@@ -144,6 +161,4 @@ pub async fn start_report(client: &kube::Client, namespace: &str) {
         .create(&kube::api::PostParams::default(), &object)
         .await
         .expect("create namespace");
-    println!("| workload | result |");
-    println!("|---|---|");
 }
