@@ -5,6 +5,7 @@
 
 mod authorizer;
 mod bootstrap;
+mod controller_policy;
 mod escalation;
 mod node;
 mod policy;

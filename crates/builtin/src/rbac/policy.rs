@@ -6,7 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-const READ: &[&str] = &["get", "list", "watch"];
+use super::controller_policy;
+
+pub(super) const READ: &[&str] = &["get", "list", "watch"];
 const WRITE: &[&str] = &["create", "delete", "deletecollection", "patch", "update"];
 const READ_WRITE: &[&str] = &[
     "create",
@@ -20,21 +22,21 @@ const READ_WRITE: &[&str] = &[
 ];
 const EVENTS: &[&str] = &["create", "patch", "update"];
 
-const CORE: &str = "";
-const APPS: &str = "apps";
-const BATCH: &str = "batch";
-const AUTOSCALING: &str = "autoscaling";
-const EXTENSIONS: &str = "extensions";
-const POLICY: &str = "policy";
-const NETWORKING: &str = "networking.k8s.io";
-const DISCOVERY: &str = "discovery.k8s.io";
-const STORAGE: &str = "storage.k8s.io";
-const RESOURCE: &str = "resource.k8s.io";
+pub(super) const CORE: &str = "";
+pub(super) const APPS: &str = "apps";
+pub(super) const BATCH: &str = "batch";
+pub(super) const AUTOSCALING: &str = "autoscaling";
+pub(super) const EXTENSIONS: &str = "extensions";
+pub(super) const POLICY: &str = "policy";
+pub(super) const NETWORKING: &str = "networking.k8s.io";
+pub(super) const DISCOVERY: &str = "discovery.k8s.io";
+pub(super) const STORAGE: &str = "storage.k8s.io";
+pub(super) const RESOURCE: &str = "resource.k8s.io";
 const COORDINATION: &str = "coordination.k8s.io";
-const CERTIFICATES: &str = "certificates.k8s.io";
+pub(super) const CERTIFICATES: &str = "certificates.k8s.io";
 const AUTHENTICATION: &str = "authentication.k8s.io";
-const AUTHORIZATION: &str = "authorization.k8s.io";
-const RBAC: &str = "rbac.authorization.k8s.io";
+pub(super) const AUTHORIZATION: &str = "authorization.k8s.io";
+pub(super) const RBAC: &str = "rbac.authorization.k8s.io";
 const EVENTS_GROUP: &str = "events.k8s.io";
 
 /// The label marking a role aggregated into `admin`, `edit` or `view`.
@@ -50,12 +52,12 @@ fn sorted(values: &[&str]) -> Vec<String> {
 }
 
 /// A rule on resources of `groups`.
-fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
+pub(super) fn rule(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Value {
     json!({"verbs": sorted(verbs), "apiGroups": sorted(groups), "resources": sorted(resources)})
 }
 
 /// A rule on the named objects of a resource.
-fn named(verbs: &[&str], group: &str, resources: &[&str], names: &[&str]) -> Value {
+pub(super) fn named(verbs: &[&str], group: &str, resources: &[&str], names: &[&str]) -> Value {
     let mut rule = rule(verbs, &[group], resources);
     rule["resourceNames"] = json!(sorted(names));
     rule
@@ -67,7 +69,7 @@ fn urls(verbs: &[&str], paths: &[&str]) -> Value {
 }
 
 /// The events rule every component has.
-fn events() -> Value {
+pub(super) fn events() -> Value {
     rule(EVENTS, &[CORE, EVENTS_GROUP], &["events"])
 }
 
@@ -89,7 +91,7 @@ fn meta(name: &str, namespace: Option<&str>, labels: &[(String, &str)]) -> Value
     meta
 }
 
-fn cluster_role(name: &str, rules: Vec<Value>) -> Value {
+pub(super) fn cluster_role(name: &str, rules: Vec<Value>) -> Value {
     json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRole",
@@ -129,7 +131,7 @@ fn subject(spec: &str) -> Value {
     }
 }
 
-fn binding(
+pub(super) fn binding(
     kind: &str,
     name: &str,
     namespace: Option<&str>,
@@ -370,6 +372,7 @@ pub fn cluster_roles() -> Vec<Value> {
             vec![named(&["approve"], CERTIFICATES, &["signers"], &[signer])],
         ));
     }
+    roles.extend(controller_policy::cluster_roles());
     roles
 }
 
@@ -689,7 +692,7 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             subjects,
         )
     };
-    vec![
+    let mut bindings = vec![
         crb("cluster-admin", &["Group:system:masters"]),
         crb("system:monitoring", &["Group:system:monitoring"]),
         crb("system:discovery", &["Group:system:authenticated"]),
@@ -711,7 +714,9 @@ pub fn cluster_role_bindings() -> Vec<Value> {
             "system:service-account-issuer-discovery",
             &["Group:system:serviceaccounts"],
         ),
-    ]
+    ];
+    bindings.extend(controller_policy::cluster_role_bindings());
+    bindings
 }
 
 /// The bootstrap Roles of kube-system and kube-public.
