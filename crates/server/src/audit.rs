@@ -80,6 +80,40 @@ struct EventState {
     response_object: Option<Value>,
 }
 
+/// An event as it is written.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Event<'a> {
+    kind: &'static str,
+    api_version: &'static str,
+    level: &'static str,
+    #[serde(rename = "auditID")]
+    audit_id: &'a str,
+    stage: &'a str,
+    #[serde(rename = "requestURI")]
+    request_uri: &'a str,
+    verb: &'a str,
+    user: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impersonated_user: Option<&'a Value>,
+    #[serde(rename = "sourceIPs")]
+    source_ips: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_agent: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object_ref: Option<&'a Map<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_status: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    request_object: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_object: Option<&'a Value>,
+    request_received_timestamp: &'a str,
+    stage_timestamp: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    annotations: &'a BTreeMap<String, String>,
+}
+
 /// The audit state of one request.
 pub struct AuditContext {
     auditor: Arc<Auditor>,
@@ -93,6 +127,30 @@ pub(crate) fn now_micro() -> String {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
     kapi_apimachinery::meta::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros())
+}
+
+/// The metadata of a JSON request body, without decoding the rest: what a Metadata-level
+/// event takes of the request object (its object reference).
+pub(crate) fn metadata_only(body: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        #[serde(default)]
+        metadata: Meta,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(rename_all = "camelCase")]
+    struct Meta {
+        name: Option<String>,
+        namespace: Option<String>,
+        uid: Option<String>,
+        resource_version: Option<String>,
+    }
+    let body: Body = serde_json::from_slice(body).ok()?;
+    let meta = body.metadata;
+    Some(
+        json!({"metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid,
+        "resourceVersion": meta.resource_version}}),
+    )
 }
 
 /// A user as events write it.
@@ -141,44 +199,32 @@ impl AuditContext {
         }
     }
 
-    fn event(&self, stage: &str) -> Value {
+    /// The event of `stage`, serialized (audit.k8s.io/v1 `Event`, fields in upstream's
+    /// order).
+    fn event(&self, stage: &str) -> Vec<u8> {
         let state = self.event.lock();
         let meta = &state.metadata;
-        let mut event = json!({
-            "kind": "Event",
-            "apiVersion": "audit.k8s.io/v1",
-            "level": self.config.level.as_str(),
-            "auditID": meta.audit_id,
-            "stage": stage,
-            "requestURI": meta.request_uri,
-            "verb": meta.verb,
-            "user": meta.user,
-            "sourceIPs": meta.source_ips,
-        });
-        if let Some(user) = &state.impersonated_user {
-            event["impersonatedUser"] = user.clone();
-        }
-        if let Some(agent) = &meta.user_agent {
-            event["userAgent"] = json!(agent);
-        }
-        if let Some(object_ref) = &meta.object_ref {
-            event["objectRef"] = Value::Object(object_ref.clone());
-        }
-        if let Some(status) = &state.response_status {
-            event["responseStatus"] = status.clone();
-        }
-        if let Some(object) = &state.request_object {
-            event["requestObject"] = object.clone();
-        }
-        if let Some(object) = &state.response_object {
-            event["responseObject"] = object.clone();
-        }
-        event["requestReceivedTimestamp"] = json!(meta.received);
-        event["stageTimestamp"] = json!(now_micro());
-        if !state.annotations.is_empty() {
-            event["annotations"] = json!(state.annotations);
-        }
-        event
+        let event = Event {
+            kind: "Event",
+            api_version: "audit.k8s.io/v1",
+            level: self.config.level.as_str(),
+            audit_id: &meta.audit_id,
+            stage,
+            request_uri: &meta.request_uri,
+            verb: &meta.verb,
+            user: &meta.user,
+            impersonated_user: state.impersonated_user.as_ref(),
+            source_ips: &meta.source_ips,
+            user_agent: meta.user_agent.as_deref(),
+            object_ref: meta.object_ref.as_ref(),
+            response_status: state.response_status.as_ref(),
+            request_object: state.request_object.as_ref(),
+            response_object: state.response_object.as_ref(),
+            request_received_timestamp: &meta.received,
+            stage_timestamp: now_micro(),
+            annotations: &state.annotations,
+        };
+        serde_json::to_vec(&event).unwrap_or_default()
     }
 
     /// Records the user the request acts as.
@@ -282,8 +328,8 @@ mod tests {
     struct Collect(Mutex<Vec<Value>>);
 
     impl Backend for Collect {
-        fn process(&self, event: &Value) {
-            self.0.lock().push(event.clone());
+        fn process(&self, event: &[u8]) {
+            self.0.lock().push(serde_json::from_slice(event).unwrap());
         }
     }
 

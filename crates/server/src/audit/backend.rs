@@ -6,19 +6,18 @@
 //! (webhook) through a channel, in the order the requests produced them.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
 use tokio::sync::mpsc as async_mpsc;
 
 use crate::webhook_client::WebhookClient;
 
-/// Receives every audit event of the server.
+/// Receives every audit event of the server, as one serialized JSON object.
 pub trait Backend: Send + Sync {
-    fn process(&self, event: &Value);
+    fn process(&self, event: &[u8]);
 }
 
 /// How the log file is rotated (`--audit-log-maxsize`, `-maxbackup`, `-maxage`); zero
@@ -45,7 +44,7 @@ impl LogBackend {
                 std::fs::create_dir_all(dir)?;
             }
             let file = open_append(path)?;
-            let size = file.metadata()?.len();
+            let size = file.get_ref().metadata()?.len();
             Sink::File {
                 path: path.to_path_buf(),
                 file,
@@ -62,8 +61,9 @@ impl LogBackend {
 }
 
 impl Backend for LogBackend {
-    fn process(&self, event: &Value) {
-        let mut line = serde_json::to_vec(event).unwrap_or_default();
+    fn process(&self, event: &[u8]) {
+        let mut line = Vec::with_capacity(event.len() + 1);
+        line.extend_from_slice(event);
         line.push(b'\n');
         // The writer only stops when the process does.
         let _ = self.lines.send(line);
@@ -74,26 +74,42 @@ enum Sink {
     Stdout,
     File {
         path: PathBuf,
-        file: File,
+        file: BufWriter<File>,
         size: u64,
         rotation: Rotation,
     },
 }
 
-fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new().create(true).append(true).open(path)
+fn open_append(path: &Path) -> io::Result<BufWriter<File>> {
+    let file = OpenOptions::new().create(true).append(true).open(path)?;
+    Ok(BufWriter::with_capacity(64 * 1024, file))
 }
 
-/// The writer thread: writes each line, flushing whenever no more are waiting.
+/// The writer thread: writes the lines waiting, then flushes, so a burst of events costs
+/// few writes and an event is on disk as soon as the burst ends.
 fn write_lines(mut sink: Sink, received: &mpsc::Receiver<Vec<u8>>) {
-    while let Ok(line) = received.recv() {
-        if let Err(err) = sink.write(&line) {
+    while let Ok(first) = received.recv() {
+        let mut line = Some(first);
+        while let Some(next) = line {
+            if let Err(err) = sink.write(&next) {
+                tracing::error!(%err, "Unable to write the audit log");
+            }
+            line = received.try_recv().ok();
+        }
+        if let Err(err) = sink.flush() {
             tracing::error!(%err, "Unable to write the audit log");
         }
     }
 }
 
 impl Sink {
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Sink::Stdout => io::stdout().flush(),
+            Sink::File { file, .. } => file.flush(),
+        }
+    }
+
     fn write(&mut self, line: &[u8]) -> io::Result<()> {
         match self {
             Sink::Stdout => io::stdout().lock().write_all(line),
@@ -105,6 +121,7 @@ impl Sink {
             } => {
                 let limit = rotation.max_size_mb * 1024 * 1024;
                 if limit > 0 && *size > 0 && *size + line.len() as u64 > limit {
+                    file.flush()?;
                     *file = rotate(path, *rotation)?;
                     *size = 0;
                 }
@@ -118,7 +135,7 @@ impl Sink {
 
 /// Moves the full log aside as `<name>-<timestamp><.ext>`, removes backups beyond the
 /// limits, and opens a fresh log.
-fn rotate(path: &Path, rotation: Rotation) -> io::Result<File> {
+fn rotate(path: &Path, rotation: Rotation) -> io::Result<BufWriter<File>> {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let ext = path
         .extension()
@@ -196,7 +213,7 @@ impl Default for Batching {
 
 /// Sends events in batches to the server of a kubeconfig as audit.k8s.io/v1 EventLists.
 pub struct WebhookBackend {
-    events: async_mpsc::UnboundedSender<Value>,
+    events: async_mpsc::UnboundedSender<Vec<u8>>,
 }
 
 /// Attempts per batch before it is dropped (with an error in the log).
@@ -213,15 +230,15 @@ impl WebhookBackend {
 }
 
 impl Backend for WebhookBackend {
-    fn process(&self, event: &Value) {
-        let _ = self.events.send(event.clone());
+    fn process(&self, event: &[u8]) {
+        let _ = self.events.send(event.to_vec());
     }
 }
 
 async fn send_batches(
     client: WebhookClient,
     batching: Batching,
-    mut received: async_mpsc::UnboundedReceiver<Value>,
+    mut received: async_mpsc::UnboundedReceiver<Vec<u8>>,
 ) {
     while let Some(first) = received.recv().await {
         let mut items = vec![first];
@@ -233,9 +250,7 @@ async fn send_batches(
             }
         }
         let count = items.len();
-        let body = json!({"kind": "EventList", "apiVersion": "audit.k8s.io/v1",
-            "metadata": {}, "items": items});
-        let body = serde_json::to_vec(&body).unwrap_or_default();
+        let body = event_list(&items);
         let mut backoff = batching.initial_backoff;
         for attempt in 1..=WEBHOOK_ATTEMPTS {
             match client.post(body.clone(), WEBHOOK_TIMEOUT).await {
@@ -253,9 +268,31 @@ async fn send_batches(
     }
 }
 
+/// An audit.k8s.io/v1 EventList of serialized events.
+fn event_list(items: &[Vec<u8>]) -> Vec<u8> {
+    let mut body =
+        br#"{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":["#.to_vec();
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(item);
+    }
+    body.extend_from_slice(b"]}");
+    body
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batches_are_event_lists() {
+        let list = event_list(&[br#"{"a":1}"#.to_vec(), br#"{"b":2}"#.to_vec()]);
+        let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
+        assert_eq!(list["kind"], "EventList");
+        assert_eq!(list["items"], serde_json::json!([{"a": 1}, {"b": 2}]));
+    }
 
     #[test]
     fn the_log_rotates_by_size_and_keeps_max_backups() {
@@ -275,6 +312,7 @@ mod tests {
         let line = vec![b'x'; 700 * 1024];
         for _ in 0..3 {
             sink.write(&line).unwrap();
+            sink.flush().unwrap();
             // Backups are named by the millisecond.
             std::thread::sleep(Duration::from_millis(2));
         }

@@ -285,10 +285,14 @@ where
         Ok(collected) => {
             let bytes = collected.to_bytes();
             if audit.level() > Level::None {
-                // JSON (objects, patches, options) as sent; other encodings decoded.
-                let object = serde_json::from_slice(&bytes)
-                    .ok()
-                    .or_else(|| negotiation::decode_body(content_type, &bytes).ok());
+                // JSON (objects, patches, options) as sent, only its metadata when that is
+                // all the level records; other encodings decoded.
+                let object = if audit.level() == Level::Metadata {
+                    crate::audit::metadata_only(&bytes)
+                } else {
+                    serde_json::from_slice(&bytes).ok()
+                };
+                let object = object.or_else(|| negotiation::decode_body(content_type, &bytes).ok());
                 if let Some(object) = object {
                     audit.log_request_object(object);
                 }
