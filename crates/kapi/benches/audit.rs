@@ -1,6 +1,7 @@
 //! Audit benchmark: what auditing costs per request. ConfigMap creates at concurrency 32 by
 //! the admin, on a server without auditing, then on servers whose audit policy records every
-//! request at the Metadata level and at the RequestResponse level, to a log file.
+//! request at the Metadata level (log in the default `blocking` mode, then in `batch` mode)
+//! and at the RequestResponse level (`blocking`), to a log file.
 //!
 //! `cargo bench -p kapi --bench audit`
 //!
@@ -25,24 +26,29 @@ fn main() {
         let report = configmap_creates(admin).await;
         println!("| ConfigMap creates without auditing | {report} |");
     });
-    for level in ["Metadata", "RequestResponse"] {
+    for (level, mode) in [
+        ("Metadata", "blocking"),
+        ("Metadata", "batch"),
+        ("RequestResponse", "blocking"),
+    ] {
         let policy = dir.path().join(format!("{level}.yaml"));
         let policy_text =
             format!("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: {level}\n");
         std::fs::write(&policy, policy_text).expect("write the policy");
-        let log = dir.path().join(format!("{level}.log"));
+        let log = dir.path().join(format!("{level}-{mode}.log"));
         let flags = [
             format!("--audit-policy-file={}", policy.display()),
             format!("--audit-log-path={}", log.display()),
+            format!("--audit-log-mode={mode}"),
         ];
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         run(
             &flags,
-            &format!("the same, every request audited at {level} to a log file"),
+            &format!("the same, every request audited at {level} to a log file, {mode} mode"),
         );
         let size = std::fs::metadata(&log).map_or(0, |m| m.len());
         println!(
-            "| audit log written at {level} | {:.1} MiB |",
+            "| audit log written at {level}, {mode} mode | {:.1} MiB |",
             size as f64 / 1048576.0
         );
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use kapi_server::audit::{
-    Auditor, Backend, Batching, LogBackend, Policy, Rotation, WebhookBackend,
+    AuditMetrics, Auditor, Backend, Batching, LogBackend, Mode, Policy, Rotation, WebhookBackend,
 };
 use kapi_server::webhook_client::WebhookClient;
 
@@ -14,13 +14,14 @@ use crate::flags::ServeOptions as Options;
 
 /// The auditor the flags ask for; `None` without a policy file or a backend.
 pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
-    check_modes(options)?;
+    let log_mode = check_modes(options)?;
     let Some(policy_file) = &options.audit_policy_file else {
         return Ok(None);
     };
+    let metrics = AuditMetrics::default();
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     if let Some(path) = &options.audit_log_path {
-        backends.push(Arc::new(log_backend(options, path)?));
+        backends.push(Arc::new(log_backend(options, path, log_mode, &metrics)?));
     }
     if let Some(config) = &options.audit_webhook_config_file {
         let client = WebhookClient::from_kubeconfig(config)
@@ -31,7 +32,7 @@ pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
             max_wait: options.audit_webhook_batch_max_wait,
             initial_backoff: options.audit_webhook_initial_backoff,
         };
-        backends.push(Arc::new(WebhookBackend::start(client, batching)));
+        backends.push(Arc::new(WebhookBackend::start(client, batching, &metrics)));
     }
     if backends.is_empty() {
         tracing::warn!("--audit-policy-file is set, but no audit backend is: nothing is audited");
@@ -42,33 +43,38 @@ pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
     let policy = Policy::parse(&text)
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("--audit-policy-file {}", policy_file.display()))?;
-    Ok(Some(Arc::new(Auditor::new(policy, backends))))
+    Ok(Some(Arc::new(Auditor::new(policy, backends, metrics))))
 }
 
-fn log_backend(options: &Options, path: &Path) -> anyhow::Result<LogBackend> {
+fn log_backend(
+    options: &Options,
+    path: &Path,
+    mode: Mode,
+    metrics: &AuditMetrics,
+) -> anyhow::Result<LogBackend> {
     let rotation = Rotation {
         max_size_mb: options.audit_log_maxsize,
         max_backups: options.audit_log_maxbackup,
         max_age_days: options.audit_log_maxage,
     };
-    LogBackend::open(path, rotation).with_context(|| format!("--audit-log-path {}", path.display()))
+    LogBackend::open(path, rotation, mode, metrics)
+        .with_context(|| format!("--audit-log-path {}", path.display()))
 }
 
-fn check_modes(options: &Options) -> anyhow::Result<()> {
-    const MODES: [&str; 3] = ["batch", "blocking", "blocking-strict"];
+/// Checks the format and both modes; the log's mode.
+fn check_modes(options: &Options) -> anyhow::Result<Mode> {
     if options.audit_log_format != "json" {
         bail!(
             "--audit-log-format {:?}: kapi writes only the json format",
             options.audit_log_format
         );
     }
-    for (flag, mode) in [
-        ("--audit-log-mode", &options.audit_log_mode),
-        ("--audit-webhook-mode", &options.audit_webhook_mode),
-    ] {
-        if !MODES.contains(&mode.as_str()) {
-            bail!("{flag}: invalid audit mode {mode:?}, allowed modes are {MODES:?}");
-        }
-    }
-    Ok(())
+    options
+        .audit_webhook_mode
+        .parse::<Mode>()
+        .map_err(|err| anyhow::anyhow!("--audit-webhook-mode: {err}"))?;
+    options
+        .audit_log_mode
+        .parse::<Mode>()
+        .map_err(|err| anyhow::anyhow!("--audit-log-mode: {err}"))
 }

@@ -148,8 +148,9 @@ pub struct ServeOptions {
     #[arg(long, default_value = "json")]
     pub audit_log_format: String,
 
-    /// The log backend's mode: `blocking`, `blocking-strict` or `batch`. kapi writes events
-    /// in order from one writer thread in every mode; requests never wait on the disk.
+    /// The log backend's mode: `blocking` (each event is written before its request goes
+    /// on), `blocking-strict` (and a request fails when its first event cannot be written)
+    /// or `batch` (a writer thread writes events in order; requests never wait on the disk).
     #[arg(long, default_value = "blocking")]
     pub audit_log_mode: String,
 
@@ -158,7 +159,8 @@ pub struct ServeOptions {
     #[arg(long)]
     pub audit_webhook_config_file: Option<PathBuf>,
 
-    /// The webhook backend's mode: `batch` (kapi sends batches in every mode).
+    /// The webhook backend's mode: `batch`, `blocking` or `blocking-strict`; kapi sends
+    /// batches from its own task in every mode.
     #[arg(long, default_value = "batch")]
     pub audit_webhook_mode: String,
 

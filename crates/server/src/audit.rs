@@ -9,6 +9,7 @@
 //! handlers and admission plugins add to it through [`AuditAnnotations`].
 
 pub mod backend;
+mod metrics;
 pub mod policy;
 
 use std::collections::BTreeMap;
@@ -19,18 +20,29 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::authn::UserInfo;
-pub use backend::{Backend, Batching, LogBackend, Rotation, WebhookBackend};
+pub use backend::{Backend, Batching, LogBackend, Mode, Rotation, WebhookBackend};
+pub use metrics::AuditMetrics;
 pub use policy::{Level, Policy, RequestAttributes, RequestAuditConfig};
 
 /// The server's audit policy and backends.
 pub struct Auditor {
     policy: Policy,
     backends: Vec<Arc<dyn Backend>>,
+    metrics: AuditMetrics,
 }
 
 impl Auditor {
-    pub fn new(policy: Policy, backends: Vec<Arc<dyn Backend>>) -> Auditor {
-        Auditor { policy, backends }
+    /// `metrics` are those the backends count their losses in.
+    pub fn new(policy: Policy, backends: Vec<Arc<dyn Backend>>, metrics: AuditMetrics) -> Auditor {
+        Auditor {
+            policy,
+            backends,
+            metrics,
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> &AuditMetrics {
+        &self.metrics
     }
 
     /// The request's audit context, or `None` when the policy leaves it unaudited.
@@ -40,6 +52,7 @@ impl Auditor {
         metadata: EventMetadata,
     ) -> Option<Arc<AuditContext>> {
         let config = self.policy.evaluate(attributes);
+        self.metrics.observe_level(config.level);
         if config.level == Level::None {
             return None;
         }
@@ -188,15 +201,25 @@ impl AuditContext {
         self.config.level
     }
 
-    /// Emits the event of `stage`, unless the policy omits it.
-    pub(crate) fn emit(&self, stage: &str) {
+    /// Emits the event of `stage`, unless the policy omits it; false when a backend lost
+    /// it and its mode (`blocking-strict`) says the request must fail.
+    pub(crate) fn emit(&self, stage: &str) -> bool {
         if self.config.omit_stages.contains(stage) {
-            return;
+            return true;
         }
         let event = self.event(stage);
+        self.auditor.metrics.observe_event();
+        let mut stored = true;
         for backend in &self.auditor.backends {
-            backend.process(&event);
+            stored &= backend.process(&event);
         }
+        stored
+    }
+
+    /// Counts the request as refused for its lost event
+    /// (`apiserver_audit_requests_rejected_total`).
+    pub(crate) fn count_rejected(&self) {
+        self.auditor.metrics.observe_rejected();
     }
 
     /// The event of `stage`, serialized (audit.k8s.io/v1 `Event`, fields in upstream's
@@ -328,8 +351,9 @@ mod tests {
     struct Collect(Mutex<Vec<Value>>);
 
     impl Backend for Collect {
-        fn process(&self, event: &[u8]) {
+        fn process(&self, event: &[u8]) -> bool {
             self.0.lock().push(serde_json::from_slice(event).unwrap());
+            true
         }
     }
 
@@ -340,7 +364,11 @@ mod tests {
         )
         .unwrap();
         let collect = Arc::new(Collect(Mutex::new(Vec::new())));
-        let auditor = Arc::new(Auditor::new(policy, vec![collect.clone()]));
+        let auditor = Arc::new(Auditor::new(
+            policy,
+            vec![collect.clone()],
+            AuditMetrics::default(),
+        ));
         let user = UserInfo {
             name: "alice".into(),
             ..UserInfo::default()

@@ -101,12 +101,12 @@ impl Metrics {
         let durations = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
         registry.register(
             "apiserver_request",
-            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
             requests.clone(),
         );
         registry.register(
             "apiserver_request_duration_seconds",
-            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
             durations.clone(),
         );
         Metrics {

@@ -152,6 +152,7 @@ impl GenericApiServer {
 
     /// Audits requests with `auditor` (none are audited without one).
     pub fn set_auditor(&mut self, auditor: Arc<Auditor>) {
+        auditor.metrics().register(self.metrics.registry_mut());
         self.auditor = Some(auditor);
     }
 

@@ -103,10 +103,11 @@ async fn requests_are_audited_as_the_policy_says() {
             "--from-literal=a=b",
         ])
         .await;
-    let created = event(events, "for the configmap's create", |e| {
-        is(e, "create", "configmaps", "settings")
-    })
-    .await;
+    // The log's default mode (blocking) writes an event before its response is sent.
+    let created = events()
+        .into_iter()
+        .find(|e| is(e, "create", "configmaps", "settings"))
+        .expect("the create's event is in the log when kubectl returns");
     assert_eq!(created["apiVersion"], "audit.k8s.io/v1");
     assert_eq!(created["kind"], "Event");
     assert_eq!(created["level"], "RequestResponse");
@@ -251,6 +252,71 @@ async fn requests_are_audited_as_the_policy_says() {
         e["auditID"] == header.as_str()
     })
     .await;
+}
+
+/// The value of the sample `name` (with its labels) in `/metrics`, or 0 when absent.
+fn sample(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+/// A log that cannot be written (`/dev/full`): in `blocking` mode requests go on; in
+/// `blocking-strict` a request whose RequestReceived event is lost fails with upstream's 500.
+/// The audit metrics count the lost events, the levels and the refused request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_mode_fails_requests_whose_events_are_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+  - level: None
+    nonResourceURLs: ["/readyz*", "/healthz*", "/livez*", "/api", "/apis*", "/metrics", "/version"]
+  - level: Metadata
+"#,
+    )
+    .unwrap();
+    for (mode, fails) in [("blocking", false), ("blocking-strict", true)] {
+        let flags = [
+            format!("--audit-policy-file={}", policy.display()),
+            "--audit-log-path=/dev/full".to_string(),
+            format!("--audit-log-mode={mode}"),
+        ];
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let server = TestServer::start(Backend::Embedded, &flags).await;
+        let output = server.kubectl(&["get", "namespace", "default"]).await;
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(!output.status.success(), fails, "{mode}: {stderr}");
+        if fails {
+            assert!(
+                stderr.contains("Internal error occurred: failed to store audit event"),
+                "{stderr}"
+            );
+        }
+        let metrics = server.kubectl_ok(&["get", "--raw", "/metrics"]).await;
+        let lost = sample(&metrics, r#"apiserver_audit_error_total{plugin="log"}"#);
+        let rejected = sample(&metrics, "apiserver_audit_requests_rejected_total");
+        let events = sample(&metrics, "apiserver_audit_event_total");
+        if fails {
+            // RequestReceived was lost; the request never ran.
+            assert_eq!((lost, rejected), (1.0, 1.0), "{metrics}");
+        } else {
+            // RequestReceived and ResponseComplete were both lost; the request ran.
+            assert_eq!((lost, rejected), (2.0, 0.0), "{metrics}");
+        }
+        assert_eq!(events, lost, "{metrics}");
+        let metadata = sample(&metrics, r#"apiserver_audit_level_total{level="Metadata"}"#);
+        assert_eq!(metadata, 1.0, "{metrics}");
+        assert!(
+            sample(&metrics, r#"apiserver_audit_level_total{level="None"}"#) >= 1.0,
+            "{metrics}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

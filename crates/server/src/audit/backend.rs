@@ -2,22 +2,59 @@
 //! rotated by size, age and count as upstream's lumberjack writer does) and the webhook
 //! backend (`--audit-webhook-config-file`, batches of events POSTed as an `EventList`).
 //!
-//! Neither makes a request wait: events are handed to a writer thread (log) or task
-//! (webhook) through a channel, in the order the requests produced them.
+//! The log backend has upstream's modes (`--audit-log-mode`): `blocking` (the default)
+//! writes each event before the request goes on, so an event is in the file before its
+//! response is sent; `blocking-strict` also fails the request when its RequestReceived
+//! event cannot be written; `batch` hands events to a writer thread, in order, and never
+//! makes a request wait. The webhook backend always batches, from its own task.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::str::FromStr;
+use std::sync::{Mutex, mpsc};
 use std::time::{Duration, SystemTime};
 
+use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc as async_mpsc;
 
+use super::AuditMetrics;
 use crate::webhook_client::WebhookClient;
 
 /// Receives every audit event of the server, as one serialized JSON object.
 pub trait Backend: Send + Sync {
-    fn process(&self, event: &[u8]);
+    /// Stores or queues `event`; false when it was lost and the backend's mode says the
+    /// request should fail for it (`blocking-strict`).
+    fn process(&self, event: &[u8]) -> bool;
+}
+
+/// A backend's mode (`--audit-log-mode`, `--audit-webhook-mode`), as upstream names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Batch,
+    Blocking,
+    BlockingStrict,
+}
+
+impl Mode {
+    /// Every mode, by its flag value.
+    pub const ALLOWED: [&str; 3] = ["batch", "blocking", "blocking-strict"];
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(mode: &str) -> Result<Mode, String> {
+        match mode {
+            "batch" => Ok(Mode::Batch),
+            "blocking" => Ok(Mode::Blocking),
+            "blocking-strict" => Ok(Mode::BlockingStrict),
+            _ => Err(format!(
+                "invalid audit mode {mode:?}, allowed modes are {:?}",
+                Mode::ALLOWED
+            )),
+        }
+    }
 }
 
 /// How the log file is rotated (`--audit-log-maxsize`, `-maxbackup`, `-maxage`); zero
@@ -31,42 +68,66 @@ pub struct Rotation {
 
 /// Writes events as JSON lines to a file, or to standard output for `-`.
 pub struct LogBackend {
-    lines: mpsc::Sender<Vec<u8>>,
+    writer: LogWriter,
+    strict: bool,
+    /// Events lost to write errors (`apiserver_audit_error_total{plugin="log"}`).
+    errors: Counter,
+}
+
+enum LogWriter {
+    /// `blocking` modes: the request's own thread writes and flushes its event.
+    Direct(Mutex<Sink>),
+    /// `batch`: a writer thread takes the lines in order.
+    Thread(mpsc::Sender<Vec<u8>>),
 }
 
 impl LogBackend {
-    /// Opens (creating) `path` for appending and starts the writer thread.
-    pub fn open(path: &Path, rotation: Rotation) -> io::Result<LogBackend> {
-        let sink = if path == Path::new("-") {
-            Sink::Stdout
+    /// Opens (creating) `path` for appending; in `batch` mode, starts the writer thread.
+    /// Events lost to write errors are counted in `metrics`.
+    pub fn open(
+        path: &Path,
+        rotation: Rotation,
+        mode: Mode,
+        metrics: &AuditMetrics,
+    ) -> io::Result<LogBackend> {
+        let errors = metrics.errors_of("log");
+        let sink = Sink::open(path, rotation)?;
+        let writer = if mode == Mode::Batch {
+            let (lines, received) = mpsc::channel::<Vec<u8>>();
+            let lost = errors.clone();
+            std::thread::Builder::new()
+                .name("audit-log".into())
+                .spawn(move || write_lines(sink, &received, &lost))?;
+            LogWriter::Thread(lines)
         } else {
-            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)?;
-            }
-            let file = open_append(path)?;
-            let size = file.get_ref().metadata()?.len();
-            Sink::File {
-                path: path.to_path_buf(),
-                file,
-                size,
-                rotation,
-            }
+            LogWriter::Direct(Mutex::new(sink))
         };
-        let (lines, received) = mpsc::channel::<Vec<u8>>();
-        std::thread::Builder::new()
-            .name("audit-log".into())
-            .spawn(move || write_lines(sink, &received))?;
-        Ok(LogBackend { lines })
+        Ok(LogBackend {
+            writer,
+            strict: mode == Mode::BlockingStrict,
+            errors,
+        })
     }
 }
 
 impl Backend for LogBackend {
-    fn process(&self, event: &[u8]) {
+    fn process(&self, event: &[u8]) -> bool {
         let mut line = Vec::with_capacity(event.len() + 1);
         line.extend_from_slice(event);
         line.push(b'\n');
-        // The writer only stops when the process does.
-        let _ = self.lines.send(line);
+        match &self.writer {
+            // The writer only stops when the process does.
+            LogWriter::Thread(lines) => lines.send(line).is_ok(),
+            LogWriter::Direct(sink) => {
+                let mut sink = sink.lock().unwrap_or_else(|e| e.into_inner());
+                let written = sink.write(&line).and_then(|()| sink.flush());
+                if let Err(err) = &written {
+                    self.errors.inc();
+                    tracing::error!(%err, "Unable to write the audit log");
+                }
+                written.is_ok() || !self.strict
+            }
+        }
     }
 }
 
@@ -86,23 +147,45 @@ fn open_append(path: &Path) -> io::Result<BufWriter<File>> {
 }
 
 /// The writer thread: writes the lines waiting, then flushes, so a burst of events costs
-/// few writes and an event is on disk as soon as the burst ends.
-fn write_lines(mut sink: Sink, received: &mpsc::Receiver<Vec<u8>>) {
+/// few writes and an event is on disk as soon as the burst ends. A failed flush loses the
+/// burst (counted as one error per line).
+fn write_lines(mut sink: Sink, received: &mpsc::Receiver<Vec<u8>>, errors: &Counter) {
     while let Ok(first) = received.recv() {
         let mut line = Some(first);
+        let mut burst = 0;
         while let Some(next) = line {
+            burst += 1;
             if let Err(err) = sink.write(&next) {
+                errors.inc();
                 tracing::error!(%err, "Unable to write the audit log");
             }
             line = received.try_recv().ok();
         }
         if let Err(err) = sink.flush() {
+            errors.inc_by(burst);
             tracing::error!(%err, "Unable to write the audit log");
         }
     }
 }
 
 impl Sink {
+    fn open(path: &Path, rotation: Rotation) -> io::Result<Sink> {
+        if path == Path::new("-") {
+            return Ok(Sink::Stdout);
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = open_append(path)?;
+        let size = file.get_ref().metadata()?.len();
+        Ok(Sink::File {
+            path: path.to_path_buf(),
+            file,
+            size,
+            rotation,
+        })
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Sink::Stdout => io::stdout().flush(),
@@ -221,17 +304,23 @@ const WEBHOOK_ATTEMPTS: u32 = 3;
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl WebhookBackend {
-    /// Starts the sending task on the current runtime.
-    pub fn start(client: WebhookClient, batching: Batching) -> WebhookBackend {
+    /// Starts the sending task on the current runtime; events of batches it gives up on
+    /// are counted in `metrics`.
+    pub fn start(
+        client: WebhookClient,
+        batching: Batching,
+        metrics: &AuditMetrics,
+    ) -> WebhookBackend {
+        let errors = metrics.errors_of("webhook");
         let (events, received) = async_mpsc::unbounded_channel();
-        tokio::spawn(send_batches(client, batching, received));
+        tokio::spawn(send_batches(client, batching, received, errors));
         WebhookBackend { events }
     }
 }
 
 impl Backend for WebhookBackend {
-    fn process(&self, event: &[u8]) {
-        let _ = self.events.send(event.to_vec());
+    fn process(&self, event: &[u8]) -> bool {
+        self.events.send(event.to_vec()).is_ok()
     }
 }
 
@@ -239,6 +328,7 @@ async fn send_batches(
     client: WebhookClient,
     batching: Batching,
     mut received: async_mpsc::UnboundedReceiver<Vec<u8>>,
+    errors: Counter,
 ) {
     while let Some(first) = received.recv().await {
         let mut items = vec![first];
@@ -256,6 +346,7 @@ async fn send_batches(
             match client.post(body.clone(), WEBHOOK_TIMEOUT).await {
                 Ok(_) => break,
                 Err(err) if attempt == WEBHOOK_ATTEMPTS => {
+                    errors.inc_by(count as u64);
                     tracing::error!(%err, count, "Unable to send audit events; dropped");
                 }
                 Err(err) => {
@@ -292,6 +383,34 @@ mod tests {
         let list: serde_json::Value = serde_json::from_slice(&list).unwrap();
         assert_eq!(list["kind"], "EventList");
         assert_eq!(list["items"], serde_json::json!([{"a": 1}, {"b": 2}]));
+    }
+
+    #[test]
+    fn blocking_modes_write_before_returning_and_strict_reports_losses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let open = |path: &Path, mode| {
+            LogBackend::open(path, Rotation::default(), mode, &AuditMetrics::default()).unwrap()
+        };
+        let log = open(&path, Mode::Blocking);
+        assert!(log.process(br#"{"a":1}"#));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"a\":1}\n");
+        // /dev/full refuses every write: only blocking-strict says the event was lost.
+        let full = Path::new("/dev/full");
+        let blocking = open(full, Mode::Blocking);
+        assert!(blocking.process(b"{}"));
+        assert_eq!(blocking.errors.get(), 1);
+        let strict = open(full, Mode::BlockingStrict);
+        assert!(!strict.process(b"{}"));
+    }
+
+    #[test]
+    fn modes_parse_as_upstream_names_them() {
+        assert_eq!("blocking-strict".parse(), Ok(Mode::BlockingStrict));
+        assert_eq!(
+            "sometimes".parse::<Mode>(),
+            Err(r#"invalid audit mode "sometimes", allowed modes are ["batch", "blocking", "blocking-strict"]"#.to_string())
+        );
     }
 
     #[test]

@@ -15,6 +15,7 @@ use http::header::USER_AGENT;
 use http::request::Parts;
 use http::{Request, Response};
 use http_body_util::BodyExt;
+use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::RequestInfo;
 use serde_json::{Map, Value, json};
 use tower::{Layer, Service};
@@ -26,6 +27,7 @@ use crate::audit::{AuditContext, Auditor, EventMetadata, Level, RequestAttribute
 use crate::audit::{now_micro, user_json};
 use crate::authn::UserInfo;
 use crate::body::{self, Body};
+use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
 
 /// Adds [`Audit`]; without an auditor, requests pass untouched.
@@ -90,7 +92,12 @@ where
             .get::<RequestInfo>()
             .is_some_and(is_long_running);
         parts.extensions.insert(context.clone());
-        context.emit("RequestReceived");
+        if !context.emit("RequestReceived") {
+            // blocking-strict: a request whose audit trail cannot start does not run.
+            context.count_rejected();
+            let error = ApiError::internal("failed to store audit event");
+            return Box::pin(async move { Ok(api_error(&error)) });
+        }
         Box::pin(async move {
             let panicked = PanicGuard(Some(context.clone()));
             let response = call(inner, Request::from_parts(parts, body)).await;
