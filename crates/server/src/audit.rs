@@ -270,7 +270,7 @@ impl AuditContext {
         self.event.lock().response_object = Some(object);
     }
 
-    fn annotate(&self, key: &str, value: &str) {
+    pub(crate) fn annotate(&self, key: &str, value: &str) {
         let mut state = self.event.lock();
         if let Some(existing) = state.annotations.get(key)
             && existing != value

@@ -11,6 +11,7 @@ pub mod token;
 pub mod webhook;
 pub mod x509;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -131,6 +132,50 @@ impl Authentication {
         }
         Err(AuthenticationError("no credentials".into()))
     }
+}
+
+tokio::task_local! {
+    /// What the authentication under way adds to its request (see [`AuthenticationNotes`]).
+    static NOTES: RefCell<AuthenticationNotes>;
+}
+
+/// What authenticators add to the request they authenticate, as upstream's do through the
+/// request's context: audit annotations (`authentication.k8s.io/legacy-token` and the like),
+/// which land in the request's audit event (or its failed authentication's), and warnings,
+/// sent as `Warning` headers.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct AuthenticationNotes {
+    pub(crate) annotations: Vec<(String, String)>,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// Adds an audit annotation to the request being authenticated; does nothing outside a
+/// request's authentication (in a TokenReview, say).
+pub fn add_audit_annotation(key: &str, value: String) {
+    let _ = NOTES.try_with(|notes| notes.borrow_mut().annotations.push((key.into(), value)));
+}
+
+/// Adds a warning to the response of the request being authenticated; does nothing
+/// outside a request's authentication.
+pub fn add_warning(text: &str) {
+    let _ = NOTES.try_with(|notes| {
+        let warnings = &mut notes.borrow_mut().warnings;
+        if !warnings.iter().any(|w| w == text) {
+            warnings.push(text.into());
+        }
+    });
+}
+
+/// Runs `authentication`, collecting what its authenticators add.
+pub(crate) async fn with_notes<T>(
+    authentication: impl Future<Output = T>,
+) -> (T, AuthenticationNotes) {
+    NOTES
+        .scope(RefCell::default(), async {
+            let output = authentication.await;
+            (output, NOTES.with(RefCell::take))
+        })
+        .await
 }
 
 /// Joins several errors as upstream's aggregate error prints them.

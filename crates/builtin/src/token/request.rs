@@ -11,6 +11,7 @@ use kapi_apimachinery::quote;
 use kapi_apimachinery::schema::{GroupKind, GroupResource};
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_server::audit::AuditAnnotations;
 use kapi_server::object;
 use kapi_server::registry::ReadVersion;
 use kapi_server::resource::{CreateRequest, Creater};
@@ -66,6 +67,13 @@ impl Creater for TokenRequestCreater {
         let token = tokens
             .issue(&claims)
             .map_err(|err| ApiError::internal(format!("failed to generate token: {err}")))?;
+        // The token's credential id, as its requests' users carry it in their extra.
+        if let Some(jti) = claims["jti"].as_str() {
+            AuditAnnotations::of(request.api.services()).add(
+                "authentication.kubernetes.io/issued-credential-id",
+                &format!("JTI={jti}"),
+            );
+        }
         object::set_meta(
             &mut token_request,
             "creationTimestamp",

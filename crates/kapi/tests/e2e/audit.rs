@@ -4,7 +4,6 @@
 //! objects without managed fields, error statuses, the authorization annotations,
 //! impersonation and failed authentication.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,15 +25,6 @@ rules:
     resources: [{group: "", resources: ["secrets"]}]
   - level: Metadata
 "#;
-
-/// The events of the log at `path` so far.
-fn log_events(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("one JSON event per line"))
-        .collect()
-}
 
 /// Waits until `events()` holds an event `matches` accepts, and returns it.
 async fn event(
@@ -78,19 +68,13 @@ async fn requests_are_audited_as_the_policy_says() {
     })
     .await;
     let webhook = common::webhook_kubeconfig(&format!("https://{address}/audit"), &ca);
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.path().join("logs/audit.log");
+    let webhook_flag = format!("--audit-webhook-config-file={}", webhook.path().display());
     let flags = [
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-log-path={}", log.display()),
-        format!("--audit-webhook-config-file={}", webhook.path().display()),
-        "--audit-webhook-batch-max-wait=100ms".to_string(),
+        webhook_flag.as_str(),
+        "--audit-webhook-batch-max-wait=100ms",
     ];
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start(Backend::Embedded, &flags).await;
-    let events = || log_events(&log);
+    let (server, _audit, log) = common::audited(POLICY, &flags).await;
+    let events = || common::audit_events(&log);
 
     server.kubectl_ok(&["create", "namespace", "audited"]).await;
     server
@@ -368,17 +352,8 @@ async fn label_configmaps(_: String, review: Value) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admission_plugins_annotate_audit_events() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("policy.yaml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let log = dir.path().join("audit.log");
-    let flags = [
-        format!("--audit-policy-file={}", policy.display()),
-        format!("--audit-log-path={}", log.display()),
-    ];
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start(Backend::Embedded, &flags).await;
-    let events = || log_events(&log);
+    let (server, _audit, log) = common::audited(POLICY, &[]).await;
+    let events = || common::audit_events(&log);
     let (address, ca) = common::serve_webhook(label_configmaps).await;
     let setup = format!(
         r#"

@@ -25,7 +25,7 @@ use super::request_log::AuditId;
 use super::{FilterFuture, call, take_ready};
 use crate::audit::{AuditContext, Auditor, EventMetadata, Level, RequestAttributes};
 use crate::audit::{now_micro, user_json};
-use crate::authn::UserInfo;
+use crate::authn::{AuthenticationNotes, UserInfo};
 use crate::body::{self, Body};
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
@@ -91,6 +91,9 @@ where
             .extensions
             .get::<RequestInfo>()
             .is_some_and(is_long_running);
+        if let Some(notes) = parts.extensions.get::<AuthenticationNotes>() {
+            annotate(&context, &notes.annotations);
+        }
         parts.extensions.insert(context.clone());
         if !context.emit("RequestReceived") {
             // blocking-strict: a request whose audit trail cannot start does not run.
@@ -262,16 +265,28 @@ fn source_ips(parts: &Parts) -> Vec<String> {
 /// Audits a request that failed authentication (upstream's
 /// `WithFailedAuthenticationAudit`): a ResponseStarted event with the 401 and the methods
 /// tried, for the policy's rules that do not name users.
-pub(crate) fn failed_authentication(auditor: &Arc<Auditor>, parts: &Parts) {
+pub(crate) fn failed_authentication(
+    auditor: &Arc<Auditor>,
+    parts: &Parts,
+    annotations: &[(String, String)],
+) {
     let Some(info) = parts.extensions.get::<RequestInfo>() else {
         return;
     };
     let Some(context) = auditor.begin(&attributes(info, None), metadata(parts, info, None)) else {
         return;
     };
+    annotate(&context, annotations);
     context
         .set_response_status(json!({"metadata": {}, "message": auth_methods(parts), "code": 401}));
     context.emit("ResponseStarted");
+}
+
+/// Adds the annotations of the request's authentication to its event.
+fn annotate(context: &AuditContext, annotations: &[(String, String)]) {
+    for (key, value) in annotations {
+        context.annotate(key, value);
+    }
 }
 
 /// What a failed authentication tried, in upstream's words.

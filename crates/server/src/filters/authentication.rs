@@ -10,14 +10,14 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::AUTHORIZATION;
-use http::{HeaderMap, Request, Response, Version};
+use http::header::{AUTHORIZATION, WARNING};
+use http::{HeaderMap, HeaderValue, Request, Response, Version};
 use kapi_apimachinery::ApiError;
 use tower::{Layer, Service};
 
 use super::{FilterFuture, call, take_ready};
 use crate::audit::Auditor;
-use crate::authn::Authentication;
+use crate::authn::{Authentication, with_notes};
 use crate::body::Body;
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
@@ -84,7 +84,7 @@ where
         let auditor = self.auditor.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();
-            let user = authentication.authenticate(&parts).await;
+            let (user, mut notes) = with_notes(authentication.authenticate(&parts)).await;
             let close = parts.version == Version::HTTP_2;
             let close = close
                 .then(|| parts.extensions.get::<ConnectionInfo>().cloned())
@@ -94,7 +94,7 @@ where
                 Err(err) => {
                     tracing::warn!(%err, "Unable to authenticate the request");
                     if let Some(auditor) = &auditor {
-                        super::audit::failed_authentication(auditor, &parts);
+                        super::audit::failed_authentication(auditor, &parts, &notes.annotations);
                     }
                     close_after_response(close.as_ref());
                     return Ok(api_error(&ApiError::unauthorized("Unauthorized")));
@@ -103,12 +103,27 @@ where
             clear_credentials(&mut parts.headers);
             let anonymous = user.is_anonymous();
             parts.extensions.insert(user);
-            let response = call(inner, Request::from_parts(parts, body)).await;
+            let warnings = std::mem::take(&mut notes.warnings);
+            if !notes.annotations.is_empty() {
+                parts.extensions.insert(notes);
+            }
+            let mut response = call(inner, Request::from_parts(parts, body)).await;
+            add_warnings(&mut response, &warnings);
             if anonymous {
                 close_after_response(close.as_ref());
             }
             Ok(response)
         })
+    }
+}
+
+/// Adds the authenticators' warnings to the response, as `Warning` headers.
+fn add_warnings(response: &mut Response<Body>, warnings: &[String]) {
+    for warning in warnings {
+        let header = format!("299 - {}", kapi_apimachinery::quote(warning));
+        if let Ok(value) = HeaderValue::from_str(&header) {
+            response.headers_mut().append(WARNING, value);
+        }
     }
 }
 

@@ -130,6 +130,32 @@ impl TestServer {
     }
 }
 
+/// A server auditing by the audit `policy` (YAML) to a log file, with extra `flags`: the
+/// server, the directory holding the policy and log (removed when dropped), the log's path.
+pub async fn audited(policy: &str, flags: &[&str]) -> (TestServer, tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let policy_file = dir.path().join("policy.yaml");
+    std::fs::write(&policy_file, policy).expect("write the policy");
+    let log = dir.path().join("logs/audit.log");
+    let audit_flags = [
+        format!("--audit-policy-file={}", policy_file.display()),
+        format!("--audit-log-path={}", log.display()),
+    ];
+    let mut all: Vec<&str> = audit_flags.iter().map(String::as_str).collect();
+    all.extend(flags);
+    let server = TestServer::start(Backend::Embedded, &all).await;
+    (server, dir, log)
+}
+
+/// The events of the audit log at `path` so far.
+pub fn audit_events(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON event per line"))
+        .collect()
+}
+
 /// Runs kubectl with `kubeconfig`, feeding `stdin` if given. kubectl caches discovery and
 /// OpenAPI per host:port and test servers reuse ports, so each server's kubectl gets its own
 /// cache directory, beside the kubeconfig.
