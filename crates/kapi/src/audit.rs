@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use kapi_server::audit::{
-    AuditMetrics, Auditor, Backend, Batching, LogBackend, Mode, Policy, Rotation, WebhookBackend,
+    AuditMetrics, Auditor, Backend, Batching, Format, LogBackend, LogConfig, Mode, Policy,
+    Rotation, WebhookBackend,
 };
 use kapi_server::webhook_client::WebhookClient;
 
@@ -14,14 +15,16 @@ use crate::flags::ServeOptions as Options;
 
 /// The auditor the flags ask for; `None` without a policy file or a backend.
 pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
-    let log_mode = check_modes(options)?;
+    let (log_mode, log_format) = check_modes(options)?;
     let Some(policy_file) = &options.audit_policy_file else {
         return Ok(None);
     };
     let metrics = AuditMetrics::default();
     let mut backends: Vec<Arc<dyn Backend>> = Vec::new();
     if let Some(path) = &options.audit_log_path {
-        backends.push(Arc::new(log_backend(options, path, log_mode, &metrics)?));
+        backends.push(Arc::new(log_backend(
+            options, path, log_mode, log_format, &metrics,
+        )?));
     }
     if let Some(config) = &options.audit_webhook_config_file {
         let client = WebhookClient::from_kubeconfig(config)
@@ -50,6 +53,7 @@ fn log_backend(
     options: &Options,
     path: &Path,
     mode: Mode,
+    format: Format,
     metrics: &AuditMetrics,
 ) -> anyhow::Result<LogBackend> {
     let rotation = Rotation {
@@ -57,24 +61,28 @@ fn log_backend(
         max_backups: options.audit_log_maxbackup,
         max_age_days: options.audit_log_maxage,
     };
-    LogBackend::open(path, rotation, mode, metrics)
+    let config = LogConfig {
+        rotation,
+        mode,
+        format,
+    };
+    LogBackend::open(path, config, metrics)
         .with_context(|| format!("--audit-log-path {}", path.display()))
 }
 
-/// Checks the format and both modes; the log's mode.
-fn check_modes(options: &Options) -> anyhow::Result<Mode> {
-    if options.audit_log_format != "json" {
-        bail!(
-            "--audit-log-format {:?}: kapi writes only the json format",
-            options.audit_log_format
-        );
-    }
+/// Checks the log's format and both modes; the log's mode and format.
+fn check_modes(options: &Options) -> anyhow::Result<(Mode, Format)> {
+    let format = options
+        .audit_log_format
+        .parse::<Format>()
+        .map_err(|err| anyhow::anyhow!("--audit-log-format: {err}"))?;
     options
         .audit_webhook_mode
         .parse::<Mode>()
         .map_err(|err| anyhow::anyhow!("--audit-webhook-mode: {err}"))?;
-    options
+    let mode = options
         .audit_log_mode
         .parse::<Mode>()
-        .map_err(|err| anyhow::anyhow!("--audit-log-mode: {err}"))
+        .map_err(|err| anyhow::anyhow!("--audit-log-mode: {err}"))?;
+    Ok((mode, format))
 }

@@ -144,7 +144,8 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = 0)]
     pub audit_log_maxsize: u64,
 
-    /// The audit log's format: `json` (kapi does not write upstream's `legacy` text).
+    /// The audit log's format: `json` (one event per line) or `legacy` (a line of text
+    /// per event).
     #[arg(long, default_value = "json")]
     pub audit_log_format: String,
 

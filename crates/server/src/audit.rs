@@ -20,7 +20,9 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 use crate::authn::UserInfo;
-pub use backend::{Backend, Batching, LogBackend, Mode, Rotation, WebhookBackend};
+pub use backend::{
+    Backend, Batching, Format, LogBackend, LogConfig, Mode, Rotation, WebhookBackend,
+};
 pub use metrics::AuditMetrics;
 pub use policy::{Level, Policy, RequestAttributes, RequestAuditConfig};
 

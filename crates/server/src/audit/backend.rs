@@ -18,6 +18,8 @@ use std::time::{Duration, SystemTime};
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc as async_mpsc;
 
+use kapi_apimachinery::quote;
+
 use super::AuditMetrics;
 use crate::webhook_client::WebhookClient;
 
@@ -57,6 +59,38 @@ impl FromStr for Mode {
     }
 }
 
+/// How the log writes events (`--audit-log-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON event per line.
+    #[default]
+    Json,
+    /// Upstream's one-line text summary of an event (`legacy`).
+    Legacy,
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(format: &str) -> Result<Format, String> {
+        match format {
+            "json" => Ok(Format::Json),
+            "legacy" => Ok(Format::Legacy),
+            _ => Err(format!(
+                "invalid audit log format {format:?}, allowed formats are \"json,legacy\""
+            )),
+        }
+    }
+}
+
+/// The log backend's settings (`--audit-log-*`).
+#[derive(Clone, Copy, Debug)]
+pub struct LogConfig {
+    pub rotation: Rotation,
+    pub mode: Mode,
+    pub format: Format,
+}
+
 /// How the log file is rotated (`--audit-log-maxsize`, `-maxbackup`, `-maxage`); zero
 /// means no limit.
 #[derive(Clone, Copy, Debug, Default)]
@@ -70,6 +104,7 @@ pub struct Rotation {
 pub struct LogBackend {
     writer: LogWriter,
     strict: bool,
+    format: Format,
     /// Events lost to write errors (`apiserver_audit_error_total{plugin="log"}`).
     errors: Counter,
 }
@@ -84,15 +119,10 @@ enum LogWriter {
 impl LogBackend {
     /// Opens (creating) `path` for appending; in `batch` mode, starts the writer thread.
     /// Events lost to write errors are counted in `metrics`.
-    pub fn open(
-        path: &Path,
-        rotation: Rotation,
-        mode: Mode,
-        metrics: &AuditMetrics,
-    ) -> io::Result<LogBackend> {
+    pub fn open(path: &Path, config: LogConfig, metrics: &AuditMetrics) -> io::Result<LogBackend> {
         let errors = metrics.errors_of("log");
-        let sink = Sink::open(path, rotation)?;
-        let writer = if mode == Mode::Batch {
+        let sink = Sink::open(path, config.rotation)?;
+        let writer = if config.mode == Mode::Batch {
             let (lines, received) = mpsc::channel::<Vec<u8>>();
             let lost = errors.clone();
             std::thread::Builder::new()
@@ -104,7 +134,8 @@ impl LogBackend {
         };
         Ok(LogBackend {
             writer,
-            strict: mode == Mode::BlockingStrict,
+            strict: config.mode == Mode::BlockingStrict,
+            format: config.format,
             errors,
         })
     }
@@ -112,8 +143,10 @@ impl LogBackend {
 
 impl Backend for LogBackend {
     fn process(&self, event: &[u8]) -> bool {
-        let mut line = Vec::with_capacity(event.len() + 1);
-        line.extend_from_slice(event);
+        let mut line = match self.format {
+            Format::Json => event.to_vec(),
+            Format::Legacy => legacy_line(event).into_bytes(),
+        };
         line.push(b'\n');
         match &self.writer {
             // The writer only stops when the process does.
@@ -128,6 +161,78 @@ impl Backend for LogBackend {
                 written.is_ok() || !self.strict
             }
         }
+    }
+}
+
+/// An event as upstream's `legacy` format summarizes it: the request's time, then its
+/// id, stage, source, user, impersonation, namespace, URI and response code, Go-quoted.
+fn legacy_line(event: &[u8]) -> String {
+    let event: serde_json::Value = serde_json::from_slice(event).unwrap_or_default();
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let or = |value: String, none: &str| {
+        if value.is_empty() {
+            none.to_string()
+        } else {
+            value
+        }
+    };
+    let quoted_list = |groups: &serde_json::Value| {
+        let groups = groups.as_array().into_iter().flatten();
+        let quoted: Vec<String> = groups
+            .map(|g| quote(g.as_str().unwrap_or_default()))
+            .collect();
+        quoted.join(",")
+    };
+    let username = text(&event["user"]["username"]);
+    let groups = if username.is_empty() {
+        String::new()
+    } else {
+        quoted_list(&event["user"]["groups"])
+    };
+    let impersonated = &event["impersonatedUser"];
+    let (as_user, as_groups) = if impersonated.is_object() {
+        let groups = &impersonated["groups"];
+        let groups = if groups.is_array() {
+            quoted_list(groups)
+        } else {
+            "<lookup>".into()
+        };
+        (text(&impersonated["username"]), groups)
+    } else {
+        ("<self>".into(), "<lookup>".into())
+    };
+    let response = event["responseStatus"]["code"]
+        .as_i64()
+        .map_or("<deferred>".to_string(), |code| code.to_string());
+    format!(
+        "{} AUDIT: id={} stage={} ip={} method={} user={} groups={} as={} asgroups={} \
+         user-agent={} namespace={} uri={} response=\"{response}\"",
+        rfc3339_nano(&text(&event["requestReceivedTimestamp"])),
+        quote(&text(&event["auditID"])),
+        quote(&text(&event["stage"])),
+        quote(&or(text(&event["sourceIPs"][0]), "<unknown>")),
+        quote(&text(&event["verb"])),
+        quote(&or(username, "<none>")),
+        quote(&or(groups, "<none>")),
+        quote(&as_user),
+        quote(&as_groups),
+        quote(&text(&event["userAgent"])),
+        quote(&or(text(&event["objectRef"]["namespace"]), "<none>")),
+        quote(&text(&event["requestURI"])),
+    )
+}
+
+/// A MicroTime as Go's RFC3339Nano layout prints it: no trailing zeros in the fraction.
+fn rfc3339_nano(micro_time: &str) -> String {
+    let Some((seconds, fraction)) = micro_time.strip_suffix('Z').and_then(|t| t.split_once('.'))
+    else {
+        return micro_time.to_string();
+    };
+    let fraction = fraction.trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{seconds}Z")
+    } else {
+        format!("{seconds}.{fraction}Z")
     }
 }
 
@@ -390,7 +495,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.log");
         let open = |path: &Path, mode| {
-            LogBackend::open(path, Rotation::default(), mode, &AuditMetrics::default()).unwrap()
+            let config = LogConfig {
+                rotation: Rotation::default(),
+                mode,
+                format: Format::Json,
+            };
+            LogBackend::open(path, config, &AuditMetrics::default()).unwrap()
         };
         let log = open(&path, Mode::Blocking);
         assert!(log.process(br#"{"a":1}"#));
@@ -402,6 +512,29 @@ mod tests {
         assert_eq!(blocking.errors.get(), 1);
         let strict = open(full, Mode::BlockingStrict);
         assert!(!strict.process(b"{}"));
+    }
+
+    #[test]
+    fn the_legacy_format_is_upstreams_one_line_summary() {
+        let event = serde_json::json!({
+            "auditID": "a1", "stage": "ResponseComplete", "verb": "get",
+            "requestURI": "/api/v1/namespaces/ns/pods/p",
+            "user": {"username": "jane", "groups": ["dev", "system:authenticated"]},
+            "impersonatedUser": {"username": "bob"},
+            "sourceIPs": ["10.0.0.1"], "userAgent": "kubectl/v1.35",
+            "objectRef": {"namespace": "ns"}, "responseStatus": {"code": 200},
+            "requestReceivedTimestamp": "2026-11-23T08:10:53.123400Z",
+        });
+        assert_eq!(
+            legacy_line(event.to_string().as_bytes()),
+            r#"2026-11-23T08:10:53.1234Z AUDIT: id="a1" stage="ResponseComplete" ip="10.0.0.1" method="get" user="jane" groups="\"dev\",\"system:authenticated\"" as="bob" asgroups="<lookup>" user-agent="kubectl/v1.35" namespace="ns" uri="/api/v1/namespaces/ns/pods/p" response="200""#
+        );
+        let anonymous = serde_json::json!({"stage": "RequestReceived",
+            "requestReceivedTimestamp": "2026-11-23T08:10:53.000000Z"});
+        assert_eq!(
+            legacy_line(anonymous.to_string().as_bytes()),
+            r#"2026-11-23T08:10:53Z AUDIT: id="" stage="RequestReceived" ip="<unknown>" method="" user="<none>" groups="<none>" as="<self>" asgroups="<lookup>" user-agent="" namespace="<none>" uri="" response="<deferred>""#
+        );
     }
 
     #[test]
