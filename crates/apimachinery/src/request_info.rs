@@ -247,6 +247,12 @@ pub fn parse_query(query: &str) -> BTreeMap<String, Vec<String>> {
     values
 }
 
+/// Decodes the `%XX` escapes of a path segment (Go's `url.PathUnescape`), as upstream
+/// decodes the extra keys of impersonation and front-proxy headers.
+pub fn path_unescape(s: &str) -> Result<String, String> {
+    percent_decode(s, false)
+}
+
 /// Decodes `%XX` escapes (and `+` as space in query components). The error is Go's text
 /// for an invalid escape.
 fn percent_decode(s: &str, plus_is_space: bool) -> Result<String, String> {

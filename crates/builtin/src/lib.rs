@@ -15,6 +15,7 @@
 
 mod admission;
 mod catalog;
+mod cluster_authentication;
 pub mod configmap;
 pub mod event;
 mod hooks;
@@ -55,6 +56,10 @@ pub use admission::tolerations::DefaultTolerationSeconds;
 pub use admission::topology::PodTopologyLabels;
 pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
+pub use cluster_authentication::{
+    ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
+    start_cluster_authentication_info,
+};
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use protection::{ProtectedStorage, start_protection_controllers};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};

@@ -1,5 +1,6 @@
-//! The bearer-token authenticators kapi adds after client certificates: the static token
-//! file of `--token-auth-file`, this server's service-account tokens, the JWT issuers of
+//! The authenticators of the flags: front proxies (`--requestheader-*`, tried first), then
+//! (after client certificates) the bearer tokens: the static token file of
+//! `--token-auth-file`, this server's service-account tokens, the JWT issuers of
 //! `--authentication-config`, then the token webhook of
 //! `--authentication-token-webhook-config-file`.
 
@@ -9,7 +10,7 @@ use anyhow::{Context, Result};
 use kapi_builtin::token::{ServiceAccountAuthenticator, ServiceAccountTokens};
 use kapi_server::ApiHandler;
 use kapi_server::authn::webhook::WebhookTokenAuthenticator;
-use kapi_server::authn::{BearerToken, TokenAuthenticator, TokenFile, oidc};
+use kapi_server::authn::{BearerToken, RequestHeaderConfig, TokenAuthenticator, TokenFile, oidc};
 
 use crate::flags::ServeOptions;
 
@@ -52,4 +53,77 @@ pub fn bearer_tokens(
         authenticators.push(Arc::new(webhook));
     }
     Ok(BearerToken::new(authenticators))
+}
+
+/// The front-proxy settings of `--requestheader-*`; none without
+/// `--requestheader-client-ca-file`. Checked and warned about as upstream does.
+pub fn request_header(options: &ServeOptions) -> Result<Option<RequestHeaderConfig>> {
+    let lists = [
+        (
+            "requestheader-allowed-names",
+            &options.requestheader_allowed_names,
+        ),
+        (
+            "requestheader-username-headers",
+            &options.requestheader_username_headers,
+        ),
+        (
+            "requestheader-uid-headers",
+            &options.requestheader_uid_headers,
+        ),
+        (
+            "requestheader-group-headers",
+            &options.requestheader_group_headers,
+        ),
+        (
+            "requestheader-extra-headers-prefix",
+            &options.requestheader_extra_headers_prefix,
+        ),
+    ];
+    for (flag, values) in lists {
+        if values.iter().any(|v| v.trim().is_empty()) {
+            anyhow::bail!("empty value in {flag:?}");
+        }
+    }
+    for (flag, values, standard) in [
+        (
+            "username-headers",
+            &options.requestheader_username_headers,
+            "X-Remote-User",
+        ),
+        (
+            "uid-headers",
+            &options.requestheader_uid_headers,
+            "X-Remote-Uid",
+        ),
+        (
+            "group-headers",
+            &options.requestheader_group_headers,
+            "X-Remote-Group",
+        ),
+        (
+            "extra-headers-prefix",
+            &options.requestheader_extra_headers_prefix,
+            "X-Remote-Extra-",
+        ),
+    ] {
+        if !values.is_empty() && !values.iter().any(|v| v.eq_ignore_ascii_case(standard)) {
+            tracing::warn!(
+                "--requestheader-{flag} is set without specifying the standard {standard} header - API aggregation will not work"
+            );
+        }
+    }
+    let Some(path) = &options.requestheader_client_ca_file else {
+        return Ok(None);
+    };
+    let client_ca = kapi_server::serving::certificates(path)
+        .with_context(|| format!("--requestheader-client-ca-file {}", path.display()))?;
+    Ok(Some(RequestHeaderConfig {
+        client_ca,
+        allowed_names: options.requestheader_allowed_names.clone(),
+        username_headers: options.requestheader_username_headers.clone(),
+        uid_headers: options.requestheader_uid_headers.clone(),
+        group_headers: options.requestheader_group_headers.clone(),
+        extra_header_prefixes: options.requestheader_extra_headers_prefix.clone(),
+    }))
 }

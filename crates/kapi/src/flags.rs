@@ -76,6 +76,33 @@ pub struct ServeOptions {
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
 
+    /// Front-proxy authentication: client certificates of this CA may name the request's
+    /// user in the `--requestheader-*-headers`; none when not given.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names the front proxies' certificates may have (any when empty); comma
+    /// separated or repeatable.
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Headers naming the user of a front proxy's request, the first present wins
+    /// (usually X-Remote-User).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Headers naming the user's uid (usually X-Remote-Uid).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_uid_headers: Vec<String>,
+
+    /// Headers naming the user's groups, every value counting (usually X-Remote-Group).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of the headers holding the user's extra (usually X-Remote-Extra-).
+    #[arg(long, value_delimiter = ',')]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
     /// Extra subject alternative names (DNS names or IPs) for the generated serving
     /// certificate; repeatable or comma separated.
     #[arg(long, value_delimiter = ',')]

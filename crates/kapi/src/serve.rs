@@ -114,6 +114,10 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .served("", "v1", "namespaces")
         .context("the built-in resources have no namespaces")?
         .clone();
+    let config_maps_served = api
+        .served("", "v1", "configmaps")
+        .context("the built-in resources have no configmaps")?
+        .clone();
     let authorization = crate::authorization::build(&options, &api)?;
     let bearer_tokens = crate::authentication::bearer_tokens(&options, tokens.clone(), &api)?;
     let admission = crate::admission::chain(&options, &api, &authorization, resolver.clone())?;
@@ -154,6 +158,19 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         system_namespaces(namespaces, context)
     })?;
     service_hooks.add_to(&mut server)?;
+    let authentication_info = cluster_authentication_info(&options, &pki)?;
+    let config_maps = config_maps_served.clone();
+    server.add_post_start_hook(
+        "start-cluster-authentication-info-controller",
+        move |context| async move {
+            kapi_builtin::start_cluster_authentication_info(
+                config_maps,
+                authentication_info,
+                context.stopping,
+            );
+            Ok(())
+        },
+    )?;
     let crd_informer_synced = apiextensions.informer_synced();
     server.add_post_start_hook("start-apiextensions-controllers", move |context| {
         apiextensions.start_controllers(context)
@@ -304,6 +321,33 @@ fn namespace_objects(
         ));
     }
     Ok(objects)
+}
+
+/// How clients are authenticated, for the `extension-apiserver-authentication` ConfigMap:
+/// the client CA (`--client-ca-file`, else the PKI's CA) and the front proxies' settings.
+fn cluster_authentication_info(
+    options: &ServeOptions,
+    pki: &pki::PkiFiles,
+) -> Result<kapi_builtin::ClusterAuthenticationInfo> {
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let client_ca = read(options.client_ca_file.as_ref().unwrap_or(&pki.ca_cert))?;
+    let request_header = match &options.requestheader_client_ca_file {
+        None => None,
+        Some(path) => Some(kapi_builtin::RequestHeaderInfo {
+            client_ca: read(path)?,
+            allowed_names: options.requestheader_allowed_names.clone(),
+            username_headers: options.requestheader_username_headers.clone(),
+            uid_headers: options.requestheader_uid_headers.clone(),
+            group_headers: options.requestheader_group_headers.clone(),
+            extra_header_prefixes: options.requestheader_extra_headers_prefix.clone(),
+        }),
+    };
+    Ok(kapi_builtin::ClusterAuthenticationInfo {
+        client_ca,
+        request_header,
+    })
 }
 
 /// The controller keeping each namespace's `default` ServiceAccount.
@@ -565,6 +609,7 @@ fn server_config(options: &ServeOptions, pki: &PkiFiles) -> Result<ServerConfig>
     config.request_timeout = options.request_timeout;
     config.anonymous_auth = options.anonymous_auth;
     config.shutdown_delay = options.shutdown_delay_duration;
+    config.request_header = crate::authentication::request_header(options)?;
     Ok(config)
 }
 

@@ -7,6 +7,7 @@
 //! credentials failed (an authenticator returned an error) is rejected, not downgraded.
 
 pub mod oidc;
+pub mod request_header;
 pub mod token;
 pub mod webhook;
 pub mod x509;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use request_header::{RequestHeaderAuthenticator, RequestHeaderConfig};
 pub use token::{BearerToken, TokenAuthenticator, TokenFile};
 pub use x509::X509Authenticator;
 
@@ -95,6 +97,8 @@ pub trait Authenticator: Send + Sync {
 pub struct Authentication {
     authenticators: Vec<Arc<dyn Authenticator>>,
     anonymous: bool,
+    /// The front-proxy identity headers removed from authenticated requests.
+    identity_headers: Arc<RequestHeaderConfig>,
 }
 
 impl Authentication {
@@ -103,7 +107,21 @@ impl Authentication {
         Authentication {
             authenticators,
             anonymous,
+            identity_headers: Arc::new(RequestHeaderConfig::standard_headers()),
         }
+    }
+
+    /// Removes `config`'s identity headers (not only the standard ones) from authenticated
+    /// requests.
+    pub fn set_identity_headers(&mut self, config: RequestHeaderConfig) {
+        self.identity_headers = Arc::new(config);
+    }
+
+    /// Removes the credentials a request carried once it is authenticated: the
+    /// `Authorization` header and the front-proxy identity headers.
+    pub(crate) fn clear_credentials(&self, headers: &mut http::HeaderMap) {
+        headers.remove(http::header::AUTHORIZATION);
+        self.identity_headers.clear(headers);
     }
 
     /// Adds an authenticator, tried after the others.

@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
+use crate::authn::RequestHeaderConfig;
 use crate::serving::TlsConfig;
 
 /// How a server listens, limits and times out requests, and shuts down.
@@ -30,6 +31,8 @@ pub struct ServerConfig {
     pub shutdown_delay: Duration,
     /// How long draining connections may take before they are closed.
     pub shutdown_timeout: Duration,
+    /// Front-proxy authentication (`--requestheader-*`), when configured.
+    pub request_header: Option<RequestHeaderConfig>,
 }
 
 impl ServerConfig {
@@ -47,6 +50,7 @@ impl ServerConfig {
             anonymous_auth: true,
             shutdown_delay: Duration::ZERO,
             shutdown_timeout: Duration::from_secs(60),
+            request_header: None,
         }
     }
 

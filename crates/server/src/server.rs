@@ -23,7 +23,7 @@ use tower::ServiceBuilder;
 use tower::util::BoxCloneService;
 
 use crate::audit::Auditor;
-use crate::authn::{Authentication, Authenticator, X509Authenticator};
+use crate::authn::{Authentication, Authenticator, RequestHeaderAuthenticator, X509Authenticator};
 use crate::authz::{AuthenticatedAuthorizer, Authorizer};
 use crate::body::{Body, BoxError};
 use crate::config::ServerConfig;
@@ -108,14 +108,27 @@ impl GenericApiServer {
     /// CA, other requests are anonymous (if allowed), and [`AuthenticatedAuthorizer`]
     /// authorizes.
     pub fn new(config: ServerConfig, route: Route) -> Result<Self, ServerError> {
-        let tls = config.tls.server_config()?;
+        let proxy_ca = config
+            .request_header
+            .as_ref()
+            .map(|r| r.client_ca.as_slice());
+        let tls = config.tls.server_config(proxy_ca.unwrap_or_default())?;
         let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+        if let Some(request_header) = &config.request_header {
+            let proxy =
+                RequestHeaderAuthenticator::new(request_header.clone()).map_err(TlsError::from)?;
+            authenticators.push(Arc::new(proxy));
+        }
         if !config.tls.client_ca.is_empty() {
             let x509 = X509Authenticator::new(&config.tls.client_ca).map_err(TlsError::from)?;
             authenticators.push(Arc::new(x509));
         }
+        let mut authentication = Authentication::new(authenticators, config.anonymous_auth);
+        if let Some(request_header) = &config.request_header {
+            authentication.set_identity_headers(request_header.clone());
+        }
         Ok(GenericApiServer {
-            authentication: Authentication::new(authenticators, config.anonymous_auth),
+            authentication,
             config,
             tls,
             route,

@@ -90,15 +90,22 @@ impl TlsConfig {
     }
 
     /// The rustls configuration: TLS 1.2 and 1.3, ALPN h2 then http/1.1, client
-    /// certificates requested when a client CA is set.
-    pub(crate) fn server_config(&self) -> Result<Arc<ServerConfig>, TlsError> {
+    /// certificates requested when a client CA is set. The handshake names the client CA
+    /// and `proxy_ca` (the front proxies' CA) as the issuers it accepts, as upstream's union
+    /// of both: clients pick their certificate by those names.
+    pub(crate) fn server_config(
+        &self,
+        proxy_ca: &[CertificateDer<'static>],
+    ) -> Result<Arc<ServerConfig>, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(rustls::ALL_VERSIONS)?;
-        let builder = if self.client_ca.is_empty() {
+        let hinted: Vec<CertificateDer<'static>> =
+            self.client_ca.iter().chain(proxy_ca).cloned().collect();
+        let builder = if hinted.is_empty() {
             builder.with_no_client_auth()
         } else {
-            let verifier = RequestClientCert(client_verifier(&self.client_ca)?);
+            let verifier = RequestClientCert(client_verifier(&hinted)?);
             builder.with_client_cert_verifier(Arc::new(verifier))
         };
         let mut config =
@@ -116,8 +123,8 @@ fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
     })
 }
 
-/// Every certificate of a PEM file; at least one.
-fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+/// Every certificate of a PEM file (a CA bundle, a chain); at least one.
+pub fn certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = read(path)?;
     let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()

@@ -640,3 +640,148 @@ async fn a_token_webhook_vouches_for_its_users() {
         stderr(&output)
     );
 }
+
+/// A self-signed CA for front proxies, and certificates it issues for `names`: the CA's PEM,
+/// then each certificate's (PEM certificate, PEM key).
+fn front_proxy_pki(names: &[&str]) -> (String, Vec<(String, String)>) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    };
+    let mut ca = CertificateParams::default();
+    ca.distinguished_name
+        .push(DnType::CommonName, "front-proxy-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let issued = names.iter().map(|name| {
+        let mut params = CertificateParams::default();
+        params.distinguished_name.push(DnType::CommonName, *name);
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    });
+    (ca_cert.pem(), issued.collect())
+}
+
+/// Who a SelfSubjectReview says the sender of `headers` is, through a client with the
+/// certificate `identity` (PEM certificate and key); the API error when refused.
+async fn review_as_proxied(
+    server: &TestServer,
+    identity: &(String, String),
+    headers: &[(&'static str, &str)],
+) -> Result<Value, kube::Error> {
+    use base64::Engine;
+    let (url, ca) = server_and_ca(server);
+    let encode = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster: {{server: {url}, certificate-authority-data: {ca}}}\nusers:\n- name: u\n  user: {{client-certificate-data: {}, client-key-data: {}}}\ncontexts:\n- name: c\n  context: {{cluster: kapi, user: u}}\ncurrent-context: c\n",
+        encode(&identity.0),
+        encode(&identity.1)
+    );
+    let kubeconfig: Kubeconfig = serde_yaml_ng::from_str(&text).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .unwrap();
+    for (name, value) in headers {
+        config
+            .headers
+            .push((http::HeaderName::from_static(name), value.parse().unwrap()));
+    }
+    let client = kube::Client::try_from(config).unwrap();
+    let review =
+        serde_json::json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let request = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(&review).unwrap())
+        .unwrap();
+    let answer: Value = client.request(request).await?;
+    Ok(answer["status"]["userInfo"].clone())
+}
+
+/// Front-proxy authentication (`--requestheader-*`): a proxy whose certificate the
+/// request-header CA issued, with an allowed common name, names the user in headers; other
+/// certificates' headers count for nothing (401); the `extension-apiserver-authentication`
+/// ConfigMap publishes the settings for extension API servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn front_proxies_name_their_users_in_headers() {
+    let (ca, issued) = front_proxy_pki(&["front-proxy-client", "intruder"]);
+    let (proxy, intruder) = (&issued[0], &issued[1]);
+    let ca_file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(ca_file.path(), &ca).unwrap();
+    let ca_flag = format!(
+        "--requestheader-client-ca-file={}",
+        ca_file.path().display()
+    );
+    let flags = [
+        ca_flag.as_str(),
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-uid-headers=X-Remote-Uid",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+    ];
+    let server = TestServer::start(Backend::Embedded, &flags).await;
+    let alice = [
+        ("x-remote-user", "alice"),
+        ("x-remote-uid", "a-1"),
+        ("x-remote-group", "devs"),
+        ("x-remote-group", "ops"),
+        ("x-remote-extra-scopes", "read"),
+        ("x-remote-extra-acme.com%2fproject", "apollo"),
+    ];
+    let user = review_as_proxied(&server, proxy, &alice).await.unwrap();
+    assert_eq!(
+        user,
+        serde_json::json!({"username": "alice", "uid": "a-1",
+            "groups": ["devs", "ops", "system:authenticated"],
+            "extra": {"acme.com/project": ["apollo"], "scopes": ["read"]}})
+    );
+    // A certificate with another common name, or the proxy's without a user header: 401.
+    for (identity, headers) in [(intruder, &alice[..]), (proxy, &alice[2..])] {
+        match review_as_proxied(&server, identity, headers).await {
+            Err(kube::Error::Api(status)) => assert_eq!(status.code, 401, "{status:?}"),
+            other => panic!("expected 401, got {other:?}"),
+        }
+    }
+    // Published for extension API servers, with kapi's client CA.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let data = loop {
+        let output = server
+            .kubectl(&[
+                "get",
+                "configmap",
+                "-n",
+                "kube-system",
+                "extension-apiserver-authentication",
+                "-o",
+                "json",
+            ])
+            .await;
+        if output.status.success() {
+            let config_map: Value = serde_json::from_str(&stdout(&output)).unwrap();
+            break config_map["data"].clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", stderr(&output));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let client_ca = std::fs::read_to_string(server.data_dir.path().join("pki/ca.crt")).unwrap();
+    assert_eq!(data["client-ca-file"], client_ca);
+    assert_eq!(data["requestheader-client-ca-file"], ca);
+    assert_eq!(
+        data["requestheader-allowed-names"],
+        r#"["front-proxy-client"]"#
+    );
+    assert_eq!(
+        data["requestheader-username-headers"],
+        r#"["X-Remote-User"]"#
+    );
+    assert_eq!(data["requestheader-uid-headers"], r#"["X-Remote-Uid"]"#);
+    assert_eq!(data["requestheader-group-headers"], r#"["X-Remote-Group"]"#);
+    assert_eq!(
+        data["requestheader-extra-headers-prefix"],
+        r#"["X-Remote-Extra-"]"#
+    );
+}

@@ -81,15 +81,7 @@ impl Authenticator for X509Authenticator {
         {
             return Ok(Some(user.clone()));
         }
-        let cert = parse(end_entity)?;
-        self.verifier
-            .verify_client_cert(end_entity, intermediates, now)
-            .map_err(|err| {
-                AuthenticationError(format!(
-                    "verifying certificate {} failed: {err}",
-                    identifier(&cert)
-                ))
-            })?;
+        let cert = verified_certificate(&*self.verifier, end_entity, intermediates, now)?;
         let user = user_of(&cert, end_entity)?;
         if let Some(user) = &user {
             let not_after = cert.validity().not_after.timestamp().max(0) as u64;
@@ -97,6 +89,25 @@ impl Authenticator for X509Authenticator {
         }
         Ok(user)
     }
+}
+
+/// The end-entity certificate of a chain `verifier` accepts, parsed.
+pub(crate) fn verified_certificate<'a>(
+    verifier: &dyn ClientCertVerifier,
+    end_entity: &'a CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+    now: UnixTime,
+) -> Result<X509Certificate<'a>, AuthenticationError> {
+    let cert = parse(end_entity)?;
+    verifier
+        .verify_client_cert(end_entity, intermediates, now)
+        .map_err(|err| {
+            AuthenticationError(format!(
+                "verifying certificate {} failed: {err}",
+                identifier(&cert)
+            ))
+        })?;
+    Ok(cert)
 }
 
 /// Parses a DER certificate.

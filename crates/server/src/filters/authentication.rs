@@ -10,8 +10,8 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http::header::{AUTHORIZATION, WARNING};
-use http::{HeaderMap, HeaderValue, Request, Response, Version};
+use http::header::WARNING;
+use http::{HeaderValue, Request, Response, Version};
 use kapi_apimachinery::ApiError;
 use tower::{Layer, Service};
 
@@ -21,11 +21,6 @@ use crate::authn::{Authentication, with_notes};
 use crate::body::Body;
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
-
-/// The identity headers of the front-proxy protocol, cleared from authenticated requests.
-const IDENTITY_HEADERS: [&str; 3] = ["x-remote-user", "x-remote-uid", "x-remote-group"];
-/// The prefix of the front-proxy protocol's extra headers, cleared too.
-const IDENTITY_EXTRA_PREFIX: &str = "x-remote-extra-";
 
 /// Adds [`Authenticate`].
 #[derive(Clone)]
@@ -100,7 +95,7 @@ where
                     return Ok(api_error(&ApiError::unauthorized("Unauthorized")));
                 }
             };
-            clear_credentials(&mut parts.headers);
+            authentication.clear_credentials(&mut parts.headers);
             let anonymous = user.is_anonymous();
             parts.extensions.insert(user);
             let warnings = std::mem::take(&mut notes.warnings);
@@ -131,21 +126,5 @@ fn add_warnings(response: &mut Response<Body>, warnings: &[String]) {
 fn close_after_response(connection: Option<&ConnectionInfo>) {
     if let Some(connection) = connection {
         connection.close_after_response();
-    }
-}
-
-/// Removes the `Authorization` header and the front-proxy identity headers.
-fn clear_credentials(headers: &mut HeaderMap) {
-    headers.remove(AUTHORIZATION);
-    for name in IDENTITY_HEADERS {
-        headers.remove(name);
-    }
-    let extras: Vec<_> = headers
-        .keys()
-        .filter(|name| name.as_str().starts_with(IDENTITY_EXTRA_PREFIX))
-        .cloned()
-        .collect();
-    for name in extras {
-        headers.remove(name);
     }
 }

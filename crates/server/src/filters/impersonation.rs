@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderMap, Request, Response};
+use kapi_apimachinery::request_info::path_unescape;
 use tower::{Layer, Service};
 
 use super::authorization::forbidden;
@@ -122,7 +123,8 @@ fn requests(headers: &HeaderMap) -> Result<Vec<Impersonation>, String> {
     );
     for (name, value) in headers {
         if let Some(key) = name.as_str().strip_prefix(EXTRA_PREFIX) {
-            let key = percent_decode(key);
+            // An undecodable key is taken as it is, as upstream does.
+            let key = path_unescape(key).unwrap_or_else(|_| key.to_string());
             requests.push(Impersonation::Extra(key, text(value)));
         }
     }
@@ -142,29 +144,6 @@ fn service_account(user: &str) -> Option<(String, String)> {
     let (namespace, name) = user.strip_prefix(SERVICE_ACCOUNT_PREFIX)?.split_once(':')?;
     (!namespace.is_empty() && !name.is_empty() && !name.contains(':'))
         .then(|| (namespace.to_string(), name.to_string()))
-}
-
-/// Decodes `%XX` escapes of an extra key (upstream escapes keys that are not header-safe).
-fn percent_decode(key: &str) -> String {
-    let bytes = key.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok());
-        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-            (b'%', Some(byte)) => {
-                out.push(byte);
-                i += 3;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The user the request acts as (`None` without impersonation headers), or the response
