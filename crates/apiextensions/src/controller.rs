@@ -344,7 +344,10 @@ impl Controllers {
                 let current = current
                     .ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
                 let mut next = current.clone();
-                if let Some(finalizers) = next["metadata"]["finalizers"].as_array_mut() {
+                if let Some(finalizers) = next
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
                     finalizers.retain(|f| f != CLEANUP_FINALIZER);
                 }
                 Ok(next)

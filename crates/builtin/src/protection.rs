@@ -192,7 +192,10 @@ async fn remove_finalizer(served: &Served, namespace: &str, name: &str, finalize
                         name,
                     )
                 })?;
-                if let Some(list) = object["metadata"]["finalizers"].as_array_mut() {
+                if let Some(list) = object
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
                     list.retain(|f| f != finalizer);
                 }
                 Ok(object)

@@ -163,7 +163,11 @@ fn mount_token(pod: &mut Value) {
     let mount = json!({"name": name, "readOnly": true, "mountPath": TOKEN_MOUNT_PATH});
     let mut needed = false;
     for list in ["initContainers", "containers"] {
-        let Some(containers) = pod["spec"][list].as_array_mut() else {
+        let Some(containers) = pod
+            .get_mut("spec")
+            .and_then(|spec| spec.get_mut(list))
+            .and_then(Value::as_array_mut)
+        else {
             continue;
         };
         for container in containers {
@@ -449,6 +453,18 @@ mod tests {
         assert_eq!(
             pod["spec"]["containers"][2]["volumeMounts"][0]["name"],
             name
+        );
+    }
+
+    #[test]
+    fn absent_container_lists_stay_absent() {
+        let mut pod = json!({"spec": {"containers": [{"name": "a"}]}});
+        mount_token(&mut pod);
+        let spec = pod["spec"].as_object().unwrap();
+        assert_eq!(
+            spec.keys().collect::<Vec<_>>(),
+            ["containers", "volumes"],
+            "{pod}"
         );
     }
 

@@ -632,7 +632,11 @@ pub(super) fn resize_part() -> PartWrite {
         merge: |current, written| {
             let mut pod = current.clone();
             for field in ["containers", "initContainers"] {
-                let Some(containers) = pod["spec"][field].as_array_mut() else {
+                let Some(containers) = pod
+                    .get_mut("spec")
+                    .and_then(|spec| spec.get_mut(field))
+                    .and_then(Value::as_array_mut)
+                else {
                     continue;
                 };
                 let wanted = written["spec"][field].as_array();
