@@ -229,6 +229,20 @@ fn created<'a>(
     object.filter(|_| wanted)
 }
 
+/// The object of an update of `group`/`plural` itself (not a subresource), if this is one.
+fn updated<'a>(
+    attributes: &Attributes<'_>,
+    (group, plural): (&str, &str),
+    object: Option<&'a mut Value>,
+) -> Option<&'a mut Value> {
+    let definition = attributes.definition;
+    let wanted = definition.group_version.group == group
+        && definition.plural == plural
+        && attributes.operation == Operation::Update
+        && attributes.subresource.is_empty();
+    object.filter(|_| wanted)
+}
+
 /// The cluster-scoped object `name` of a collection's watch cache, decoded.
 pub(crate) fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Option<Value> {
     let key = served.registry.key("", name);

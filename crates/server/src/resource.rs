@@ -312,6 +312,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Why a DELETE of the object `name` is refused (403) whatever is stored, if it is (the
+    /// system PriorityClasses); as upstream's storage checks before deleting anything.
+    fn undeletable(&self, _name: &str) -> Option<&'static str> {
+        None
+    }
+
     /// Whether DELETE answers with the object rather than a Success Status.
     fn return_deleted_object(&self) -> bool {
         false

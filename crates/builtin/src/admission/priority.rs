@@ -2,11 +2,12 @@
 //! `preemptionPolicy` come from its PriorityClass, or from the global default class when it
 //! names none (then its name is set too), or are 0 and PreemptLowerPriority without one. A
 //! pod naming a class that does not exist, or stating a priority or preemption policy other
-//! than its class's, is refused with upstream's messages.
+//! than its class's, is refused with upstream's messages; an updated pod keeps what it was
+//! given. Only one PriorityClass may be the global default.
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::admission::{AdmissionPlugin, Attributes};
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
 use serde_json::{Value, json};
 
@@ -55,10 +56,17 @@ impl AdmissionPlugin for Priority {
     async fn admit(
         &self,
         attributes: &Attributes<'_>,
-        object: Option<&mut Value>,
-        _old: Option<&Value>,
+        mut object: Option<&mut Value>,
+        old: Option<&Value>,
     ) -> Result<(), ApiError> {
         let definition = attributes.definition;
+        if let (Some(pod), Some(old)) = (
+            super::updated(attributes, ("", "pods"), object.as_deref_mut()),
+            old,
+        ) {
+            keep_priority(pod, old);
+            return Ok(());
+        }
         let Some(pod) = super::created(attributes, ("", "pods"), object) else {
             return Ok(());
         };
@@ -102,5 +110,49 @@ impl AdmissionPlugin for Priority {
         pod["spec"]["priority"] = json!(priority);
         pod["spec"]["preemptionPolicy"] = json!(policy);
         Ok(())
+    }
+
+    /// A PriorityClass may become the global default only while no other class is.
+    async fn validate(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let definition = attributes.definition;
+        let is_class = definition.group_version.group == "scheduling.k8s.io"
+            && definition.plural == "priorityclasses"
+            && attributes.subresource.is_empty()
+            && matches!(attributes.operation, Operation::Create | Operation::Update);
+        let Some(class) = object.filter(|_| is_class) else {
+            return Ok(());
+        };
+        if class["globalDefault"] != true {
+            return Ok(());
+        }
+        let Some(default) = self.default_class() else {
+            return Ok(());
+        };
+        let default = default["metadata"]["name"].as_str().unwrap_or_default();
+        if attributes.operation == Operation::Create || default != attributes.name {
+            return Err(ApiError::forbidden(
+                &definition.group_resource(),
+                attributes.name,
+                format!(
+                    "PriorityClass {default} is already marked as default. Only one default can exist"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// An updated pod keeps the priority and preemption policy it was given at creation.
+fn keep_priority(pod: &mut Value, old: &Value) {
+    for field in ["priority", "preemptionPolicy"] {
+        let given = &old["spec"][field];
+        if !given.is_null() {
+            pod["spec"][field] = given.clone();
+        }
     }
 }

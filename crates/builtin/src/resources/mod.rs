@@ -61,6 +61,8 @@ pub(crate) struct Rules {
     pub unconditional_update: bool,
     /// What PrepareForCreate takes from the requesting user.
     pub requester: fn(&mut Value, &UserInfo),
+    /// Why a DELETE of a name is refused, if it is.
+    pub undeletable: fn(&str) -> Option<&'static str>,
 }
 
 /// How a kind's strategy keeps `metadata.generation`.
@@ -114,6 +116,7 @@ pub(crate) const BASE: Rules = Rules {
     create_on_update: false,
     unconditional_update: true,
     requester: |_, _| {},
+    undeletable: |_| None,
 };
 
 /// The part of an object that counts for its generation: everything but metadata, status
@@ -192,6 +195,10 @@ impl Strategy for Rules {
 
     fn supports_field(&self, field: &str) -> bool {
         self.fields.iter().any(|(name, _)| *name == field)
+    }
+
+    fn undeletable(&self, name: &str) -> Option<&'static str> {
+        (self.undeletable)(name)
     }
 }
 

@@ -46,6 +46,12 @@ pub(super) fn hooks(group: &str, kind: &str) -> Option<(Rules, TableConvertor)> 
                 validate: validate_priority_class,
                 validate_update: validate_priority_class_update,
                 generation: Generation::Created,
+                undeletable: |name| {
+                    SYSTEM_PRIORITY_CLASSES
+                        .iter()
+                        .any(|(system, _, _)| *system == name)
+                        .then_some("this is a system priority class and cannot be deleted")
+                },
                 ..BASE
             },
             priority_class_table(),

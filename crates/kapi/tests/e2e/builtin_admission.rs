@@ -195,6 +195,33 @@ async fn pods_get_their_priority_and_default_tolerations() {
             "the default class was never used: {created}"
         );
     }
+    // Only one class may be the global default; an updated pod keeps its priority.
+    let second = [
+        "create",
+        "priorityclass",
+        "second",
+        "--value=8",
+        "--global-default",
+    ];
+    let err = common::fails(&server, &second, None).await;
+    assert!(
+        err.contains(r#"priorityclasses.scheduling.k8s.io "second" is forbidden: PriorityClass everyone is already marked as default. Only one default can exist"#),
+        "{err}"
+    );
+    let mut critical = get_json(&server, &["pod", "critical"]).await;
+    let spec = critical["spec"].as_object_mut().unwrap();
+    spec.remove("priority");
+    spec.remove("preemptionPolicy");
+    common::ok_stdin(&server, &["replace", "-f", "-"], &critical.to_string()).await;
+    let replaced = get_json(&server, &["pod", "critical"]).await;
+    assert_eq!(priority(&replaced), Some(2_000_000_000));
+    // The system classes cannot be deleted.
+    let delete = ["delete", "priorityclass", "system-node-critical"];
+    let err = common::fails(&server, &delete, None).await;
+    assert!(
+        err.contains(r#"priorityclasses.scheduling.k8s.io "system-node-critical" is forbidden: this is a system priority class and cannot be deleted"#),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -821,6 +821,13 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     admission
         .mutate_without_object(Operation::Delete, None)
         .await?;
+    if let Some(reason) = definition.strategy.undeletable(&name) {
+        return Err(ApiError::forbidden(
+            &definition.group_resource(),
+            &name,
+            reason,
+        ));
+    }
     let outcome = context
         .served
         .registry
