@@ -214,31 +214,35 @@ fn terminating(resource: &GroupResource, name: String, namespace: &str) -> ApiEr
     ApiError::from(status)
 }
 
-/// The new object of a create of `group`/`plural` itself (not a subresource), if the write
-/// is one.
+/// The object of a create of `group`/`plural` itself (not a subresource), if this is one.
 fn created<'a>(
     attributes: &Attributes<'_>,
-    (group, plural): (&str, &str),
+    resource: (&str, &str),
     object: Option<&'a mut Value>,
 ) -> Option<&'a mut Value> {
-    let definition = attributes.definition;
-    let wanted = definition.group_version.group == group
-        && definition.plural == plural
-        && attributes.operation == Operation::Create
-        && attributes.subresource.is_empty();
-    object.filter(|_| wanted)
+    written(attributes, resource, Operation::Create, object)
 }
 
 /// The object of an update of `group`/`plural` itself (not a subresource), if this is one.
 fn updated<'a>(
     attributes: &Attributes<'_>,
+    resource: (&str, &str),
+    object: Option<&'a mut Value>,
+) -> Option<&'a mut Value> {
+    written(attributes, resource, Operation::Update, object)
+}
+
+/// The object written by `operation` on `group`/`plural` itself, if this is such a write.
+fn written<'a>(
+    attributes: &Attributes<'_>,
     (group, plural): (&str, &str),
+    operation: Operation,
     object: Option<&'a mut Value>,
 ) -> Option<&'a mut Value> {
     let definition = attributes.definition;
     let wanted = definition.group_version.group == group
         && definition.plural == plural
-        && attributes.operation == Operation::Update
+        && attributes.operation == operation
         && attributes.subresource.is_empty();
     object.filter(|_| wanted)
 }
