@@ -268,19 +268,17 @@ impl AdmissionPlugin for ResourceQuota {
             }
             let name = quota["metadata"]["name"].as_str().unwrap_or_default();
             let hard = hard(quota);
-            let missing: Vec<&str> = COMPUTE
+            let is_pod = definition.plural == "pods" && group.is_empty();
+            let required: Vec<&str> = COMPUTE
                 .into_iter()
-                .filter(|_| {
-                    definition.plural == "pods" && definition.group_version.group.is_empty()
-                })
-                .filter(|c| hard.contains_key(*c) && !usage.contains_key(*c))
+                .filter(|c| is_pod && hard.contains_key(*c))
                 .collect();
-            if !missing.is_empty() {
+            if let Some(missing) = unspecified(object, &required) {
                 let resource = definition.group_resource();
                 return Err(ApiError::forbidden(
                     &resource,
                     attributes.name,
-                    format!("failed quota: {name}: must specify {}", missing.join(",")),
+                    format!("failed quota: {name}: must specify {missing}"),
                 ));
             }
             let delta: BTreeMap<String, Amount> = usage
@@ -294,6 +292,36 @@ impl AdmissionPlugin for ResourceQuota {
         }
         Ok(())
     }
+}
+
+/// What a pod's containers leave unspecified of the `required` compute resources, as
+/// upstream's pod evaluator words it (`limits.memory for: a,b; requests.cpu for: a`); every
+/// container and init container must state each one itself.
+fn unspecified(pod: &Value, required: &[&str]) -> Option<String> {
+    let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let spec = &pod["spec"];
+    let containers = ["containers", "initContainers"]
+        .into_iter()
+        .flat_map(|list| spec[list].as_array().into_iter().flatten());
+    for container in containers {
+        let resources = &container["resources"];
+        let states = |resource: &str| match resource.split_once('.') {
+            Some((kind, name)) => resources[kind].get(name).is_some(),
+            None => resources["requests"].get(resource).is_some(),
+        };
+        let name = container["name"].as_str().unwrap_or_default();
+        for resource in required.iter().filter(|r| !states(r)) {
+            missing.entry(resource).or_default().insert(name);
+        }
+    }
+    let parts: Vec<String> = missing
+        .iter()
+        .map(|(resource, names)| {
+            let names: Vec<&str> = names.iter().copied().collect();
+            format!("{resource} for: {}", names.join(","))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The quota controller: recomputes the quotas of a namespace on the changes
@@ -505,6 +533,22 @@ pub fn start_quota_controller(quotas: Served, api: WeakApiHandler, stopping: Can
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unspecified_resources_name_their_containers() {
+        let pod = json!({"spec": {
+        "initContainers": [{"name": "init", "resources": {"requests": {"cpu": "1"}}}],
+        "containers": [
+            {"name": "b", "resources": {"limits": {"memory": "1Gi"}}},
+            {"name": "a"},
+        ]}});
+        let required = ["requests.cpu", "limits.memory", "cpu"];
+        assert_eq!(
+            unspecified(&pod, &required).as_deref(),
+            Some("cpu for: a,b; limits.memory for: a,init; requests.cpu for: a,b")
+        );
+        assert_eq!(unspecified(&pod, &[]), None);
+    }
 
     #[test]
     fn usage_counts_as_upstream() {
