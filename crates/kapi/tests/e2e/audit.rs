@@ -164,6 +164,29 @@ async fn requests_are_audited_as_the_policy_says() {
     })
     .await;
     assert!(secret.get("requestObject").is_none() && secret.get("responseObject").is_none());
+    // A delete's Success Status is recorded at Metadata too (and at RequestResponse, with
+    // its code).
+    server
+        .kubectl_ok(&["delete", "secret", "key", "-n", "audited"])
+        .await;
+    let deleted = event(events, "for the secret's delete", |e| {
+        is(e, "delete", "secrets", "key")
+    })
+    .await;
+    let status = &deleted["responseStatus"];
+    assert_eq!(status["status"], "Success", "{deleted}");
+    assert_eq!(status["code"], 200, "{deleted}");
+    assert_eq!(status["details"]["name"], "key", "{deleted}");
+    server
+        .kubectl_ok(&["delete", "configmap", "settings", "-n", "audited"])
+        .await;
+    let deleted = event(events, "for the configmap's delete", |e| {
+        is(e, "delete", "configmaps", "settings")
+    })
+    .await;
+    assert_eq!(deleted["level"], "RequestResponse");
+    assert_eq!(deleted["responseStatus"]["code"], 200, "{deleted}");
+    assert_eq!(deleted["responseStatus"]["status"], "Success", "{deleted}");
 
     // Impersonation: the event names both users; RBAC's refusal is annotated.
     let forbidden = server

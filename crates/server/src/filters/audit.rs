@@ -87,10 +87,9 @@ where
                 async move { Ok(call(inner, Request::from_parts(parts, body)).await) },
             );
         };
-        let long_running = parts
-            .extensions
-            .get::<RequestInfo>()
-            .is_some_and(is_long_running);
+        let info = parts.extensions.get::<RequestInfo>();
+        let long_running = info.is_some_and(is_long_running);
+        let returns_status = info.is_some_and(|info| info.verb == "delete");
         if let Some(notes) = parts.extensions.get::<AuthenticationNotes>() {
             annotate(&context, &notes.annotations);
         }
@@ -105,7 +104,7 @@ where
             let panicked = PanicGuard(Some(context.clone()));
             let response = call(inner, Request::from_parts(parts, body)).await;
             std::mem::forget(panicked);
-            Ok(finish(context, response, long_running).await)
+            Ok(finish(context, response, long_running, returns_status).await)
         })
     }
 }
@@ -115,6 +114,7 @@ async fn finish(
     context: Arc<AuditContext>,
     response: Response<Body>,
     long_running: bool,
+    returns_status: bool,
 ) -> Response<Body> {
     let code = response.status().as_u16();
     context.set_response_status(json!({"metadata": {}, "code": code}));
@@ -124,7 +124,8 @@ async fn finish(
         let body = body::with_guard(body, CompleteOnDrop(context));
         return Response::from_parts(parts, body);
     }
-    let read_back = code >= 400 || context.level() == Level::RequestResponse;
+    // Error Statuses and DELETE's Success Status are recorded at every level.
+    let read_back = code >= 400 || returns_status || context.level() == Level::RequestResponse;
     if !read_back {
         context.emit("ResponseComplete");
         return response;
@@ -138,12 +139,9 @@ async fn finish(
             return Response::from_parts(parts, body::empty());
         }
     };
-    if let Ok(Value::Object(mut object)) = serde_json::from_slice::<Value>(&bytes) {
+    if let Some(mut object) = decoded(&parts, &bytes) {
         if object.get("kind").and_then(Value::as_str) == Some("Status") {
-            let mut status = object.clone();
-            status.remove("kind");
-            status.remove("apiVersion");
-            context.set_response_status(Value::Object(status));
+            context.set_response_status(response_status(&object, code));
         }
         if context.level() == Level::RequestResponse {
             object.entry("metadata").or_insert_with(|| json!({}));
@@ -152,6 +150,40 @@ async fn finish(
     }
     context.emit("ResponseComplete");
     Response::from_parts(parts, body::full(bytes))
+}
+
+/// A response body as JSON, whether it was written as JSON or protobuf.
+fn decoded(parts: &http::response::Parts, bytes: &[u8]) -> Option<Map<String, Value>> {
+    let content_type = parts.headers.get(http::header::CONTENT_TYPE);
+    let content_type = content_type
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let object = if content_type.starts_with(kapi_protobuf::MEDIA_TYPE) {
+        kapi_protobuf::decode(bytes).ok()?
+    } else {
+        serde_json::from_slice(bytes).ok()?
+    };
+    match object {
+        Value::Object(object) => Some(object),
+        _ => None,
+    }
+}
+
+/// The event's `responseStatus` from a returned Status: its bounded fields (status,
+/// message, reason, details) and the HTTP code, as upstream copies them.
+fn response_status(status: &Map<String, Value>, code: u16) -> Value {
+    let mut recorded = Map::new();
+    recorded.insert("metadata".into(), json!({}));
+    for field in ["status", "message", "reason", "details"] {
+        let value = status
+            .get(field)
+            .filter(|v| !v.is_null() && **v != json!(""));
+        if let Some(value) = value {
+            recorded.insert(field.into(), value.clone());
+        }
+    }
+    recorded.insert("code".into(), json!(code));
+    Value::Object(recorded)
 }
 
 /// Emits ResponseComplete when a long-running response's body is done with.
