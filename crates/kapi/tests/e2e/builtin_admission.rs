@@ -519,6 +519,23 @@ async fn pod_security_standards_follow_the_namespace_labels() {
         "{}",
         common::stderr(&created)
     );
+    // A request that fails after admission still carries its warnings.
+    let again = server
+        .kubectl(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx",
+            "-n",
+            "secure",
+        ])
+        .await;
+    let stderr = common::stderr(&again);
+    assert!(stderr.contains(r#"deployments.apps "web" already exists"#), "{stderr}");
+    assert!(
+        stderr.contains(r#"Warning: would violate PodSecurity "restricted:latest""#),
+        "{stderr}"
+    );
     let err = common::fails(
         &server,
         &[

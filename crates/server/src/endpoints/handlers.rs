@@ -174,52 +174,68 @@ where
             .unwrap_or_else(crate::authn::UserInfo::anonymous),
     };
     let body = request.into_body();
-    let response = match info.verb.as_str() {
-        "get" => get(&context).await,
-        "list" => list(&context).await,
-        "watch" => watch_(&context).await,
-        "create" => {
-            create(
-                &context,
-                read_body(body, context.content_type.as_deref(), &context.audit).await?,
-            )
-            .await
+    let response = async {
+        match info.verb.as_str() {
+            "get" => get(&context).await,
+            "list" => list(&context).await,
+            "watch" => watch_(&context).await,
+            "create" => {
+                create(
+                    &context,
+                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                )
+                .await
+            }
+            "update" => {
+                update(
+                    &context,
+                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                )
+                .await
+            }
+            "patch" => {
+                patch(
+                    &context,
+                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                )
+                .await
+            }
+            "delete" => {
+                delete(
+                    &context,
+                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                )
+                .await
+            }
+            "deletecollection" => {
+                delete_collection(
+                    &context,
+                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                )
+                .await
+            }
+            _ => Err(method_not_allowed()),
         }
-        "update" => {
-            update(
-                &context,
-                read_body(body, context.content_type.as_deref(), &context.audit).await?,
-            )
-            .await
-        }
-        "patch" => {
-            patch(
-                &context,
-                read_body(body, context.content_type.as_deref(), &context.audit).await?,
-            )
-            .await
-        }
-        "delete" => {
-            delete(
-                &context,
-                read_body(body, context.content_type.as_deref(), &context.audit).await?,
-            )
-            .await
-        }
-        "deletecollection" => {
-            delete_collection(
-                &context,
-                read_body(body, context.content_type.as_deref(), &context.audit).await?,
-            )
-            .await
-        }
-        _ => Err(method_not_allowed()),
-    }?;
-    Ok(with_warnings(response, &context.warnings))
+    }
+    .await;
+    answer(response, &context.warnings)
+}
+
+/// The answer to a request with its `Warning` headers: also an error's, since warnings
+/// (a policy's, a deprecated version's) matter most when the request fails.
+pub(super) fn answer(
+    result: Result<Response<Body>, ApiError>,
+    warnings: &Warnings,
+) -> Result<Response<Body>, ApiError> {
+    match result {
+        Ok(response) => Ok(with_warnings(response, warnings)),
+        Err(err) if warnings.all().is_empty() => Err(err),
+        Err(err) => Ok(with_warnings(super::error_response(&err), warnings)),
+    }
 }
 
 /// `response` with the request's `Warning` headers.
-pub(super) fn with_warnings(mut response: Response<Body>, warnings: &Warnings) -> Response<Body> {
+fn with_warnings(mut response: Response<Body>, warnings: &Warnings) -> Response<Body> {
     for warning in warnings.all() {
         let value = super::decode::warning_header(&warning);
         if let Ok(value) = http::HeaderValue::from_str(&value) {

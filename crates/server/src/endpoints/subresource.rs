@@ -17,7 +17,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_patch::PatchType;
 use serde_json::{Map, Value, json};
 
-use super::handlers::{content_type, patch_error, read_body, with_warnings};
+use super::handlers::{answer, content_type, patch_error, read_body};
 use super::negotiation;
 use super::params::{self, Query};
 use super::render::{
@@ -181,48 +181,51 @@ where
         audit: AuditAnnotations::of(request.extensions()),
     };
     let body = request.into_body();
-    let response = match (special, info.verb.as_str()) {
-        (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
-        (Special::Scale(paths), "update") => {
-            scale_update(
-                &call,
-                &paths,
-                read_body(body, call.content_type.as_deref(), &call.audit).await?,
-            )
-            .await
+    let response = async {
+        match (special, info.verb.as_str()) {
+            (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
+            (Special::Scale(paths), "update") => {
+                scale_update(
+                    &call,
+                    &paths,
+                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                )
+                .await
+            }
+            (Special::Scale(paths), "patch") => {
+                scale_patch(
+                    &call,
+                    &paths,
+                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                )
+                .await
+            }
+            (Special::Create { hook, .. }, "create") => {
+                create(
+                    &call,
+                    hook.as_ref(),
+                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                )
+                .await
+            }
+            (Special::Connect(connect), _) => {
+                let object = call.object(&ReadVersion::MostRecent).await?;
+                let request = ConnectRequest {
+                    subresource: &info.subresource,
+                    container: call.query.get("container"),
+                };
+                let body = connect(&request, &object)?;
+                Ok(response(StatusCode::OK, "text/plain", body.into_bytes()))
+            }
+            _ => Err(router_error(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+            )),
         }
-        (Special::Scale(paths), "patch") => {
-            scale_patch(
-                &call,
-                &paths,
-                read_body(body, call.content_type.as_deref(), &call.audit).await?,
-            )
-            .await
-        }
-        (Special::Create { hook, .. }, "create") => {
-            create(
-                &call,
-                hook.as_ref(),
-                read_body(body, call.content_type.as_deref(), &call.audit).await?,
-            )
-            .await
-        }
-        (Special::Connect(connect), _) => {
-            let object = call.object(&ReadVersion::MostRecent).await?;
-            let request = ConnectRequest {
-                subresource: &info.subresource,
-                container: call.query.get("container"),
-            };
-            let body = connect(&request, &object)?;
-            Ok(response(StatusCode::OK, "text/plain", body.into_bytes()))
-        }
-        _ => Err(router_error(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        )),
-    }?;
-    Ok(with_warnings(response, &call.warnings))
+    }
+    .await;
+    answer(response, &call.warnings)
 }
 
 /// The autoscaling/v1 Scale of `object`: its name, namespace, uid, resourceVersion and
