@@ -176,18 +176,20 @@ fn any_version(rules: &Value) -> Value {
     Value::from(rules)
 }
 
-/// A failed validation (or, under failurePolicy Fail, an error): which validation, its
-/// message and reason.
+/// A failed validation, or one that could not be evaluated (`errored`, which
+/// failurePolicy Ignore lets pass): which validation, its message and reason.
 struct Violation {
     index: usize,
     message: String,
     reason: String,
+    errored: bool,
 }
 
 /// What evaluating a policy with one set of params found.
 #[derive(Default)]
 struct Evaluation {
-    violation: Option<Violation>,
+    /// Every failed validation, in the policy's order.
+    violations: Vec<Violation>,
     /// The values of the policy's auditAnnotations (those not null).
     annotations: Vec<(String, String)>,
 }
@@ -304,13 +306,14 @@ impl ValidatingAdmissionPolicy {
         Ok(found)
     }
 
-    /// Evaluates a policy with one set of params: its first failed validation and its
+    /// Evaluates a policy with one set of params: its failed validations and its
     /// audit annotations. An error is a failure of the policy (see `failurePolicy`).
     fn evaluate(&self, policy: &Policy, inputs: &Inputs) -> Result<Evaluation, Violation> {
         let error = |index: usize, message: String| Violation {
             index,
             message,
             reason: String::new(),
+            errored: true,
         };
         let mut activation = Activation::new(inputs);
         for (name, condition) in &policy.match_conditions {
@@ -335,37 +338,42 @@ impl ValidatingAdmissionPolicy {
                 activation.set_variables(&variables);
             }
         }
-        let violation = Self::first_violation(policy, &activation)?;
+        let violations = Self::violations(policy, &activation);
         let annotations = Self::audit_annotations(policy, &activation).map_err(|e| error(0, e))?;
         Ok(Evaluation {
-            violation,
+            violations,
             annotations,
         })
     }
 
-    /// The first validation that fails, with its message.
-    fn first_violation(
-        policy: &Policy,
-        activation: &Activation,
-    ) -> Result<Option<Violation>, Violation> {
+    /// Every validation that fails or cannot be evaluated, with its message (upstream's
+    /// decisions: one per validation).
+    fn violations(policy: &Policy, activation: &Activation) -> Vec<Violation> {
+        let mut violations = Vec::new();
         for (index, validation) in policy.validations.iter().enumerate() {
             let error = |message: String| Violation {
                 index,
                 message,
                 reason: String::new(),
+                errored: true,
             };
-            let expression = validation
-                .expression
-                .as_ref()
-                .map_err(|err| error(format!("compilation error: {err}")))?;
-            let passed = expression.evaluate_bool(activation).map_err(|err| {
-                error(format!(
-                    "expression '{}' resulted in error: {err}",
-                    expression.source
-                ))
-            })?;
-            if passed {
-                continue;
+            let expression = match validation.expression.as_ref() {
+                Ok(expression) => expression,
+                Err(err) => {
+                    violations.push(error(format!("compilation error: {err}")));
+                    continue;
+                }
+            };
+            match expression.evaluate_bool(activation) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(err) => {
+                    violations.push(error(format!(
+                        "expression '{}' resulted in error: {err}",
+                        expression.source
+                    )));
+                    continue;
+                }
             }
             let from_expression = validation
                 .message_expression
@@ -382,13 +390,14 @@ impl ValidatingAdmissionPolicy {
                 (None, "") => format!("failed expression: {}", expression.source.trim()),
                 (None, message) => message.to_string(),
             };
-            return Ok(Some(Violation {
+            violations.push(Violation {
                 index,
                 message,
                 reason: validation.reason.clone(),
-            }));
+                errored: false,
+            });
         }
-        Ok(None)
+        violations
     }
 
     /// The values of the policy's audit annotations: strings, cut to 10 KiB; null leaves
@@ -545,10 +554,11 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                     index: 0,
                     message,
                     reason: String::new(),
+                    errored: true,
                 })],
             };
             for evaluation in evaluations {
-                let violation = match evaluation {
+                let violations = match evaluation {
                     Ok(evaluation) => {
                         let collected = annotations.entry(&binding.policy_name).or_default();
                         for (key, value) in evaluation.annotations {
@@ -557,16 +567,17 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                                 values.push(value);
                             }
                         }
-                        match evaluation.violation {
-                            Some(violation) => violation,
-                            None => continue,
-                        }
+                        evaluation.violations
                     }
-                    Err(_) if policy.ignore_failures => continue,
-                    Err(violation) => violation,
+                    Err(violation) => vec![violation],
                 };
-                let refusal = act_on(attributes, binding_name, binding, violation);
-                denied = denied.or(refusal);
+                for violation in violations {
+                    if violation.errored && policy.ignore_failures {
+                        continue;
+                    }
+                    let refusal = act_on(attributes, binding_name, binding, violation);
+                    denied = denied.or(refusal);
+                }
             }
         }
         for (policy, keys) in annotations {

@@ -531,7 +531,10 @@ async fn pod_security_standards_follow_the_namespace_labels() {
         ])
         .await;
     let stderr = common::stderr(&again);
-    assert!(stderr.contains(r#"deployments.apps "web" already exists"#), "{stderr}");
+    assert!(
+        stderr.contains(r#"deployments.apps "web" already exists"#),
+        "{stderr}"
+    );
     assert!(
         stderr.contains(r#"Warning: would violate PodSecurity "restricted:latest""#),
         "{stderr}"

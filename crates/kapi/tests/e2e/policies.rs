@@ -73,10 +73,10 @@ fn cases() -> Vec<Case> {
         ),
         case(
             "warn-only",
-            validation(
-                "object.metadata.name != 'warned'",
-                "name warned is discouraged",
-            ),
+            json!({"validations": [
+                {"expression": "object.metadata.name != 'warned'", "message": "name warned is discouraged"},
+                {"expression": "size(object.metadata.name) < 6", "message": "names are short"},
+            ]}),
             json!({"validationActions": ["Warn"]}),
         ),
         case(
@@ -293,11 +293,14 @@ async fn validating_admission_policies_decide_as_upstream() {
         )
         .await;
     assert!(warned.status.success(), "{}", stderr(&warned));
-    assert!(
-        stderr(&warned).contains("Validation failed for ValidatingAdmissionPolicy 'warn-only' with binding 'warn-only': name warned is discouraged"),
-        "{}",
-        stderr(&warned)
-    );
+    // One warning per failed validation.
+    for message in ["name warned is discouraged", "names are short"] {
+        assert!(
+            stderr(&warned).contains(&format!("Validation failed for ValidatingAdmissionPolicy 'warn-only' with binding 'warn-only': {message}")),
+            "{}",
+            stderr(&warned)
+        );
+    }
     // Refused writes: the policy, the binding and the message, as kubectl prints them.
     let refused = |case: &str, message: &str| {
         format!(
