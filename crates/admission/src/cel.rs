@@ -49,7 +49,7 @@ impl Expression {
             }
             self.program
                 .execute(&context)
-                .map_err(|err| err.to_string())
+                .map_err(|err| go_message(&err))
         })
     }
 
@@ -61,6 +61,31 @@ impl Expression {
                 "expression returned {} instead of a bool",
                 type_name(&other)
             )),
+        }
+    }
+}
+
+/// A runtime error as cel-go words the common ones (`no such key: spec`, `division by
+/// zero`); the others keep cel-rust's text with cel-go's lowercase start.
+fn go_message(err: &cel::ExecutionError) -> String {
+    use cel::ExecutionError as E;
+    let unsigned =
+        |a: &Value, b: &Value| matches!((a, b), (Value::UInt(_), _) | (_, Value::UInt(_)));
+    match err {
+        E::NoSuchKey(key) => format!("no such key: {key}"),
+        E::NoSuchOverload => "no such overload".into(),
+        E::DivisionByZero(_) => "division by zero".into(),
+        E::RemainderByZero(_) => "modulus by zero".into(),
+        E::Overflow(_, a, b) if unsigned(a, b) => "unsigned integer overflow".into(),
+        E::Overflow(..) => "integer overflow".into(),
+        E::FunctionError { message, .. } => message.clone(),
+        other => {
+            let text = other.to_string();
+            let mut chars = text.chars();
+            match chars.next() {
+                Some(first) => first.to_lowercase().chain(chars).collect(),
+                None => text,
+            }
         }
     }
 }
@@ -290,6 +315,22 @@ mod tests {
             .unwrap()
             .evaluate(&Activation::new(inputs))
             .unwrap()
+    }
+
+    #[test]
+    fn runtime_errors_read_as_cel_go_words_them() {
+        let inputs = Inputs {
+            object: Some(json!({"metadata": {"name": "c"}})),
+            ..Inputs::default()
+        };
+        let error = |expression: &str| {
+            Expression::compile(expression)
+                .unwrap()
+                .evaluate(&Activation::new(&inputs))
+                .unwrap_err()
+        };
+        assert_eq!(error("object.spec.foo == 1"), "no such key: spec");
+        assert_eq!(error("1 / 0 == 1"), "division by zero");
     }
 
     #[test]
