@@ -134,15 +134,28 @@ fn combine_list(existing: &str, ours: &[String]) -> String {
     serde_json::to_string(&all).expect("strings serialize")
 }
 
-/// The PEM certificates of `existing`, then those of `ours` it lacks.
+/// The PEM certificates of `existing` that have not expired, then those of `ours` it lacks
+/// (upstream drops expired certificates from the combined bundles).
 fn combine_pem(existing: &str, ours: &str) -> String {
-    let mut blocks = pem_blocks(existing);
+    let mut blocks: Vec<String> = pem_blocks(existing)
+        .into_iter()
+        .filter(|block| !expired(block))
+        .collect();
     for block in pem_blocks(ours) {
         if !blocks.contains(&block) {
             blocks.push(block);
         }
     }
     blocks.concat()
+}
+
+/// Whether a PEM certificate's validity has ended; one that cannot be read is kept.
+fn expired(block: &str) -> bool {
+    let Ok((_, pem)) = x509_parser::pem::parse_x509_pem(block.as_bytes()) else {
+        return false;
+    };
+    pem.parse_x509()
+        .is_ok_and(|cert| cert.validity().not_after.timestamp() < crate::token::unix_now())
 }
 
 /// Each `-----BEGIN CERTIFICATE-----` block of a PEM text, with its final newline.
@@ -240,6 +253,20 @@ mod tests {
         );
         // Already combined: nothing changes.
         assert_eq!(Value::Object(info.data(&combined)), combined);
+    }
+
+    #[test]
+    fn expired_certificates_leave_the_combined_bundle() {
+        let certificate = |not_after: (i32, u8, u8)| {
+            let mut params = rcgen::CertificateParams::default();
+            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+            params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+            let key = rcgen::KeyPair::generate().unwrap();
+            params.self_signed(&key).unwrap().pem()
+        };
+        let (old, current) = (certificate((2001, 1, 1)), certificate((2999, 1, 1)));
+        let combined = combine_pem(&format!("{old}{current}"), A);
+        assert_eq!(combined, format!("{current}{A}"));
     }
 
     #[test]
