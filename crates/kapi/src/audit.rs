@@ -15,7 +15,7 @@ use crate::flags::ServeOptions as Options;
 
 /// The auditor the flags ask for; `None` without a policy file or a backend.
 pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
-    let (log_mode, log_format) = check_modes(options)?;
+    let (log_mode, log_format, webhook_mode) = check_modes(options)?;
     let Some(policy_file) = &options.audit_policy_file else {
         return Ok(None);
     };
@@ -35,7 +35,12 @@ pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {
             max_wait: options.audit_webhook_batch_max_wait,
             initial_backoff: options.audit_webhook_initial_backoff,
         };
-        backends.push(Arc::new(WebhookBackend::start(client, batching, &metrics)));
+        backends.push(Arc::new(WebhookBackend::start(
+            client,
+            batching,
+            webhook_mode,
+            &metrics,
+        )));
     }
     if backends.is_empty() {
         tracing::warn!("--audit-policy-file is set, but no audit backend is: nothing is audited");
@@ -70,13 +75,13 @@ fn log_backend(
         .with_context(|| format!("--audit-log-path {}", path.display()))
 }
 
-/// Checks the log's format and both modes; the log's mode and format.
-fn check_modes(options: &Options) -> anyhow::Result<(Mode, Format)> {
+/// Checks the log's format and both modes: the log's mode and format, the webhook's mode.
+fn check_modes(options: &Options) -> anyhow::Result<(Mode, Format, Mode)> {
     let format = options
         .audit_log_format
         .parse::<Format>()
         .map_err(|err| anyhow::anyhow!("--audit-log-format: {err}"))?;
-    options
+    let webhook_mode = options
         .audit_webhook_mode
         .parse::<Mode>()
         .map_err(|err| anyhow::anyhow!("--audit-webhook-mode: {err}"))?;
@@ -84,5 +89,5 @@ fn check_modes(options: &Options) -> anyhow::Result<(Mode, Format)> {
         .audit_log_mode
         .parse::<Mode>()
         .map_err(|err| anyhow::anyhow!("--audit-log-mode: {err}"))?;
-    Ok((mode, format))
+    Ok((mode, format, webhook_mode))
 }

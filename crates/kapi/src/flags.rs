@@ -187,8 +187,9 @@ pub struct ServeOptions {
     #[arg(long)]
     pub audit_webhook_config_file: Option<PathBuf>,
 
-    /// The webhook backend's mode: `batch`, `blocking` or `blocking-strict`; kapi sends
-    /// batches from its own task in every mode.
+    /// The webhook backend's mode: `batch` (batches sent from a task of their own),
+    /// `blocking` (each event sent before its request goes on) or `blocking-strict` (and a
+    /// request fails when its first event cannot be sent).
     #[arg(long, default_value = "batch")]
     pub audit_webhook_mode: String,
 

@@ -206,16 +206,39 @@ impl AuditContext {
     /// Emits the event of `stage`, unless the policy omits it; false when a backend lost
     /// it and its mode (`blocking-strict`) says the request must fail.
     pub(crate) fn emit(&self, stage: &str) -> bool {
-        if self.config.omit_stages.contains(stage) {
+        let Some(event) = self.staged(stage) else {
             return true;
-        }
-        let event = self.event(stage);
-        self.auditor.metrics.observe_event();
+        };
         let mut stored = true;
         for backend in &self.auditor.backends {
             stored &= backend.process(&event);
         }
         stored
+    }
+
+    /// As [`AuditContext::emit`], waiting for the backends whose mode makes requests wait
+    /// on a remote write (a `blocking` webhook).
+    pub(crate) async fn emit_waiting(&self, stage: &str) -> bool {
+        let Some(event) = self.staged(stage) else {
+            return true;
+        };
+        let mut stored = true;
+        for backend in &self.auditor.backends {
+            stored &= match backend.process_waiting(&event) {
+                Some(waiting) => waiting.await,
+                None => backend.process(&event),
+            };
+        }
+        stored
+    }
+
+    /// The event of `stage`, counted, unless the policy omits the stage.
+    fn staged(&self, stage: &str) -> Option<Vec<u8>> {
+        if self.config.omit_stages.contains(stage) {
+            return None;
+        }
+        self.auditor.metrics.observe_event();
+        Some(self.event(stage))
     }
 
     /// Counts the request as refused for its lost event

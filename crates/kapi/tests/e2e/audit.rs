@@ -326,6 +326,68 @@ rules:
     }
 }
 
+/// The webhook's blocking modes: in `blocking` an event has reached the webhook when the
+/// response arrives; in `blocking-strict` a request whose RequestReceived event cannot be
+/// sent fails with upstream's 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_webhook_holds_requests_until_their_events_are_sent() {
+    let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let sink = received.clone();
+    let (address, ca) = common::serve_webhook(move |_, list: Value| {
+        let sink = sink.clone();
+        async move {
+            let items = list["items"].as_array().cloned().unwrap_or_default();
+            sink.lock().unwrap().extend(items);
+            json!({})
+        }
+    })
+    .await;
+    let policy = r#"
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+  - level: None
+    nonResourceURLs: ["/readyz*", "/healthz*", "/livez*", "/api", "/apis*", "/version"]
+  - level: Metadata
+"#;
+    let webhook = common::webhook_kubeconfig(&format!("https://{address}/audit"), &ca);
+    let flag = format!("--audit-webhook-config-file={}", webhook.path().display());
+    let flags = [flag.as_str(), "--audit-webhook-mode=blocking"];
+    let (server, _audit, _log) = common::audited(policy, &flags).await;
+    server.kubectl_ok(&["get", "namespace", "default"]).await;
+    let stages: Vec<Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| is(e, "get", "namespaces", "default"))
+        .map(|e| e["stage"].clone())
+        .collect();
+    assert_eq!(stages, ["RequestReceived", "ResponseComplete"]);
+
+    // Nothing listens on the port of a stopped listener.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let unreachable = common::webhook_kubeconfig(&format!("https://127.0.0.1:{port}/audit"), &ca);
+    let flag = format!(
+        "--audit-webhook-config-file={}",
+        unreachable.path().display()
+    );
+    let flags = [
+        flag.as_str(),
+        "--audit-webhook-mode=blocking-strict",
+        "--audit-webhook-initial-backoff=10ms",
+    ];
+    let (server, _audit, _log) = common::audited(policy, &flags).await;
+    let output = server.kubectl(&["get", "namespace", "default"]).await;
+    assert!(!output.status.success());
+    assert!(
+        common::stderr(&output).contains("Internal error occurred: failed to store audit event"),
+        "{}",
+        common::stderr(&output)
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_audit_flags_stop_the_server() {
     use clap::Parser;

@@ -2,19 +2,21 @@
 //! rotated by size, age and count as upstream's lumberjack writer does) and the webhook
 //! backend (`--audit-webhook-config-file`, batches of events POSTed as an `EventList`).
 //!
-//! The log backend has upstream's modes (`--audit-log-mode`): `blocking` (the default)
-//! writes each event before the request goes on, so an event is in the file before its
-//! response is sent; `blocking-strict` also fails the request when its RequestReceived
-//! event cannot be written; `batch` hands events to a writer thread, in order, and never
-//! makes a request wait. The webhook backend always batches, from its own task.
+//! Both have upstream's modes (`--audit-log-mode`, `--audit-webhook-mode`): `blocking`
+//! writes (or sends) each event before the request goes on, so an event is stored before
+//! its response is sent; `blocking-strict` also fails the request when its RequestReceived
+//! event is lost; `batch` hands events to a writer thread (log) or task (webhook), in
+//! order, and never makes a request wait. The log defaults to `blocking`, the webhook to
+//! `batch`.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::{Mutex, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, SystemTime};
 
+use futures::future::BoxFuture;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::mpsc as async_mpsc;
 
@@ -28,6 +30,13 @@ pub trait Backend: Send + Sync {
     /// Stores or queues `event`; false when it was lost and the backend's mode says the
     /// request should fail for it (`blocking-strict`).
     fn process(&self, event: &[u8]) -> bool;
+
+    /// For a backend whose mode makes requests wait on a remote write: that write, to be
+    /// awaited where the request can wait, with [`Backend::process`]'s answer. `None`
+    /// when `process` is all there is to it.
+    fn process_waiting(&self, _event: &[u8]) -> Option<BoxFuture<'static, bool>> {
+        None
+    }
 }
 
 /// A backend's mode (`--audit-log-mode`, `--audit-webhook-mode`), as upstream names them.
@@ -399,9 +408,25 @@ impl Default for Batching {
     }
 }
 
-/// Sends events in batches to the server of a kubeconfig as audit.k8s.io/v1 EventLists.
+/// Sends events to the server of a kubeconfig as audit.k8s.io/v1 EventLists: in batches
+/// from its own task (`batch`), or one event per request that the request waits for
+/// (`blocking`; `blocking-strict` also fails a request whose RequestReceived event could
+/// not be sent).
 pub struct WebhookBackend {
-    events: async_mpsc::UnboundedSender<Vec<u8>>,
+    sender: WebhookSender,
+}
+
+enum WebhookSender {
+    Batched(async_mpsc::UnboundedSender<Vec<u8>>),
+    Blocking(Arc<BlockingWebhook>),
+}
+
+/// A webhook called for each event.
+struct BlockingWebhook {
+    client: WebhookClient,
+    initial_backoff: Duration,
+    strict: bool,
+    errors: Counter,
 }
 
 /// Attempts per batch before it is dropped (with an error in the log).
@@ -409,23 +434,63 @@ const WEBHOOK_ATTEMPTS: u32 = 3;
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl WebhookBackend {
-    /// Starts the sending task on the current runtime; events of batches it gives up on
-    /// are counted in `metrics`.
+    /// Starts sending on the current runtime; events it gives up on are counted in
+    /// `metrics`.
     pub fn start(
         client: WebhookClient,
         batching: Batching,
+        mode: Mode,
         metrics: &AuditMetrics,
     ) -> WebhookBackend {
         let errors = metrics.errors_of("webhook");
-        let (events, received) = async_mpsc::unbounded_channel();
-        tokio::spawn(send_batches(client, batching, received, errors));
-        WebhookBackend { events }
+        let sender = if mode == Mode::Batch {
+            let (events, received) = async_mpsc::unbounded_channel();
+            tokio::spawn(send_batches(client, batching, received, errors));
+            WebhookSender::Batched(events)
+        } else {
+            WebhookSender::Blocking(Arc::new(BlockingWebhook {
+                client,
+                initial_backoff: batching.initial_backoff,
+                strict: mode == Mode::BlockingStrict,
+                errors,
+            }))
+        };
+        WebhookBackend { sender }
     }
 }
 
 impl Backend for WebhookBackend {
     fn process(&self, event: &[u8]) -> bool {
-        self.events.send(event.to_vec()).is_ok()
+        match &self.sender {
+            WebhookSender::Batched(events) => events.send(event.to_vec()).is_ok(),
+            WebhookSender::Blocking(webhook) => {
+                // Where nothing can wait (a response body dropped): sent in the background.
+                tokio::spawn(webhook.clone().send(event.to_vec()));
+                true
+            }
+        }
+    }
+
+    fn process_waiting(&self, event: &[u8]) -> Option<BoxFuture<'static, bool>> {
+        match &self.sender {
+            WebhookSender::Batched(_) => None,
+            WebhookSender::Blocking(webhook) => {
+                let webhook = webhook.clone();
+                let event = event.to_vec();
+                Some(Box::pin(async move {
+                    let strict = webhook.strict;
+                    webhook.send(event).await || !strict
+                }))
+            }
+        }
+    }
+}
+
+impl BlockingWebhook {
+    /// Sends one event; false when every attempt failed.
+    async fn send(self: Arc<Self>, event: Vec<u8>) -> bool {
+        let body = event_list(&[event]);
+        post_with_retries(&self.client, &body, 1, self.initial_backoff, &self.errors).await
     }
 }
 
@@ -444,24 +509,43 @@ async fn send_batches(
                 Ok(None) | Err(_) => break,
             }
         }
-        let count = items.len();
         let body = event_list(&items);
-        let mut backoff = batching.initial_backoff;
-        for attempt in 1..=WEBHOOK_ATTEMPTS {
-            match client.post(body.clone(), WEBHOOK_TIMEOUT).await {
-                Ok(_) => break,
-                Err(err) if attempt == WEBHOOK_ATTEMPTS => {
-                    errors.inc_by(count as u64);
-                    tracing::error!(%err, count, "Unable to send audit events; dropped");
-                }
-                Err(err) => {
-                    tracing::warn!(%err, attempt, "Unable to send audit events; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 2;
-                }
+        post_with_retries(
+            &client,
+            &body,
+            items.len(),
+            batching.initial_backoff,
+            &errors,
+        )
+        .await;
+    }
+}
+
+/// POSTs an EventList of `count` events, retrying with a doubling backoff; false (the events
+/// counted as lost) when every attempt failed.
+async fn post_with_retries(
+    client: &WebhookClient,
+    body: &[u8],
+    count: usize,
+    initial_backoff: Duration,
+    errors: &Counter,
+) -> bool {
+    let mut backoff = initial_backoff;
+    for attempt in 1..=WEBHOOK_ATTEMPTS {
+        match client.post(body.to_vec(), WEBHOOK_TIMEOUT).await {
+            Ok(_) => return true,
+            Err(err) if attempt == WEBHOOK_ATTEMPTS => {
+                errors.inc_by(count as u64);
+                tracing::error!(%err, count, "Unable to send audit events; dropped");
+            }
+            Err(err) => {
+                tracing::warn!(%err, attempt, "Unable to send audit events; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
             }
         }
     }
+    false
 }
 
 /// An audit.k8s.io/v1 EventList of serialized events.

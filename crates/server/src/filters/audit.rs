@@ -94,13 +94,14 @@ where
             annotate(&context, &notes.annotations);
         }
         parts.extensions.insert(context.clone());
-        if !context.emit("RequestReceived") {
-            // blocking-strict: a request whose audit trail cannot start does not run.
-            context.count_rejected();
-            let error = ApiError::internal("failed to store audit event");
-            return Box::pin(async move { Ok(api_error(&error)) });
-        }
         Box::pin(async move {
+            if !context.emit_waiting("RequestReceived").await {
+                // blocking-strict: a request whose audit trail cannot start does not run.
+                context.count_rejected();
+                return Ok(api_error(&ApiError::internal(
+                    "failed to store audit event",
+                )));
+            }
             let panicked = PanicGuard(Some(context.clone()));
             let response = call(inner, Request::from_parts(parts, body)).await;
             std::mem::forget(panicked);
@@ -119,7 +120,7 @@ async fn finish(
     let code = response.status().as_u16();
     context.set_response_status(json!({"metadata": {}, "code": code}));
     if long_running && code < 300 {
-        context.emit("ResponseStarted");
+        context.emit_waiting("ResponseStarted").await;
         let (parts, body) = response.into_parts();
         let body = body::with_guard(body, CompleteOnDrop(context));
         return Response::from_parts(parts, body);
@@ -127,7 +128,7 @@ async fn finish(
     // Error Statuses and DELETE's Success Status are recorded at every level.
     let read_back = code >= 400 || returns_status || context.level() == Level::RequestResponse;
     if !read_back {
-        context.emit("ResponseComplete");
+        context.emit_waiting("ResponseComplete").await;
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -135,7 +136,7 @@ async fn finish(
         Ok(collected) => collected.to_bytes(),
         Err(err) => {
             tracing::warn!(%err, "Unable to read a response back for the audit log");
-            context.emit("ResponseComplete");
+            context.emit_waiting("ResponseComplete").await;
             return Response::from_parts(parts, body::empty());
         }
     };
@@ -148,7 +149,7 @@ async fn finish(
             context.set_response_object(Value::Object(object));
         }
     }
-    context.emit("ResponseComplete");
+    context.emit_waiting("ResponseComplete").await;
     Response::from_parts(parts, body::full(bytes))
 }
 
