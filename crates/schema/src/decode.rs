@@ -251,10 +251,11 @@ impl Walk {
         if !fits {
             return Err(self.mismatch(value, schema));
         }
-        if schema.format() == Some("date-time") {
-            return check_time(value);
+        match schema.format() {
+            Some("date-time") => check_time(value),
+            Some("byte") => check_base64(value),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Appends a key to the strict path; returns the length to truncate back to.
@@ -330,6 +331,67 @@ fn quantity_syntax(text: &str) -> bool {
 }
 
 /// metav1.Time's decoding: an RFC 3339 time, with Go's parse error otherwise.
+/// A `[]byte` field's JSON form: standard base64 with padding, as Go's decoder reads it
+/// (newlines ignored).
+fn check_base64(value: &Value) -> Result<(), TypeError> {
+    let Value::String(text) = value else {
+        return Ok(());
+    };
+    match base64_error(text.as_bytes()) {
+        None => Ok(()),
+        Some(at) => Err(TypeError {
+            message: format!("illegal base64 data at input byte {at}"),
+        }),
+    }
+}
+
+/// Where Go's `base64.StdEncoding.Decode` stops with a CorruptInputError, or `None` when
+/// the text decodes.
+fn base64_error(src: &[u8]) -> Option<usize> {
+    let valid = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let newline = |c: u8| c == b'\n' || c == b'\r';
+    let mut si = 0;
+    loop {
+        // One quantum of four characters.
+        let mut j = 0;
+        while j < 4 {
+            let Some(&c) = src.get(si) else {
+                return match j {
+                    0 => None,
+                    _ => Some(si - j),
+                };
+            };
+            si += 1;
+            if valid(c) {
+                j += 1;
+                continue;
+            }
+            if newline(c) {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return Some(si - 1);
+            }
+            if j == 2 {
+                // "==" is expected; the first "=" is consumed.
+                while src.get(si).copied().is_some_and(newline) {
+                    si += 1;
+                }
+                match src.get(si) {
+                    None => return Some(src.len()),
+                    Some(b'=') => si += 1,
+                    Some(_) => return Some(si - 1),
+                }
+            }
+            while src.get(si).copied().is_some_and(newline) {
+                si += 1;
+            }
+            // Padding ends the data: anything after it is trailing garbage.
+            return (si < src.len()).then_some(si);
+        }
+    }
+}
+
 fn check_time(value: &Value) -> Result<(), TypeError> {
     let Value::String(text) = value else {
         return Ok(());
@@ -609,6 +671,26 @@ mod tests {
 
     fn strict(errors: &[StrictError]) -> Vec<String> {
         errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn base64_fails_where_go_decoding_does() {
+        for (text, error) in [
+            ("YWJj", None),
+            ("YWI=", None),
+            ("YQ==", None),
+            ("YW\nJj", None),
+            ("", None),
+            ("not base64!", Some(3)),
+            ("YQ", Some(0)),
+            ("YWJjZA", Some(4)),
+            ("Y===", Some(1)),
+            ("YQ=", Some(3)),
+            ("YQ=x", Some(2)),
+            ("YWI=YWJj", Some(4)),
+        ] {
+            assert_eq!(base64_error(text.as_bytes()), error, "{text:?}");
+        }
     }
 
     #[test]

@@ -98,6 +98,31 @@ data:
 color: blue
 ";
 
+/// `[]byte` fields must hold base64, as Go's decoder reads it: anything else is a 400 and
+/// nothing is stored.
+#[tokio::test]
+async fn byte_fields_must_be_base64() {
+    let server = server().await;
+    for (manifest, want) in [
+        (
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"a":"not base64!"}}"#,
+            r#"Secret in version "v1" cannot be handled as a Secret: illegal base64 data at input byte 3"#,
+        ),
+        (
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"binaryData":{"a":"YQ"}}"#,
+            r#"ConfigMap in version "v1" cannot be handled as a ConfigMap: illegal base64 data at input byte 0"#,
+        ),
+    ] {
+        let output = server
+            .kubectl_stdin(&["create", "-f", "-"], Some(manifest))
+            .await;
+        assert!(!output.status.success());
+        assert!(stderr(&output).contains(want), "{}", stderr(&output));
+    }
+    let stored = server.kubectl(&["get", "secret", "s"]).await;
+    assert!(!stored.status.success(), "nothing was stored");
+}
+
 #[tokio::test]
 async fn strict_validation_rejects_unknown_fields() {
     let server = server().await;
