@@ -727,6 +727,14 @@ fn pending_deletion(
         return None;
     }
     if !object::is_deleting(&pending) {
+        // Marking an object deleted is a change its controllers see: a generation the
+        // object keeps grows (upstream's markAsDeleting).
+        if let Some(generation) = pending["metadata"]["generation"]
+            .as_i64()
+            .filter(|g| *g > 0)
+        {
+            object::set_meta(&mut pending, "generation", Value::from(generation + 1));
+        }
         object::set_meta(
             &mut pending,
             "deletionTimestamp",

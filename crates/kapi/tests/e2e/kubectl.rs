@@ -1798,6 +1798,20 @@ async fn delete_and_wait(backend: Backend) {
         said.ends_with("error: timed out waiting for the condition on configmaps/held\n"),
         "{said}"
     );
+    // Marking an object with a generation deleted bumps it, as upstream's markAsDeleting.
+    server
+        .kubectl_ok(&["create", "deployment", "held", "--image=nginx"])
+        .await;
+    let finalizer = r#"{"metadata":{"finalizers":["example.com/hold"]}}"#;
+    server
+        .kubectl_ok(&["patch", "deployment", "held", "-p", finalizer])
+        .await;
+    server
+        .kubectl_ok(&["delete", "deployment", "held", "--wait=false"])
+        .await;
+    let object = get_json(&server, &["deployment", "held"]).await;
+    assert_eq!(object["metadata"]["generation"], 2, "{object}");
+
     let mut wait = Background::start(
         &server,
         &["wait", "--for=delete", "cm/held", "--timeout=60s", "-v=6"],
