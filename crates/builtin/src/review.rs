@@ -56,14 +56,16 @@ impl Strategy for ComputedStrategy {
     }
 }
 
-/// A review as upstream answers it: the request with the computed `status`, and the
-/// `creationTimestamp: null` an empty Go ObjectMeta serializes to.
+/// A review as upstream answers it: the request with the computed `status` (an unset
+/// `creationTimestamp` left out, as upstream writes it since 1.34).
 fn answered(mut review: Value, status: Value) -> Value {
     if !review["metadata"].is_object() {
         review["metadata"] = json!({});
     }
-    if review["metadata"].get("creationTimestamp").is_none() {
-        review["metadata"]["creationTimestamp"] = Value::Null;
+    if let Some(meta) = review["metadata"].as_object_mut()
+        && meta.get("creationTimestamp").is_some_and(Value::is_null)
+    {
+        meta.remove("creationTimestamp");
     }
     review["status"] = status;
     review

@@ -648,13 +648,17 @@ impl AggregatedVersion {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EmptyListMeta {}
 
-/// The ObjectMeta of an APIGroupDiscovery: only the group name; `creationTimestamp` is always
-/// written, as `null`, as upstream's encoder does for an unset time.
+/// The ObjectMeta of an APIGroupDiscovery: only the group name (an unset
+/// `creationTimestamp` is left out, as upstream writes it since 1.34).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiscoveryMeta {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
-    #[serde(rename = "creationTimestamp")]
+    #[serde(
+        rename = "creationTimestamp",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub creation_timestamp: Option<String>,
 }
 
@@ -1415,10 +1419,7 @@ pub(crate) mod tests {
 
         let legacy_aggregated = aggregated_document(&defs, true, AggregatedVersion::V2);
         assert_eq!(legacy_aggregated.items.len(), 1);
-        assert_eq!(
-            json(&legacy_aggregated.items[0].metadata),
-            r#"{"creationTimestamp":null}"#
-        );
+        assert_eq!(json(&legacy_aggregated.items[0].metadata), r#"{}"#);
     }
 
     #[test]
@@ -1452,7 +1453,7 @@ pub(crate) mod tests {
         );
         let text = json(&doc);
         assert!(text.starts_with(
-            r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{"name":"apps","creationTimestamp":null},"versions":[{"version":"v1","resources":["#
+            r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{"name":"apps"},"versions":[{"version":"v1","resources":["#
         ));
         assert_eq!(
             json(&doc.items[0].versions[0]),
@@ -1556,7 +1557,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             doc["items"][0]["metadata"],
-            serde_json::json!({"name": "apps", "creationTimestamp": null})
+            serde_json::json!({"name": "apps"})
         );
     }
 }

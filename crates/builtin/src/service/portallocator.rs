@@ -135,7 +135,7 @@ impl Bitmap {
         json!({
             "apiVersion": "v1",
             "kind": "RangeAllocation",
-            "metadata": { "name": "", "creationTimestamp": null },
+            "metadata": { "name": "" },
             "range": range.to_string(),
             "data": STANDARD.encode(&bytes[first_used..]),
         })

@@ -252,8 +252,7 @@ impl Watcher {
 
     async fn bookmark(&mut self, revision: Revision, initial_events_end: bool) -> bool {
         self.last_bookmark = Instant::now();
-        let mut metadata =
-            json!({ "resourceVersion": revision.to_string(), "creationTimestamp": null });
+        let mut metadata = json!({ "resourceVersion": revision.to_string() });
         if initial_events_end {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
