@@ -329,11 +329,9 @@ impl Registry {
             remaining: None,
         };
         loop {
-            let page = self
-                .store
-                .list(&prefix, &options)
-                .await
-                .map_err(|err| list_storage_error(err, resource))?;
+            let page = self.store.list(&prefix, &options).await.map_err(|err| {
+                list_storage_error(err, resource, params.continue_token.is_some())
+            })?;
             result.revision = page.revision;
             let more = page.continue_token.is_some();
             let count = page.kvs.len();
@@ -903,15 +901,20 @@ pub fn storage_error(err: StorageError, resource: &GroupResource, name: &str) ->
     }
 }
 
-/// Maps a storage error of a LIST to its API error.
-fn list_storage_error(err: StorageError, resource: &GroupResource) -> ApiError {
+/// Maps a storage error of a LIST (`continued`: one given a continue token) to its API
+/// error.
+fn list_storage_error(err: StorageError, resource: &GroupResource, continued: bool) -> ApiError {
     match err {
+        StorageError::Compacted { .. } if continued => ApiError::resource_expired(
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter.",
+        ),
         StorageError::Compacted { .. } => {
             ApiError::resource_expired("The resourceVersion for the provided list is too old.")
         }
-        StorageError::InvalidContinue(why) => {
-            ApiError::bad_request(format!("continue key is not valid: {why}"))
-        }
+        StorageError::InvalidContinue(why) => ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        )),
         other => storage_error(other, resource, ""),
     }
 }

@@ -965,6 +965,58 @@ async fn bad_requests() {
             None,
         ),
     );
+    // List options as upstream's parameter decoding, ValidateListOptions and storage check
+    // them: a limit that is not a number is a 400, one of 0 or less means none; a list
+    // takes no sendInitialEvents; a continue token must be valid and comes without a
+    // resourceVersion.
+    let reply = admin.get(&format!("{CONFIGMAPS}?limit=abc")).await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            r#"strconv.ParseInt: parsing "abc": invalid syntax"#,
+            None,
+        ),
+    );
+    let reply = admin.get(&format!("{CONFIGMAPS}?limit=-1")).await;
+    assert_eq!(reply.status, 200);
+    let reply = admin
+        .get(&format!("{CONFIGMAPS}?sendInitialEvents=false"))
+        .await;
+    assert_eq!(reply.status, 422);
+    assert_eq!(
+        reply.json()["message"],
+        r#"ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"#
+    );
+    let first = admin.get(&format!("{CONFIGMAPS}?limit=1")).await.json();
+    let token = first["metadata"]["continue"]
+        .as_str()
+        .expect("a continue token");
+    let reply = admin
+        .get(&format!(
+            "{CONFIGMAPS}?limit=1&continue={token}&resourceVersion=5"
+        ))
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            "specifying resource version is not allowed when using continue",
+            None,
+        ),
+    );
+    let reply = admin.get(&format!("{CONFIGMAPS}?continue=!!")).await;
+    assert_eq!(reply.status, 400);
+    let message = reply.json()["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        message.starts_with("invalid continue token: continue key is not valid: "),
+        "{message}"
+    );
     kapi.stop().await;
     checks.finish();
 }

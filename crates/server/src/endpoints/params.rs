@@ -142,17 +142,20 @@ pub fn list_params(
         Some(text) => Some(parse_field_selector(text, definition)?),
         None => None,
     };
-    let limit = match query.get("limit").map(str::parse::<i64>) {
+    // A limit of 0 or less means none (upstream's storage); one that is not a number fails
+    // parameter decoding.
+    let limit = match query.get("limit") {
         None => None,
-        Some(Ok(limit)) if limit >= 0 => Some(limit as usize),
-        Some(_) => {
-            errors.push(FieldError::invalid(
-                &Path::root("limit"),
-                Value::String(query.get("limit").unwrap_or_default().to_string()),
-                "must be a non-negative integer",
-            ));
-            None
-        }
+        Some(text) => match text.parse::<i64>() {
+            Ok(limit) if limit > 0 => Some(limit as usize),
+            Ok(_) => None,
+            Err(_) => {
+                return Err(ApiError::bad_request(format!(
+                    "strconv.ParseInt: parsing {}: invalid syntax",
+                    kapi_apimachinery::quote(text)
+                )));
+            }
+        },
     };
     let kind = if watch {
         ReadKind::Watch
@@ -161,16 +164,24 @@ pub fn list_params(
     };
     let version = read_version(query, &mut errors, kind);
     let continue_token = query.get("continue").map(str::to_string);
-    if continue_token.is_some()
-        && !watch
-        && query.get("resourceVersion").is_some_and(|rv| rv != "0")
-    {
-        errors.push(FieldError::forbidden(
-            &Path::root("resourceVersion"),
-            "specifying resource version is not allowed when using continue",
-        ));
+    if !watch {
+        if continue_token.is_some() && query.get("resourceVersionMatch").is_some() {
+            errors.push(FieldError::forbidden(
+                &Path::root("resourceVersionMatch"),
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if query.get("sendInitialEvents").is_some() {
+            errors.push(FieldError::forbidden(
+                &Path::root("sendInitialEvents"),
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
     }
     invalid_options("ListOptions", errors)?;
+    if let Some(token) = continue_token.as_deref().filter(|_| !watch) {
+        check_continue(token, query.get("resourceVersion"))?;
+    }
     Ok(ListParams {
         namespace: namespace.map(str::to_string),
         labels,
@@ -179,6 +190,26 @@ pub fn list_params(
         continue_token: if watch { None } else { continue_token },
         version,
     })
+}
+
+/// A list's continue token must be one of ours, and comes without a resourceVersion (other
+/// than "0"): upstream's storage checks, 400s.
+fn check_continue(token: &str, resource_version: Option<&str>) -> Result<(), ApiError> {
+    if let Err(err) = kapi_storage::decode_continue("", token) {
+        let why = match err {
+            kapi_storage::StorageError::InvalidContinue(why) => why,
+            other => other.to_string(),
+        };
+        return Err(ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid: {why}"
+        )));
+    }
+    if resource_version.is_some_and(|rv| !rv.is_empty() && rv != "0") {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    Ok(())
 }
 
 /// Parses a field selector and rejects fields the resource does not support, with
