@@ -740,8 +740,8 @@ impl Strategy for StatefulSetStrategy {
         Self::validate_spec(&object["spec"])
     }
 
-    /// Only replicas, ordinals, template, updateStrategy, persistentVolumeClaimRetentionPolicy
-    /// and minReadySeconds may change.
+    /// Only replicas, ordinals, template, updateStrategy, revisionHistoryLimit,
+    /// persistentVolumeClaimRetentionPolicy and minReadySeconds may change.
     fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
         let mut errs = Self::validate_spec(&new["spec"]);
         let updatable = [
@@ -750,6 +750,7 @@ impl Strategy for StatefulSetStrategy {
             "updateStrategy",
             "minReadySeconds",
             "ordinals",
+            "revisionHistoryLimit",
             "persistentVolumeClaimRetentionPolicy",
         ];
         let strip = |spec: &Value| {
@@ -762,7 +763,7 @@ impl Strategy for StatefulSetStrategy {
         if strip(&new["spec"]) != strip(&old["spec"]) {
             errs.push(FieldError::forbidden(
                 &Path::root("spec"),
-                "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+                "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
             ));
         }
         errs

@@ -392,9 +392,17 @@ fn default_downward_items(source: &mut Map<String, Value>) {
 }
 
 /// The defaults of a PersistentVolumeClaim template (a StatefulSet's volumeClaimTemplates):
-/// volumeMode Filesystem and a Pending phase.
+/// volumeMode Filesystem and a Pending phase; and, as upstream's conversion writes every
+/// template, `apiVersion: v1` and `kind: PersistentVolumeClaim` first.
 pub(crate) fn default_claim_template(claim: &mut Value) {
+    let rest = std::mem::take(fields_mut(claim));
     let fields = fields_mut(claim);
+    fields.insert("apiVersion".into(), json!("v1"));
+    fields.insert("kind".into(), json!("PersistentVolumeClaim"));
+    fields.extend(
+        rest.into_iter()
+            .filter(|(k, _)| k != "apiVersion" && k != "kind"),
+    );
     let spec = fields_mut(fields.entry("spec").or_insert_with(|| json!({})));
     set_default(spec, "volumeMode", json!("Filesystem"));
     let status = fields_mut(fields.entry("status").or_insert_with(|| json!({})));

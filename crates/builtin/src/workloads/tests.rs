@@ -570,7 +570,7 @@ fn stateful_sets() {
         expect(&[(
             "spec",
             "FieldValueForbidden",
-            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"
+            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"
         )])
     );
     assert!(!(StatefulSetStrategy.name_validator())("db.v1", false).is_empty());

@@ -452,6 +452,11 @@ async fn read_back_defaults(server: &TestServer) {
                 "/spec/volumeClaimTemplates/0/status/phase",
                 json!("Pending"),
             )
+            .at("/spec/volumeClaimTemplates/0/apiVersion", json!("v1"))
+            .at(
+                "/spec/volumeClaimTemplates/0/kind",
+                json!("PersistentVolumeClaim"),
+            )
             .pod_spec("/spec/template/spec", "Always", "IfNotPresent");
     });
 
