@@ -594,10 +594,15 @@ fn validate_pvc_update(new: &Value, old: &Value) -> FieldErrors {
         }
         old_spec["volumeAttributesClassName"] = new_spec["volumeAttributesClassName"].clone();
     }
-    if strip_nulls(&new_spec) != strip_nulls(&old_spec) {
+    let (new_spec, old_spec) = (strip_nulls(&new_spec), strip_nulls(&old_spec));
+    if new_spec != old_spec {
+        // Upstream appends a diff of the specs; kapi's is a line per changed field.
         errs.push(FieldError::forbidden(
             &Path::root("spec"),
-            "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+            format!(
+                "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n{}",
+                crate::util::json_diff(&old_spec, &new_spec)
+            ),
         ));
     }
     let new_size = quantity_at(new, "/spec/resources/requests/storage");
@@ -1279,7 +1284,7 @@ mod tests {
             expect(&[(
                 "spec",
                 "FieldValueForbidden",
-                "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+                "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims\n- resources.requests.storage: \"1Gi\"\n+ resources.requests.storage: \"2Gi\""
             )])
         );
         let mut named = unbound.clone();

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use super::defaults::{default_pod, default_pod_template};
 use super::podspec::{
-    inclusive_range, json_diff, munged_pod_spec, validate_pod_only, validate_pod_spec,
+    inclusive_range, munged_pod_spec, validate_pod_only, validate_pod_spec,
     validate_pod_template_spec,
 };
 use super::qos::pod_qos;
@@ -187,7 +187,7 @@ fn validate_pod_update(spec: &Value, old: &Value) -> FieldErrors {
             &path,
             format!(
                 "pod updates may not change fields other than {UPDATABLE_POD_SPEC_FIELDS}\n{}",
-                json_diff(old, &munged)
+                crate::util::json_diff(old, &munged)
             ),
         ));
     }
