@@ -284,6 +284,51 @@ pub(crate) fn normalize_time(object: &mut Value, key: &str, micro: bool) {
 }
 
 /// Field errors as the (field, reason, message) of their status causes, for tests.
+/// The differences between two JSON values as `- path: old` / `+ path: new` lines (kapi's
+/// stand-in for the Go struct diff upstream appends to some messages).
+pub(crate) fn json_diff(old: &Value, new: &Value) -> String {
+    let mut lines = Vec::new();
+    diff_into(old, new, "", &mut lines);
+    lines.join("\n")
+}
+
+/// Appends the differences under `prefix`.
+fn diff_into(old: &Value, new: &Value, prefix: &str, lines: &mut Vec<String>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for key in keys {
+                let null = Value::Null;
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                diff_into(
+                    a.get(key).unwrap_or(&null),
+                    b.get(key).unwrap_or(&null),
+                    &path,
+                    lines,
+                );
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                diff_into(x, y, &format!("{prefix}[{i}]"), lines);
+            }
+        }
+        (a, b) if a != b => {
+            if !a.is_null() {
+                lines.push(format!("- {prefix}: {a}"));
+            }
+            if !b.is_null() {
+                lines.push(format!("+ {prefix}: {b}"));
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 pub(crate) fn causes(errs: &FieldErrors) -> Vec<(String, String, String)> {
     errs.iter()
@@ -346,50 +391,5 @@ mod tests {
         let mut v = serde_json::json!({"a": "2024-01-01T00:00:00Z"});
         normalize_time(&mut v, "a", true);
         assert_eq!(v["a"], "2024-01-01T00:00:00.000000Z");
-    }
-}
-
-/// The differences between two JSON values as `- path: old` / `+ path: new` lines (kapi's
-/// stand-in for the Go struct diff upstream appends to some messages).
-pub(crate) fn json_diff(old: &Value, new: &Value) -> String {
-    let mut lines = Vec::new();
-    diff_into(old, new, "", &mut lines);
-    lines.join("\n")
-}
-
-/// Appends the differences under `prefix`.
-fn diff_into(old: &Value, new: &Value, prefix: &str, lines: &mut Vec<String>) {
-    match (old, new) {
-        (Value::Object(a), Value::Object(b)) => {
-            let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for key in keys {
-                let null = Value::Null;
-                let path = if prefix.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{prefix}.{key}")
-                };
-                diff_into(
-                    a.get(key).unwrap_or(&null),
-                    b.get(key).unwrap_or(&null),
-                    &path,
-                    lines,
-                );
-            }
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
-            for (i, (x, y)) in a.iter().zip(b).enumerate() {
-                diff_into(x, y, &format!("{prefix}[{i}]"), lines);
-            }
-        }
-        (a, b) if a != b => {
-            if !a.is_null() {
-                lines.push(format!("- {prefix}: {a}"));
-            }
-            if !b.is_null() {
-                lines.push(format!("+ {prefix}: {b}"));
-            }
-        }
-        _ => {}
     }
 }
