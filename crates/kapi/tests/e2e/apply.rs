@@ -411,6 +411,40 @@ async fn kube_rs_patch_apply(backend: Backend) {
     server.stop().await;
 }
 
+/// A scale write is recorded as upstream's scale handler records it: an Update of the
+/// `scale` subresource owning `spec.replicas`, so a later apply of other replicas conflicts.
+async fn scale_writes_own_the_replicas(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    let manifest = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ssa\n  namespace: default\n\
+        spec:\n  replicas: 2\n  selector:\n    matchLabels: {app: ssa}\n  template:\n    \
+        metadata:\n      labels: {app: ssa}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n";
+    apply(&server, manifest, &[]).await;
+    server
+        .kubectl_ok(&["scale", "deployment", "ssa", "--replicas=3"])
+        .await;
+    let object = get_json(&server, &["deployment", "ssa"]).await;
+    let entries = object["metadata"]["managedFields"].as_array().unwrap();
+    let scale = entries
+        .iter()
+        .find(|e| e["subresource"] == "scale")
+        .unwrap_or_else(|| panic!("no scale entry in {entries:?}"));
+    assert_eq!(scale["manager"], "kubectl", "{scale}");
+    assert_eq!(scale["operation"], "Update", "{scale}");
+    assert_eq!(scale["apiVersion"], "apps/v1", "{scale}");
+    assert_eq!(scale["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let output = server
+        .kubectl_stdin(&["apply", "--server-side", "-f", "-"], Some(manifest))
+        .await;
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains(
+            r#"conflict with "kubectl" with subresource "scale" using apps/v1: .spec.replicas"#
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
 on_both_backends!(
     apply_creates_updates_conflicts_and_forces,
     updates_record_update_managers,
@@ -419,6 +453,7 @@ on_both_backends!(
     client_side_apply_moves_to_server_side,
     defaulted_keys_match_on_reapply,
     creates_own_defaulted_fields,
+    scale_writes_own_the_replicas,
 );
 
 /// Applies per second: one kube-rs client applying a changing ConfigMap in a loop, 8 at a

@@ -470,6 +470,37 @@ impl Context<'_> {
     }
 }
 
+/// The stored object `new`, written through `subresource` (scale) by `manager` over
+/// `current`, with its managedFields updated as upstream's subresource handlers record such
+/// writes: an Update by the manager, of that subresource, owning what changed.
+pub(super) fn track_subresource_update(
+    apis: &Apis,
+    definition: &ResourceDefinition,
+    subresource: &str,
+    manager: &str,
+    current: &Value,
+    new: Value,
+) -> Result<Value, ApiError> {
+    let gv = &definition.group_version;
+    let schema = apis
+        .schemas
+        .as_ref()
+        .and_then(|schemas| schemas.kind_schema(&gv.group, &gv.version, definition.kind));
+    let typed = schema.as_ref().is_some_and(KindSchema::is_typed);
+    let field_manager = FieldManager::new(
+        schema.as_ref().map(KindSchema::schema),
+        &gv.api_version(),
+        definition.kind,
+        subresource,
+    );
+    let field_manager = if typed {
+        field_manager.typed()
+    } else {
+        field_manager
+    };
+    track_update(definition, &field_manager, manager, Some(current), new)
+}
+
 /// `new` (stored form) with its managedFields updated for a write over `current` (`None`
 /// for a create), computed on the served forms as upstream computes them in the request's
 /// version.

@@ -100,6 +100,8 @@ struct Call<'a> {
     warnings: Warnings,
     /// The request's audit event.
     audit: AuditAnnotations,
+    /// The User-Agent, the manager of writes that name no fieldManager.
+    user_agent: String,
 }
 
 impl Call<'_> {
@@ -179,6 +181,9 @@ where
             .unwrap_or_else(UserInfo::anonymous),
         warnings: Warnings::default(),
         audit: AuditAnnotations::of(request.extensions()),
+        user_agent: header_str(&request, header::USER_AGENT)
+            .unwrap_or_default()
+            .to_string(),
     };
     let body = request.into_body();
     let response = async {
@@ -430,10 +435,11 @@ async fn scale_get(call: &Call<'_>, paths: &ScalePaths) -> Result<Response<Body>
 async fn write_scale(
     call: &Call<'_>,
     paths: &ScalePaths,
-    dry_run: bool,
+    (dry_run, field_manager): (bool, &str),
     mut scale_for: impl FnMut(&Value) -> Result<Value, ApiError>,
 ) -> Result<Response<Body>, ApiError> {
     let definition = &call.served.definition;
+    let manager = kapi_fieldmanager::manager_or_user_agent(field_manager, &call.user_agent);
     let resource = call.resource();
     let admission = ScaleAdmission {
         admission: call.admission(&call.info.name, dry_run),
@@ -458,7 +464,10 @@ async fn write_scale(
                     current.ok_or_else(|| ApiError::not_found(&resource, &call.info.name))?;
                 let scale = scale_for(&scale_of(current, paths))?;
                 validate_scale(&scale)?;
-                apply_scale(current, &scale, paths, &resource)
+                let updated = apply_scale(current, &scale, paths, &resource)?;
+                super::handlers::track_subresource_update(
+                    call.apis, definition, "scale", &manager, current, updated,
+                )
             },
         )
         .await?;
@@ -471,6 +480,11 @@ async fn scale_update(
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&call.query, "UpdateOptions")?;
+    let options = params::write_options(
+        &call.query,
+        "UpdateOptions",
+        params::WriteKind::CreateOrUpdate,
+    )?;
     let scale = decode_as(call, &body, SCALE_API_VERSION, "Scale")?;
     let (name, url_name) = (object::name(&scale), call.info.name.as_str());
     if name != url_name {
@@ -478,7 +492,8 @@ async fn scale_update(
             "the name of the object ({name}) does not match the name on the URL ({url_name})"
         )));
     }
-    write_scale(call, paths, dry_run, |_| Ok(scale.clone())).await
+    let write = (dry_run, options.field_manager.as_str());
+    write_scale(call, paths, write, |_| Ok(scale.clone())).await
 }
 
 async fn scale_patch(
@@ -487,13 +502,15 @@ async fn scale_patch(
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&call.query, "PatchOptions")?;
+    let options = params::write_options(&call.query, "PatchOptions", params::WriteKind::Patch)?;
     let patch_type = PatchType::from_content_type(call.content_type.as_deref().unwrap_or_default())
         .ok_or_else(|| router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type"))?;
     if patch_type == PatchType::StrategicMerge && !call.served.definition.strategic_merge_patch {
         return Err(super::handlers::strategic_merge_unsupported());
     }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
-    write_scale(call, paths, dry_run, |current| {
+    let write = (dry_run, options.field_manager.as_str());
+    write_scale(call, paths, write, |current| {
         kapi_patch::apply(patch_type, current, &body, &kapi_patch::MetadataSchema)
             .map_err(|err| patch_error(&err))
     })
