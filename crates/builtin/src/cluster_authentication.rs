@@ -7,21 +7,14 @@
 //! The data combine what the ConfigMap already holds with this server's, as upstream does,
 //! so that servers sharing a store each add their CAs and headers instead of fighting.
 
-use kapi_apimachinery::status::ApiError;
+use crate::kept_config_map;
 use kapi_server::endpoints::Served;
-use kapi_server::informer::{self, Change};
-use kapi_server::registry::{Item, Write};
-use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
+use serde_json::{Map, Value};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// The ConfigMap's name; it lives in kube-system.
 pub const EXTENSION_AUTHENTICATION_CONFIG_MAP: &str = "extension-apiserver-authentication";
-const NAMESPACE: &str = "kube-system";
-/// How often the ConfigMap is looked at again without a change.
-const RESYNC: std::time::Duration = std::time::Duration::from_secs(60);
-/// How soon a failed write is tried again.
-const RETRY: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// How this server authenticates clients, as the ConfigMap publishes it.
 #[derive(Clone, Debug, Default)]
@@ -73,41 +66,6 @@ impl ClusterAuthenticationInfo {
         let key = "requestheader-client-ca-file";
         data.insert(key.into(), ca(key, &proxy.client_ca));
         data
-    }
-
-    /// Creates the ConfigMap, or brings its data up to date with this server's.
-    async fn ensure(&self, config_maps: &Served) -> Result<(), ApiError> {
-        let registry = &config_maps.registry;
-        let definition = &config_maps.definition;
-        let name = EXTENSION_AUTHENTICATION_CONFIG_MAP;
-        let current = registry.cacher().get(&registry.key(NAMESPACE, name)).0;
-        let current = current.and_then(|o| Item::from(&*o).decode().ok());
-        let Some(current) = current else {
-            let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": NAMESPACE},
-                "data": self.data(&Value::Null)});
-            return match registry
-                .create(definition, NAMESPACE, object, Write::plain(false))
-                .await
-            {
-                Err(err) if !err.is_already_exists() => Err(err),
-                _ => Ok(()),
-            };
-        };
-        if Value::Object(self.data(&current["data"])) == current["data"] {
-            return Ok(());
-        }
-        let write = Write::plain(false);
-        let updated = registry
-            .update(definition, NAMESPACE, name, write, |current| {
-                let mut object = current
-                    .cloned()
-                    .ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
-                object["data"] = Value::Object(self.data(&object["data"]));
-                Ok(object)
-            })
-            .await;
-        updated.map(drop)
     }
 }
 
@@ -174,52 +132,25 @@ fn pem_blocks(pem: &str) -> Vec<String> {
     blocks
 }
 
-/// Keeps the ConfigMap until `stopping`: now, whenever it changes or goes, and every
-/// [`RESYNC`].
+/// Keeps the ConfigMap holding `info` combined with what it holds until `stopping`.
 pub fn start_cluster_authentication_info(
     config_maps: Served,
     info: ClusterAuthenticationInfo,
     stopping: CancellationToken,
 ) {
-    let (changed, mut to_check) = mpsc::unbounded_channel::<()>();
-    tokio::spawn(informer::follow(
-        config_maps.clone(),
-        stopping.clone(),
-        move |change| {
-            let ours = match change {
-                Change::Resync => true,
-                Change::Event(event) => {
-                    event.object.name == EXTENSION_AUTHENTICATION_CONFIG_MAP
-                        && event.object.namespace == NAMESPACE
-                }
-            };
-            !ours || changed.send(()).is_ok()
-        },
-    ));
-    tokio::spawn(async move {
-        let mut resync = tokio::time::interval(RESYNC);
-        let mut failed = false;
-        loop {
-            // A failed write (kube-system not there yet, a conflict) is retried shortly.
-            let retry = tokio::time::sleep(if failed { RETRY } else { RESYNC });
-            tokio::select! {
-                _ = stopping.cancelled() => return,
-                _ = resync.tick() => {}
-                _ = retry => {}
-                change = to_check.recv() => if change.is_none() { return },
-            }
-            failed = false;
-            if let Err(err) = info.ensure(&config_maps).await {
-                tracing::debug!("keeping {NAMESPACE}/{EXTENSION_AUTHENTICATION_CONFIG_MAP}: {err}");
-                failed = true;
-            }
-        }
-    });
+    let wanted = Arc::new(move |existing: &Value| info.data(existing));
+    kept_config_map::keep(
+        config_maps,
+        EXTENSION_AUTHENTICATION_CONFIG_MAP,
+        wanted,
+        stopping,
+    );
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const A: &str = "-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n";
     const B: &str = "-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n";

@@ -19,6 +19,7 @@ mod cluster_authentication;
 pub mod configmap;
 pub mod event;
 mod hooks;
+mod kept_config_map;
 pub mod lease;
 pub mod namespace;
 mod namespace_objects;

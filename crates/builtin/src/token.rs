@@ -10,6 +10,7 @@ mod authenticator;
 mod controller;
 mod der;
 mod request;
+mod tracking;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub(crate) use authenticator::still_valid;
 pub use controller::{LegacyTokens, start_token_controller};
 pub use request::TokenRequestCreater;
 pub(crate) use request::unix_now;
+pub use tracking::{LEGACY_TOKEN_TRACKING_CONFIG_MAP, start_legacy_token_tracking};
 
 /// The issuer kube-apiserver's `--service-account-issuer` usually names (and kapi's default).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

@@ -171,6 +171,14 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
             Ok(())
         },
     )?;
+    let config_maps = config_maps_served.clone();
+    server.add_post_start_hook(
+        "start-legacy-token-tracking-controller",
+        move |context| async move {
+            kapi_builtin::token::start_legacy_token_tracking(config_maps, context.stopping);
+            Ok(())
+        },
+    )?;
     let crd_informer_synced = apiextensions.informer_synced();
     server.add_post_start_hook("start-apiextensions-controllers", move |context| {
         apiextensions.start_controllers(context)

@@ -558,6 +558,22 @@ async fn secret_based_tokens_are_issued_and_honoured() {
         String::from_utf8_lossy(&output.stdout).trim().to_string()
     };
     assert!([day("now"), day("yesterday")].contains(&used), "{used}");
+    // Since when uses are tracked is published for kube-controller-manager's cleaner.
+    let tracking = common::get_json(
+        &server,
+        &[
+            "configmap",
+            "-n",
+            "kube-system",
+            "kube-apiserver-legacy-service-account-token-tracking",
+        ],
+    )
+    .await;
+    let since = tracking["data"]["since"].as_str().unwrap_or_default();
+    assert!(
+        [day("now"), day("yesterday")].iter().any(|d| d == since),
+        "{tracking}"
+    );
     server
         .kubectl_ok(&[
             "label",
