@@ -292,6 +292,7 @@ pub mod priority;
 pub mod pvcresize;
 mod quantity;
 mod quotascope;
+mod quotausage;
 pub mod resourcequota;
 pub mod runtimeclass;
 pub mod serviceaccount;

@@ -50,7 +50,9 @@ pub use admission::nodetaint::TaintNodesByCondition;
 pub use admission::podsecurity::{PodSecurity, PodSecurityConfiguration};
 pub use admission::priority::Priority;
 pub use admission::pvcresize::PersistentVolumeClaimResize;
-pub use admission::resourcequota::{ResourceQuota, start_quota_controller};
+pub use admission::resourcequota::{
+    ResourceQuota, ResourceQuotaConfiguration, start_quota_controller,
+};
 pub use admission::runtimeclass::RuntimeClass;
 pub use admission::serviceaccount::ServiceAccount;
 pub use admission::tolerations::DefaultTolerationSeconds;

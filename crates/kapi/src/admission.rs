@@ -12,8 +12,9 @@ use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, NodeRestriction, PersistentVolumeClaimResize, PodSecurity,
-    PodSecurityConfiguration, PodTopologyLabels, Priority, ResourceQuota, RuntimeClass,
-    ServiceAccount, StorageObjectInUseProtection, TaintNodesByCondition,
+    PodSecurityConfiguration, PodTopologyLabels, Priority, ResourceQuota,
+    ResourceQuotaConfiguration, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
+    TaintNodesByCondition,
 };
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
@@ -122,7 +123,7 @@ struct AdmissionConfiguration {
 }
 
 /// The plugins whose configuration kapi reads.
-const CONFIGURABLE: [&str; 1] = ["PodSecurity"];
+const CONFIGURABLE: [&str; 2] = ["PodSecurity", "ResourceQuota"];
 
 impl AdmissionConfiguration {
     /// Reads the file (an AdmissionConfiguration; a plugin's `path` is relative to it).
@@ -215,7 +216,13 @@ fn available(
         api.downgrade(),
         authorizer.clone(),
     );
-    let quota = ResourceQuota::new(served("", "resourcequotas")?);
+    let quota = match configurations.plugin("ResourceQuota") {
+        Some(config) => ResourceQuotaConfiguration::parse(&config)
+            .map_err(anyhow::Error::msg)
+            .context("--admission-control-config-file: ResourceQuota")?,
+        None => ResourceQuotaConfiguration::default(),
+    };
+    let quota = ResourceQuota::new(served("", "resourcequotas")?, quota);
     let limit_ranger = LimitRanger::new(served("", "limitranges")?);
     let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
     let storage_classes = served("storage.k8s.io", "storageclasses")?;

@@ -36,6 +36,14 @@ impl Amount {
         self.millis as f64 / 1000.0
     }
 
+    /// The amount rounded up to whole units (claims' storage counts whole bytes).
+    pub fn round_up(self) -> Amount {
+        Amount {
+            millis: (self.millis + 999).div_euclid(1000) * 1000,
+            ..self
+        }
+    }
+
     /// Zero, printed as `like` prints.
     pub fn zero_like(like: &Amount) -> Amount {
         Amount {

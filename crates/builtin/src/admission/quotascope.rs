@@ -1,47 +1,102 @@
 //! ResourceQuota scopes (kubernetes/pkg/quota/v1/evaluator/core): a quota with `spec.scopes`
 //! or `spec.scopeSelector` tracks only the pods its scopes select (Terminating,
-//! NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity), and
-//! nothing but pods.
+//! NotTerminating, BestEffort, NotBestEffort, PriorityClass, CrossNamespacePodAffinity) and
+//! the claims its VolumeAttributesClass scope selects, nothing else.
 
 use serde_json::Value;
 
-/// Whether `quota` tracks the object `group`/`plural` `object`.
-pub fn matches(quota: &Value, group: &str, plural: &str, object: &Value) -> bool {
-    let spec = &quota["spec"];
-    let scopes = spec["scopes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str);
-    let expressions = spec["scopeSelector"]["matchExpressions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut selectors: Vec<(String, String, Vec<String>)> = scopes
-        .map(|scope| (scope.to_string(), "Exists".to_string(), Vec::new()))
-        .collect();
-    selectors.extend(expressions.iter().map(|e| {
-        let values = e["values"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect();
-        (
-            e["scopeName"].as_str().unwrap_or_default().to_string(),
-            e["operator"].as_str().unwrap_or_default().to_string(),
-            values,
-        )
-    }));
-    if selectors.is_empty() {
-        return true;
+/// One scope selector of a quota (`spec.scopes` entries are `Exists` selectors) or of the
+/// ResourceQuota admission configuration's `matchScopes`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeSelector {
+    pub scope: String,
+    pub operator: String,
+    pub values: Vec<String>,
+}
+
+impl ScopeSelector {
+    /// Reads a `{scopeName, operator, values}` requirement.
+    pub fn from_requirement(requirement: &Value) -> ScopeSelector {
+        let text = |key: &str| requirement[key].as_str().unwrap_or_default().to_string();
+        ScopeSelector {
+            scope: text("scopeName"),
+            operator: text("operator"),
+            values: requirement["values"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+        }
     }
-    let is_pod = group.is_empty() && plural == "pods";
-    is_pod
-        && selectors
-            .iter()
-            .all(|(scope, operator, values)| selects(scope, operator, values, object))
+
+    /// Whether it selects the object `group`/`plural` `object`: pods by their scopes, claims
+    /// by their VolumeAttributesClass, nothing else.
+    pub fn selects(&self, group: &str, plural: &str, object: &Value) -> bool {
+        match (group, plural) {
+            ("", "pods") => selects(&self.scope, &self.operator, &self.values, object),
+            ("", "persistentvolumeclaims") => self.selects_claim(object),
+            _ => false,
+        }
+    }
+
+    /// Whether it selects a claim by the VolumeAttributesClasses it names (spec, status, or
+    /// the target of a modification).
+    fn selects_claim(&self, claim: &Value) -> bool {
+        if self.scope != "VolumeAttributesClass" {
+            return false;
+        }
+        let names: Vec<&str> = [
+            &claim["spec"]["volumeAttributesClassName"],
+            &claim["status"]["currentVolumeAttributesClassName"],
+            &claim["status"]["modifyVolumeStatus"]["targetVolumeAttributesClassName"],
+        ]
+        .into_iter()
+        .filter_map(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .collect();
+        let named = |name: &str| self.values.iter().any(|v| v == name);
+        match self.operator.as_str() {
+            "Exists" => !names.is_empty(),
+            "DoesNotExist" => names.is_empty(),
+            "In" => names.iter().any(|name| named(name)),
+            "NotIn" => names.is_empty() || names.iter().any(|name| !named(name)),
+            _ => false,
+        }
+    }
+}
+
+/// Go's `%v` of a ScopedResourceSelectorRequirement: `{PriorityClass In [a b]}`.
+impl std::fmt::Display for ScopeSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let values = self.values.join(" ");
+        write!(f, "{{{} {} [{values}]}}", self.scope, self.operator)
+    }
+}
+
+/// A quota's scope selectors: `spec.scopes`, then `spec.scopeSelector.matchExpressions`.
+pub fn selectors(quota: &Value) -> Vec<ScopeSelector> {
+    let spec = &quota["spec"];
+    let scopes = spec["scopes"].as_array().into_iter().flatten();
+    let scopes = scopes.filter_map(Value::as_str).map(|scope| ScopeSelector {
+        scope: scope.to_string(),
+        operator: "Exists".to_string(),
+        values: Vec::new(),
+    });
+    let expressions = spec["scopeSelector"]["matchExpressions"].as_array();
+    let expressions = expressions.into_iter().flatten();
+    scopes
+        .chain(expressions.map(ScopeSelector::from_requirement))
+        .collect()
+}
+
+/// Whether `quota` tracks the object `group`/`plural` `object`: every one of its scope
+/// selectors selects it (a quota without scopes tracks everything).
+pub fn matches(quota: &Value, group: &str, plural: &str, object: &Value) -> bool {
+    selectors(quota)
+        .iter()
+        .all(|selector| selector.selects(group, plural, object))
 }
 
 /// Whether one scope selector selects `pod`.
@@ -131,5 +186,25 @@ mod tests {
             "services",
             &json!({})
         ));
+        let by_attributes = quota(json!({"scopeSelector": {"matchExpressions": [
+            {"scopeName": "VolumeAttributesClass", "operator": "In", "values": ["gold"]}]}}));
+        let claim = json!({"spec": {"volumeAttributesClassName": "gold"}});
+        assert!(matches(
+            &by_attributes,
+            "",
+            "persistentvolumeclaims",
+            &claim
+        ));
+        assert!(!matches(
+            &by_attributes,
+            "",
+            "persistentvolumeclaims",
+            &json!({})
+        ));
+        assert!(!matches(&by_attributes, "", "pods", &burstable));
+        assert_eq!(
+            selectors(&by_class)[0].to_string(),
+            "{PriorityClass In [high]}"
+        );
     }
 }

@@ -24,6 +24,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::quantity::{Amount, amounts};
+use super::quotascope::{self, ScopeSelector};
+use super::quotausage::{counted_by, counted_resources, finished, usage};
 
 /// How often every namespace's quotas are recomputed even without events.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -41,90 +43,6 @@ const TRACKED: [&str; 6] = [
     "persistentvolumeclaims",
     "replicationcontrollers",
 ];
-
-/// What one object uses of each quota resource name.
-pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Amount> {
-    let mut used = BTreeMap::new();
-    let one = || Amount::count(1);
-    let count_name = if group.is_empty() {
-        format!("count/{plural}")
-    } else {
-        format!("count/{plural}.{group}")
-    };
-    used.insert(count_name, one());
-    if !group.is_empty() {
-        return used;
-    }
-    match plural {
-        "pods" => {
-            let phase = object["status"]["phase"].as_str().unwrap_or_default();
-            if phase == "Succeeded" || phase == "Failed" {
-                return BTreeMap::new();
-            }
-            used.insert("pods".into(), one());
-            for (kind, names) in [
-                ("requests", ["requests.cpu", "requests.memory"]),
-                ("limits", ["limits.cpu", "limits.memory"]),
-            ] {
-                for (resource, name) in ["cpu", "memory"].iter().zip(names) {
-                    if let Some(amount) = pod_amount(object, kind, resource) {
-                        if kind == "requests" {
-                            used.insert((*resource).to_string(), amount);
-                        }
-                        used.insert(name.to_string(), amount);
-                    }
-                }
-            }
-        }
-        "services" => {
-            used.insert("services".into(), one());
-            let kind = object["spec"]["type"].as_str().unwrap_or("ClusterIP");
-            if kind == "LoadBalancer" {
-                used.insert("services.loadbalancers".into(), one());
-            }
-            if kind == "NodePort" || kind == "LoadBalancer" {
-                let ports = object["spec"]["ports"].as_array().map_or(0, Vec::len);
-                used.insert("services.nodeports".into(), Amount::count(ports as i128));
-            }
-        }
-        "persistentvolumeclaims" => {
-            used.insert("persistentvolumeclaims".into(), one());
-            if let Some(storage) = object["spec"]["resources"]["requests"]["storage"]
-                .as_str()
-                .and_then(Amount::parse)
-            {
-                used.insert("requests.storage".into(), storage);
-            }
-        }
-        "configmaps" | "secrets" | "replicationcontrollers" | "resourcequotas" => {
-            used.insert(plural.to_string(), one());
-        }
-        _ => {}
-    }
-    used
-}
-
-/// A pod's request or limit of `resource`: the larger of its containers' sum and its
-/// largest init container, as upstream's PodRequests; `None` when no container sets it.
-fn pod_amount(pod: &Value, kind: &str, resource: &str) -> Option<Amount> {
-    let of = |container: &Value| {
-        container["resources"][kind][resource]
-            .as_str()
-            .and_then(Amount::parse)
-    };
-    let containers = pod["spec"]["containers"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    let init = pod["spec"]["initContainers"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    let sum = containers.iter().filter_map(of).reduce(|a, b| a + b);
-    let init = init.iter().filter_map(of).reduce(Amount::max);
-    match (sum, init) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
-}
 
 /// The compute resources a quota may require every pod to state.
 const COMPUTE: [&str; 6] = [
@@ -159,15 +77,115 @@ fn pretty(amounts: &BTreeMap<String, Amount>) -> String {
         .join(",")
 }
 
+/// The plugin's configuration (`ResourceQuotaConfiguration` in
+/// `--admission-control-config-file`): resources whose consumption is limited by default.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResourceQuotaConfiguration {
+    limited_resources: Vec<LimitedResource>,
+}
+
+/// One `limitedResources` entry: what of one resource may be used only where a quota
+/// covers it.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct LimitedResource {
+    api_group: String,
+    resource: String,
+    /// Substrings of the quota names (`requests.storage`, `.storageclass.storage.k8s.io/`)
+    /// whose use needs a quota limiting that name.
+    match_contains: Vec<String>,
+    /// Scopes an object may match only where a quota has a selector of the same scope that
+    /// matches it too (of any resource: upstream does not filter these by resource).
+    match_scopes: Vec<ScopeSelector>,
+}
+
+impl ResourceQuotaConfiguration {
+    /// Reads the configuration (apiserver.config.k8s.io/v1 ResourceQuotaConfiguration, or
+    /// resourcequota.admission.k8s.io/v1beta1 and v1alpha1 Configuration).
+    pub fn parse(config: &Value) -> Result<ResourceQuotaConfiguration, String> {
+        let api_version = config["apiVersion"].as_str().unwrap_or_default();
+        let kind = config["kind"].as_str().unwrap_or_default();
+        let known = matches!(
+            (api_version, kind),
+            ("apiserver.config.k8s.io/v1", "ResourceQuotaConfiguration")
+                | ("resourcequota.admission.k8s.io/v1beta1", "Configuration")
+                | ("resourcequota.admission.k8s.io/v1alpha1", "Configuration")
+        );
+        if !known {
+            return Err(format!(
+                "no kind \"{kind}\" is registered for version \"{api_version}\""
+            ));
+        }
+        let entries = config["limitedResources"].as_array().into_iter().flatten();
+        let limited_resources = entries
+            .map(|entry| {
+                let text = |key: &str| entry[key].as_str().unwrap_or_default().to_string();
+                let list = |key: &str| entry[key].as_array().into_iter().flatten();
+                LimitedResource {
+                    api_group: text("apiGroup"),
+                    resource: text("resource"),
+                    match_contains: list("matchContains")
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect(),
+                    match_scopes: list("matchScopes")
+                        .map(ScopeSelector::from_requirement)
+                        .collect(),
+                }
+            })
+            .collect();
+        Ok(ResourceQuotaConfiguration { limited_resources })
+    }
+
+    /// The quota names of `used` that need a covering quota (upstream's limitedByDefault).
+    fn limited_names(
+        &self,
+        group: &str,
+        plural: &str,
+        used: &BTreeMap<String, Amount>,
+    ) -> BTreeSet<String> {
+        let entries = self.limited_resources.iter();
+        let entries = entries.filter(|l| l.api_group == group && l.resource == plural);
+        let mut names = BTreeSet::new();
+        for entry in entries {
+            let positive = used.iter().filter(|(_, amount)| amount.as_f64() > 0.0);
+            names.extend(
+                positive
+                    .map(|(name, _)| name)
+                    .filter(|name| {
+                        entry
+                            .match_contains
+                            .iter()
+                            .any(|m| name.contains(m.as_str()))
+                    })
+                    .cloned(),
+            );
+        }
+        names
+    }
+
+    /// The `matchScopes` selectors that select the object.
+    fn limited_scopes(&self, group: &str, plural: &str, object: &Value) -> Vec<ScopeSelector> {
+        let scopes = self.limited_resources.iter().flat_map(|l| &l.match_scopes);
+        scopes
+            .filter(|selector| selector.selects(group, plural, object))
+            .cloned()
+            .collect()
+    }
+}
+
 /// The ResourceQuota admission plugin.
 pub struct ResourceQuota {
     quotas: Served,
+    configuration: ResourceQuotaConfiguration,
 }
 
 impl ResourceQuota {
     /// Charges the quotas of the served `resourcequotas` collection.
-    pub fn new(quotas: Served) -> ResourceQuota {
-        ResourceQuota { quotas }
+    pub fn new(quotas: Served, configuration: ResourceQuotaConfiguration) -> ResourceQuota {
+        ResourceQuota {
+            quotas,
+            configuration,
+        }
     }
 
     /// Charges `delta` to `quota` (by name) atomically, or refuses with upstream's message.
@@ -203,9 +221,7 @@ impl ResourceQuota {
                             continue;
                         };
                         let Some(current) = used.get(resource_name).copied() else {
-                            return Err(forbidden(format!(
-                                "status unknown for quota: {name}, resource: {resource_name}"
-                            )));
+                            return Err(forbidden(status_unknown(name, hard.keys())));
                         };
                         let after = current + *amount;
                         if after > *limit {
@@ -256,42 +272,97 @@ impl AdmissionPlugin for ResourceQuota {
         let Some(object) = object else {
             return Ok(());
         };
+        let group = definition.group_version.group.as_str();
+        let plural = definition.plural;
+        let configuration = &self.configuration;
         let quotas = super::cached_in_namespace(&self.quotas, attributes.namespace);
-        if quotas.is_empty() {
+        if quotas.is_empty() && configuration.limited_resources.is_empty() {
             return Ok(());
         }
-        let group = definition.group_version.group.as_str();
-        let usage = usage(group, definition.plural, object);
+        let forbidden = |message: String| {
+            ApiError::forbidden(&definition.group_resource(), attributes.name, message)
+        };
+        let used = usage(group, plural, object);
+        let mut charges = Vec::new();
+        let mut covered = BTreeSet::new();
+        let mut scopes_covered = BTreeSet::new();
         for quota in &quotas {
-            if !super::quotascope::matches(quota, group, definition.plural, object) {
+            let scopes = quotascope::selectors(quota).into_iter();
+            let selecting = scopes.filter(|selector| selector.selects(group, plural, object));
+            scopes_covered.extend(selecting.map(|selector| selector.scope));
+            let hard = hard(quota);
+            let limited: BTreeSet<&String> = hard
+                .keys()
+                .filter(|name| counted_by(name) == (group.to_string(), plural.to_string()))
+                .collect();
+            if limited.is_empty() || !quotascope::matches(quota, group, plural, object) {
                 continue;
             }
             let name = quota["metadata"]["name"].as_str().unwrap_or_default();
-            let hard = hard(quota);
-            let is_pod = definition.plural == "pods" && group.is_empty();
+            let is_pod = plural == "pods" && group.is_empty();
             let required: Vec<&str> = COMPUTE
                 .into_iter()
                 .filter(|c| is_pod && hard.contains_key(*c))
                 .collect();
             if let Some(missing) = unspecified(object, &required) {
-                let resource = definition.group_resource();
-                return Err(ApiError::forbidden(
-                    &resource,
-                    attributes.name,
-                    format!("failed quota: {name}: must specify {missing}"),
-                ));
+                return Err(forbidden(format!(
+                    "failed quota: {name}: must specify {missing}"
+                )));
             }
-            let delta: BTreeMap<String, Amount> = usage
+            let known = amounts(&quota["status"]["used"]);
+            if limited
                 .iter()
-                .filter(|(k, _)| hard.contains_key(*k))
-                .map(|(k, v)| (k.clone(), *v))
+                .any(|resource| !known.contains_key(*resource))
+            {
+                return Err(forbidden(status_unknown(name, limited)));
+            }
+            covered.extend(limited.iter().map(|resource| resource.to_string()));
+            let delta: BTreeMap<String, Amount> = used
+                .iter()
+                .filter(|(resource, amount)| limited.contains(resource) && amount.as_f64() != 0.0)
+                .map(|(resource, amount)| (resource.clone(), *amount))
                 .collect();
             if !delta.is_empty() {
-                self.charge(attributes, name, &delta).await?;
+                charges.push((name, delta));
             }
+        }
+        let uncovered = configuration.limited_names(group, plural, &used);
+        let uncovered: Vec<String> = uncovered.difference(&covered).cloned().collect();
+        if !uncovered.is_empty() {
+            return Err(forbidden(format!(
+                "insufficient quota to consume: {}",
+                uncovered.join(",")
+            )));
+        }
+        let scopes = configuration.limited_scopes(group, plural, object);
+        let uncovered: Vec<String> = scopes
+            .iter()
+            .filter(|selector| !scopes_covered.contains(&selector.scope))
+            .map(ToString::to_string)
+            .collect();
+        if !uncovered.is_empty() {
+            // Upstream returns a plain error here, which the API answers as a 500 without a
+            // reason.
+            let message = format!(
+                "insufficient quota to match these scopes: [{}]",
+                uncovered.join(" ")
+            );
+            return Err(ApiError::new_generic(500, "", message));
+        }
+        for (name, delta) in charges {
+            self.charge(attributes, name, &delta).await?;
         }
         Ok(())
     }
+}
+
+/// Upstream's refusal while a quota's usage of `resources` is not known yet.
+fn status_unknown<'a>(quota: &str, resources: impl IntoIterator<Item = &'a String>) -> String {
+    let resources: Vec<&str> = resources.into_iter().map(String::as_str).collect();
+    format!(
+        "status unknown for quota: {quota}, resources: {}",
+        resources.join(",")
+    )
 }
 
 /// What a pod's containers leave unspecified of the `required` compute resources, as
@@ -389,12 +460,6 @@ fn needs_recount(event: &CacheEvent) -> bool {
             if is_quota {
                 return old["spec"] != new["spec"];
             }
-            let finished = |pod: &Value| {
-                matches!(
-                    pod["status"]["phase"].as_str(),
-                    Some("Succeeded" | "Failed")
-                )
-            };
             finished(&new) && !finished(&old)
         }
         (EventType::Modified, None) => false,
@@ -455,8 +520,7 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
                 continue;
             };
             let objects = listed.items.iter().filter_map(|i| i.decode().ok());
-            for object in objects.filter(|o| super::quotascope::matches(&quota, &group, &plural, o))
-            {
+            for object in objects.filter(|o| quotascope::matches(&quota, &group, &plural, o)) {
                 for (resource_name, amount) in usage(&group, &plural, &object) {
                     if let Some(total) = used.get_mut(&resource_name) {
                         *total = *total + amount;
@@ -504,27 +568,6 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
     retry
 }
 
-/// The (group, plural) collections a quota's resource names count.
-fn counted_resources(hard: &BTreeMap<String, Amount>) -> BTreeSet<(String, String)> {
-    hard.keys().map(|name| counted_by(name)).collect()
-}
-
-/// The (group, plural) collection one quota resource name counts.
-fn counted_by(name: &str) -> (String, String) {
-    let core = |plural: &str| (String::new(), plural.to_string());
-    if let Some(rest) = name.strip_prefix("count/") {
-        let (plural, group) = rest.split_once('.').unwrap_or((rest, ""));
-        return (group.to_string(), plural.to_string());
-    }
-    match name {
-        "requests.storage" => core("persistentvolumeclaims"),
-        "pods" | "cpu" | "memory" => core("pods"),
-        n if n.starts_with("requests.") || n.starts_with("limits.") => core("pods"),
-        "services.loadbalancers" | "services.nodeports" => core("services"),
-        other => core(other),
-    }
-}
-
 /// Starts the quota controller (the hook of `start-resource-quota-controller`).
 pub fn start_quota_controller(quotas: Served, api: WeakApiHandler, stopping: CancellationToken) {
     tokio::spawn(run_quota_controller(quotas, api, stopping));
@@ -548,44 +591,5 @@ mod tests {
             Some("cpu for: a,b; limits.memory for: a,init; requests.cpu for: a,b")
         );
         assert_eq!(unspecified(&pod, &[]), None);
-    }
-
-    #[test]
-    fn usage_counts_as_upstream() {
-        let pod = json!({"spec": {"containers": [
-            {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}}},
-            {"resources": {"requests": {"cpu": "250m", "memory": "64Mi"}}},
-        ], "initContainers": [{"resources": {"requests": {"cpu": "2"}}}]}});
-        let used = usage("", "pods", &pod);
-        assert_eq!(used["pods"].to_string(), "1");
-        assert_eq!(used["count/pods"].to_string(), "1");
-        assert_eq!(used["requests.cpu"].to_string(), "2");
-        assert_eq!(used["requests.memory"].to_string(), "128Mi");
-        assert_eq!(used["memory"].to_string(), "128Mi");
-        assert_eq!(used["limits.cpu"].to_string(), "1");
-        assert!(!used.contains_key("limits.memory"));
-        let done = json!({"status": {"phase": "Succeeded"}});
-        assert!(usage("", "pods", &done).is_empty());
-        let lb = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443}]}});
-        let used = usage("", "services", &lb);
-        assert_eq!(
-            pretty(&used),
-            "count/services=1,services=1,services.loadbalancers=1,services.nodeports=2"
-        );
-        assert_eq!(
-            pretty(&usage("apps", "deployments", &json!({}))),
-            "count/deployments.apps=1"
-        );
-        let hard = amounts(
-            &json!({"pods": "2", "count/deployments.apps": "1", "requests.storage": "1Gi"}),
-        );
-        assert_eq!(
-            counted_resources(&hard),
-            BTreeSet::from([
-                ("".to_string(), "persistentvolumeclaims".to_string()),
-                ("".to_string(), "pods".to_string()),
-                ("apps".to_string(), "deployments".to_string()),
-            ])
-        );
     }
 }

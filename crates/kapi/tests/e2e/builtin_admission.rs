@@ -30,6 +30,35 @@ async fn wait_used(server: &TestServer, want: &str) {
     }
 }
 
+/// Creates `manifest` once a new quota admits it: a quota refuses everything until the
+/// controller has counted it.
+async fn create_once_counted(server: &TestServer, manifest: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !server
+        .kubectl_stdin(&["create", "-f", "-"], Some(manifest))
+        .await
+        .status
+        .success()
+    {
+        assert!(Instant::now() < deadline, "the quota was never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A server started with `--admission-control-config-file` naming the first of `files`
+/// (name, content), all written to a directory kept as long as the server runs.
+async fn with_admission_configuration(files: &[(&str, &str)]) -> (tempfile::TempDir, TestServer) {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, content) in files {
+        std::fs::write(dir.path().join(name), content).unwrap();
+    }
+    let flag = format!(
+        "--admission-control-config-file={}",
+        dir.path().join(files[0].0).display()
+    );
+    (dir, TestServer::start(Backend::Embedded, &[&flag]).await)
+}
+
 fn pod(name: &str) -> Pod {
     serde_json::from_value(json!({
         "metadata": {"name": name},
@@ -561,26 +590,21 @@ async fn pod_security_standards_follow_the_namespace_labels() {
 /// unlabelled namespaces, and exempt namespaces, users and runtime classes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_security_defaults_and_exemptions_come_from_the_admission_configuration() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("admission.yaml"),
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  path: pod-security.yaml\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("pod-security.yaml"),
-        r#"apiVersion: pod-security.admission.config.k8s.io/v1
+    let (_dir, server) = with_admission_configuration(&[
+        (
+            "admission.yaml",
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodSecurity\n  path: pod-security.yaml\n",
+        ),
+        (
+            "pod-security.yaml",
+            r#"apiVersion: pod-security.admission.config.k8s.io/v1
 kind: PodSecurityConfiguration
 defaults: {enforce: baseline}
 exemptions: {namespaces: [trusted], usernames: [ci-bot], runtimeClasses: [sandboxed]}
 "#,
-    )
-    .unwrap();
-    let flag = format!(
-        "--admission-control-config-file={}",
-        dir.path().join("admission.yaml").display()
-    );
-    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+        ),
+    ])
+    .await;
     for namespace in ["plain", "trusted"] {
         server.kubectl_ok(&["create", "namespace", namespace]).await;
     }
@@ -734,16 +758,7 @@ async fn quota_scopes_choose_the_pods_they_count() {
     let limited =
         r#"{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}"#;
     let deadline = Instant::now() + Duration::from_secs(10);
-    // The quota admits nothing until the controller has counted it.
-    while !server
-        .kubectl_stdin(&["create", "-f", "-"], Some(&pod("first", "{}")))
-        .await
-        .status
-        .success()
-    {
-        assert!(Instant::now() < deadline, "the quota was never counted");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    create_once_counted(&server, &pod("first", "{}")).await;
     let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("second", "{}"))).await;
     assert!(
         err.contains(
@@ -763,4 +778,85 @@ async fn quota_scopes_choose_the_pods_they_count() {
         assert!(Instant::now() < deadline, "{quota}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// ResourceQuota's configuration from `--admission-control-config-file`: resources limited by
+/// default are used only where a quota covers them (pods of a priority class by a quota of
+/// that scope, claims of a storage class by a quota naming that class), with upstream's
+/// refusals; other pods and claims need no quota.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limited_resources_need_a_covering_quota() {
+    let (_dir, server) = with_admission_configuration(&[(
+        "admission.yaml",
+        r#"apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ResourceQuota
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: ResourceQuotaConfiguration
+    limitedResources:
+    - resource: pods
+      matchScopes:
+      - {scopeName: PriorityClass, operator: In, values: [cluster-services]}
+    - resource: persistentvolumeclaims
+      matchContains: [gold.storageclass.storage.k8s.io/]
+"#,
+    )])
+    .await;
+    let class = r#"{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass",
+        "metadata":{"name":"cluster-services"},"value":1000}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], class).await;
+    let pod = |name: &str, class: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}"}},
+            "spec":{{{class}"containers":[{{"name":"c","image":"busybox"}}]}}}}"#
+        )
+    };
+    let critical = r#""priorityClassName":"cluster-services","#;
+    let claim = |name: &str, class: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{{"name":"{name}"}},
+            "spec":{{"storageClassName":"{class}","accessModes":["ReadWriteOnce"],
+            "resources":{{"requests":{{"storage":"1Gi"}}}}}}}}"#
+        )
+    };
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("a", critical))).await;
+    assert!(
+        err.contains(
+            "insufficient quota to match these scopes: [{PriorityClass In [cluster-services]}]"
+        ),
+        "{err}"
+    );
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&claim("a", "gold"))).await;
+    assert!(
+        err.contains(
+            "persistentvolumeclaims \"a\" is forbidden: insufficient quota to consume: \
+             gold.storageclass.storage.k8s.io/persistentvolumeclaims,\
+             gold.storageclass.storage.k8s.io/requests.storage"
+        ),
+        "{err}"
+    );
+    common::ok_stdin(&server, &["create", "-f", "-"], &pod("plain", "")).await;
+    common::ok_stdin(&server, &["create", "-f", "-"], &claim("plain", "silver")).await;
+
+    let quota = r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"critical"},
+        "spec":{"hard":{"pods":"10"},"scopeSelector":{"matchExpressions":[
+            {"scopeName":"PriorityClass","operator":"In","values":["cluster-services"]}]}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], quota).await;
+    create_once_counted(&server, &pod("a", critical)).await;
+    // That quota does not cover the gold claims.
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&claim("a", "gold"))).await;
+    assert!(err.contains("insufficient quota to consume"), "{err}");
+    let storage = r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"gold"},
+        "spec":{"hard":{"gold.storageclass.storage.k8s.io/requests.storage":"5Gi",
+        "gold.storageclass.storage.k8s.io/persistentvolumeclaims":"2"}}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], storage).await;
+    create_once_counted(&server, &claim("a", "gold")).await;
+    let gold = get_json(&server, &["resourcequota", "gold"]).await;
+    assert_eq!(
+        gold["status"]["used"],
+        json!({"gold.storageclass.storage.k8s.io/persistentvolumeclaims": "1",
+            "gold.storageclass.storage.k8s.io/requests.storage": "1Gi"})
+    );
 }
