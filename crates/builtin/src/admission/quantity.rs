@@ -2,7 +2,7 @@
 //! the canonical form resource.Quantity prints (`500m`, `2`, `128Mi`, `1k`).
 
 use std::fmt;
-use std::ops::Add;
+use std::ops::{Add, Sub};
 
 use crate::workloads::qos::parse_quantity;
 
@@ -68,6 +68,17 @@ impl Add for Amount {
     fn add(self, other: Amount) -> Amount {
         Amount {
             millis: self.millis + other.millis,
+            binary: self.binary || other.binary,
+        }
+    }
+}
+
+impl Sub for Amount {
+    type Output = Amount;
+
+    fn sub(self, other: Amount) -> Amount {
+        Amount {
+            millis: self.millis - other.millis,
             binary: self.binary || other.binary,
         }
     }

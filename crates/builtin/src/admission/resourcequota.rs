@@ -260,33 +260,59 @@ impl AdmissionPlugin for ResourceQuota {
         &self,
         attributes: &Attributes<'_>,
         object: Option<&Value>,
-        _old: Option<&Value>,
+        old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let definition = attributes.definition;
-        if attributes.operation != Operation::Create
-            || !attributes.subresource.is_empty()
-            || attributes.namespace.is_empty()
-        {
-            return Ok(());
-        }
-        let Some(object) = object else {
+        let (Some(object), true) = (object, charged(attributes)) else {
             return Ok(());
         };
-        let group = definition.group_version.group.as_str();
-        let plural = definition.plural;
-        let configuration = &self.configuration;
+        let old = old.filter(|_| attributes.operation == Operation::Update);
         let quotas = super::cached_in_namespace(&self.quotas, attributes.namespace);
-        if quotas.is_empty() && configuration.limited_resources.is_empty() {
+        if quotas.is_empty() && self.configuration.limited_resources.is_empty() {
             return Ok(());
         }
+        for (name, delta) in self.charges(attributes, &quotas, object, old)? {
+            self.charge(attributes, name, &delta).await?;
+        }
+        Ok(())
+    }
+}
+
+/// What a request charges to one quota: its name and the amounts.
+type Charge<'q> = (&'q str, BTreeMap<String, Amount>);
+
+impl ResourceQuota {
+    /// What the request charges to each quota of the namespace (by name), after upstream's
+    /// checks: the quota's required compute resources stated, its usage known, and what the
+    /// configuration limits by default covered by a quota.
+    fn charges<'q>(
+        &self,
+        attributes: &Attributes<'_>,
+        quotas: &'q [Value],
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Result<Vec<Charge<'q>>, ApiError> {
+        let definition = attributes.definition;
+        let (group, plural) = (definition.group_version.group.as_str(), definition.plural);
         let forbidden = |message: String| {
             ApiError::forbidden(&definition.group_resource(), attributes.name, message)
         };
         let used = usage(group, plural, object);
+        let old_used = old.map(|old| usage(group, plural, old));
+        // What the request adds: all of the object's usage on a create, its growth on an
+        // update (for a quota that did not track the old object, all of it).
+        let added = |quota: Option<&Value>| {
+            let tracked_before = |old: &Value| {
+                quota.is_none_or(|quota| quotascope::matches(quota, group, plural, old))
+            };
+            match (old, &old_used) {
+                (Some(old), Some(old_used)) if tracked_before(old) => growth(&used, old_used),
+                _ => growth(&used, &BTreeMap::new()),
+            }
+        };
         let mut charges = Vec::new();
         let mut covered = BTreeSet::new();
         let mut scopes_covered = BTreeSet::new();
-        for quota in &quotas {
+        for quota in quotas {
             let scopes = quotascope::selectors(quota).into_iter();
             let selecting = scopes.filter(|selector| selector.selects(group, plural, object));
             scopes_covered.extend(selecting.map(|selector| selector.scope));
@@ -316,17 +342,19 @@ impl AdmissionPlugin for ResourceQuota {
             {
                 return Err(forbidden(status_unknown(name, limited)));
             }
-            covered.extend(limited.iter().map(|resource| resource.to_string()));
-            let delta: BTreeMap<String, Amount> = used
-                .iter()
-                .filter(|(resource, amount)| limited.contains(resource) && amount.as_f64() != 0.0)
-                .map(|(resource, amount)| (resource.clone(), *amount))
-                .collect();
-            if !delta.is_empty() {
-                charges.push((name, delta));
-            }
+            let limited: BTreeSet<String> = limited.into_iter().cloned().collect();
+            covered.extend(limited.iter().cloned());
+            charges.push((name, limited, added(Some(quota))));
         }
-        let uncovered = configuration.limited_names(group, plural, &used);
+        // Nothing added (for the quotas that track the object, or at all): nothing to check.
+        let nothing_added = match charges.is_empty() {
+            true => added(None).is_empty(),
+            false => charges.iter().all(|(_, _, delta)| delta.is_empty()),
+        };
+        if nothing_added {
+            return Ok(Vec::new());
+        }
+        let uncovered = self.configuration.limited_names(group, plural, &used);
         let uncovered: Vec<String> = uncovered.difference(&covered).cloned().collect();
         if !uncovered.is_empty() {
             return Err(forbidden(format!(
@@ -334,7 +362,7 @@ impl AdmissionPlugin for ResourceQuota {
                 uncovered.join(",")
             )));
         }
-        let scopes = configuration.limited_scopes(group, plural, object);
+        let scopes = self.configuration.limited_scopes(group, plural, object);
         let uncovered: Vec<String> = scopes
             .iter()
             .filter(|selector| !scopes_covered.contains(&selector.scope))
@@ -349,11 +377,50 @@ impl AdmissionPlugin for ResourceQuota {
             );
             return Err(ApiError::new_generic(500, "", message));
         }
-        for (name, delta) in charges {
-            self.charge(attributes, name, &delta).await?;
-        }
-        Ok(())
+        let charges = charges.into_iter().map(|(name, limited, mut delta)| {
+            delta.retain(|resource, _| limited.contains(resource));
+            (name, delta)
+        });
+        Ok(charges.filter(|(_, delta)| !delta.is_empty()).collect())
     }
+}
+
+/// Whether upstream's evaluators charge a request: creates, and the updates that can grow
+/// what an object uses (a claim's storage, a service's type, a pod's resize).
+fn charged(attributes: &Attributes<'_>) -> bool {
+    let definition = attributes.definition;
+    if attributes.namespace.is_empty() {
+        return false;
+    }
+    match attributes.operation {
+        Operation::Create => attributes.subresource.is_empty(),
+        Operation::Update => matches!(
+            (
+                definition.group_version.group.as_str(),
+                definition.plural,
+                attributes.subresource
+            ),
+            ("", "persistentvolumeclaims" | "services", "") | ("", "pods", "resize")
+        ),
+        _ => false,
+    }
+}
+
+/// What `used` has beyond `before`, the names that grew (upstream's
+/// SubtractWithNonNegativeResult without its zeros).
+fn growth(
+    used: &BTreeMap<String, Amount>,
+    before: &BTreeMap<String, Amount>,
+) -> BTreeMap<String, Amount> {
+    used.iter()
+        .filter_map(|(resource, amount)| {
+            let grown = match before.get(resource) {
+                Some(before) => *amount - *before,
+                None => *amount,
+            };
+            (grown.as_f64() > 0.0).then(|| (resource.clone(), grown))
+        })
+        .collect()
 }
 
 /// Upstream's refusal while a quota's usage of `resources` is not known yet.
@@ -576,6 +643,20 @@ pub fn start_quota_controller(quotas: Served, api: WeakApiHandler, stopping: Can
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn growth_is_what_grew() {
+        let before = amounts(&json!({"requests.storage": "1Gi", "persistentvolumeclaims": "1"}));
+        let after = amounts(
+            &json!({"requests.storage": "3Gi", "persistentvolumeclaims": "1",
+            "services.nodeports": "2"}),
+        );
+        assert_eq!(
+            pretty(&growth(&after, &before)),
+            "requests.storage=2Gi,services.nodeports=2"
+        );
+        assert!(growth(&before, &after).is_empty());
+    }
 
     #[test]
     fn unspecified_resources_name_their_containers() {

@@ -329,6 +329,8 @@ async fn new_nodes_are_tainted_not_ready() {
     );
 }
 
+/// A bound claim grows only with an expandable class, and its growth is charged to the
+/// storage quota (refused beyond it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claims_grow_only_with_an_expandable_class() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
@@ -357,6 +359,18 @@ async fn claims_grow_only_with_an_expandable_class() {
             ])
             .await;
     }
+    server
+        .kubectl_ok(&["create", "quota", "storage", "--hard=requests.storage=3Gi"])
+        .await;
+    let storage_used = || async {
+        get_json(&server, &["resourcequota", "storage"]).await["status"]["used"]["requests.storage"]
+            .clone()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while storage_used().await != "2Gi" {
+        assert!(Instant::now() < deadline, "the quota was never counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let grow = r#"{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}"#;
     let err = common::fails(
         &server,
@@ -379,6 +393,22 @@ async fn claims_grow_only_with_an_expandable_class() {
         assert!(Instant::now() < deadline, "{}", common::stderr(&output));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert_eq!(storage_used().await, "3Gi");
+    let beyond = r#"{"spec":{"resources":{"requests":{"storage":"3Gi"}}}}"#;
+    let err = common::fails(
+        &server,
+        &["patch", "pvc", "elastic", "--type=merge", "-p", beyond],
+        None,
+    )
+    .await;
+    assert!(
+        err.contains(
+            "persistentvolumeclaims \"elastic\" is forbidden: exceeded quota: storage, \
+             requested: requests.storage=1Gi, used: requests.storage=3Gi, \
+             limited: requests.storage=3Gi"
+        ),
+        "{err}"
+    );
 }
 
 /// ServiceAccount admission with the controllers that give each namespace its `default`
