@@ -787,7 +787,6 @@ async fn quota_scopes_choose_the_pods_they_count() {
     };
     let limited =
         r#"{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":"100m","memory":"64Mi"}}"#;
-    let deadline = Instant::now() + Duration::from_secs(10);
     create_once_counted(&server, &pod("first", "{}")).await;
     let err = common::fails(&server, &["create", "-f", "-"], Some(&pod("second", "{}"))).await;
     assert!(
