@@ -54,7 +54,7 @@ pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Amou
 }
 
 /// Whether a pod has finished (Succeeded or Failed).
-pub fn finished(pod: &Value) -> bool {
+fn finished(pod: &Value) -> bool {
     matches!(
         pod["status"]["phase"].as_str(),
         Some("Succeeded" | "Failed")

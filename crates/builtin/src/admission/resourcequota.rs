@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::quantity::{Amount, amounts};
 use super::quotascope::{self, ScopeSelector};
-use super::quotausage::{counted_by, counted_resources, finished, usage};
+use super::quotausage::{counted_by, counted_resources, usage};
 
 /// How often every namespace's quotas are recomputed even without events.
 const RESYNC: Duration = Duration::from_secs(300);
@@ -503,8 +503,10 @@ pub async fn run_quota_controller(
 
 /// Sends the namespace of every change of one collection that calls for a recount.
 async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: CancellationToken) {
+    let group = served.definition.group_version.group.clone();
+    let plural = served.definition.plural;
     kapi_server::informer::follow(served, stopping, |change| match change {
-        kapi_server::informer::Change::Event(event) if needs_recount(event) => {
+        kapi_server::informer::Change::Event(event) if needs_recount(&group, plural, event) => {
             dirty.send(event.object.namespace.clone()).is_ok()
         }
         _ => true,
@@ -512,13 +514,15 @@ async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: 
     .await;
 }
 
-/// Whether a change calls for recomputing its namespace's quotas: a new quota or a changed
-/// `spec`, a deleted object, a pod that finished. Not creations: admission charged them, and
-/// recounting while creates are in flight would undercount and let more in (upstream's
-/// replenishment controller likewise reacts to deletions only).
-fn needs_recount(event: &CacheEvent) -> bool {
+/// Whether a change of a `group`/`plural` object calls for recomputing its namespace's
+/// quotas: a new quota or a changed `spec`, a deleted object, an object that now uses less
+/// (a pod that finished or was resized down, a claim or a service that shrank). Not
+/// creations or growth: admission charged them, and recounting while they are in flight would
+/// undercount and let more in (upstream's replenishment controller likewise reacts to what
+/// gives usage back only).
+fn needs_recount(group: &str, plural: &str, event: &CacheEvent) -> bool {
     let decode = |object: &CachedObject| Item::from(object).decode().unwrap_or(Value::Null);
-    let is_quota = event.object.key.contains("/resourcequotas/");
+    let is_quota = group.is_empty() && plural == "resourcequotas";
     match (event.type_, &event.prev) {
         (EventType::Deleted, _) => !is_quota,
         (EventType::Added, _) => is_quota,
@@ -527,7 +531,10 @@ fn needs_recount(event: &CacheEvent) -> bool {
             if is_quota {
                 return old["spec"] != new["spec"];
             }
-            finished(&new) && !finished(&old)
+            let (before, after) = (usage(group, plural, &old), usage(group, plural, &new));
+            before
+                .iter()
+                .any(|(resource, amount)| after.get(resource).is_none_or(|now| now < amount))
         }
         (EventType::Modified, None) => false,
     }

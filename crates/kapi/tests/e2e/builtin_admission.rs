@@ -889,3 +889,27 @@ plugins:
             "gold.storageclass.storage.k8s.io/requests.storage": "1Gi"})
     );
 }
+
+/// What an object gives back by a change is recounted: a LoadBalancer Service turned
+/// ClusterIP frees its load balancer for another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_given_back_by_an_update_is_recounted() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    server
+        .kubectl_ok(&["create", "quota", "lb", "--hard=services.loadbalancers=1"])
+        .await;
+    let service = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Service","metadata":{{"name":"{name}"}},
+            "spec":{{"type":"LoadBalancer","ports":[{{"port":80}}]}}}}"#
+        )
+    };
+    create_once_counted(&server, &service("first")).await;
+    let err = common::fails(&server, &["create", "-f", "-"], Some(&service("second"))).await;
+    assert!(err.contains("exceeded quota: lb"), "{err}");
+    let cluster_ip = r#"{"spec":{"type":"ClusterIP"}}"#;
+    server
+        .kubectl_ok(&["patch", "service", "first", "-p", cluster_ip])
+        .await;
+    create_once_counted(&server, &service("second")).await;
+}
