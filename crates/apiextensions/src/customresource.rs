@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::status::ApiError;
-use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_schema::{Catalog, KindSchema};
 use kapi_server::object;
 use kapi_server::resource::{
@@ -349,11 +349,32 @@ impl CustomResourceStrategy {
         }
     }
 
-    /// Validates an object of this version: its structural schema, then its CEL rules.
+    /// Validates an object of this version: its structural schema, then its CEL rules,
+    /// unless the schema found the object unfit for them (a required field missing, a value
+    /// of the wrong type, unsupported or too large), as upstream's hasBlockingErr decides.
     fn validate_served(&self, new: &Value, old: Option<&Value>) -> FieldErrors {
         let mut errors = structural::validate(new, old, &self.schema.structural);
-        if !self.schema.rules.is_empty() {
-            errors.extend(self.schema.rules.validate(new, old));
+        if self.schema.rules.is_empty() {
+            return errors;
+        }
+        let blocking = errors.iter().any(|error| {
+            matches!(
+                error.error_type,
+                ErrorType::NotSupported
+                    | ErrorType::Required
+                    | ErrorType::TooLong
+                    | ErrorType::TooMany
+                    | ErrorType::TypeInvalid
+            )
+        });
+        match blocking {
+            true => errors.push(FieldError::invalid(
+                &Path::root("<nil>"),
+                Value::Null,
+                "some validation rules were not checked because the object was invalid; \
+                 correct the existing errors to complete validation",
+            )),
+            false => errors.extend(self.schema.rules.validate(new, old)),
         }
         errors
     }

@@ -237,7 +237,16 @@ fn validation_cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "anyOf": [{"type": "integer"}, {"type": "string"}]}),
             json!(true),
             vec![
+                "spec: Invalid value: \"boolean\": spec in body must be of type integer,string: \"boolean\"",
                 "spec: Invalid value: true: spec in body must validate at least one schema (anyOf)",
+            ],
+        ),
+        (
+            "int-or-string alone refuses others",
+            json!({"x-kubernetes-int-or-string": true}),
+            json!(1.5),
+            vec![
+                "spec: Invalid value: \"number\": spec in body must be of type integer,string: \"number\"",
             ],
         ),
         (
@@ -285,8 +294,31 @@ fn validation_cases() -> Vec<(&'static str, Value, Value, Vec<&'static str>)> {
             "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}),
             json!({"metadata": {"name": "x"}}),
             vec![
-                "spec.apiVersion: Required value: must not be empty",
-                "spec.kind: Required value: must not be empty",
+                "spec.apiVersion: Required value",
+                "spec.kind: Required value",
+            ],
+        ),
+        (
+            "embedded resources' type and metadata are checked",
+            json!({"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}),
+            json!({"apiVersion": "a/b/c", "kind": "Po_d",
+                "metadata": {"name": "a/b", "labels": {"-x": "y"}}}),
+            vec![
+                r#"spec.apiVersion: Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#,
+                r#"spec.kind: Invalid value: "Po_d": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"#,
+                r#"spec.metadata.name: Invalid value: "a/b": may not contain '/'"#,
+                r#"spec.metadata.labels: Invalid value: "-x": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"#,
+            ],
+        ),
+        (
+            "embedded resources' apiVersion and kind are non-empty strings",
+            json!({"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}),
+            json!({"apiVersion": "", "kind": 5}),
+            vec![
+                r#"spec.apiVersion: Invalid value: "": must not be empty"#,
+                "spec.kind: Invalid value: 5: must be a string",
             ],
         ),
         (

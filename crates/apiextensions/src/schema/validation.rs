@@ -7,7 +7,10 @@
 use std::collections::HashSet;
 
 use base64::Engine;
-use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::{
+    self,
+    field::{FieldError, FieldErrors, Path},
+};
 use serde_json::Value;
 
 use super::{Structural, additional_properties, flag, join, properties};
@@ -146,7 +149,8 @@ impl Walk<'_> {
 
     fn value(&mut self, value: &Value, node: &Value, name: &str) {
         if value.is_null() {
-            if !flag(node, "nullable") && node.get("type").is_some() {
+            let typed = node.get("type").is_some() || flag(node, "x-kubernetes-int-or-string");
+            if !flag(node, "nullable") && typed {
                 self.type_error(name, node, value);
             }
             return;
@@ -166,16 +170,24 @@ impl Walk<'_> {
     }
 
     fn type_error(&mut self, name: &str, node: &Value, value: &Value) {
-        let want = node["type"].as_str().unwrap_or_default();
+        let want = match flag(node, "x-kubernetes-int-or-string") {
+            true => "integer,string",
+            false => node["type"].as_str().unwrap_or_default(),
+        };
         let actual = type_name(value);
         let detail = format!("{name} in body must be of type {want}: \"{actual}\"");
         let error = FieldError::type_invalid(&field_path(name), actual, detail);
         self.push(name, error);
     }
 
-    /// Whether the value has the node's type (int-or-string: an integer or a string).
+    /// Whether the value has the node's type, so that the type's own checks apply (an
+    /// int-or-string is checked on, whatever its type).
     fn check_type(&mut self, value: &Value, node: &Value, name: &str) -> bool {
         if flag(node, "x-kubernetes-int-or-string") {
+            // Upstream's validators all run on such a value: its anyOf reports too.
+            if !matches!(type_name(value), "integer" | "string") {
+                self.type_error(name, node, value);
+            }
             return true;
         }
         let Some(want) = node.get("type").and_then(Value::as_str) else {
@@ -391,19 +403,7 @@ impl Walk<'_> {
             }
         }
         if flag(node, "x-kubernetes-embedded-resource") {
-            for key in ["apiVersion", "kind"] {
-                if fields
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    let at = join(name, key);
-                    self.push(
-                        &at,
-                        FieldError::required(&field_path(&at), "must not be empty"),
-                    );
-                }
-            }
+            self.embedded_resource(fields, name);
         }
         let declared = properties(node);
         let additional = additional_properties(node);
@@ -414,6 +414,69 @@ impl Walk<'_> {
             if let Some(child) = declared.and_then(|d| d.get(key)).or(additional) {
                 self.value(child_value, child, &join(name, key));
             }
+        }
+    }
+}
+
+impl Walk<'_> {
+    /// An embedded resource's type and object metadata, as upstream's
+    /// validateEmbeddedResource checks them: apiVersion and kind required strings, the
+    /// apiVersion a group/version, the kind a DNS-1035 label but for its case, the metadata
+    /// valid object metadata (a name a path segment, when there is one).
+    fn embedded_resource(&mut self, fields: &serde_json::Map<String, Value>, name: &str) {
+        for key in ["apiVersion", "kind"] {
+            if !fields.contains_key(key) {
+                let at = join(name, key);
+                self.push(&at, FieldError::required(&field_path(&at), ""));
+            }
+        }
+        for (key, value) in fields {
+            let at = join(name, key);
+            let detail = match (key.as_str(), value) {
+                ("apiVersion" | "kind", Value::String(text)) if text.is_empty() => {
+                    Some("must not be empty".to_string())
+                }
+                ("apiVersion" | "kind", value) if !value.is_string() => {
+                    Some("must be a string".to_string())
+                }
+                ("apiVersion", Value::String(text)) if text.matches('/').count() > 1 => {
+                    Some(format!("unexpected GroupVersion string: {text}"))
+                }
+                ("kind", Value::String(text)) => {
+                    let errors = validation::is_dns1035_label(&text.to_lowercase());
+                    (!errors.is_empty()).then(|| {
+                        let errors = errors.join(",");
+                        format!("may have mixed case, but should otherwise match: {errors}")
+                    })
+                }
+                ("metadata", Value::Object(_)) => {
+                    self.embedded_metadata(value, &at);
+                    None
+                }
+                _ => None,
+            };
+            if let Some(detail) = detail {
+                self.invalid(&at, value.clone(), detail);
+            }
+        }
+    }
+
+    /// An embedded resource's metadata, validated as a created object's, with a stand-in
+    /// name when it has none.
+    fn embedded_metadata(&mut self, meta: &Value, name: &str) {
+        let mut meta = meta.clone();
+        if meta["name"].as_str().is_none_or(str::is_empty) {
+            meta["name"] = Value::from("fakename");
+        }
+        let namespaced = meta["namespace"].as_str().is_some_and(|n| !n.is_empty());
+        let errors = validation::validate_object_meta(
+            &meta,
+            namespaced,
+            validation::validate_path_segment_name,
+            &Path::root(name),
+        );
+        for error in errors.iter() {
+            self.push(name, error.clone());
         }
     }
 }

@@ -178,6 +178,18 @@ async fn custom_resources(backend: Backend) {
             .contains(r#"spec.color: Unsupported value: "green": supported values: "blue", "red""#),
         "{color}"
     );
+    // A blocking schema error keeps the CEL rules from running, and says so.
+    let both = fails(
+        &server,
+        &[&merge[..], &[r#"{"spec":{"replicas":11,"color":"green"}}"#]].concat(),
+        None,
+    )
+    .await;
+    assert!(
+        both.contains("<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")
+            && !both.contains("replicas must be at most 10"),
+        "{both}"
+    );
     let strategic = fails(
         &server,
         &[
