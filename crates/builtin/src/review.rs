@@ -11,14 +11,14 @@ use kapi_apimachinery::meta::now_rfc3339;
 use kapi_apimachinery::schema::GroupKind;
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_server::authn::ALL_AUTHENTICATED;
+use kapi_server::authn::Authentication;
 use kapi_server::object;
 use kapi_server::resource::{CreateRequest, Creater, Strategy};
 use kapi_server::{Attributes, Authorizer, Decision, UserInfo};
 use serde_json::{Map, Value, json};
 
 use crate::hooks::TypeHooks;
-use crate::token::{ServiceAccountTokens, still_valid};
+use crate::token::ServiceAccountTokens;
 use crate::util::str_of;
 
 /// The hooks of the kinds this module answers.
@@ -88,7 +88,10 @@ fn user_json(user: &UserInfo) -> Value {
     Value::Object(out)
 }
 
-/// Answers TokenReview: whether the token is one of kapi's valid service-account tokens.
+/// Answers TokenReview: whether the server's authenticators accept the token, as a bearer
+/// token alone, for the review's audiences (the API audiences when it names none). Tokens of
+/// audience-agnostic authenticators (the token file, OIDC, legacy service-account tokens,
+/// webhooks) count for the API audiences among those.
 struct TokenReviewCreater;
 
 #[async_trait::async_trait]
@@ -101,38 +104,40 @@ impl Creater for TokenReviewCreater {
                 "token is required for TokenReview in authentication",
             ));
         }
-        let Some(tokens) = request.api.services().get::<Arc<ServiceAccountTokens>>() else {
+        let services = request.api.services();
+        let Some(authentication) = services.get::<Arc<Authentication>>() else {
             return Ok(answered(review, json!({ "user": {} })));
         };
-        let audiences: Vec<String> = review["spec"]["audiences"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
+        let api_audiences = services
+            .get::<Arc<ServiceAccountTokens>>()
+            .map(|tokens| tokens.api_audiences().to_vec())
             .unwrap_or_default();
-        let now = crate::token::unix_now();
-        let verified = match tokens.verify(token, &audiences, now) {
-            Ok(verified) => {
-                still_valid(&|resource| request.api.resource("", resource), verified).await
+        let mut audiences: Vec<String> = review["spec"]["audiences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect();
+        if audiences.is_empty() {
+            audiences = api_audiences.clone();
+        }
+        let reviewed = authentication.review_token(token, audiences.clone()).await;
+        let status = match reviewed {
+            Ok((user, granted)) => {
+                let granted = granted.unwrap_or_else(|| {
+                    let agnostic = audiences.iter().filter(|a| api_audiences.contains(a));
+                    agnostic.cloned().collect()
+                });
+                match granted.is_empty() {
+                    true => json!({"user": {}, "error": "invalid bearer token"}),
+                    false => json!({
+                        "authenticated": true,
+                        "user": user_json(&user),
+                        "audiences": granted,
+                    }),
+                }
             }
-            Err(err) => Err(err.to_string()),
-        };
-        let status = match verified {
-            Ok(verified) => {
-                let mut user = verified.user;
-                user.groups.push(ALL_AUTHENTICATED.into());
-                json!({
-                    "authenticated": true,
-                    "user": user_json(&user),
-                    "audiences": verified.audiences,
-                })
-            }
-            Err(reason) => json!({
-                "user": {},
-                "error": format!("[invalid bearer token, {reason}]"),
-            }),
+            Err(err) => json!({"user": {}, "error": err.0}),
         };
         Ok(answered(review, status))
     }

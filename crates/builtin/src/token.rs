@@ -22,7 +22,6 @@ use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey
 use serde_json::{Value, json};
 
 pub use authenticator::ServiceAccountAuthenticator;
-pub(crate) use authenticator::still_valid;
 pub use controller::{LegacyTokens, start_token_controller};
 pub use request::TokenRequestCreater;
 pub(crate) use request::unix_now;

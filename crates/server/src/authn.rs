@@ -152,9 +152,61 @@ impl Authentication {
     }
 }
 
+impl Authentication {
+    /// Authenticates a bare bearer token as a TokenReview does (upstream authenticates a
+    /// request carrying nothing but `Authorization: Bearer <token>`), for `audiences`: the
+    /// user, with the audiences an audience-aware authenticator (service-account tokens)
+    /// granted, `None` when the one that knew the token is audience-agnostic.
+    pub async fn review_token(
+        &self,
+        token: &str,
+        audiences: Vec<String>,
+    ) -> Result<(UserInfo, Option<Vec<String>>), AuthenticationError> {
+        let invalid = || AuthenticationError("invalid bearer token".into());
+        let header =
+            http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| invalid())?;
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.headers.insert(http::header::AUTHORIZATION, header);
+        let review = RefCell::new(TokenReviewScope {
+            audiences,
+            granted: None,
+        });
+        TOKEN_REVIEW
+            .scope(review, async {
+                let user = self.authenticate(&parts).await?;
+                let granted = TOKEN_REVIEW.with(|review| review.borrow_mut().granted.take());
+                Ok((user, granted))
+            })
+            .await
+    }
+}
+
+/// What a TokenReview asks of the authenticators: the audiences the token is reviewed for,
+/// and those an audience-aware authenticator granted.
+struct TokenReviewScope {
+    audiences: Vec<String>,
+    granted: Option<Vec<String>>,
+}
+
 tokio::task_local! {
     /// What the authentication under way adds to its request (see [`AuthenticationNotes`]).
     static NOTES: RefCell<AuthenticationNotes>;
+    /// The TokenReview under way, if the authentication is one's.
+    static TOKEN_REVIEW: RefCell<TokenReviewScope>;
+}
+
+/// The audiences a TokenReview under way checks the token for; `None` when the
+/// authentication is a request's own (which wants the API audiences).
+pub fn reviewed_audiences() -> Option<Vec<String>> {
+    TOKEN_REVIEW
+        .try_with(|review| review.borrow().audiences.clone())
+        .ok()
+}
+
+/// Records the audiences an audience-aware authenticator found the token valid for, for the
+/// TokenReview under way (nothing outside one).
+pub fn grant_audiences(audiences: Vec<String>) {
+    let _ = TOKEN_REVIEW.try_with(|review| review.borrow_mut().granted = Some(audiences));
 }
 
 /// What authenticators add to the request they authenticate, as upstream's do through the

@@ -1,3 +1,4 @@
+use kapi_server::authn::ALL_AUTHENTICATED;
 use kapi_server::authz::AuthenticatedAuthorizer;
 use kapi_server::endpoints::Served;
 use kapi_server::resource::Api;
@@ -183,56 +184,87 @@ async fn rules_reviews_list_what_the_authorizer_grants() {
     );
 }
 
-#[tokio::test]
-async fn token_reviews_accept_kapis_service_account_tokens_only() {
-    let api = services();
-    let tokens = api.0.get::<Arc<ServiceAccountTokens>>().unwrap().clone();
-    let now = crate::token::unix_now();
-    let claims = json!({
-        "sub": "system:serviceaccount:ns:sa", "aud": [crate::token::DEFAULT_ISSUER],
-        "iat": now, "nbf": now, "exp": now + 600, "jti": "j",
-        "kubernetes.io": {"namespace": "ns", "serviceaccount": {"name": "sa", "uid": "u1"}},
-    });
-    let token = tokens.issue(&claims).unwrap();
-    let review = |token: &str| json!({"spec": {"token": token}});
+/// A token authenticator knowing `agnostic` (for any audience, as the token file) and
+/// `aware` (for the audience `api` only, as service-account tokens).
+struct Tokens;
+
+#[async_trait::async_trait]
+impl kapi_server::authn::TokenAuthenticator for Tokens {
+    async fn authenticate_token(
+        &self,
+        token: &str,
+    ) -> Result<Option<UserInfo>, kapi_server::authn::AuthenticationError> {
+        let user = || UserInfo {
+            name: token.into(),
+            ..UserInfo::default()
+        };
+        match token {
+            "agnostic" => Ok(Some(user())),
+            "aware" => {
+                let wanted = kapi_server::authn::reviewed_audiences().unwrap_or_default();
+                if !wanted.iter().any(|a| a == "api") {
+                    let err = "token audiences [\"api\"] is invalid for the target audiences";
+                    return Err(kapi_server::authn::AuthenticationError(err.into()));
+                }
+                kapi_server::authn::grant_audiences(vec!["api".into()]);
+                Ok(Some(user()))
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+async fn token_review(api: &Services, token: &str, audiences: Value) -> Result<Value, ApiError> {
+    let object = json!({"spec": {"token": token, "audiences": audiences}});
     let nobody = UserInfo::default();
-    let request = |object: Value| CreateRequest {
+    let request = CreateRequest {
         user: &nobody,
         namespace: "",
         name: "",
         object,
         dry_run: false,
-        api: &api,
+        api,
     };
-    let answer = TokenReviewCreater
-        .create(request(review(&token)))
+    TokenReviewCreater.create(request).await
+}
+
+#[tokio::test]
+async fn token_reviews_ask_the_servers_authenticators() {
+    let mut api = services();
+    let bearer = kapi_server::authn::BearerToken::new(vec![Arc::new(Tokens)]);
+    let authentication = Authentication::new(vec![Arc::new(bearer)], true);
+    api.0.insert(Arc::new(authentication));
+    let api_audience = crate::token::DEFAULT_ISSUER;
+    let answer = token_review(&api, "agnostic", Value::Null).await.unwrap();
+    assert_eq!(
+        answer["status"],
+        json!({"authenticated": true,
+            "user": {"username": "agnostic", "groups": ["system:authenticated"]},
+            "audiences": [api_audience]})
+    );
+    // An audience-agnostic token is good for the API audiences only.
+    let answer = token_review(&api, "agnostic", json!(["other"]))
         .await
         .unwrap();
     assert_eq!(
         answer["status"],
-        json!({
-            "authenticated": true,
-            "user": {
-                "username": "system:serviceaccount:ns:sa",
-                "uid": "u1",
-                "groups": ["system:serviceaccounts", "system:serviceaccounts:ns", "system:authenticated"],
-                "extra": {"authentication.kubernetes.io/credential-id": ["JTI=j"]},
-            },
-            "audiences": [crate::token::DEFAULT_ISSUER],
-        })
+        json!({"user": {}, "error": "invalid bearer token"})
     );
-    let answer = TokenReviewCreater
-        .create(request(review("x.y.z")))
+    let answer = token_review(&api, "aware", json!(["api", "other"]))
         .await
         .unwrap();
+    assert_eq!(answer["status"]["audiences"], json!(["api"]));
+    let answer = token_review(&api, "aware", Value::Null).await.unwrap();
+    assert_eq!(
+        answer["status"]["error"],
+        "token audiences [\"api\"] is invalid for the target audiences"
+    );
+    let answer = token_review(&api, "x.y.z", Value::Null).await.unwrap();
     assert_eq!(
         answer["status"],
-        json!({"user": {}, "error": "[invalid bearer token, token is malformed]"})
+        json!({"user": {}, "error": "invalid bearer token"})
     );
-    let err = TokenReviewCreater
-        .create(request(review("")))
-        .await
-        .unwrap_err();
+    let err = token_review(&api, "", Value::Null).await.unwrap_err();
     assert_eq!(
         (err.code(), err.message()),
         (400, "token is required for TokenReview in authentication")

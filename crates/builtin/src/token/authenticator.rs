@@ -201,7 +201,9 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         &self,
         token: &str,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
-        let verified = match self.tokens.verify(token, &[], unix_now()) {
+        // A TokenReview names its audiences; a request's own token is for the API's.
+        let audiences = kapi_server::authn::reviewed_audiences().unwrap_or_default();
+        let verified = match self.tokens.verify(token, &audiences, unix_now()) {
             Ok(verified) => verified,
             Err(TokenError::Issuer(issuer, _)) if issuer == super::LEGACY_ISSUER => {
                 return self.authenticate_legacy(token).await.map(Some);
@@ -214,6 +216,7 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         let verified = still_valid(&lookup, verified)
             .await
             .map_err(AuthenticationError)?;
+        kapi_server::authn::grant_audiences(verified.audiences);
         Ok(Some(verified.user))
     }
 }
@@ -221,7 +224,7 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
 /// Checks that the token's service account, and the pod or secret it is bound to, still
 /// exist with the uids the token names (and are not being deleted), as upstream's
 /// service-account token validator does. `lookup` finds a core collection by resource.
-pub(crate) async fn still_valid(
+async fn still_valid(
     lookup: &(dyn Fn(&str) -> Option<Served> + Send + Sync),
     verified: VerifiedToken,
 ) -> Result<VerifiedToken, String> {

@@ -71,6 +71,30 @@ async fn static_tokens_authenticate_and_bad_ones_get_401() {
     );
     let output = kubectl_as(&wrong, &["get", "--raw", "/healthz"]).await;
     assert!(!output.status.success(), "a bad token is never anonymous");
+    // A TokenReview asks the same authenticators: the token file's token is good for the API
+    // audiences, and only for them.
+    let review = |audiences: &str| {
+        format!(
+            r#"{{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview",
+            "spec":{{"token":"s3cret","audiences":{audiences}}}}}"#
+        )
+    };
+    let reviewed =
+        |answer: String| serde_json::from_str::<Value>(&answer).unwrap()["status"].clone();
+    let create = ["create", "-f", "-", "-o", "json"];
+    let status = reviewed(common::ok_stdin(&server, &create, &review("[]")).await);
+    assert_eq!(
+        status,
+        serde_json::json!({"authenticated": true,
+            "user": {"username": "alice", "uid": "1001",
+                "groups": ["devs", "ops", "system:authenticated"]},
+            "audiences": ["https://kubernetes.default.svc.cluster.local"]})
+    );
+    let status = reviewed(common::ok_stdin(&server, &create, &review(r#"["vault"]"#)).await);
+    assert_eq!(
+        status,
+        serde_json::json!({"user": {}, "error": "invalid bearer token"})
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -504,6 +528,19 @@ async fn secret_based_tokens_are_issued_and_honoured() {
     assert_eq!(
         whoami(&ci).await["username"],
         "system:serviceaccount:default:ci"
+    );
+    // TokenReviews accept it too, for the API audiences.
+    let review = serde_json::json!({"apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview", "spec": {"token": decode("token")}});
+    let create = ["create", "-f", "-", "-o", "json"];
+    let answer = common::ok_stdin(&server, &create, &review.to_string()).await;
+    let status = serde_json::from_str::<Value>(&answer).unwrap()["status"].clone();
+    assert_eq!(
+        (&status["authenticated"], &status["user"]["username"]),
+        (
+            &Value::Bool(true),
+            &Value::from("system:serviceaccount:default:ci")
+        )
     );
     // Its uses are annotated in the audit log, as a manually created Secret's token...
     let used = annotations_of_last("selfsubjectreviews");

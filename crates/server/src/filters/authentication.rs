@@ -1,5 +1,6 @@
 //! Authentication (upstream's `WithAuthentication`): stores the request's
-//! [`UserInfo`](crate::authn::UserInfo) as an extension, or answers 401 `Unauthorized`.
+//! [`UserInfo`](crate::authn::UserInfo) as an extension (with the server's
+//! [`Authentication`], for TokenReviews), or answers 401 `Unauthorized`.
 //!
 //! As upstream, once a request is authenticated its credentials and identity headers are
 //! removed so no handler can reuse them, and unauthenticated HTTP/2 requests close their
@@ -25,7 +26,7 @@ use crate::serving::ConnectionInfo;
 /// Adds [`Authenticate`].
 #[derive(Clone)]
 pub struct AuthenticationLayer {
-    authentication: Authentication,
+    authentication: Arc<Authentication>,
     auditor: Option<Arc<Auditor>>,
 }
 
@@ -33,7 +34,7 @@ impl AuthenticationLayer {
     /// Authenticates with `authentication`.
     pub fn new(authentication: Authentication, auditor: Option<Arc<Auditor>>) -> Self {
         AuthenticationLayer {
-            authentication,
+            authentication: Arc::new(authentication),
             auditor,
         }
     }
@@ -55,7 +56,7 @@ impl<S> Layer<S> for AuthenticationLayer {
 #[derive(Clone)]
 pub struct Authenticate<S> {
     inner: S,
-    authentication: Authentication,
+    authentication: Arc<Authentication>,
     auditor: Option<Arc<Auditor>>,
 }
 
@@ -98,6 +99,8 @@ where
             authentication.clear_credentials(&mut parts.headers);
             let anonymous = user.is_anonymous();
             parts.extensions.insert(user);
+            // TokenReview handlers authenticate their tokens with the same authenticators.
+            parts.extensions.insert(authentication);
             let warnings = std::mem::take(&mut notes.warnings);
             if !notes.annotations.is_empty() {
                 parts.extensions.insert(notes);
