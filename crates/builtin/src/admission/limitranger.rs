@@ -56,34 +56,44 @@ fn handled(attributes: &Attributes<'_>) -> Option<&'static str> {
     }
 }
 
-/// A pod's containers and init containers.
-fn containers_mut(pod: &mut Value) -> impl Iterator<Item = &mut Value> {
-    pod["spec"]
-        .as_object_mut()
-        .into_iter()
-        .flat_map(|spec| spec.iter_mut())
-        .filter(|(key, _)| *key == "containers" || *key == "initContainers")
-        .flat_map(|(_, list)| list.as_array_mut().into_iter().flatten())
-}
-
-/// Applies the Container defaults of `limits` to the pod; the annotation's text of what was set.
+/// Applies the Container defaults of `limits` to the pod's containers, then its init
+/// containers; the annotation's text of what was set, as upstream's
+/// mergeContainerResources words it (requests before limits, names sorted).
 fn apply_defaults(pod: &mut Value, limits: &[Value]) -> Vec<String> {
-    let mut set = Vec::new();
+    let mut defaults: BTreeMap<&str, BTreeMap<String, Value>> = BTreeMap::new();
     for limit in limits.iter().filter(|l| l["type"] == "Container") {
-        for container in containers_mut(pod) {
+        for (field, kind) in [("default", "limits"), ("defaultRequest", "requests")] {
+            let values = limit[field].as_object().into_iter().flatten();
+            let values = values.map(|(resource, value)| (resource.clone(), value.clone()));
+            defaults.entry(kind).or_default().extend(values);
+        }
+    }
+    let mut set = Vec::new();
+    for (list, label) in [
+        ("containers", "container"),
+        ("initContainers", "init container"),
+    ] {
+        let Some(containers) = pod["spec"][list].as_array_mut() else {
+            continue;
+        };
+        for container in containers {
             let name = container["name"].as_str().unwrap_or_default().to_string();
-            for (field, kind) in [("default", "limits"), ("defaultRequest", "requests")] {
-                let mut resources = Vec::new();
-                for (resource, value) in limit[field].as_object().into_iter().flatten() {
-                    if container["resources"][kind].get(resource).is_none() {
-                        container["resources"][kind][resource] = value.clone();
-                        resources.push(resource.clone());
+            let mut filled = BTreeMap::new();
+            for (kind, values) in &defaults {
+                for (resource, value) in values {
+                    if container["resources"][*kind].get(resource).is_none() {
+                        container["resources"][*kind][resource] = value.clone();
+                        filled
+                            .entry(*kind)
+                            .or_insert_with(Vec::new)
+                            .push(resource.as_str());
                     }
                 }
-                if !resources.is_empty() {
-                    let what = if kind == "limits" { "limit" } else { "request" };
+            }
+            for (kind, what) in [("requests", "request"), ("limits", "limit")] {
+                if let Some(resources) = filled.get(kind) {
                     set.push(format!(
-                        "{} {what} for container {name}",
+                        "{} {what} for {label} {name}",
                         resources.join(", ")
                     ));
                 }
@@ -316,8 +326,8 @@ mod tests {
         assert_eq!(
             set,
             [
-                "cpu, memory limit for container a",
                 "cpu request for container a",
+                "cpu, memory limit for container a",
                 "memory limit for container b"
             ]
         );

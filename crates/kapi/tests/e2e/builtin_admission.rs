@@ -140,7 +140,7 @@ async fn limit_ranges_default_and_bound_containers() {
             assert_eq!(resources["requests"]["cpu"], "200m");
             assert_eq!(
                 created["metadata"]["annotations"]["kubernetes.io/limit-ranger"],
-                "LimitRanger plugin set: cpu limit for container c; cpu request for container c"
+                "LimitRanger plugin set: cpu request for container c; cpu limit for container c"
             );
             break;
         }
