@@ -10,6 +10,7 @@ use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderMap, Request, Response};
+use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::path_unescape;
 use tower::{Layer, Service};
 
@@ -19,7 +20,7 @@ use crate::audit::AuditContext;
 use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::body::Body;
-use crate::responses::internal_error;
+use crate::responses::{api_error, internal_error};
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -103,9 +104,9 @@ enum Impersonation {
     Uid(String),
 }
 
-/// What the impersonation headers ask for, in upstream's order; an error when groups, uid
-/// or extras come without a user.
-fn requests(headers: &HeaderMap) -> Result<Vec<Impersonation>, String> {
+/// What the impersonation headers ask for, in upstream's order; 400 when groups, uid or
+/// extras come without a user (upstream's answer since 1.35).
+fn requests(headers: &HeaderMap) -> Result<Vec<Impersonation>, ApiError> {
     let text = |value: &http::HeaderValue| value.to_str().unwrap_or_default().to_string();
     let mut requests = Vec::new();
     let user = headers.get(USER).map(text).unwrap_or_default();
@@ -132,11 +133,33 @@ fn requests(headers: &HeaderMap) -> Result<Vec<Impersonation>, String> {
         requests.push(Impersonation::Uid(uid));
     }
     if user.is_empty() && !requests.is_empty() {
-        return Err(
-            "requested impersonation of groups, uid or extras without impersonating a user".into(),
-        );
+        let requested: Vec<String> = requests.iter().map(ToString::to_string).collect();
+        return Err(ApiError::bad_request(format!(
+            "requested [{}] without impersonating a user",
+            requested.join(" ")
+        )));
     }
     Ok(requests)
+}
+
+/// The object reference upstream builds for the request, as Go's `%v` prints it:
+/// `{Kind Namespace Name UID APIVersion ResourceVersion FieldPath}`.
+impl std::fmt::Display for Impersonation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const VERSION: &str = "authentication.k8s.io/v1";
+        let (kind, namespace, name, version, field) = match self {
+            Impersonation::User(name) => ("User", "", name.as_str(), "", ""),
+            Impersonation::ServiceAccount(namespace, name) => {
+                ("ServiceAccount", namespace.as_str(), name.as_str(), "", "")
+            }
+            Impersonation::Group(name) => ("Group", "", name.as_str(), "", ""),
+            Impersonation::Extra(key, value) => {
+                ("UserExtra", "", value.as_str(), VERSION, key.as_str())
+            }
+            Impersonation::Uid(uid) => ("UID", "", uid.as_str(), VERSION, ""),
+        };
+        write!(f, "{{{kind} {namespace} {name}  {version}  {field}}}")
+    }
 }
 
 /// `system:serviceaccount:<namespace>:<name>` split, if `user` is one.
@@ -153,7 +176,7 @@ async fn impersonated(
     parts: &Parts,
 ) -> Result<Option<UserInfo>, Response<Body>> {
     let uri = parts.uri.path_and_query().map_or("/", |pq| pq.as_str());
-    let requests = requests(&parts.headers).map_err(|err| internal_error(uri, &err))?;
+    let requests = requests(&parts.headers).map_err(|err| api_error(&err))?;
     if requests.is_empty() {
         return Ok(None);
     }
@@ -330,7 +353,7 @@ mod tests {
             .await,
             Err(403)
         );
-        assert_eq!(status(&[("Impersonate-Group", "ok-devs")]).await, Err(500));
+        assert_eq!(status(&[("Impersonate-Group", "ok-devs")]).await, Err(400));
         let anonymous = status(&[("Impersonate-User", "ok")])
             .await
             .unwrap()
@@ -351,6 +374,16 @@ mod tests {
         assert_eq!(
             status["message"],
             r#"users "mallory" is forbidden: User "admin" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        );
+        let err = requests(&parts(&[("Impersonate-Group", "g"), ("Impersonate-Uid", "u")]).headers)
+            .err()
+            .unwrap();
+        assert_eq!(
+            (err.code(), err.message()),
+            (
+                400,
+                "requested [{Group  g    } {UID  u  authentication.k8s.io/v1  }] without impersonating a user"
+            )
         );
     }
 }
