@@ -227,7 +227,7 @@ async fn call(
     let review = json!({"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": body});
     let bytes = hook
         .client
-        .post(
+        .post_with_deadline(
             serde_json::to_vec(&review).unwrap_or_default(),
             hook.timeout,
         )

@@ -81,6 +81,34 @@ impl WebhookClient {
     /// (`Post "url": ...`, `context deadline exceeded` after `timeout`).
     pub async fn post(&self, body: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String> {
         let url = self.url().await?;
+        self.post_to(url, body, timeout).await
+    }
+
+    /// POSTs `body` as [`post`](Self::post) does, telling the webhook its deadline in the
+    /// `timeout` query parameter, as client-go's requests with a timeout do (whole seconds,
+    /// rounded up: `?timeout=10s`).
+    pub async fn post_with_deadline(
+        &self,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
+        let url = self.url().await?;
+        let seconds =
+            Duration::from_secs(timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0));
+        let separator = if url.contains('?') { '&' } else { '?' };
+        let url = format!(
+            "{url}{separator}timeout={}",
+            crate::goduration::format(seconds)
+        );
+        self.post_to(url, body, timeout).await
+    }
+
+    async fn post_to(
+        &self,
+        url: String,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
         let tls = Tls {
             ca_bundle: &self.ca_bundle,
             credentials: &self.credentials,

@@ -13,12 +13,13 @@ use serde_json::{Value, json};
 
 /// The webhooks, by path.
 async fn answer(path: String, review: Value) -> Value {
+    let (path, query) = path.split_once('?').unwrap_or((&path, ""));
     let request = &review["request"];
     let object = &request["object"];
     let labels = object["metadata"]["labels"].clone();
     let mut response = json!({"uid": request["uid"], "allowed": true});
     let patch = |ops: Value| base64::engine::general_purpose::STANDARD.encode(ops.to_string());
-    match path.as_str() {
+    match path {
         "/mutate" => {
             let mut labels = labels.as_object().cloned().unwrap_or_default();
             labels.insert("mutated".into(), json!("yes"));
@@ -26,7 +27,7 @@ async fn answer(path: String, review: Value) -> Value {
             response["patch"] = json!(patch(
                 json!([{"op": "add", "path": "/metadata/labels", "value": labels}])
             ));
-            response["warnings"] = json!(["mutated by the test webhook"]);
+            response["warnings"] = json!([format!("mutated by the test webhook ({query})")]);
         }
         "/add-b" => {
             let mut labels = labels.as_object().cloned().unwrap_or_default();
@@ -160,7 +161,8 @@ async fn admission_webhooks_mutate_deny_and_fail_as_configured() {
     let created = server.kubectl(&["create", "configmap", "good"]).await;
     assert!(created.status.success(), "{}", common::stderr(&created));
     assert!(
-        common::stderr(&created).contains("mutated by the test webhook"),
+        // The webhook is told its deadline (10s by default), as client-go tells it.
+        common::stderr(&created).contains("mutated by the test webhook (timeout=10s)"),
         "the webhook's warning: {}",
         common::stderr(&created)
     );

@@ -302,7 +302,7 @@ fn webhook_tls() -> (String, rustls::ServerConfig) {
 }
 
 /// Serves a webhook over HTTPS on a free loopback port: every POST's JSON body goes to
-/// `handler` with the request path, and its answer is the response. Returns the address and
+/// `handler` with the request path (and query), and its answer is the response. Returns the address and
 /// the PEM of the CA to put in a `caBundle`.
 pub async fn serve_webhook<F, Fut>(handler: F) -> (SocketAddr, String)
 where
@@ -326,7 +326,8 @@ where
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
                     let handler = handler.clone();
                     async move {
-                        let path = request.uri().path().to_string();
+                        let path = request.uri().path_and_query().map(ToString::to_string);
+                        let path = path.unwrap_or_default();
                         let body = request.into_body().collect().await?.to_bytes();
                         let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                         let answer =
