@@ -10,6 +10,7 @@ use std::sync::Arc;
 use kapi_apimachinery::meta::now_rfc3339;
 use kapi_apimachinery::schema::GroupKind;
 use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::validation;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::authn::Authentication;
 use kapi_server::object;
@@ -188,19 +189,16 @@ impl AccessReviewCreater {
         }
     }
 
-    /// Upstream's validation of the review's spec.
-    fn validate(self, spec: &Value, namespace: &str) -> Result<(), ApiError> {
+    /// Upstream's validation of the review: its spec's attributes and subject, its
+    /// selectors, and metadata left empty (but for a LocalSubjectAccessReview's namespace,
+    /// which its resource attributes must name).
+    fn validate(self, review: &Value) -> Result<(), ApiError> {
+        let spec = &review["spec"];
         let path = Path::root("spec");
         let (resource, non_resource) =
             (&spec["resourceAttributes"], &spec["nonResourceAttributes"]);
         let mut errors = FieldErrors::new();
-        if self == AccessReviewCreater::Local && !non_resource.is_null() {
-            errors.push(FieldError::invalid(
-                &path.child("nonResourceAttributes"),
-                non_resource.clone(),
-                "disallowed on this kind of request",
-            ));
-        } else if !resource.is_null() && !non_resource.is_null() {
+        if !resource.is_null() && !non_resource.is_null() {
             errors.push(FieldError::invalid(
                 &path.child("nonResourceAttributes"),
                 non_resource.clone(),
@@ -225,20 +223,121 @@ impl AccessReviewCreater {
                 "at least one of user or group must be specified",
             ));
         }
-        if !errors.is_empty() {
-            let kind = GroupKind::new("authorization.k8s.io", self.kind());
-            return Err(ApiError::invalid(&kind, "", &errors));
+        errors.extend(selector_errors(resource));
+        let meta = &review["metadata"];
+        let namespace = object::namespace(review);
+        match self {
+            AccessReviewCreater::Local => {
+                if !empty_meta(meta, &["managedFields", "namespace"]) {
+                    errors.push(FieldError::invalid(
+                        &Path::root("metadata"),
+                        printed_meta(meta),
+                        "must be empty except for namespace",
+                    ));
+                }
+                if resource.is_object() && str_of(resource, "namespace") != namespace {
+                    errors.push(FieldError::invalid(
+                        &Path::root("spec.resourceAttributes.namespace"),
+                        str_of(resource, "namespace"),
+                        "must match metadata.namespace",
+                    ));
+                }
+                if !non_resource.is_null() {
+                    errors.push(FieldError::invalid(
+                        &Path::root("spec.nonResourceAttributes"),
+                        non_resource.clone(),
+                        "disallowed on this kind of request",
+                    ));
+                }
+            }
+            _ if !empty_meta(meta, &["managedFields"]) => errors.push(FieldError::invalid(
+                &Path::root("metadata"),
+                printed_meta(meta),
+                "must be empty",
+            )),
+            _ => {}
         }
-        if self == AccessReviewCreater::Local
-            && resource.is_object()
-            && str_of(resource, "namespace") != namespace
-        {
-            return Err(ApiError::bad_request(format!(
-                "spec.resourceAttributes.namespace must match namespace: {namespace}"
-            )));
+        if errors.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let kind = GroupKind::new("authorization.k8s.io", self.kind());
+        Err(ApiError::invalid(&kind, "", &errors))
     }
+}
+
+/// Whether metadata holds nothing but zero values outside `ignored` (upstream compares it
+/// with an empty ObjectMeta).
+fn empty_meta(meta: &Value, ignored: &[&str]) -> bool {
+    meta.as_object()
+        .into_iter()
+        .flatten()
+        .all(|(key, value)| ignored.contains(&key.as_str()) || zero(value))
+}
+
+/// Whether a value is Go's zero value of its field (which ObjectMeta's JSON leaves out).
+fn zero(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(text) => text.is_empty(),
+        Value::Number(number) => number.as_f64() == Some(0.0),
+        Value::Array(items) => items.is_empty(),
+        Value::Object(fields) => fields.is_empty(),
+        Value::Bool(flag) => !flag,
+    }
+}
+
+/// Metadata as upstream prints the ObjectMeta of an error: without its zero values.
+fn printed_meta(meta: &Value) -> Value {
+    let fields = meta.as_object().into_iter().flatten();
+    let set = fields.filter(|(_, value)| !zero(value));
+    Value::Object(
+        set.map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    )
+}
+
+/// The errors of a review's field and label selectors (upstream's
+/// validateResourceAttributes): a raw selector or requirements, not both, and each
+/// requirement well formed (operators this server does not know are let through).
+fn selector_errors(resource: &Value) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    for field in ["fieldSelector", "labelSelector"] {
+        let selector = &resource[field];
+        if !selector.is_object() {
+            continue;
+        }
+        let path = Path::root("spec.resourceAttributes").child(field);
+        let raw = str_of(selector, "rawSelector");
+        let requirements = selector["requirements"]
+            .as_array()
+            .map_or(&[][..], Vec::as_slice);
+        if !raw.is_empty() && !requirements.is_empty() {
+            errors.push(FieldError::invalid(
+                &path.child("rawSelector"),
+                raw,
+                "may not specified at the same time as requirements",
+            ));
+        }
+        if raw.is_empty() && requirements.is_empty() {
+            errors.push(FieldError::required(
+                &path.child("requirements"),
+                format!(
+                    "when {} is specified, requirements or rawSelector is required",
+                    path.as_str()
+                ),
+            ));
+        }
+        for (i, requirement) in requirements.iter().enumerate() {
+            let at = path.child("requirements").index(i);
+            errors.extend(match field {
+                "fieldSelector" => {
+                    validation::validate_field_selector_requirement(requirement, &at)
+                }
+                _ => validation::validate_label_selector_requirement(requirement, true, &at),
+            });
+        }
+    }
+    errors
 }
 
 /// The user a SubjectAccessReview's spec names.
@@ -327,17 +426,14 @@ async fn decide(authorizer: &dyn Authorizer, user: &UserInfo, spec: &Value) -> V
 #[async_trait::async_trait]
 impl Creater for AccessReviewCreater {
     async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
-        let mut review = request.object.clone();
-        let spec = review["spec"].clone();
-        self.validate(&spec, request.namespace)?;
+        let review = request.object.clone();
+        self.validate(&review)?;
+        let spec = &review["spec"];
         let user = match self {
             AccessReviewCreater::SelfSubject => request.user.clone(),
-            _ => spec_user(&spec),
+            _ => spec_user(spec),
         };
-        let status = decide(authorizer(&request)?.as_ref(), &user, &spec).await;
-        if *self == AccessReviewCreater::Local && object::namespace(&review).is_empty() {
-            object::set_meta(&mut review, "namespace", Value::from(request.namespace));
-        }
+        let status = decide(authorizer(&request)?.as_ref(), &user, spec).await;
         Ok(answered(review, status))
     }
 }
@@ -349,8 +445,13 @@ struct RulesReviewCreater;
 #[async_trait::async_trait]
 impl Creater for RulesReviewCreater {
     async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
-        let review = request.object.clone();
-        let namespace = str_of(&review["spec"], "namespace").to_string();
+        let namespace = str_of(&request.object["spec"], "namespace").to_string();
+        if namespace.is_empty() {
+            return Err(ApiError::bad_request("no namespace on request"));
+        }
+        // Upstream answers with a new review holding the status only.
+        let review = json!({"apiVersion": request.object["apiVersion"],
+            "kind": request.object["kind"], "metadata": {}, "spec": {}});
         let authorizer = authorizer(&request)?;
         let rules = authorizer.rules_for(request.user, &namespace).await;
         let resource_rules: Vec<Value> = rules

@@ -851,7 +851,7 @@ fn validate_update(
 
 /// Sets the object's namespace from the request's, rejecting a different one; clears it for
 /// cluster-scoped resources.
-fn check_namespace(
+pub(crate) fn check_namespace(
     definition: &ResourceDefinition,
     namespace: &str,
     object: &mut Value,

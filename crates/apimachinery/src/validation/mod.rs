@@ -362,13 +362,21 @@ pub fn validate_label_selector(selector: &Value, path: &Path) -> FieldErrors {
     );
     for (i, expression) in list_field(selector, "matchExpressions").iter().enumerate() {
         let path = path.child("matchExpressions").index(i);
-        errs.extend(validate_label_selector_requirement(expression, &path));
+        errs.extend(validate_label_selector_requirement(
+            expression, false, &path,
+        ));
     }
     errs
 }
 
-/// Checks one `matchExpressions` entry of a label selector.
-fn validate_label_selector_requirement(expression: &Value, path: &Path) -> FieldErrors {
+/// Checks one `matchExpressions` entry of a label selector (upstream's
+/// ValidateLabelSelectorRequirement); `allow_unknown_operator` as its option of that name
+/// (access reviews from newer clients may use operators this server does not know).
+pub fn validate_label_selector_requirement(
+    expression: &Value,
+    allow_unknown_operator: bool,
+    path: &Path,
+) -> FieldErrors {
     let mut errs = FieldErrors::new();
     let values = string_list(expression, "values");
     let values_path = path.child("values");
@@ -382,6 +390,7 @@ fn validate_label_selector_requirement(expression: &Value, path: &Path) -> Field
             "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
         )),
         "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+        _ if allow_unknown_operator => {}
         other => errs.push(FieldError::invalid(
             &path.child("operator"),
             other,
@@ -398,6 +407,32 @@ fn validate_label_selector_requirement(expression: &Value, path: &Path) -> Field
             value,
             is_valid_label_value(value),
         ));
+    }
+    errs
+}
+
+/// Checks one field selector requirement (upstream's ValidateFieldSelectorRequirement with
+/// unknown operators allowed, as access reviews validate them): a key, and values as the
+/// operator needs them.
+pub fn validate_field_selector_requirement(requirement: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if str_field(requirement, "key").is_empty() {
+        errs.push(FieldError::required(
+            &path.child("key"),
+            "must be specified",
+        ));
+    }
+    let values = string_list(requirement, "values");
+    match str_field(requirement, "operator") {
+        "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+            &path.child("values"),
+            "must be specified when `operator` is 'In' or 'NotIn'",
+        )),
+        "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+            &path.child("values"),
+            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        )),
+        _ => {}
     }
     errs
 }

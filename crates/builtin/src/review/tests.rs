@@ -101,7 +101,8 @@ async fn access_reviews_ask_the_servers_authorizer() {
         (
             AccessReviewCreater::Local,
             alice(),
-            json!({"spec": {"groups": ["system:unauthenticated"], "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "ns"}}}),
+            json!({"metadata": {"namespace": "ns"},
+                "spec": {"groups": ["system:unauthenticated"], "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": "ns"}}}),
             json!({"allowed": false}),
         ),
     ];
@@ -138,20 +139,43 @@ async fn access_reviews_are_validated_as_upstream() {
         (
             AccessReviewCreater::Local,
             both,
-            r#"LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.nonResourceAttributes: Invalid value: {}: disallowed on this kind of request"#,
+            r#"LocalSubjectAccessReview.authorization.k8s.io "" is invalid: [spec.nonResourceAttributes: Invalid value: {}: cannot be specified in combination with resourceAttributes, spec.resourceAttributes.namespace: Invalid value: "": must match metadata.namespace, spec.nonResourceAttributes: Invalid value: {}: disallowed on this kind of request]"#,
         ),
         (
             AccessReviewCreater::Local,
             json!({"user": "u", "resourceAttributes": {"namespace": "other"}}),
-            "spec.resourceAttributes.namespace must match namespace: ns",
+            r#"LocalSubjectAccessReview.authorization.k8s.io "" is invalid: spec.resourceAttributes.namespace: Invalid value: "other": must match metadata.namespace"#,
+        ),
+        (
+            AccessReviewCreater::Subject,
+            json!({"user": "u", "resourceAttributes": {
+                "fieldSelector": {"rawSelector": "a=b", "requirements": [{"key": "a", "operator": "In"}]},
+                "labelSelector": {}}}),
+            "SubjectAccessReview.authorization.k8s.io \"\" is invalid: [\
+             spec.resourceAttributes.fieldSelector.rawSelector: Invalid value: \"a=b\": may not specified at the same time as requirements, \
+             spec.resourceAttributes.fieldSelector.requirements[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn', \
+             spec.resourceAttributes.labelSelector.requirements: Required value: when spec.resourceAttributes.labelSelector is specified, requirements or rawSelector is required]",
         ),
     ];
     for (creater, spec, message) in cases {
-        let err = create(&creater, &alice(), "ns", json!({ "spec": spec }))
-            .await
-            .unwrap_err();
+        let mut review = json!({ "spec": spec });
+        if creater == AccessReviewCreater::Local {
+            // The create handler gives the review the request's namespace.
+            review["metadata"] = json!({"namespace": "ns"});
+        }
+        let err = create(&creater, &alice(), "ns", review).await.unwrap_err();
         assert_eq!(err.message(), message);
     }
+    // Only a LocalSubjectAccessReview's namespace may be set in its metadata.
+    let named = json!({"metadata": {"name": "x", "creationTimestamp": null},
+        "spec": {"user": "u", "nonResourceAttributes": {"path": "/", "verb": "get"}}});
+    let err = create(&AccessReviewCreater::Subject, &alice(), "", named)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        r#"SubjectAccessReview.authorization.k8s.io "" is invalid: metadata: Invalid value: {"name":"x"}: must be empty"#
+    );
 }
 
 #[tokio::test]

@@ -643,6 +643,9 @@ async fn create(
         call.info.name.clone()
     };
     let mut object = object;
+    if call.info.subresource.is_empty() {
+        crate::registry::check_namespace(&call.served.definition, call.namespace, &mut object)?;
+    }
     let admission = call.admission(&name, dry_run);
     admission
         .mutate(Operation::Create, &mut object, None)
