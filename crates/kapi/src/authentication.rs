@@ -31,6 +31,7 @@ pub fn bearer_tokens(
         api.served("", "v1", plural)
             .with_context(|| format!("the built-in resources have no {plural}"))
     };
+    let tokens_issuer = tokens.issuer().to_string();
     authenticators.push(Arc::new(ServiceAccountAuthenticator::new(
         tokens,
         served("serviceaccounts")?,
@@ -38,7 +39,9 @@ pub fn bearer_tokens(
         served("secrets")?,
     )));
     if let Some(path) = options.authentication_config.as_deref() {
-        for jwt in oidc::read_config(path)? {
+        // A JWT issuer may not be the service-account issuer, whose tokens are checked above.
+        let service_account_issuers = [tokens_issuer];
+        for jwt in oidc::read_config(path, &service_account_issuers)? {
             authenticators.push(Arc::new(jwt));
         }
     }

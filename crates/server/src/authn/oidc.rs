@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use kapi_apimachinery::validation::field::{self, FieldError, FieldErrors};
 use parking_lot::Mutex;
 use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
@@ -101,8 +102,12 @@ pub struct JwtAuthenticator {
     keys: Mutex<Vec<Value>>,
 }
 
-/// Reads the `jwt` authenticators of an AuthenticationConfiguration file (YAML or JSON).
-pub fn read_config(path: &Path) -> Result<Vec<JwtAuthenticator>, ConfigError> {
+/// Reads the `jwt` authenticators of an AuthenticationConfiguration file (YAML or JSON);
+/// no issuer may be one of `disallowed_issuers` (the service-account issuers).
+pub fn read_config(
+    path: &Path,
+    disallowed_issuers: &[String],
+) -> Result<Vec<JwtAuthenticator>, ConfigError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path)
         .map_err(|err| ConfigError::Read(name.clone(), err.to_string()))?;
@@ -111,6 +116,10 @@ pub fn read_config(path: &Path) -> Result<Vec<JwtAuthenticator>, ConfigError> {
     let invalid = |message: String| ConfigError::Invalid(name.clone(), message);
     if config["kind"] != "AuthenticationConfiguration" {
         return Err(invalid("kind must be AuthenticationConfiguration".into()));
+    }
+    let errors = validate_issuers(&config, disallowed_issuers);
+    if let Some(message) = errors.aggregate_message() {
+        return Err(invalid(message));
     }
     config["jwt"]
         .as_array()
@@ -123,6 +132,77 @@ pub fn read_config(path: &Path) -> Result<Vec<JwtAuthenticator>, ConfigError> {
         .collect()
 }
 
+/// The errors of the JWT authenticators' issuers, as upstream's validation words them: a
+/// URL, distinct across authenticators, not a disallowed issuer, https, without user
+/// information, query or fragment; a discovery URL other than the issuer's, of the same
+/// form; at least one audience.
+fn validate_issuers(config: &Value, disallowed_issuers: &[String]) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let mut seen: Vec<&str> = Vec::new();
+    let jwts = config["jwt"].as_array().into_iter().flatten();
+    for (i, jwt) in jwts.enumerate() {
+        let path = field::Path::root("jwt").index(i).child("issuer");
+        let issuer = &jwt["issuer"];
+        let url = issuer["url"].as_str().unwrap_or_default();
+        let url_path = path.child("url");
+        if url.is_empty() {
+            errors.push(FieldError::required(&url_path, ""));
+        } else {
+            if seen.contains(&url) {
+                errors.push(FieldError::duplicate(&url_path, url));
+            }
+            seen.push(url);
+            if disallowed_issuers.iter().any(|d| d == url) {
+                let mut disallowed = disallowed_issuers.to_vec();
+                disallowed.sort();
+                let detail = format!(
+                    "URL must not overlap with disallowed issuers: [{}]",
+                    disallowed.join(" ")
+                );
+                errors.push(FieldError::invalid(&url_path, url, detail));
+            }
+            errors.extend(url_errors(url, &url_path));
+        }
+        if let Some(discovery) = issuer["discoveryURL"].as_str().filter(|d| !d.is_empty()) {
+            let discovery_path = path.child("discoveryURL");
+            if !url.is_empty() && url.trim_end_matches('/') == discovery.trim_end_matches('/') {
+                let detail = "discoveryURL must be different from URL";
+                errors.push(FieldError::invalid(&discovery_path, discovery, detail));
+            }
+            errors.extend(url_errors(discovery, &discovery_path));
+        }
+        if issuer["audiences"].as_array().is_none_or(Vec::is_empty) {
+            let audiences = path.child("audiences");
+            let detail = format!("at least one {} is required", audiences.as_str());
+            errors.push(FieldError::required(&audiences, detail));
+        }
+    }
+    errors
+}
+
+/// What upstream refuses in an issuer or discovery URL.
+fn url_errors(url: &str, path: &field::Path) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let (rest, fragment) = rest.split_once('#').unwrap_or((rest, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let authority = rest.split('/').next().unwrap_or_default();
+    let mut refuse = |detail: &str| errors.push(FieldError::invalid(path, url, detail));
+    if scheme != "https" {
+        refuse("URL scheme must be https");
+    }
+    if authority.contains('@') {
+        refuse("URL must not contain a username or password");
+    }
+    if !query.is_empty() {
+        refuse("URL must not contain a query");
+    }
+    if !fragment.is_empty() {
+        refuse("URL must not contain a fragment");
+    }
+    errors
+}
+
 fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
@@ -131,18 +211,12 @@ impl JwtAuthenticator {
     fn from_config(jwt: &Value) -> Result<JwtAuthenticator, String> {
         let issuer = &jwt["issuer"];
         let url = text(&issuer["url"]);
-        if !url.starts_with("https://") {
-            return Err("issuer.url must be an https URL".into());
-        }
         let audiences: Vec<String> = issuer["audiences"]
             .as_array()
             .into_iter()
             .flatten()
             .map(text)
             .collect();
-        if audiences.is_empty() {
-            return Err("issuer.audiences is required".into());
-        }
         let mut claim_rules = Vec::new();
         for (i, rule) in jwt["claimValidationRules"]
             .as_array()
@@ -461,6 +535,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn issuers_are_validated_as_upstream() {
+        let sa = "https://kubernetes.default.svc.cluster.local".to_string();
+        let config = json!({"jwt": [
+            {"issuer": {"url": sa, "audiences": ["a"]}},
+            {"issuer": {"url": "http://u:p@example.com?x=1#f", "discoveryURL": "http://example.com/"}},
+            {"issuer": {"url": "https://ok.example.com", "audiences": ["a"]}},
+            {"issuer": {"url": "https://ok.example.com", "audiences": ["b"]}},
+        ]});
+        let errors = validate_issuers(&config, std::slice::from_ref(&sa));
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            messages,
+            [
+                format!(
+                    "jwt[0].issuer.url: Invalid value: \"{sa}\": URL must not overlap with disallowed issuers: [{sa}]"
+                ),
+                r#"jwt[1].issuer.url: Invalid value: "http://u:p@example.com?x=1#f": URL scheme must be https"#.to_string(),
+                r#"jwt[1].issuer.url: Invalid value: "http://u:p@example.com?x=1#f": URL must not contain a username or password"#.to_string(),
+                r#"jwt[1].issuer.url: Invalid value: "http://u:p@example.com?x=1#f": URL must not contain a query"#.to_string(),
+                r#"jwt[1].issuer.url: Invalid value: "http://u:p@example.com?x=1#f": URL must not contain a fragment"#.to_string(),
+                r#"jwt[1].issuer.discoveryURL: Invalid value: "http://example.com/": URL scheme must be https"#.to_string(),
+                "jwt[1].issuer.audiences: Required value: at least one jwt[1].issuer.audiences is required".to_string(),
+                r#"jwt[3].issuer.url: Duplicate value: "https://ok.example.com""#.to_string(),
+            ]
+        );
+    }
+
     fn authenticator() -> JwtAuthenticator {
         JwtAuthenticator::from_config(&json!({
             "issuer": {"url": "https://issuer.example", "audiences": ["kapi"]},
@@ -530,8 +632,5 @@ mod tests {
         let broken = json!({"issuer": {"url": "https://i", "audiences": ["a"]},
             "claimMappings": {"username": {"expression": "claims.sub +"}}});
         assert!(JwtAuthenticator::from_config(&broken).is_err());
-        let plain_http = json!({"issuer": {"url": "http://i", "audiences": ["a"]},
-            "claimMappings": {"username": {"claim": "sub", "prefix": ""}}});
-        assert!(JwtAuthenticator::from_config(&plain_http).is_err());
     }
 }
