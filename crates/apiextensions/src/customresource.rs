@@ -233,7 +233,7 @@ impl ServedVersion<'_> {
             storage: self.storage.clone(),
             converter,
             deprecation: deprecation(&names.group, version, names.kind, self.version),
-            strategic_merge_patch: false,
+            custom_resource: true,
         }
     }
 }

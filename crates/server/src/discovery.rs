@@ -553,7 +553,7 @@ fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
             group: String::new(),
             version: String::new(),
             kind: def.kind.to_string(),
-            verbs: strings(&def.verbs.names()),
+            verbs: discovery_verbs(def),
             short_names: strings(def.short_names),
             categories: strings(def.categories),
             // Resources computed per request (no key prefix) have no storage version.
@@ -564,7 +564,7 @@ fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
             },
         },
     )];
-    for sub in &def.subresources {
+    for sub in discovery_subresources(def) {
         let name = format!("{}/{}", def.plural, sub.name);
         let kind = listed_subresource_kind(def, sub);
         out.push((
@@ -587,8 +587,9 @@ fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
 }
 
 /// `/api/v1` (group `""`) or `/apis/<group>/<version>`; `None` when that group version is not
-/// served. Resources and subresources are sorted by their path (`namespaces`,
-/// `namespaces/finalize`, `namespaces/status`, `nodes`, ...), as upstream registers them.
+/// served. Resources are sorted by name, each followed by its subresources (`namespaces`,
+/// `namespaces/finalize`, `namespaces/status`, `nodes`, ...; a custom resource's status
+/// before its scale), as upstream registers them.
 pub fn api_resource_list_document(
     defs: &[Arc<ResourceDefinition>],
     group: &str,
@@ -600,7 +601,8 @@ pub fn api_resource_list_document(
         .iter()
         .flat_map(|def| api_resources(def))
         .collect();
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    // By resource; each resource's subresources stay in discovery's order.
+    entries.sort_by(|a, b| a.0.split('/').next().cmp(&b.0.split('/').next()));
     Some(ApiResourceList {
         kind: "APIResourceList".into(),
         api_version: if group.is_empty() {
@@ -724,14 +726,61 @@ pub struct ApiGroupDiscoveryList {
     pub items: Vec<ApiGroupDiscovery>,
 }
 
+/// The verbs discovery lists for a resource: in name order for built-in resources, in the
+/// CRD handler's order for custom resources.
+fn discovery_verbs(def: &ResourceDefinition) -> Vec<String> {
+    if !def.custom_resource {
+        return strings(&def.verbs.names());
+    }
+    const CUSTOM_RESOURCE_ORDER: [&str; 8] = [
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
+    let names = def.verbs.names();
+    let listed = CUSTOM_RESOURCE_ORDER
+        .iter()
+        .filter(|verb| names.contains(verb));
+    listed.map(|verb| verb.to_string()).collect()
+}
+
+/// A resource's subresources in discovery's order: by name for built-in resources, status
+/// then scale for custom resources (as the CRD discovery controller adds them).
+fn discovery_subresources(def: &ResourceDefinition) -> Vec<&Subresource> {
+    let mut subresources: Vec<&Subresource> = def.subresources.iter().collect();
+    match def.custom_resource {
+        true => subresources.sort_by_key(|sub| sub.name != "status"),
+        false => subresources.sort_by(|a, b| a.name.cmp(b.name)),
+    }
+    subresources
+}
+
+/// The response kind aggregated discovery names: built-in resources leave the group and
+/// version of their own group version out; the CRD discovery controller names them.
+fn aggregated_response_kind(def: &ResourceDefinition, kind: ResponseKind) -> ResponseKind {
+    match def.custom_resource && kind.group.is_empty() && kind.version.is_empty() {
+        true => ResponseKind {
+            group: def.group_version.group.clone(),
+            version: def.group_version.version.clone(),
+            kind: kind.kind,
+        },
+        false => kind,
+    }
+}
+
 fn resource_discovery(def: &ResourceDefinition) -> ApiResourceDiscovery {
-    let kind = ResponseKind {
+    let own = ResponseKind {
         group: String::new(),
         version: String::new(),
         kind: def.kind.to_string(),
     };
-    let mut subresources: Vec<&crate::resource::Subresource> = def.subresources.iter().collect();
-    subresources.sort_by(|a, b| a.name.cmp(b.name));
+    let kind = aggregated_response_kind(def, own);
+    let subresources = discovery_subresources(def);
     ApiResourceDiscovery {
         resource: def.plural.to_string(),
         response_kind: kind.clone(),
@@ -742,14 +791,14 @@ fn resource_discovery(def: &ResourceDefinition) -> ApiResourceDiscovery {
         }
         .to_string(),
         singular_resource: def.singular.to_string(),
-        verbs: strings(&def.verbs.names()),
+        verbs: discovery_verbs(def),
         short_names: strings(def.short_names),
         categories: strings(def.categories),
         subresources: subresources
             .into_iter()
             .map(|sub| ApiSubresourceDiscovery {
                 subresource: sub.name.to_string(),
-                response_kind: listed_subresource_kind(def, sub),
+                response_kind: aggregated_response_kind(def, listed_subresource_kind(def, sub)),
                 verbs: strings(&sub.verbs.names()),
             })
             .collect(),
@@ -942,7 +991,7 @@ pub(crate) mod tests {
             storage,
             converter: None,
             deprecation: None,
-            strategic_merge_patch: true,
+            custom_resource: false,
         })
     }
 

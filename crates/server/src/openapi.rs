@@ -424,7 +424,7 @@ fn resource_routes(def: &ResourceDefinition) -> Vec<Route> {
         action: Some(action),
         gvk: gvk.clone(),
         consumes: match method {
-            "PATCH" if def.strategic_merge_patch => PATCH_TYPES,
+            "PATCH" if !def.custom_resource => PATCH_TYPES,
             "PATCH" => CUSTOM_PATCH_TYPES,
             _ => ANY_TYPE,
         },

@@ -395,10 +395,11 @@ pub struct ResourceDefinition {
     /// The `Warning` every request to this version gets when it is deprecated (a CRD
     /// version's `deprecationWarning`, or upstream's default wording).
     pub deprecation: Option<String>,
-    /// Whether strategic merge patches are accepted (built-in kinds, whose schemas carry
-    /// patch strategies); custom resources answer 415 to them, and their OpenAPI does not
-    /// list them.
-    pub strategic_merge_patch: bool,
+    /// Whether this is a custom resource, served as the apiextensions server serves them:
+    /// strategic merge patches answer 415 (only built-in kinds' schemas carry patch
+    /// strategies) and the OpenAPI does not list them, and discovery names the response
+    /// kinds' group and version and lists the verbs in the CRD handler's order.
+    pub custom_resource: bool,
 }
 
 impl ResourceDefinition {

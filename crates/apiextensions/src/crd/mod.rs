@@ -70,7 +70,7 @@ pub fn definition() -> ResourceDefinition {
         }),
         converter: None,
         deprecation: None,
-        strategic_merge_patch: true,
+        custom_resource: false,
     }
 }
 

@@ -226,7 +226,7 @@ fn build(
         storage: storage(entry, shared),
         converter,
         deprecation: None,
-        strategic_merge_patch: true,
+        custom_resource: false,
     })
 }
 

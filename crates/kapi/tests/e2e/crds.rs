@@ -626,10 +626,10 @@ spec: {secretName: x, issuerRef: {name: y}, privateKey: {algorithm: DSA}}
         errors.contains(r#"spec.privateKey.algorithm: Unsupported value: "DSA": supported values: "RSA", "ECDSA", "Ed25519""#),
         "{errors}"
     );
+    // The Certificate's schema errors block its CEL rules, as upstream.
     assert!(
-        errors.contains(
-            r#"spec: Invalid value: "object": at least one of commonName or dnsNames must be set"#
-        ),
+        errors.contains("some validation rules were not checked because the object was invalid")
+            && !errors.contains("at least one of commonName or dnsNames must be set"),
         "{errors}"
     );
     server.stop().await;

@@ -294,3 +294,70 @@ async fn kubectl_api_resources_is_upstreams() {
     );
     assert_eq!(got, want, "same rows, different order or spacing");
 }
+
+/// Custom resources are discovered as the CRD discovery controller describes them: their
+/// response kinds' group and version named in aggregated discovery (the scale subresource's
+/// autoscaling/v1 Scale, after the status), and the verbs in the CRD handler's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_are_discovered_as_upstreams_crd_controller_describes_them() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let crd = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas"}},
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], crd).await;
+    server
+        .kubectl_ok(&[
+            "wait",
+            "--for=condition=established",
+            "crd/widgets.example.com",
+        ])
+        .await;
+    let client = client(&server).await;
+    let verbs = serde_json::json!([
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch"
+    ]);
+    let aggregated = get(&client, "/apis", AGGREGATED).await;
+    let group = aggregated["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "example.com")
+        .unwrap_or_else(|| panic!("no example.com in {aggregated}"));
+    let widgets = &group["versions"][0]["resources"][0];
+    assert_eq!(
+        widgets["responseKind"],
+        serde_json::json!({"group": "example.com", "version": "v1", "kind": "Widget"})
+    );
+    assert_eq!(widgets["verbs"], verbs);
+    assert_eq!(
+        widgets["subresources"],
+        serde_json::json!([
+            {"subresource": "status", "verbs": ["get", "patch", "update"],
+                "responseKind": {"group": "example.com", "version": "v1", "kind": "Widget"}},
+            {"subresource": "scale", "verbs": ["get", "patch", "update"],
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}},
+        ])
+    );
+    let legacy = get(&client, "/apis/example.com/v1", "application/json").await;
+    let names: Vec<&Value> = legacy["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["name"])
+        .collect();
+    assert_eq!(names, ["widgets", "widgets/status", "widgets/scale"]);
+    assert_eq!(legacy["resources"][0]["verbs"], verbs);
+}

@@ -668,7 +668,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         // The patch route consumes only the patch types: the router's own 415.
         router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
     })?;
-    if patch_type == PatchType::StrategicMerge && !context.definition().strategic_merge_patch {
+    if patch_type == PatchType::StrategicMerge && context.definition().custom_resource {
         return Err(strategic_merge_unsupported());
     }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;

@@ -505,7 +505,7 @@ async fn scale_patch(
     let options = params::write_options(&call.query, "PatchOptions", params::WriteKind::Patch)?;
     let patch_type = PatchType::from_content_type(call.content_type.as_deref().unwrap_or_default())
         .ok_or_else(|| router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type"))?;
-    if patch_type == PatchType::StrategicMerge && !call.served.definition.strategic_merge_patch {
+    if patch_type == PatchType::StrategicMerge && call.served.definition.custom_resource {
         return Err(super::handlers::strategic_merge_unsupported());
     }
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;

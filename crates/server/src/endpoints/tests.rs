@@ -45,7 +45,7 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
         }),
         converter: None,
         deprecation: None,
-        strategic_merge_patch: true,
+        custom_resource: false,
     }
 }
 
