@@ -862,6 +862,78 @@ async fn unknown_paths() {
     checks.finish();
 }
 
+/// Custom resource paths the CRD handler does not serve: an unknown resource of a custom
+/// group, or a namespaced resource's object at cluster scope, are passed on to the final
+/// plain 404 (apiextensions customresource_handler.go ServeHTTP: r.delegate.ServeHTTP);
+/// an unknown subresource is the object's NotFound; a PATCH of another type names the
+/// patch types custom resources accept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resource_paths_the_crd_handler_does_not_serve() {
+    let kapi = embedded().await;
+    let mut checks = Checks::default();
+    let admin = kapi.admin();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    admin
+        .create(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin.get(widgets).await.status != 200 {
+        assert!(Instant::now() < deadline, "the CRD was never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}});
+    admin.create(widgets, widget).await;
+    for path in [
+        "/apis/example.com/v1/namespaces/default/nothings",
+        "/apis/example.com/v1/widgets/w1",
+    ] {
+        let reply = admin.get(path).await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (404, "404 page not found\n"),
+            "{path}"
+        );
+    }
+    assert_eq!(admin.get("/apis/example.com/v1/widgets").await.status, 200);
+    let reply = admin.get(&format!("{widgets}/w1/nosuchsubresource")).await;
+    checks.status(
+        &reply,
+        &failure(
+            404,
+            "NotFound",
+            r#"widgets.example.com "w1" not found"#,
+            Some(json!({"name": "w1", "group": "example.com", "kind": "widgets"})),
+        ),
+    );
+    let text = [("content-type", "text/plain")];
+    let reply = admin
+        .send(Method::PATCH, &format!("{widgets}/w1"), &text, "{}")
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+            None,
+        ),
+    );
+    kapi.stop().await;
+    checks.finish();
+}
+
 /// 400 BadRequest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests() {

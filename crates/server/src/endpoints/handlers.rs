@@ -124,19 +124,27 @@ where
         info.api_version.clone(),
         info.resource.clone(),
     );
-    let served = apis.served(&key).ok_or_else(not_found)?;
+    let Some(served) = apis.served(&key) else {
+        return unknown_resource(apis, info);
+    };
     let definition = served.definition.clone();
     let deprecation = definition.deprecation.iter().cloned();
     let subresource = match info.subresource.as_str() {
         "" => None,
-        name => Some(
-            definition
-                .subresource(name)
-                .cloned()
-                .ok_or_else(not_found)?,
-        ),
+        name => Some(definition.subresource(name).cloned().ok_or_else(|| {
+            // The CRD handler names the object; the router knows no such route.
+            match definition.custom_resource {
+                true => ApiError::not_found(&definition.group_resource(), &info.name),
+                false => not_found(),
+            }
+        })?),
     };
-    let namespace = scoped_namespace(&definition, info)?;
+    let namespace = match scoped_namespace(&definition, info) {
+        Ok(namespace) => namespace,
+        // The CRD handler passes a request of the wrong scope on, to the final 404.
+        Err(_) if definition.custom_resource => return Ok(crate::responses::not_found()),
+        Err(err) => return Err(err),
+    };
     let verbs = subresource
         .as_ref()
         .map_or(definition.verbs, |sub| sub.verbs);
@@ -256,6 +264,22 @@ fn method_not_allowed() -> ApiError {
 
 /// The namespace a request acts in: the path's for namespaced resources; none for cluster-
 /// scoped ones, whose paths cannot name one (except namespaces themselves).
+/// The 404 of a resource a served group version does not have: the router's Status for a
+/// built-in group version; upstream's final plain 404 in a custom resources' group version,
+/// whose CRD handler passes requests for unknown resources on.
+fn unknown_resource(apis: &Apis, info: &RequestInfo) -> Result<Response<Body>, ApiError> {
+    let resources = apis.resources();
+    let custom = resources.definitions.iter().any(|d| {
+        d.custom_resource
+            && d.group_version.group == info.api_group
+            && d.group_version.version == info.api_version
+    });
+    match custom {
+        true => Ok(crate::responses::not_found()),
+        false => Err(not_found()),
+    }
+}
+
 fn scoped_namespace(
     definition: &ResourceDefinition,
     info: &RequestInfo,
@@ -664,13 +688,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     let schema = context.kind_schema();
     let field_manager = context.field_manager(schema.as_ref());
     let manager = context.manager(&options);
-    let patch_type = PatchType::from_content_type(content_type).ok_or_else(|| {
-        // The patch route consumes only the patch types: the router's own 415.
-        router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type")
-    })?;
-    if patch_type == PatchType::StrategicMerge && context.definition().custom_resource {
-        return Err(strategic_merge_unsupported());
-    }
+    let patch_type = patch_type(context.definition(), content_type)?;
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let definition = context.definition();
     let name = context.info.name.clone();
@@ -704,12 +722,32 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
 
 /// The 415 of a strategic merge patch of a resource without patch strategies (custom
 /// resources), as upstream's CRD handler answers it.
-pub(super) fn strategic_merge_unsupported() -> ApiError {
-    ApiError::unsupported_media_type([
-        "application/json-patch+json",
-        "application/merge-patch+json",
-        "application/apply-patch+yaml",
-    ])
+/// The patch type of a PATCH's content type, or the 415 refusing it: built-in resources'
+/// patch routes consume only the patch types (the router's own 415); the CRD handler names
+/// the types custom resources accept (no strategic merge patch: no patch strategies).
+pub(super) fn patch_type(
+    definition: &ResourceDefinition,
+    content_type: &str,
+) -> Result<PatchType, ApiError> {
+    let custom_resource_types = || {
+        ApiError::unsupported_media_type([
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ])
+    };
+    match PatchType::from_content_type(content_type) {
+        Some(PatchType::StrategicMerge) if definition.custom_resource => {
+            Err(custom_resource_types())
+        }
+        Some(patch_type) => Ok(patch_type),
+        None if definition.custom_resource => Err(custom_resource_types()),
+        None => Err(router_error(
+            415,
+            "UnsupportedMediaType",
+            "415: Unsupported Media Type",
+        )),
+    }
 }
 
 /// The media type of server-side apply patches.

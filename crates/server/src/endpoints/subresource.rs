@@ -14,7 +14,6 @@ use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::schema::{GroupKind, GroupResource};
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_patch::PatchType;
 use serde_json::{Map, Value, json};
 
 use super::handlers::{answer, content_type, patch_error, read_body};
@@ -503,11 +502,8 @@ async fn scale_patch(
 ) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&call.query, "PatchOptions")?;
     let options = params::write_options(&call.query, "PatchOptions", params::WriteKind::Patch)?;
-    let patch_type = PatchType::from_content_type(call.content_type.as_deref().unwrap_or_default())
-        .ok_or_else(|| router_error(415, "UnsupportedMediaType", "415: Unsupported Media Type"))?;
-    if patch_type == PatchType::StrategicMerge && call.served.definition.custom_resource {
-        return Err(super::handlers::strategic_merge_unsupported());
-    }
+    let content_type = call.content_type.as_deref().unwrap_or_default();
+    let patch_type = super::handlers::patch_type(&call.served.definition, content_type)?;
     kapi_patch::validate_body(&body).map_err(|err| patch_error(&err))?;
     let write = (dry_run, options.field_manager.as_str());
     write_scale(call, paths, write, |current| {
