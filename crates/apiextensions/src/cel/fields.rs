@@ -1,7 +1,9 @@
-//! The undeclared-field check (kapi-server's `cel_fields`) over a CRD's rules: a rule may
-//! only select fields its schema declares (`undefined field 'foo'`), and of a resource's
-//! `metadata` only `name` and `generateName`. cel-rust does not type-check, so without this
-//! a rule with a misspelt field would install and then fail on every write.
+//! The compile-time checks of a CRD's rules that cel-rust lacks: the undeclared-field check
+//! (kapi-server's `cel_fields`) of rules and messageExpressions (only fields the schema
+//! declares, `undefined field 'foo'`, and of a resource's `metadata` only `name` and
+//! `generateName`), and `optionalOldSelf` only on rules that use `oldSelf`. cel-rust does not
+//! type-check, so without these a rule with a misspelt field would install and then fail on
+//! every write.
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::cel_fields::{Declarations, Step, undefined_field, undefined_field_message};
@@ -9,11 +11,51 @@ use serde_json::Value;
 
 use super::cost::{Decl, escape};
 
-/// The rules of `schema` (an `openAPIV3Schema` at `path`) that select undeclared fields, as
-/// upstream's compilation errors.
+/// What cel-go's compilation would refuse in the rules of `schema` (an `openAPIV3Schema` at
+/// `path`), as upstream's errors.
 pub(crate) fn check(schema: &Value, path: &Path) -> FieldErrors {
     let mut errors = FieldErrors::new();
     node(schema, &Decl::of(schema, true), path, &mut errors);
+    errors
+}
+
+/// What cel-go's compilation would refuse in one rule (at `at`) that cel-rust lets through:
+/// selects of undeclared fields in its rule and its messageExpression, and an
+/// `optionalOldSelf` set on a rule that does not use `oldSelf`. Each error's value is the
+/// whole rule, as upstream prints it.
+fn rule_errors(rule: &Value, decl: &Decl, at: &Path) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let printed = || crate::crd::gojson::validation_rule(rule);
+    let undeclared = |source: &str| {
+        let program = cel::Program::compile(source).ok()?;
+        let field = undefined_field(&program.expression().expr, &SelfDecl(decl))?;
+        Some(undefined_field_message(source, &field))
+    };
+    let source = rule["rule"].as_str().unwrap_or_default();
+    if let Some(message) = undeclared(source) {
+        let detail = format!("compilation failed: {message}");
+        errors.push(crate::crd::gojson::invalid(
+            &at.child("rule"),
+            printed(),
+            detail,
+        ));
+    }
+    let message_expression = rule["messageExpression"].as_str().unwrap_or_default();
+    if let Some(message) = undeclared(message_expression).filter(|_| !message_expression.is_empty())
+    {
+        let detail = format!("messageExpression compilation failed: {message}");
+        let path = at.child("messageExpression");
+        errors.push(crate::crd::gojson::invalid(&path, printed(), detail));
+    }
+    let uses_old_self = cel::Program::compile(source)
+        .is_ok_and(|program| program.references().has_variable("oldSelf"));
+    if let Some(optional) = rule["optionalOldSelf"].as_bool().filter(|_| !uses_old_self) {
+        errors.push(FieldError::invalid(
+            &at.child("optionalOldSelf"),
+            optional,
+            "may not be set if oldSelf is not used in rule",
+        ));
+    }
     errors
 }
 
@@ -38,23 +80,8 @@ impl Declarations for SelfDecl<'_> {
 fn node(schema: &Value, decl: &Decl, path: &Path, errors: &mut FieldErrors) {
     let rules = schema["x-kubernetes-validations"].as_array();
     for (i, rule) in rules.into_iter().flatten().enumerate() {
-        let Some(source) = rule["rule"].as_str() else {
-            continue;
-        };
-        let Ok(program) = cel::Program::compile(source) else {
-            continue;
-        };
-        if let Some(field) = undefined_field(&program.expression().expr, &SelfDecl(decl)) {
-            let at = path
-                .child("x-kubernetes-validations")
-                .index(i)
-                .child("rule");
-            let message = format!(
-                "compilation failed: {}",
-                undefined_field_message(source, &field)
-            );
-            errors.push(FieldError::invalid(&at, Value::from(source), message));
-        }
+        let at = path.child("x-kubernetes-validations").index(i);
+        errors.extend(rule_errors(rule, decl, &at));
     }
     for (name, child) in schema["properties"].as_object().into_iter().flatten() {
         if let Some(child_decl) = decl.fields.get(&escape(name)) {

@@ -149,11 +149,13 @@ fn collect_compile_errors(
     for (i, result) in compiled.validations.iter().enumerate() {
         let at = path.child("x-kubernetes-validations").index(i);
         match result {
-            Err(CompilationError::Parse { rule, source }) => errors.push(FieldError::invalid(
-                &at.child("rule"),
-                Value::from(rule.as_str()),
-                format!("compilation failed: {source}"),
-            )),
+            Err(CompilationError::Parse { source, .. }) => {
+                errors.push(crate::crd::gojson::invalid(
+                    &at.child("rule"),
+                    crate::crd::gojson::validation_rule(&schema["x-kubernetes-validations"][i]),
+                    format!("compilation failed: {source}"),
+                ))
+            }
             Err(CompilationError::InvalidRule(err)) => {
                 errors.push(FieldError::invalid(&at, Value::Null, err.to_string()))
             }

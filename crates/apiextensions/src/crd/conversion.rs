@@ -8,7 +8,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1035_label, is_dns1123_subdomain};
 use serde_json::Value;
 
-use super::gofmt;
+use super::gojson;
 use super::validation::{list, text, validate_enum};
 
 /// The ConversionReview versions a conversion webhook may accept (sorted).
@@ -286,9 +286,9 @@ fn validate_review_versions(
         recognized |= CONVERSION_REVIEW_VERSIONS.contains(&version);
     }
     if require_recognized && !recognized {
-        errs.push(gofmt::invalid(
+        errs.push(gojson::invalid(
             path,
-            gofmt::string_slice(versions),
+            gojson::string_slice(versions),
             format!(
                 "must include at least one of {}",
                 CONVERSION_REVIEW_VERSIONS.join(", ")

@@ -12,7 +12,7 @@ pub mod approval;
 mod conversion;
 pub mod defaults;
 mod fieldpath;
-mod gofmt;
+pub(crate) mod gojson;
 mod schema_checks;
 mod schema_defaults;
 mod schema_rules;

@@ -3,7 +3,7 @@
 //! and the compilation of the `x-kubernetes-validations` rules (the CEL module's) with their
 //! cost limits, in upstream's order.
 
-use kapi_apimachinery::validation::field::{FieldErrors, Path};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use serde_json::Value;
 
 use super::schema_rules::{self, Strictness};
@@ -38,25 +38,34 @@ pub(crate) fn structural_and_rules(
     if !compile {
         return errs;
     }
-    match crate::cel::Validator::compile(schema, path) {
-        Err(cel_errs) => {
-            let fresh: Vec<_> = cel_errs
-                .into_iter()
-                .filter(|err| !errs.iter().any(|known| known == err))
-                .collect();
-            errs.extend(fresh);
-        }
-        Ok(_) => {
-            let undefined = if unchanged {
-                FieldErrors::new()
-            } else {
-                crate::cel::fields::check(schema, path)
-            };
-            if undefined.is_empty() {
-                errs.extend(crate::cel::cost::check(schema, path, unchanged));
-            }
-            errs.extend(undefined);
-        }
+    let mut cel_errs: Vec<FieldError> = match crate::cel::Validator::compile(schema, path) {
+        Err(compile_errs) => compile_errs.into_iter().collect(),
+        Ok(_) => Vec::new(),
+    };
+    if !unchanged {
+        cel_errs.extend(crate::cel::fields::check(schema, path));
     }
+    cel_errs.retain(|err| !errs.iter().any(|known| known == err));
+    if cel_errs.is_empty() {
+        errs.extend(crate::cel::cost::check(schema, path, unchanged));
+    }
+    // Per node, per rule, as upstream reports each rule's compilation result in turn.
+    cel_errs.sort_by_key(|err| rule_order(&err.field));
+    errs.extend(cel_errs);
     errs
+}
+
+/// Where an error of a rule sorts: by its node, its rule's index, then the rule's field
+/// (rule, messageExpression, optionalOldSelf).
+fn rule_order(field: &str) -> (String, usize, usize) {
+    const MARK: &str = "x-kubernetes-validations[";
+    let Some((node, rest)) = field.split_once(MARK) else {
+        return (field.to_string(), 0, 0);
+    };
+    let (index, member) = rest.split_once(']').unwrap_or((rest, ""));
+    let member = ["", ".rule", ".messageExpression", ".optionalOldSelf"]
+        .iter()
+        .position(|m| *m == member)
+        .unwrap_or(4);
+    (node.to_string(), index.parse().unwrap_or(0), member)
 }

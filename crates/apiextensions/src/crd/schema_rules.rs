@@ -7,7 +7,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use serde_json::{Map, Value};
 
 use super::fieldpath::resolve_field_path;
-use super::gofmt;
+use super::gojson;
 
 /// The types a property may have (sorted, as upstream lists them).
 const TYPES: [&str; 6] = ["array", "boolean", "integer", "number", "object", "string"];
@@ -464,16 +464,16 @@ fn map_list(node: &Map<String, Value>, path: &Path) -> FieldErrors {
                     ));
                 }
             }
-            None => errs.push(gofmt::invalid(
+            None => errs.push(gojson::invalid(
                 &path.child("x-kubernetes-list-map-keys"),
-                gofmt::string_slice(keys_value),
+                gojson::string_slice(keys_value),
                 "entries must all be names of item properties",
             )),
         }
         if seen.contains(&key) {
-            errs.push(gofmt::invalid(
+            errs.push(gojson::invalid(
                 &path.child("x-kubernetes-list-map-keys"),
-                gofmt::string_slice(keys_value),
+                gojson::string_slice(keys_value),
                 "must not contain duplicate entries",
             ));
         }

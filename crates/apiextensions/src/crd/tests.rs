@@ -475,7 +475,7 @@ fn validate_versions() {
                 vec![("/spec/versions", json!([]))],
                 vec![
                     s(
-                        "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion{}: must have exactly one version marked as storage version",
+                        "spec.versions: Invalid value: []: must have exactly one version marked as storage version",
                     ),
                     s(
                         "status.storedVersions[0]: Invalid value: \"v1\": missing from spec.versions; v1 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v1 and removes v1 from status.storedVersions",
@@ -485,7 +485,7 @@ fn validate_versions() {
             (
                 vec![("/spec/versions/0/storage", json!(false))],
                 vec![s(
-                    "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion{apiextensions.CustomResourceDefinitionVersion{Name:\"v1\", Served:true, Storage:false, Deprecated:false, DeprecationWarning:(*string)(nil), Schema:(*apiextensions.CustomResourceValidation)(nil), Subresources:(*apiextensions.CustomResourceSubresources)(nil), AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition(nil), SelectableFields:[]apiextensions.SelectableField(nil)}}: must have exactly one version marked as storage version",
+                    r#"spec.versions: Invalid value: [{"Name":"v1","Served":true,"Storage":false,"Deprecated":false,"DeprecationWarning":null,"Schema":null,"Subresources":null,"AdditionalPrinterColumns":null,"SelectableFields":null}]: must have exactly one version marked as storage version"#,
                 )],
             ),
             (
@@ -535,9 +535,14 @@ fn validate_versions() {
                 vec![
                     ("/spec/versions/1/name", json!("v1")),
                     ("/status/storedVersions", json!(["v1"])),
+                    // Identical schemas: hoisted to spec.validation, nil in the versions.
+                    (
+                        "/spec/versions/0/schema/openAPIV3Schema/description",
+                        json!("v2"),
+                    ),
                 ],
                 vec![s(
-                    "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion{apiextensions.CustomResourceDefinitionVersion{Name:\"v1\", Served:true, Storage:false, Deprecated:false, DeprecationWarning:(*string)(nil), Schema:(*apiextensions.CustomResourceValidation)(0xc000000000), Subresources:(*apiextensions.CustomResourceSubresources)(nil), AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition(nil), SelectableFields:[]apiextensions.SelectableField(nil)}, apiextensions.CustomResourceDefinitionVersion{Name:\"v1\", Served:true, Storage:true, Deprecated:false, DeprecationWarning:(*string)(nil), Schema:(*apiextensions.CustomResourceValidation)(0xc000000000), Subresources:(*apiextensions.CustomResourceSubresources)(nil), AdditionalPrinterColumns:[]apiextensions.CustomResourceColumnDefinition(nil), SelectableFields:[]apiextensions.SelectableField(nil)}}: must contain unique version names",
+                    r#"spec.versions: Invalid value: [{"Name":"v1","Served":true,"Storage":false,"Deprecated":false,"DeprecationWarning":null,"Schema":null,"Subresources":null,"AdditionalPrinterColumns":null,"SelectableFields":null},{"Name":"v1","Served":true,"Storage":true,"Deprecated":false,"DeprecationWarning":null,"Schema":null,"Subresources":null,"AdditionalPrinterColumns":null,"SelectableFields":null}]: must contain unique version names"#,
                 )],
             ),
             (
@@ -556,14 +561,14 @@ fn validate_stored_versions() {
             (
                 vec![("/status/storedVersions", json!([]))],
                 vec![s(
-                    "status.storedVersions: Invalid value: []string{}: must have at least one stored version",
+                    "status.storedVersions: Invalid value: []: must have at least one stored version",
                 )],
             ),
             (
                 vec![("/status/storedVersions", json!(["v0"]))],
                 vec![
                     s(
-                        r#"status.storedVersions: Invalid value: []string{"v0"}: must have the storage version v1"#,
+                        r#"status.storedVersions: Invalid value: ["v0"]: must have the storage version v1"#,
                     ),
                     s(
                         "status.storedVersions[0]: Invalid value: \"v0\": missing from spec.versions; v0 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v0 and removes v0 from status.storedVersions",
@@ -982,7 +987,7 @@ fn validate_conversion() {
                         r#"spec.conversion.conversionReviewVersions[2]: Invalid value: "V3": {DNS1035}"#
                     ),
                     s(
-                        r#"spec.conversion.conversionReviewVersions: Invalid value: []string{"v2", "v2", "V3"}: must include at least one of v1, v1beta1"#,
+                        r#"spec.conversion.conversionReviewVersions: Invalid value: ["v2","v2","V3"]: must include at least one of v1, v1beta1"#,
                     ),
                 ],
             ),
@@ -1224,7 +1229,7 @@ fn validate_schema_keywords() {
                     r#"{color}.items.properties[port].type: Invalid value: "object": must be a scalar type if parent array's x-kubernetes-list-type is map"#
                 ),
                 format!(
-                    r#"{color}.x-kubernetes-list-map-keys: Invalid value: []string{{"name", "port", "name"}}: must not contain duplicate entries"#
+                    r#"{color}.x-kubernetes-list-map-keys: Invalid value: ["name","port","name"]: must not contain duplicate entries"#
                 ),
                 format!(
                     "{color}.items.properties[port].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"
@@ -1606,12 +1611,45 @@ fn rules_select_only_declared_fields() {
     set(
         &mut object,
         &format!("{spec}/x-kubernetes-validations"),
-        json!([{"rule": "self.sise >= 0"}]),
+        json!([{"rule": "self.sise >= 0"}, {"rule": "self.size == "},
+            {"rule": "self.size >= 0", "optionalOldSelf": true},
+            {"rule": "self.size >= 0", "messageExpression": "'size ' + self.zz"}]),
+    );
+    // Every rule's errors, in order, each with the rule as upstream prints it.
+    let rule = |rule: &str, rest: &str| {
+        format!(
+            r#"{{"Rule":"{rule}","Message":"","MessageExpression":"{rest}","Reason":null,"FieldPath":"","OptionalOldSelf":null}}"#
+        )
+    };
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    let errors = strings(&validation::validate_create(&object));
+    assert_eq!(errors.len(), 4, "{errors:#?}");
+    assert_eq!(
+        errors[0],
+        format!(
+            "{at}[0].rule: Invalid value: {}: compilation failed: ERROR: <input>:1:5: undefined field 'sise'\n | self.sise >= 0\n | ....^",
+            rule("self.sise >= 0", "")
+        )
+    );
+    assert!(
+        errors[1].starts_with(&format!(
+            "{at}[1].rule: Invalid value: {}: compilation failed: ",
+            rule("self.size == ", "")
+        )),
+        "{}",
+        errors[1]
     );
     assert_eq!(
-        strings(&validation::validate_create(&object)),
-        vec![s(
-            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: \"self.sise >= 0\": compilation failed: ERROR: <input>:1:5: undefined field 'sise'\n | self.sise >= 0\n | ....^"
-        )]
+        errors[2],
+        format!(
+            "{at}[2].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+        )
+    );
+    assert_eq!(
+        errors[3],
+        format!(
+            "{at}[3].messageExpression: Invalid value: {}: messageExpression compilation failed: ERROR: <input>:1:15: undefined field 'zz'\n | 'size ' + self.zz\n | ..............^",
+            rule("self.size >= 0", "'size ' + self.zz")
+        )
     );
 }

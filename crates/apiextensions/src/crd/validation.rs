@@ -20,7 +20,7 @@ use super::access::{self, condition_type};
 use super::approval::validate_api_approval;
 use super::conversion::{accepts_known_review_version_or_none, validate_conversion};
 use super::fieldpath::resolve_field_path;
-use super::gofmt;
+use super::gojson;
 use super::schema_rules::{Strictness, schema_has};
 
 /// The most selectable fields a version may have.
@@ -429,9 +429,9 @@ fn validate_versions(
             &versions_path.index(i),
         ));
     }
-    let printed = || gofmt::versions(&spec["versions"], hoisted.as_array());
+    let printed = || gojson::versions(&spec["versions"], hoisted.as_array());
     if !unique {
-        errs.push(gofmt::invalid(
+        errs.push(gojson::invalid(
             &versions_path,
             printed(),
             "must contain unique version names",
@@ -439,7 +439,7 @@ fn validate_versions(
     }
     let storage = versions.iter().filter(|v| flag(&v["storage"])).count();
     if storage != 1 {
-        errs.push(gofmt::invalid(
+        errs.push(gojson::invalid(
             &versions_path,
             printed(),
             "must have exactly one version marked as storage version",
@@ -930,9 +930,9 @@ fn validate_stored_versions(crd: &Value) -> FieldErrors {
     let stored_value = &crd["status"]["storedVersions"];
     let stored: Vec<&str> = list(stored_value).iter().map(text).collect();
     if stored.is_empty() {
-        return FieldErrors::from(gofmt::invalid(
+        return FieldErrors::from(gojson::invalid(
             &path,
-            gofmt::string_slice(stored_value),
+            gojson::string_slice(stored_value),
             "must have at least one stored version",
         ));
     }
@@ -941,9 +941,9 @@ fn validate_stored_versions(crd: &Value) -> FieldErrors {
     for version in versions {
         let name = text(&version["name"]);
         if flag(&version["storage"]) && !stored.contains(&name) {
-            errs.push(gofmt::invalid(
+            errs.push(gojson::invalid(
                 &path,
-                gofmt::string_slice(stored_value),
+                gojson::string_slice(stored_value),
                 format!("must have the storage version {name}"),
             ));
         }
