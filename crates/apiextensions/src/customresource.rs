@@ -88,7 +88,7 @@ pub(crate) fn build(
     for version in served_versions(crd) {
         let name = version["name"].as_str().unwrap_or_default();
         let schema = Arc::new(version_schema(crd, version)?);
-        let kinds = (names.kind, names.list_kind);
+        let kinds = (names.kind, names.list_kind, names.plural);
         let published = &version["schema"]["openAPIV3Schema"];
         let published = published.is_object().then_some(published);
         built.openapi.extend(kapi_server::openapi::kind_definitions(
@@ -96,6 +96,7 @@ pub(crate) fn build(
             name,
             kinds,
             published,
+            &selectable_paths(version),
         ));
         let served = ServedVersion {
             names: &names,
@@ -137,6 +138,13 @@ fn version_schema(crd: &Value, version: &Value) -> Result<VersionSchema, String>
     })
 }
 
+/// The JSON paths of a version's `selectableFields`.
+fn selectable_paths(version: &Value) -> Vec<String> {
+    let fields = version["selectableFields"].as_array().into_iter().flatten();
+    let paths = fields.filter_map(|field| field["jsonPath"].as_str());
+    paths.map(str::to_string).collect()
+}
+
 /// The schema the decoder and the field manager navigate: the published kind definition
 /// (the version's schema with apiVersion, kind and ObjectMeta), over the meta/v1 definitions.
 fn field_schema(
@@ -147,9 +155,9 @@ fn field_schema(
 ) -> Option<KindSchema> {
     let names = Names::of(crd);
     let version = version["name"].as_str().unwrap_or_default();
-    let kinds = (names.kind, names.list_kind);
+    let kinds = (names.kind, names.list_kind, names.plural);
     let mut definitions =
-        kapi_server::openapi::kind_definitions(&names.group, version, kinds, Some(schema));
+        kapi_server::openapi::kind_definitions(&names.group, version, kinds, Some(schema), &[]);
     add_referenced(&mut definitions, Catalog::builtin().definitions_json());
     let name = kapi_server::openapi::definition_name(&names.group, version, names.kind);
     let catalog = Arc::new(Catalog::from_definitions(&definitions));
@@ -464,8 +472,9 @@ mod tests {
         let mut definitions = kapi_server::openapi::kind_definitions(
             "example.com",
             "v1",
-            ("Widget", "WidgetList"),
+            ("Widget", "WidgetList", "widgets"),
             Some(&serde_json::json!({"type": "object"})),
+            &[],
         );
         add_referenced(&mut definitions, Catalog::builtin().definitions_json());
         let meta = |name: &str| format!("io.k8s.apimachinery.pkg.apis.meta.v1.{name}");

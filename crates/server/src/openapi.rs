@@ -1170,18 +1170,21 @@ fn meta_schemas() -> BTreeMap<String, Value> {
 fn kind_schemas(def: &ResourceDefinition, out: &mut BTreeMap<String, Value>) {
     let group = def.group_version.group.as_str();
     let version = def.group_version.version.as_str();
-    let kinds = (def.kind, def.list_kind);
-    out.extend(kind_definitions(group, version, kinds, None));
+    let kinds = (def.kind, def.list_kind, def.plural);
+    out.extend(kind_definitions(group, version, kinds, None, &[]));
 }
 
-/// The OpenAPI definitions (v2 form) of a kind and its list kind: the kind's `schema` (a
-/// CRD version's openAPIV3Schema; any object without one) with apiVersion, kind and metadata
-/// as every kind has them, and the list of it, as upstream publishes custom resources.
+/// The OpenAPI definitions (v2 form) of a kind and its list kind, as upstream's CRD OpenAPI
+/// builder publishes custom resources: the kind's `schema` (a CRD version's openAPIV3Schema,
+/// unfolded: int-or-string as `anyOf` integer or string, embedded resources with their
+/// apiVersion, kind and metadata; any object without one) with apiVersion, kind and
+/// metadata, and the list of it; both naming the CRD's `selectable` field paths.
 pub fn kind_definitions(
     group: &str,
     version: &str,
-    (kind, list_kind): (&str, &str),
+    (kind, list_kind, plural): (&str, &str, &str),
     schema: Option<&Value>,
+    selectable: &[String],
 ) -> Map<String, Value> {
     let object = definition_name(group, version, kind);
     let gvk = |kind: &str| json!([{"group": group, "kind": kind, "version": version}]);
@@ -1189,30 +1192,34 @@ pub fn kind_definitions(
         Some(schema) => schema.clone(),
         None => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
     };
-    let metadata = ref_with(
-        &meta("ObjectMeta"),
-        json!({
-            "default": {},
-            "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-        }),
-    );
+    unfold(&mut definition);
     if !definition["properties"].is_object() {
         definition["properties"] = json!({});
     }
     definition["properties"]["apiVersion"] = api_version_prop();
     definition["properties"]["kind"] = kind_prop();
-    definition["properties"]["metadata"] = metadata;
+    definition["properties"]["metadata"] = object_metadata_prop();
+    let selectable_fields: Vec<Value> = selectable
+        .iter()
+        .map(|path| json!({"fieldPath": path.trim_start_matches('.')}))
+        .collect();
     if schema.is_some() {
         definition["x-kubernetes-group-version-kind"] = gvk(kind);
+        if !selectable_fields.is_empty() {
+            definition["x-kubernetes-selectable-fields"] = json!(selectable_fields);
+        }
     }
+    let plural_items = format!(
+        "List of {}. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md",
+        plural
+    );
     let mut list = json!({
-        "description": format!("{list_kind} is a list of {kind} objects."),
+        "description": format!("{list_kind} is a list of {kind}"),
         "properties": {
             "apiVersion": api_version_prop(),
-            "items": {"items": ref_with(&object, json!({"default": {}})), "type": "array"},
+            "items": {"description": plural_items, "items": ref_to(&object), "type": "array"},
             "kind": kind_prop(),
             "metadata": ref_with(&meta("ListMeta"), json!({
-                "default": {},
                 "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
             })),
         },
@@ -1221,11 +1228,66 @@ pub fn kind_definitions(
     });
     if schema.is_some() {
         list["x-kubernetes-group-version-kind"] = gvk(list_kind);
+        if !selectable_fields.is_empty() {
+            list["x-kubernetes-selectable-fields"] = json!(selectable_fields);
+        }
     }
     let mut definitions = Map::new();
     definitions.insert(object, definition);
     definitions.insert(definition_name(group, version, list_kind), list);
     definitions
+}
+
+/// The `metadata` property of a custom resource or embedded resource: the ObjectMeta
+/// reference with PartialObjectMetadata's description.
+fn object_metadata_prop() -> Value {
+    ref_with(
+        &meta("ObjectMeta"),
+        json!({
+            "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        }),
+    )
+}
+
+/// Upstream's structural schema `Unfold` and the builder's embedded properties, through
+/// the whole schema: an int-or-string gains `anyOf` integer or string (unless it has an
+/// `anyOf`), an embedded resource gains the apiVersion, kind and metadata properties, with
+/// kind and apiVersion required.
+fn unfold(schema: &mut Value) {
+    let Some(node) = schema.as_object_mut() else {
+        return;
+    };
+    for key in ["items", "additionalProperties"] {
+        if let Some(child) = node.get_mut(key) {
+            unfold(child);
+        }
+    }
+    if let Some(Value::Object(properties)) = node.get_mut("properties") {
+        properties.values_mut().for_each(unfold);
+    }
+    let flag = |node: &Map<String, Value>, key: &str| node.get(key) == Some(&Value::Bool(true));
+    if flag(node, "x-kubernetes-int-or-string") && !node.contains_key("anyOf") {
+        node.insert(
+            "anyOf".into(),
+            json!([{"type": "integer"}, {"type": "string"}]),
+        );
+    }
+    if flag(node, "x-kubernetes-embedded-resource") {
+        let properties = node.entry("properties").or_insert_with(|| json!({}));
+        properties["apiVersion"] = json!({"type": "string",
+            "description": "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"});
+        properties["kind"] = json!({"type": "string",
+            "description": "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"});
+        properties["metadata"] = object_metadata_prop();
+        let required = node.entry("required").or_insert_with(|| json!([]));
+        if let Some(required) = required.as_array_mut() {
+            for key in ["kind", "apiVersion"] {
+                if !required.iter().any(|r| r == key) {
+                    required.push(json!(key));
+                }
+            }
+        }
+    }
 }
 
 /// Every schema the documents of `defs` may reference, in v3 form: the `full` definitions
@@ -1537,7 +1599,23 @@ pub fn v3_document(
 ) -> Option<Value> {
     let key = DocumentKey::parse(path)?;
     let routes = document_routes(defs, &key)?;
-    Some(v3_document_from_routes(&routes, schemas))
+    let mut document = v3_document_from_routes(&routes, schemas);
+    if let DocumentKey::GroupVersion(group, version) = &key
+        && custom_resources_only(defs, group, version)
+    {
+        // Custom resources' documents are the CRD OpenAPI builder's.
+        document["info"] = json!({"title": "Kubernetes CRD Swagger", "version": "v0.1.0"});
+    }
+    Some(document)
+}
+
+/// Whether a served group version holds custom resources only.
+fn custom_resources_only(defs: &[Arc<ResourceDefinition>], group: &str, version: &str) -> bool {
+    let mut served = defs
+        .iter()
+        .filter(|d| d.group_version.group == group && d.group_version.version == version)
+        .peekable();
+    served.peek().is_some() && served.all(|d| d.custom_resource)
 }
 
 /// The OpenAPI v3 document of a group version (`group` empty for the core group); `None` when

@@ -291,3 +291,75 @@ async fn list_manifests_validate_and_patches_merge_by_schema() {
     assert!(!stored.contains("colour"), "{stored}");
     server.stop().await;
 }
+
+/// Custom resources are published as upstream's CRD OpenAPI builder publishes them: their
+/// own document's info, int-or-string unfolded to `anyOf`, embedded resources with
+/// apiVersion, kind and metadata (which `kubectl explain` then shows), the selectable fields
+/// named, and the list kind's description.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resources_are_published_as_the_crd_builder_publishes_them() {
+    let server = server().await;
+    let crd = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "selectableFields": [{"jsonPath": ".spec.color"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "color": {"type": "string"},
+                        "size": {"x-kubernetes-int-or-string": true},
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                            "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}}"#;
+    common::ok_stdin(&server, &["create", "-f", "-"], crd).await;
+    server
+        .kubectl_ok(&[
+            "wait",
+            "--for=condition=established",
+            "crd/widgets.example.com",
+        ])
+        .await;
+    let document: serde_json::Value = serde_json::from_str(
+        &server
+            .kubectl_ok(&["get", "--raw", "/openapi/v3/apis/example.com/v1"])
+            .await,
+    )
+    .unwrap();
+    assert_eq!(
+        document["info"],
+        serde_json::json!({"title": "Kubernetes CRD Swagger", "version": "v0.1.0"})
+    );
+    let schemas = &document["components"]["schemas"];
+    let widget = &schemas["com.example.v1.Widget"];
+    let spec = &widget["properties"]["spec"]["properties"];
+    assert_eq!(
+        spec["size"]["anyOf"],
+        serde_json::json!([{"type": "integer"}, {"type": "string"}])
+    );
+    let template = &spec["template"];
+    assert_eq!(
+        template["required"],
+        serde_json::json!(["kind", "apiVersion"])
+    );
+    assert_eq!(
+        template["properties"]["metadata"]["allOf"][0]["$ref"],
+        "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    assert_eq!(
+        widget["x-kubernetes-selectable-fields"],
+        serde_json::json!([{"fieldPath": "spec.color"}])
+    );
+    let list = &schemas["com.example.v1.WidgetList"];
+    assert_eq!(list["description"], "WidgetList is a list of Widget");
+    assert_eq!(
+        list["properties"]["items"]["items"],
+        serde_json::json!({"$ref": "#/components/schemas/com.example.v1.Widget"})
+    );
+    let explain = server
+        .kubectl_ok(&["explain", "widgets.spec.template"])
+        .await;
+    assert!(
+        explain.contains("apiVersion") && explain.contains("metadata"),
+        "{explain}"
+    );
+}
