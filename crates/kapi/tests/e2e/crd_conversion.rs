@@ -39,21 +39,15 @@ fn crd(conversion: Value) -> String {
     .to_string()
 }
 
-async fn install(server: &TestServer, manifest: &str) {
-    ok_stdin(server, &["apply", "-f", "-"], manifest).await;
-    let wait = [
-        "wait",
-        "--for",
-        "condition=established",
-        "crd/backends.example.com",
-    ];
-    server.kubectl_ok(&wait).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn none_conversion_rewrites_the_api_version() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
-    install(&server, &crd(json!({"strategy": "None"}))).await;
+    common::install_crds(
+        &server,
+        &crd(json!({"strategy": "None"})),
+        &["backends.example.com"],
+    )
+    .await;
     let backend = "apiVersion: example.com/v1\nkind: Backend\nmetadata: {name: b, namespace: default}\nspec: {host: db, port: 5432}\n";
     ok_stdin(&server, &["apply", "-f", "-"], backend).await;
     let v1 = get_json(&server, &["backends.v1.example.com", "b"]).await;
@@ -138,7 +132,7 @@ async fn webhook_conversion_over_https() {
     let conversion = json!({"strategy": "Webhook", "webhook": {
         "conversionReviewVersions": ["v1"],
         "clientConfig": {"url": format!("https://{address}/convert"), "caBundle": ca_bundle}}});
-    install(&server, &crd(conversion)).await;
+    common::install_crds(&server, &crd(conversion), &["backends.example.com"]).await;
 
     // Created in v2, stored in v1, read back in both.
     let backend = "apiVersion: example.com/v2\nkind: Backend\nmetadata: {name: b, namespace: default, labels: {tier: db}}\nspec: {endpoint: \"db:5432\"}\n";

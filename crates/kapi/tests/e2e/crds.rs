@@ -60,21 +60,6 @@ metadata: {name: my-cron, namespace: default}
 spec: {cronSpec: "*/5 * * * *", image: cron:1, color: blue, bogus: dropped}
 "#;
 
-async fn install(server: &TestServer, manifest: &str, names: &[&str]) {
-    ok_stdin(server, &["apply", "-f", "-"], manifest).await;
-    for name in names {
-        let crd = format!("crd/{name}");
-        let wait = [
-            "wait",
-            "--for",
-            "condition=established",
-            &crd,
-            "--timeout=20s",
-        ];
-        server.kubectl_ok(&wait).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn custom_resources_on_the_embedded_store() {
     custom_resources(Backend::Embedded).await;
@@ -87,7 +72,7 @@ async fn custom_resources_on_etcd() {
 
 async fn custom_resources(backend: Backend) {
     let server = TestServer::start(backend, &[]).await;
-    install(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
+    common::install_crds(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
     let crd = get_json(&server, &["crd", "crontabs.stable.example.com"]).await;
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "CronTab");
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
@@ -317,7 +302,7 @@ async fn custom_resources(backend: Backend) {
         ])
         .await;
     assert!(!gone.status.success(), "{}", stdout(&gone));
-    install(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
+    common::install_crds(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
     let empty = server.kubectl_ok(&["get", "ct", "-o", "name"]).await;
     assert_eq!(empty.trim(), "", "the old resources went with the CRD");
     server.stop().await;
@@ -333,14 +318,14 @@ async fn cluster_scoped_resources_and_name_conflicts() {
         .replace("singular: crontab", "singular: clustertab")
         .replace("kind: CronTab", "kind: ClusterTab")
         .replace("shortNames: [ct]", "shortNames: [clt]");
-    install(&server, &crd, &["clustertabs.stable.example.com"]).await;
+    common::install_crds(&server, &crd, &["clustertabs.stable.example.com"]).await;
     let object = "apiVersion: stable.example.com/v1\nkind: ClusterTab\nmetadata: {name: global}\nspec: {image: x}\n";
     ok_stdin(&server, &["apply", "-f", "-"], object).await;
     let got = get_json(&server, &["clustertab", "global"]).await;
     assert!(got["metadata"].get("namespace").is_none());
 
     // A second CRD of the group asking for the same short name is not accepted (`ct`).
-    install(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
+    common::install_crds(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
     let conflicting = CRONTAB_CRD
         .replace("crontabs.stable", "othertabs.stable")
         .replace("plural: crontabs", "plural: othertabs")
@@ -552,7 +537,7 @@ async fn an_operators_crd_set_installs_and_accepts_its_objects() {
         "items": kinds.iter().map(OperatorKind::crd).collect::<Vec<_>>()});
     let names: Vec<String> = kinds.iter().map(OperatorKind::name).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    install(&server, &list.to_string(), &names).await;
+    common::install_crds(&server, &list.to_string(), &names).await;
 
     let samples = r#"
 apiVersion: cert-manager.io/v1

@@ -310,14 +310,7 @@ async fn custom_resources_are_discovered_as_upstreams_crd_controller_describes_t
                     "statusReplicasPath": ".status.replicas"}},
                 "schema": {"openAPIV3Schema": {"type": "object",
                     "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
-    common::ok_stdin(&server, &["create", "-f", "-"], crd).await;
-    server
-        .kubectl_ok(&[
-            "wait",
-            "--for=condition=established",
-            "crd/widgets.example.com",
-        ])
-        .await;
+    common::install_crds(&server, crd, &["widgets.example.com"]).await;
     let client = client(&server).await;
     let verbs = serde_json::json!([
         "delete",

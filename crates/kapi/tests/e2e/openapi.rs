@@ -311,14 +311,7 @@ async fn custom_resources_are_published_as_the_crd_builder_publishes_them() {
                         "size": {"x-kubernetes-int-or-string": true},
                         "template": {"type": "object", "x-kubernetes-embedded-resource": true,
                             "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}}"#;
-    common::ok_stdin(&server, &["create", "-f", "-"], crd).await;
-    server
-        .kubectl_ok(&[
-            "wait",
-            "--for=condition=established",
-            "crd/widgets.example.com",
-        ])
-        .await;
+    common::install_crds(&server, crd, &["widgets.example.com"]).await;
     let document: serde_json::Value = serde_json::from_str(
         &server
             .kubectl_ok(&["get", "--raw", "/openapi/v3/apis/example.com/v1"])

@@ -301,6 +301,22 @@ fn webhook_tls() -> (String, rustls::ServerConfig) {
     (ca_pem, config)
 }
 
+/// Applies `manifest` (CRDs) and waits until the CRDs `names` are Established.
+pub async fn install_crds(server: &TestServer, manifest: &str, names: &[&str]) {
+    ok_stdin(server, &["apply", "-f", "-"], manifest).await;
+    for name in names {
+        let crd = format!("crd/{name}");
+        let wait = [
+            "wait",
+            "--for",
+            "condition=established",
+            &crd,
+            "--timeout=20s",
+        ];
+        server.kubectl_ok(&wait).await;
+    }
+}
+
 /// Serves a webhook over HTTPS on a free loopback port: every POST's JSON body goes to
 /// `handler` with the request path (and query), and its answer is the response. Returns the address and
 /// the PEM of the CA to put in a `caBundle`.
