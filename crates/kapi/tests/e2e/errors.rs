@@ -934,6 +934,46 @@ async fn custom_resource_paths_the_crd_handler_does_not_serve() {
     checks.finish();
 }
 
+/// A YAML body's repeated key is a strict decoding error named by its line, as go-yaml's
+/// strict conversion reports it (apimachinery json.go unmarshal: YAMLToJSONStrict), and a
+/// warning of that line with `Warn` (apiserver handlers/rest.go parseYAMLWarnings).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn yaml_bodies_report_repeated_keys() {
+    let kapi = embedded().await;
+    let admin = kapi.admin();
+    let yaml = [("content-type", "application/yaml")];
+    let body = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twice\ndata:\n  a: one\n  a: two\nbogus: 1\n";
+    let reply = admin
+        .send(
+            Method::POST,
+            &format!("{CONFIGMAPS}?fieldValidation=Strict"),
+            &yaml,
+            body,
+        )
+        .await;
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    assert_eq!(
+        reply.json()["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         yaml: unmarshal errors:\n  line 7: key \"a\" already set in map, unknown field \"bogus\""
+    );
+    let reply = admin
+        .send(
+            Method::POST,
+            &format!("{CONFIGMAPS}?fieldValidation=Warn"),
+            &yaml,
+            body,
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(reply.json()["data"]["a"], "two");
+    assert_eq!(
+        reply.header("warning"),
+        r#"299 - "line 7: key \"a\" already set in map""#
+    );
+    kapi.stop().await;
+}
+
 /// 400 BadRequest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests() {

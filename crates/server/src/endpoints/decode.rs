@@ -73,15 +73,24 @@ pub(super) fn directive(query: &Query, options_kind: &str) -> Result<Directive, 
     }
 }
 
+/// A request body as strict decoding reads it for repeated fields.
+#[derive(Clone, Copy)]
+pub(super) enum RawBody<'a> {
+    Json(&'a [u8]),
+    Yaml(&'a [u8]),
+    /// A body whose repeated fields are not looked for (protobuf).
+    Other,
+}
+
 /// Decodes a created or updated object against its kind's schema: drops unknown fields and
-/// applies the directive to them and to the duplicate fields of a JSON `body`. Errors are
-/// upstream's 400 `<Kind> in version "<v>" cannot be handled as a <Kind>: <reason>`; the
-/// warnings of `Warn` are returned.
+/// applies the directive to them and to the repeated fields of the `body` (a YAML body's
+/// first, as go-yaml reports it). Errors are upstream's 400 `<Kind> in version "<v>" cannot
+/// be handled as a <Kind>: <reason>`; the warnings of `Warn` are returned.
 pub(super) fn decode_with_schema(
     schema: &KindSchema,
     kind: (&str, &str),
     object: &mut Value,
-    json_body: Option<&[u8]>,
+    body: RawBody<'_>,
     directive: Directive,
 ) -> Result<Vec<String>, ApiError> {
     let (kind, version) = kind;
@@ -93,16 +102,41 @@ pub(super) fn decode_with_schema(
     let unknown = schema
         .decode(object)
         .map_err(|e| cannot_handle(e.to_string()))?;
-    let mut errors = match (json_body, directive) {
-        (Some(body), Directive::Warn | Directive::Strict) => schema.duplicate_fields(body),
-        _ => Vec::new(),
+    if directive == Directive::Ignore {
+        return Ok(Vec::new());
+    }
+    // Each error, and the warnings it makes (go-yaml's errors one per line).
+    let mut errors: Vec<(String, Vec<String>)> = match body {
+        RawBody::Json(body) => schema
+            .duplicate_fields(body)
+            .iter()
+            .map(|err| (err.to_string(), vec![err.to_string()]))
+            .collect(),
+        RawBody::Yaml(body) => super::yaml_strict::duplicate_key(body)
+            .map(|line| vec![line])
+            .map(|lines| (super::yaml_strict::unmarshal_errors(&lines), lines))
+            .into_iter()
+            .collect(),
+        RawBody::Other => Vec::new(),
     };
-    errors.extend(unknown);
+    errors.extend(
+        unknown
+            .iter()
+            .map(|err| (err.to_string(), vec![err.to_string()])),
+    );
     match directive {
-        Directive::Ignore => Ok(Vec::new()),
-        Directive::Warn => Ok(warnings(&errors)),
-        Directive::Strict if errors.is_empty() => Ok(Vec::new()),
-        Directive::Strict => Err(cannot_handle(kapi_schema::strict_message(&errors))),
+        Directive::Strict if !errors.is_empty() => {
+            let messages: Vec<&str> = errors.iter().map(|(message, _)| message.as_str()).collect();
+            Err(cannot_handle(format!(
+                "strict decoding error: {}",
+                messages.join(", ")
+            )))
+        }
+        Directive::Strict => Ok(Vec::new()),
+        _ => Ok(errors
+            .into_iter()
+            .flat_map(|(_, warnings)| warnings)
+            .collect()),
     }
 }
 
@@ -236,7 +270,7 @@ mod tests {
                 &deployment(),
                 ("Deployment", "v1"),
                 &mut object,
-                Some(body),
+                RawBody::Json(body),
                 directive,
             );
             (result, object)
@@ -268,7 +302,7 @@ mod tests {
             &deployment(),
             ("Deployment", "v1"),
             &mut object,
-            None,
+            RawBody::Other,
             Directive::Ignore,
         )
         .unwrap_err();

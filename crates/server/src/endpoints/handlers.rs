@@ -452,9 +452,17 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
         };
         let directive = super::decode::directive(&context.query, options)?;
         let kind = (expected_kind, definition.group_version.version.as_str());
-        let json_body = json.then_some(body);
+        let yaml = context
+            .content_type
+            .as_deref()
+            .is_some_and(|ct| negotiation::essence(ct) == "application/yaml");
+        let raw = match (json, yaml) {
+            (true, _) => super::decode::RawBody::Json(body),
+            (_, true) => super::decode::RawBody::Yaml(body),
+            _ => super::decode::RawBody::Other,
+        };
         let warnings =
-            super::decode::decode_with_schema(&schema, kind, &mut object, json_body, directive)?;
+            super::decode::decode_with_schema(&schema, kind, &mut object, raw, directive)?;
         context.warn(warnings);
     }
     definition.strategy.default(&mut object);

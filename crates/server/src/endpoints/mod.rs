@@ -9,6 +9,7 @@ mod params;
 mod render;
 mod subresource;
 mod watch;
+mod yaml_strict;
 
 #[cfg(test)]
 mod tests;
