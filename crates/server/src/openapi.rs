@@ -781,12 +781,16 @@ fn document_routes(defs: &[Arc<ResourceDefinition>], key: &DocumentKey) -> Optio
                 return None;
             }
             served.sort_by(|a, b| a.plural.cmp(b.plural));
-            let mut routes = vec![discovery_route(
-                format!("{}/", group_version_prefix(group, version)),
-                "getAPIResources",
-                "get available resources",
-                meta("APIResourceList"),
-            )];
+            // The CRD OpenAPI builder publishes the resources' routes only.
+            let mut routes = match served.iter().all(|def| def.custom_resource) {
+                true => Vec::new(),
+                false => vec![discovery_route(
+                    format!("{}/", group_version_prefix(group, version)),
+                    "getAPIResources",
+                    "get available resources",
+                    meta("APIResourceList"),
+                )],
+            };
             routes.extend(served.into_iter().flat_map(|def| resource_routes(def)));
             Some(routes)
         }

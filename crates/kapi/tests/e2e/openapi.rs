@@ -322,6 +322,10 @@ async fn custom_resources_are_published_as_the_crd_builder_publishes_them() {
         document["info"],
         serde_json::json!({"title": "Kubernetes CRD Swagger", "version": "v0.1.0"})
     );
+    assert!(
+        document["paths"].get("/apis/example.com/v1/").is_none(),
+        "the CRD builder publishes no discovery route"
+    );
     let schemas = &document["components"]["schemas"];
     let widget = &schemas["com.example.v1.Widget"];
     let spec = &widget["properties"]["spec"]["properties"];
