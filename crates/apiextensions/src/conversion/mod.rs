@@ -13,15 +13,25 @@ use serde_json::Value;
 
 pub use webhook::ServiceResolver;
 
-/// The converter between `served_version` and the storage version of `crd`, or `None` if
-/// they are the same.
+/// The converter between `served_version` and the storage version of `crd`, or `None` when
+/// no object can be in another version: the CRD stores and has only that version. Objects
+/// stored before the storage version changed keep their version in storage, so even the
+/// storage version's reads convert them (as upstream's storage codec converts every object
+/// it decodes).
 pub(crate) fn converter(
     crd: &Value,
     served_version: &str,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Option<Arc<dyn Converter>> {
     let storage = crate::crd::access::storage_version(crd)?;
-    if storage == served_version {
+    let only = |list: &Value| {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .all(|v| v.as_str().or(v["name"].as_str()) == Some(storage))
+    };
+    let one_version = only(&crd["spec"]["versions"]) && only(&crd["status"]["storedVersions"]);
+    if storage == served_version && one_version {
         return None;
     }
     let group = crd["spec"]["group"].as_str().unwrap_or_default();
@@ -113,13 +123,23 @@ pub(super) mod tests {
     #[test]
     fn none_rewrites_the_api_version_only() {
         let resolver: Arc<dyn ServiceResolver> = Arc::new(NoServices);
-        assert!(converter(&crd("None"), "v1", resolver.clone()).is_none());
-        let convert = converter(&crd("None"), "v2", resolver).expect("a converter");
+        let convert = converter(&crd("None"), "v2", resolver.clone()).expect("a converter");
         let stored = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
             "spec": {"a": 1}});
         let served = convert.served_form(stored.clone()).unwrap();
         assert_eq!(served["apiVersion"], "stable.example.com/v2");
         assert_eq!(served["spec"], stored["spec"]);
         assert_eq!(convert.stored_form(served).unwrap(), stored);
+        // The storage version's reads convert objects stored in another version.
+        let storage = converter(&crd("None"), "v1", resolver.clone()).expect("a converter");
+        let older = json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab"});
+        assert_eq!(
+            storage.served_form(older).unwrap()["apiVersion"],
+            "stable.example.com/v1"
+        );
+        let mut single = crd("None");
+        single["spec"]["versions"] = json!([{"name": "v1", "storage": true}]);
+        single["status"]["storedVersions"] = json!(["v1"]);
+        assert!(converter(&single, "v1", resolver).is_none());
     }
 }

@@ -78,6 +78,30 @@ async fn none_conversion_rewrites_the_api_version() {
         "{}",
         stderr(&unserved)
     );
+    // v2 becomes the storage version: the object stored in v1 is read in v2 there too.
+    let patch = r#"[{"op": "replace", "path": "/spec/versions/0/storage", "value": false},
+        {"op": "replace", "path": "/spec/versions/1/storage", "value": true}]"#;
+    server
+        .kubectl_ok(&[
+            "patch",
+            "crd",
+            "backends.example.com",
+            "--type=json",
+            "-p",
+            patch,
+        ])
+        .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let crd = get_json(&server, &["crd", "backends.example.com"]).await;
+        if crd["status"]["storedVersions"] == json!(["v1", "v2"]) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{crd}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let v2 = get_json(&server, &["backends.v2.example.com", "b"]).await;
+    assert_eq!(v2["apiVersion"], "example.com/v2");
     server.stop().await;
 }
 
