@@ -184,7 +184,7 @@ async fn send(
         .connect(server_name, tcp)
         .await
         .map_err(|e| failed(&e))?;
-    let io = hyper_util::rt::TokioIo::new(tls);
+    let io = hyper_util::rt::TokioIo::new(EofAsClose(tls));
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
         .await
         .map_err(|e| failed(&e))?;
@@ -214,6 +214,50 @@ async fn send(
         return Err(format!("the server responded with status {status}: {text}"));
     }
     Ok(body.to_vec())
+}
+
+/// A TLS stream whose peer may close the connection without TLS's close_notify, as many
+/// simple webhook servers do after a response delimited by the close: like Go's TLS client,
+/// such an end of the stream is read as the end of the data.
+struct EofAsClose<S>(S);
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofAsClose<S> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match std::pin::Pin::new(&mut self.0).poll_read(cx, buf) {
+            std::task::Poll::Ready(Err(err)) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
+                std::task::Poll::Ready(Ok(()))
+            }
+            other => other,
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for EofAsClose<S> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
+    }
 }
 
 fn split_host_port(authority: &str) -> Result<(String, u16), String> {
@@ -456,5 +500,49 @@ mod tests {
             err,
             "unable to load root certificates: no valid certificate authority data seen"
         );
+    }
+
+    /// A webhook that answers HTTP/1.0 with a body delimited by closing the connection,
+    /// without TLS's close_notify (as Python's http.server does): its body is read whole.
+    #[tokio::test]
+    async fn bodies_ended_by_a_bare_close_are_read() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der_key =
+            rustls::pki_types::PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
+                .unwrap();
+        let config = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], der_key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut tls = acceptor.accept(tcp).await.unwrap();
+            let mut request = [0u8; 4096];
+            let _ = tls.read(&mut request).await.unwrap();
+            let response =
+                b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"ok\":true}";
+            tls.write_all(response).await.unwrap();
+            tls.flush().await.unwrap();
+            // Close the TCP connection without a close_notify.
+            let (tcp, _) = tls.into_inner();
+            drop(tcp);
+        });
+        let ca = cert.pem();
+        let credentials = Credentials::default();
+        let tls = Tls {
+            ca_bundle: ca.as_bytes(),
+            credentials: &credentials,
+        };
+        let url = format!("https://localhost:{port}/hook");
+        let body = send(http::Method::POST, &url, &tls, b"{}".to_vec()).await;
+        assert_eq!(body.unwrap(), br#"{"ok":true}"#);
     }
 }
