@@ -417,7 +417,7 @@ impl Registry {
                 .kv
                 .is_some()
             {
-                return Err(ApiError::already_exists(&resource, name));
+                return Err(self.already_exists(&resource, &key, name).await);
             }
             return Ok(object);
         }
@@ -435,10 +435,29 @@ impl Registry {
                     return Ok(object);
                 }
                 Err(StorageError::KeyExists { .. }) if !generate_name.is_empty() => continue,
+                Err(StorageError::KeyExists { .. }) => {
+                    return Err(self.already_exists(&resource, &key, &name).await);
+                }
                 Err(err) => return Err(storage_error(err, &resource, &name)),
             }
         }
         Err(ApiError::already_exists(&resource, object::name(&object)))
+    }
+
+    /// The 409 of a create whose name is taken, saying so when the object there is being
+    /// deleted (upstream's store reads it back to tell).
+    async fn already_exists(&self, resource: &GroupResource, key: &str, name: &str) -> ApiError {
+        let err = ApiError::already_exists(resource, name);
+        let existing = self.store.get(key, None).await.ok().and_then(|got| got.kv);
+        let deleting = existing
+            .and_then(|kv| codec::decode(&kv.value, kv.mod_revision).ok())
+            .is_some_and(|object| object::is_deleting(&object));
+        if !deleting {
+            return err;
+        }
+        let mut status = err.into_status();
+        status.message = format!("object is being deleted: {}", status.message);
+        ApiError::from(status)
     }
 
     /// UPDATE (and PATCH): `change` computes the new object from the current one (`None` if
