@@ -413,7 +413,7 @@ impl MutatingWebhook {
             mutation(false);
             return Err(denied(&hook.name, &answer.status));
         }
-        let (Some(patch), Some(object)) = (answer.patch, current.as_mut()) else {
+        let Some(patch) = answer.patch else {
             mutation(false);
             return Ok(false);
         };
@@ -423,6 +423,18 @@ impl MutatingWebhook {
                 hook.name
             ))
         })?;
+        if operations.0.is_empty() {
+            mutation(false);
+            return Ok(false);
+        }
+        let Some(object) = current.as_mut() else {
+            // A delete has no object to change.
+            mutation(false);
+            return Err(ApiError::internal(format!(
+                "admission webhook {:?} attempted to modify the object, which is not supported for this operation",
+                hook.name
+            )));
+        };
         let before = object.clone();
         json_patch::patch(object, &operations).map_err(|err| {
             ApiError::internal(format!(

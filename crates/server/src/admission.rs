@@ -132,6 +132,12 @@ pub trait WriteAdmission: Send + Sync {
         old: Option<&Value>,
     ) -> Result<(), ApiError>;
 
+    /// The mutating phase of a delete, on the stored object (which it cannot change; a
+    /// webhook's patch is refused).
+    async fn mutate_delete(&self, _old: &Value) -> Result<(), ApiError> {
+        Ok(())
+    }
+
     /// The validating phase, on the new object (none for a delete) and the stored one.
     async fn validate(
         &self,
@@ -164,19 +170,6 @@ impl Admission<'_> {
         }
         attributes
     }
-
-    /// Runs the mutating phase for a write that has no new object (delete, connect).
-    pub async fn mutate_without_object(
-        &self,
-        operation: Operation,
-        old: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        let attributes = self.attributes_for(operation, None);
-        for plugin in self.plugins {
-            plugin.admit(&attributes, None, old).await?;
-        }
-        Ok(())
-    }
 }
 
 #[async_trait]
@@ -194,6 +187,14 @@ impl WriteAdmission for Admission<'_> {
         }
         for plugin in self.plugins {
             plugin.admit(&attributes, Some(object), old).await?;
+        }
+        Ok(())
+    }
+
+    async fn mutate_delete(&self, old: &Value) -> Result<(), ApiError> {
+        let attributes = self.attributes_for(Operation::Delete, Some(old));
+        for plugin in self.plugins {
+            plugin.admit(&attributes, None, Some(old)).await?;
         }
         Ok(())
     }

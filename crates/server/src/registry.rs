@@ -601,6 +601,7 @@ impl Registry {
             let object = Item::from(current.clone()).decode()?;
             check_delete_preconditions(definition, params, &object, name)?;
             if let Some(admission) = admission {
+                admission.mutate_delete(&object).await?;
                 admission
                     .validate(Operation::Delete, None, Some(&object))
                     .await?;

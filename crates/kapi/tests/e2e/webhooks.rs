@@ -202,3 +202,81 @@ async fn admission_webhooks_mutate_deny_and_fail_as_configured() {
     );
     ok_stdin(&server, &["create", "-f", "-"], &slow("ignore")).await;
 }
+
+/// Deletes go through the mutating webhooks too, with the stored object as `oldObject` (its
+/// labels chosen by the objectSelector): one that would patch is refused, as nothing can
+/// change a deleted object; a dry run asked in the DeleteOptions body reaches the webhooks
+/// as `dryRun`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_pass_the_mutating_webhooks() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let (address, ca) = serve_webhook(|path: String, review: Value| async move {
+        let request = &review["request"];
+        // The answer says what the webhook saw: its dryRun and the old object's name.
+        let seen = format!(
+            "dryRun={} old={}",
+            request["dryRun"],
+            request["oldObject"]["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        let mut response = json!({"uid": request["uid"], "allowed": true, "warnings": [seen]});
+        if path.starts_with("/patch") {
+            let ops = json!([{"op": "add", "path": "/metadata/labels/x", "value": "y"}]);
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] =
+                json!(base64::engine::general_purpose::STANDARD.encode(ops.to_string()));
+        }
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+    })
+    .await;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let hook = |name: &str, path: &str, label: &str| {
+        let mut hook = webhook(
+            name,
+            &format!("https://{address}{path}"),
+            &ca,
+            json!({"objectSelector": {"matchLabels": {label: "yes"}},
+                "sideEffects": "NoneOnDryRun"}),
+        );
+        hook["rules"][0]["operations"] = json!(["DELETE"]);
+        hook
+    };
+    let hooks = vec![
+        hook("patch.example.com", "/patch", "patched"),
+        hook("look.example.com", "/look", "looked"),
+    ];
+    let config = configuration("MutatingWebhookConfiguration", "deletes", hooks);
+    ok_stdin(&server, &["create", "-f", "-"], &config).await;
+    for (name, label) in [("p", "patched=yes"), ("l", "looked=yes")] {
+        server.kubectl_ok(&["create", "configmap", name]).await;
+        server
+            .kubectl_ok(&["label", "configmap", name, label])
+            .await;
+    }
+    // The webhooks are read from their watch cache: wait until they are seen.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        let output = server.kubectl(&["delete", "configmap", "p"]).await;
+        if !output.status.success() {
+            break common::stderr(&output);
+        }
+        assert!(Instant::now() < deadline, "the webhook never refused");
+        server.kubectl_ok(&["create", "configmap", "p"]).await;
+        server
+            .kubectl_ok(&["label", "configmap", "p", "patched=yes"])
+            .await;
+    };
+    assert!(
+        err.contains(r#"admission webhook "patch.example.com" attempted to modify the object, which is not supported for this operation"#),
+        "{err}"
+    );
+    let output = server
+        .kubectl(&["delete", "configmap", "l", "--dry-run=server"])
+        .await;
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    assert!(
+        common::stderr(&output).contains("dryRun=true old=l"),
+        "{}",
+        common::stderr(&output)
+    );
+    get_json(&server, &["configmap", "l"]).await;
+}

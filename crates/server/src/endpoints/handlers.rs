@@ -910,10 +910,9 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     let params = params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
     let definition = context.definition();
     let name = context.info.name.clone();
-    let admission = context.admission(&name);
-    admission
-        .mutate_without_object(Operation::Delete, None)
-        .await?;
+    let mut admission = context.admission(&name);
+    // A dry run may be asked in the DeleteOptions body too.
+    admission.attributes.dry_run |= params.dry_run;
     if let Some(reason) = definition.strategy.undeletable(&name) {
         return Err(ApiError::forbidden(
             &definition.group_resource(),
@@ -974,10 +973,8 @@ async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Respons
         async move {
             let object = decoded?;
             let (ns, name) = (object::namespace(&object), object::name(&object));
-            let admission = context.admission(name);
-            admission
-                .mutate_without_object(Operation::Delete, None)
-                .await?;
+            let mut admission = context.admission(name);
+            admission.attributes.dry_run |= delete_params.dry_run;
             let deleted = registry
                 .delete(definition, ns, name, delete_params, Some(&admission))
                 .await;
