@@ -50,7 +50,8 @@ struct Hook {
     timeout: Duration,
     ignore_failures: bool,
     reinvoke: bool,
-    /// Named conditions; a condition that does not compile is kept as its error.
+    /// The matchConditions' expressions, compiled; one that does not compile is kept as its
+    /// error.
     match_conditions: Vec<(String, Result<Expression, String>)>,
 }
 
@@ -105,19 +106,17 @@ impl Webhooks {
                     .into_iter()
                     .flatten()
                     .map(|c| {
-                        let name = c["name"].as_str().unwrap_or_default().to_string();
-                        (
-                            name,
-                            Expression::compile(c["expression"].as_str().unwrap_or_default()),
-                        )
+                        let source = c["expression"].as_str().unwrap_or_default().to_string();
+                        let compiled = Expression::compile(&source);
+                        (source, compiled)
                     })
                     .collect(),
             })
             .collect()
     }
 
-    /// Whether `hook` is called for this request. A matchCondition that fails to evaluate
-    /// is an error, handled as a call failure.
+    /// Whether `hook` is called for this request; the errors of matchConditions that failed
+    /// to evaluate, when none was false.
     fn selects(
         &self,
         hook: &Hook,
@@ -151,19 +150,35 @@ impl Webhooks {
             )),
             ..Inputs::default()
         });
-        for (name, condition) in &hook.match_conditions {
-            let condition = condition
+        // Any false condition skips the webhook, errors or not; otherwise errors fail it.
+        let mut errors = Vec::new();
+        for (source, condition) in &hook.match_conditions {
+            let result = condition
                 .as_ref()
-                .map_err(|err| format!("compilation failed for {name}: {err}"))?;
-            let matched = condition
-                .evaluate_bool(&activation)
-                .map_err(|err| format!("matchCondition {name}: {err}"))?;
-            if !matched {
-                return Ok(false);
+                .map_err(|err| format!("compilation failed: {err}"))
+                .and_then(|condition| condition.evaluate_bool(&activation));
+            match result {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(err) => errors.push(format!("expression '{source}' resulted in error: {err}")),
             }
         }
-        Ok(true)
+        match errors.as_slice() {
+            [] => Ok(true),
+            [one] => Err(one.clone()),
+            many => Err(format!("[{}]", many.join(", "))),
+        }
     }
+}
+
+/// A webhook whose matchConditions failed to evaluate: skipped under `Ignore`, else the
+/// request is forbidden, as upstream's webhook dispatcher decides.
+fn condition_failure(hook: &Hook, attributes: &Attributes<'_>, err: String) -> Option<ApiError> {
+    if hook.ignore_failures {
+        return None;
+    }
+    let resource = attributes.definition.group_resource();
+    Some(ApiError::forbidden(&resource, attributes.name, err))
 }
 
 /// `matchPolicy: Equivalent`: a rule naming the request's group and resource in another
@@ -389,7 +404,7 @@ impl MutatingWebhook {
         {
             Ok(false) => return Ok(false),
             Ok(true) => {}
-            Err(err) => return failure(hook, err).map_or(Ok(false), Err),
+            Err(err) => return condition_failure(hook, attributes, err).map_or(Ok(false), Err),
         }
         if attributes.dry_run && !hook.dry_run_safe {
             return Err(no_dry_run(hook));
@@ -558,7 +573,7 @@ impl ValidatingWebhook {
         match self.0.selects(hook, attributes, object, old, request) {
             Ok(false) => return Ok(()),
             Ok(true) => {}
-            Err(err) => return failure(hook, err).map_or(Ok(()), Err),
+            Err(err) => return condition_failure(hook, attributes, err).map_or(Ok(()), Err),
         }
         if attributes.dry_run && !hook.dry_run_safe {
             return Err(no_dry_run(hook));

@@ -240,13 +240,21 @@ async fn deletes_pass_the_mutating_webhooks() {
         hook["rules"][0]["operations"] = json!(["DELETE"]);
         hook
     };
+    let mut conditioned = hook("condition.example.com", "/look", "conditioned");
+    conditioned["matchConditions"] =
+        json!([{"name": "c1", "expression": "oldObject.data.x == 'y'"}]);
     let hooks = vec![
         hook("patch.example.com", "/patch", "patched"),
         hook("look.example.com", "/look", "looked"),
+        conditioned,
     ];
     let config = configuration("MutatingWebhookConfiguration", "deletes", hooks);
     ok_stdin(&server, &["create", "-f", "-"], &config).await;
-    for (name, label) in [("p", "patched=yes"), ("l", "looked=yes")] {
+    for (name, label) in [
+        ("p", "patched=yes"),
+        ("l", "looked=yes"),
+        ("c", "conditioned=yes"),
+    ] {
         server.kubectl_ok(&["create", "configmap", name]).await;
         server
             .kubectl_ok(&["label", "configmap", name, label])
@@ -279,4 +287,12 @@ async fn deletes_pass_the_mutating_webhooks() {
         common::stderr(&output)
     );
     get_json(&server, &["configmap", "l"]).await;
+    // A matchCondition that cannot be evaluated forbids the request under Fail.
+    let err = common::fails(&server, &["delete", "configmap", "c"], None).await;
+    assert!(
+        err.contains(
+            r#"configmaps "c" is forbidden: expression 'oldObject.data.x == 'y'' resulted in error: "#
+        ),
+        "{err}"
+    );
 }
