@@ -256,15 +256,6 @@ async fn call(
 
 /// The answer of an AdmissionReview response, checked as upstream checks it.
 fn read_answer(review: &Value, uid: &str, phase: Phase) -> Result<Answer, String> {
-    let (api_version, kind) = (
-        review["apiVersion"].as_str().unwrap_or_default(),
-        review["kind"].as_str().unwrap_or_default(),
-    );
-    if (api_version, kind) != (REVIEW_VERSION, "AdmissionReview") {
-        return Err(format!(
-            "expected webhook response of {REVIEW_VERSION}, Kind=AdmissionReview, got {api_version}, Kind={kind}"
-        ));
-    }
     let response = review
         .get("response")
         .filter(|r| r.is_object())
@@ -273,15 +264,36 @@ fn read_answer(review: &Value, uid: &str, phase: Phase) -> Result<Answer, String
     if got != uid {
         return Err(format!("expected response.uid={uid:?}, got {got:?}"));
     }
-    let patch = match response["patch"].as_str() {
-        None => None,
-        Some(_) if phase == Phase::Validating => {
-            return Err("validating webhook may not return a patch".into());
+    let api_version = review["apiVersion"].as_str().unwrap_or_default();
+    let kind = review["kind"].as_str().unwrap_or_default();
+    if (api_version, kind) != (REVIEW_VERSION, "AdmissionReview") {
+        // schema.GroupVersionKind's String(): `<group>/<version>, Kind=<kind>`.
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        return Err(format!(
+            "expected webhook response of {REVIEW_VERSION}, Kind=AdmissionReview, got {group}/{version}, Kind={kind}"
+        ));
+    }
+    let encoded = response["patch"].as_str().filter(|patch| !patch.is_empty());
+    let patch_type = response.get("patchType").filter(|t| !t.is_null());
+    let patch = match (phase, encoded, patch_type) {
+        (Phase::Validating, Some(_), _) => {
+            return Err("validating webhook may not return response.patch".into());
         }
-        Some(encoded) => {
-            let patch_type = response["patchType"].as_str().unwrap_or_default();
-            if patch_type != "JSONPatch" {
-                return Err(format!("expected patchType JSONPatch, got {patch_type:?}"));
+        (Phase::Validating, None, Some(_)) => {
+            return Err("validating webhook may not return response.patchType".into());
+        }
+        (Phase::Validating, None, None) | (Phase::Mutating, None, None) => None,
+        (Phase::Mutating, Some(_), None) => {
+            return Err("webhook returned response.patch but not response.patchType".into());
+        }
+        (Phase::Mutating, None, Some(_)) => {
+            return Err("webhook returned response.patchType but not response.patch".into());
+        }
+        (Phase::Mutating, Some(encoded), Some(patch_type)) => {
+            match patch_type.as_str().unwrap_or_default() {
+                "JSONPatch" => {}
+                "" => return Err(r#"webhook returned invalid response.patchType of """#.into()),
+                other => return Err(format!("unsupported patch type {other:?}")),
             }
             Some(
                 base64::engine::general_purpose::STANDARD
@@ -333,15 +345,18 @@ fn record(hook: &Hook, attributes: &Attributes<'_>, answer: &Answer) {
 /// 400) and reason, its message after `admission webhook "name" denied the request`.
 fn denied(name: &str, status: &Value) -> ApiError {
     let denied_by = format!("admission webhook {name:?} denied the request");
-    let message = status["message"].as_str().filter(|m| !m.is_empty());
-    let reason = status["reason"].as_str().unwrap_or_default();
-    let message = match (message, reason) {
-        (Some(message), _) => format!("{denied_by}: {message}"),
-        (None, reason) if !reason.is_empty() => format!("{denied_by}: {reason}"),
-        _ => format!("{denied_by} without explanation"),
+    // The webhook's whole Status (its details too), made a failure of at least 400.
+    let mut status: Status = serde_json::from_value(status.clone()).unwrap_or_default();
+    status.message = match (status.message.as_str(), status.reason.as_str()) {
+        ("", "") => format!("{denied_by} without explanation"),
+        ("", reason) => format!("{denied_by}: {reason}"),
+        (message, _) => format!("{denied_by}: {message}"),
     };
-    let code = status["code"].as_u64().unwrap_or(0).max(400) as u16;
-    ApiError::from(Status::failure(code, reason, message))
+    let code = status.code.max(400) as u16;
+    let details = status.details.take();
+    let mut failure = Status::failure(code, status.reason, status.message);
+    failure.details = details;
+    ApiError::from(failure)
 }
 
 /// What a call failure means under the webhook's failure policy: `None` when ignored.
@@ -432,12 +447,9 @@ impl MutatingWebhook {
             mutation(false);
             return Ok(false);
         };
-        let operations: json_patch::Patch = serde_json::from_slice(&patch).map_err(|err| {
-            ApiError::internal(format!(
-                "failed calling webhook {:?}: received invalid patch: {err}",
-                hook.name
-            ))
-        })?;
+        // Upstream reports a patch that does not decode or apply as a bare internal error.
+        let operations: json_patch::Patch =
+            serde_json::from_slice(&patch).map_err(ApiError::internal)?;
         if operations.0.is_empty() {
             mutation(false);
             return Ok(false);
@@ -451,12 +463,7 @@ impl MutatingWebhook {
             )));
         };
         let before = object.clone();
-        json_patch::patch(object, &operations).map_err(|err| {
-            ApiError::internal(format!(
-                "failed calling webhook {:?}: applying the patch: {err}",
-                hook.name
-            ))
-        })?;
+        json_patch::patch(object, &operations).map_err(ApiError::internal)?;
         let changed = *object != before;
         mutation(changed);
         if attributes.audit.level() >= Level::Request {
@@ -649,16 +656,32 @@ mod tests {
         assert_eq!(answer.warnings, ["careful"]);
         assert_eq!(
             read_answer(&ok, "u", Phase::Validating).err().unwrap(),
-            "validating webhook may not return a patch"
+            "validating webhook may not return response.patch"
+        );
+        let mut untyped = ok.clone();
+        untyped["response"]["patchType"] = Value::Null;
+        assert_eq!(
+            read_answer(&untyped, "u", Phase::Mutating).err().unwrap(),
+            "webhook returned response.patch but not response.patchType"
         );
         assert_eq!(
             read_answer(&ok, "v", Phase::Mutating).err().unwrap(),
             r#"expected response.uid="v", got "u""#
         );
-        let wrong = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview"});
+        let wrong = json!({"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview",
+            "response": {"uid": "u", "allowed": true}});
         assert_eq!(
             read_answer(&wrong, "u", Phase::Mutating).err().unwrap(),
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got admission.k8s.io/v1beta1, Kind=AdmissionReview"
+        );
+        let untyped = json!({"response": {"uid": "u", "allowed": true}});
+        assert_eq!(
+            read_answer(&untyped, "u", Phase::Mutating).err().unwrap(),
+            "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="
+        );
+        assert_eq!(
+            read_answer(&json!({}), "u", Phase::Mutating).err().unwrap(),
+            "webhook response was absent"
         );
     }
 
@@ -674,6 +697,18 @@ mod tests {
             status.message,
             r#"admission webhook "deny.example.com" denied the request: no pods on Sundays"#
         );
+        // The webhook's reason and details reach the client.
+        let status = denied(
+            "teapot.example.com",
+            &json!({"code": 418, "reason": "Teapot", "details": {"name": "x"}}),
+        )
+        .into_status();
+        assert_eq!((status.code, status.reason.as_str()), (418, "Teapot"));
+        assert_eq!(
+            status.message,
+            r#"admission webhook "teapot.example.com" denied the request: Teapot"#
+        );
+        assert_eq!(status.details.unwrap().name, "x");
         let status = denied("w", &Value::Null).into_status();
         assert_eq!(status.code, 400);
         assert_eq!(

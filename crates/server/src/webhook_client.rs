@@ -203,6 +203,11 @@ async fn send(
         .map_err(|e| failed(&e))?;
     let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
     let status = response.status();
+    let text_response = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|content_type| content_type.starts_with("text/"));
     let body = response
         .into_body()
         .collect()
@@ -210,10 +215,45 @@ async fn send(
         .map_err(|e| failed(&e))?
         .to_bytes();
     if !status.is_success() {
-        let text = String::from_utf8_lossy(&body);
-        return Err(format!("the server responded with status {status}: {text}"));
+        return Err(unsuccessful(status.as_u16(), &body, text_response));
     }
     Ok(body.to_vec())
+}
+
+/// What client-go makes of a response that is not a success: the message of a Status
+/// body, or its generic message for the code (naming the body of a text response, else
+/// "unknown").
+fn unsuccessful(code: u16, body: &[u8], text_response: bool) -> String {
+    let status: Option<Value> = serde_json::from_slice(body).ok();
+    if let Some(status) = status.filter(|s| s["kind"] == "Status")
+        && let Some(message) = status["message"].as_str().filter(|m| !m.is_empty())
+    {
+        return message.to_string();
+    }
+    const MAX: usize = 1024;
+    let server_message = match text_response {
+        true => String::from_utf8_lossy(&body[..body.len().min(MAX)])
+            .trim()
+            .to_string(),
+        false => "unknown".to_string(),
+    };
+    match code {
+        400 => "the server rejected our request for an unknown reason".into(),
+        401 => "the server has asked for the client to provide credentials".into(),
+        403 => "the server does not allow access to the requested resource".into(),
+        404 => "the server could not find the requested resource".into(),
+        409 => "the server reported a conflict".into(),
+        422 => "the server rejected our request due to an error in our request".into(),
+        429 => "the server has received too many requests and has asked us to try again later"
+            .into(),
+        503 => "the server is currently unable to handle the request".into(),
+        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
+        code if code >= 500 => format!(
+            "an error on the server ({}) has prevented the request from succeeding",
+            kapi_apimachinery::quote(&server_message)
+        ),
+        code => format!("the server responded with the status code {code} but did not return more information"),
+    }
 }
 
 /// A TLS stream whose peer may close the connection without TLS's close_notify, as many
@@ -499,6 +539,24 @@ mod tests {
         assert_eq!(
             err,
             "unable to load root certificates: no valid certificate authority data seen"
+        );
+    }
+
+    #[test]
+    fn unsuccessful_responses_read_as_client_go_reads_them() {
+        assert_eq!(
+            unsuccessful(500, br#"{"x": "err"}"#, false),
+            r#"an error on the server ("unknown") has prevented the request from succeeding"#
+        );
+        assert_eq!(
+            unsuccessful(500, b"boom\n", true),
+            r#"an error on the server ("boom") has prevented the request from succeeding"#
+        );
+        let status = br#"{"kind": "Status", "apiVersion": "v1", "message": "my status msg"}"#;
+        assert_eq!(unsuccessful(500, status, false), "my status msg");
+        assert_eq!(
+            unsuccessful(418, b"", false),
+            "the server responded with the status code 418 but did not return more information"
         );
     }
 
