@@ -666,32 +666,109 @@ fn policy_cells(policy: &Value) -> Vec<Value> {
     ]
 }
 
-/// ValidateValidatingAdmissionPolicyBinding, in part: the policy named and valid actions.
+/// ValidateValidatingAdmissionPolicyBinding, in part: the policy named, the paramRef and the
+/// validation actions.
 fn validate_binding(binding: &Value) -> FieldErrors {
     let spec = &binding["spec"];
     let path = Path::root("spec");
     let mut errs = FieldErrors::new();
-    if str_of(spec, "policyName").is_empty() {
+    let policy = str_of(spec, "policyName");
+    if policy.is_empty() {
         errs.push(FieldError::required(&path.child("policyName"), ""));
     }
-    let actions = strings_of(spec, "validationActions");
-    if actions.is_empty() {
-        errs.push(FieldError::required(
-            &path.child("validationActions"),
-            "at least one validation action is required",
+    for message in is_dns1123_subdomain(policy)
+        .into_iter()
+        .filter(|_| !policy.is_empty())
+    {
+        errs.push(FieldError::invalid(
+            &path.child("policyName"),
+            policy,
+            message,
         ));
     }
+    errs.extend(validate_param_ref(
+        &spec["paramRef"],
+        &path.child("paramRef"),
+    ));
+    errs.extend(validate_validation_actions(
+        spec,
+        &path.child("validationActions"),
+    ));
+    errs
+}
+
+/// A binding's paramRef: a name (a path segment) or a selector, not both, and what to do
+/// when no parameter is found.
+fn validate_param_ref(reference: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if !reference.is_object() {
+        return errs;
+    }
+    let name = str_of(reference, "name");
+    let selector = &reference["selector"];
+    let exclusive = "name and selector are mutually exclusive";
+    if !name.is_empty() {
+        for message in kapi_apimachinery::validation::validate_path_segment_name(name, false) {
+            errs.push(FieldError::invalid(&path.child("name"), name, message));
+        }
+        if selector.is_object() {
+            errs.push(FieldError::forbidden(&path.child("name"), exclusive));
+        }
+    }
+    if selector.is_object() {
+        errs.extend(validate_label_selector(selector, &path.child("selector")));
+        if !name.is_empty() {
+            errs.push(FieldError::forbidden(&path.child("selector"), exclusive));
+        }
+    }
+    if name.is_empty() && !selector.is_object() {
+        errs.push(FieldError::required(
+            path,
+            "one of name or selector must be specified",
+        ));
+    }
+    let action_path = path.child("parameterNotFoundAction");
+    match str_of(reference, "parameterNotFoundAction") {
+        "" => errs.push(FieldError::required(&action_path, "")),
+        "Deny" | "Allow" => {}
+        other => errs.push(FieldError::not_supported(
+            &action_path,
+            other,
+            ["Deny", "Allow"],
+        )),
+    }
+    errs
+}
+
+/// A binding's validation actions: known, each once, at least one, not both Deny and Warn.
+fn validate_validation_actions(spec: &Value, path: &Path) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    let actions = strings_of(spec, "validationActions");
     for (i, action) in actions.iter().enumerate() {
-        let action_path = path.child("validationActions").index(i);
-        if actions[..i].contains(action) {
-            errs.push(FieldError::duplicate(&action_path, *action));
-        } else if !matches!(*action, "Deny" | "Warn" | "Audit") {
+        let action_path = path.index(i);
+        if !matches!(*action, "Deny" | "Warn" | "Audit") {
             errs.push(FieldError::not_supported(
                 &action_path,
                 *action,
                 ["Audit", "Deny", "Warn"],
             ));
         }
+        if actions[..i].contains(action) {
+            errs.push(FieldError::duplicate(&action_path, *action));
+        }
+    }
+    if actions.contains(&"Deny") && actions.contains(&"Warn") {
+        errs.push(FieldError::invalid(
+            path,
+            json!(actions),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if actions.is_empty() {
+        errs.push(FieldError::required(
+            path,
+            "at least one validation action is required",
+        ));
     }
     errs
 }
@@ -867,7 +944,8 @@ mod tests {
         assert_eq!(policy["status"], json!({}));
         assert!(rules.validate(&policy).is_empty());
         assert_eq!(policy_cells(&policy)[1..3], [json!(1), json!("<unset>")]);
-        let binding = json!({"spec": {"validationActions": ["Deny", "Deny", "Block"], "paramRef": {"namespace": "ns"}}});
+        let binding = json!({"spec": {"validationActions": ["Deny", "Deny", "Block"],
+            "paramRef": {"namespace": "ns", "parameterNotFoundAction": "Deny"}}});
         assert_eq!(
             causes(
                 &super::hooks("ValidatingAdmissionPolicyBinding")
@@ -877,6 +955,11 @@ mod tests {
             ),
             expect(&[
                 ("spec.policyName", "FieldValueRequired", "Required value"),
+                (
+                    "spec.paramRef",
+                    "FieldValueRequired",
+                    "Required value: one of name or selector must be specified"
+                ),
                 (
                     "spec.validationActions[1]",
                     "FieldValueDuplicate",
@@ -890,5 +973,33 @@ mod tests {
             ])
         );
         assert_eq!(binding_cells(&binding)[2], "ns/*");
+        let both = json!({"spec": {"policyName": "p", "validationActions": ["Deny", "Warn"],
+            "paramRef": {"name": "a", "selector": {}}}});
+        let hooks = super::hooks("ValidatingAdmissionPolicyBinding").unwrap();
+        assert_eq!(
+            causes(&hooks.0.validate(&both)),
+            expect(&[
+                (
+                    "spec.paramRef.name",
+                    "FieldValueForbidden",
+                    "Forbidden: name and selector are mutually exclusive"
+                ),
+                (
+                    "spec.paramRef.selector",
+                    "FieldValueForbidden",
+                    "Forbidden: name and selector are mutually exclusive"
+                ),
+                (
+                    "spec.paramRef.parameterNotFoundAction",
+                    "FieldValueRequired",
+                    "Required value"
+                ),
+                (
+                    "spec.validationActions",
+                    "FieldValueInvalid",
+                    r#"Invalid value: ["Deny","Warn"]: must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)"#
+                ),
+            ])
+        );
     }
 }
