@@ -154,9 +154,9 @@ fn cases() -> Vec<Case> {
             ),
         ),
         case(
-            "warn-and-deny",
+            "deny-and-audit",
             json!({"validations": [{"expression": "object.metadata.name.startsWith('ok')", "messageExpression": "'name ' + object.metadata.name + ' must start with ok'"}]}),
-            json!({"validationActions": ["Warn", "Deny"]}),
+            json!({"validationActions": ["Deny", "Audit"]}),
         ),
     ]
 }
@@ -218,7 +218,7 @@ async fn validating_admission_policies_decide_as_upstream() {
     let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0.. {
         let probe = configmap(
-            "warn-and-deny",
+            "deny-and-audit",
             &format!("probe-{i}"),
             json!({}),
             json!({}),
@@ -282,7 +282,7 @@ async fn validating_admission_policies_decide_as_upstream() {
         accepted("namespace-object", "a6", empty(), empty(), empty()),
         accepted("ignore-on-error", "a7", empty(), empty(), empty()),
         accepted("param-missing-allow", "a8", empty(), empty(), empty()),
-        accepted("warn-and-deny", "ok-name", empty(), empty(), empty()),
+        accepted("deny-and-audit", "ok-name", empty(), empty(), empty()),
     ] {
         ok_stdin(&server, &["create", "-f", "-"], &manifest).await;
     }
@@ -364,8 +364,8 @@ async fn validating_admission_policies_decide_as_upstream() {
             ),
         ),
         (
-            configmap("warn-and-deny", "bad-name", empty(), empty(), empty()),
-            refused("warn-and-deny", "name bad-name must start with ok"),
+            configmap("deny-and-audit", "bad-name", empty(), empty(), empty()),
+            refused("deny-and-audit", "name bad-name must start with ok"),
         ),
     ] {
         let err = fails(&server, &["create", "-f", "-"], Some(&manifest)).await;
