@@ -445,7 +445,55 @@ async fn scale_writes_own_the_replicas(backend: Backend) {
     );
 }
 
+/// An apply to the status subresource records its applier, with the subresource, and a
+/// forced apply takes the fields over.
+async fn status_applies_record_their_managers(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    let manifest = |replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: st\n  namespace: default\n\
+            status:\n  observedGeneration: {replicas}\n"
+        )
+    };
+    let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: st\n  namespace: default\n\
+        spec:\n  selector:\n    matchLabels: {app: st}\n  template:\n    \
+        metadata:\n      labels: {app: st}\n    spec:\n      containers:\n      - name: c\n        image: nginx\n";
+    apply(&server, deployment, &[]).await;
+    let status = ["--subresource=status", "--field-manager=ctl"];
+    apply(&server, &manifest(1), &status).await;
+    let object = get_json(&server, &["deployment", "st"]).await;
+    let entries = object["metadata"]["managedFields"].as_array().unwrap();
+    let ctl = entries
+        .iter()
+        .find(|e| e["manager"] == "ctl")
+        .unwrap_or_else(|| panic!("no ctl entry in {entries:?}"));
+    assert_eq!(ctl["operation"], "Apply", "{ctl}");
+    assert_eq!(ctl["subresource"], "status", "{ctl}");
+    assert_eq!(
+        ctl["fieldsV1"],
+        json!({"f:status": {"f:observedGeneration": {}}})
+    );
+    let other = ["--subresource=status", "--field-manager=ctl2"];
+    let output = server
+        .kubectl_stdin(
+            &["apply", "--server-side", "-f", "-", other[0], other[1]],
+            Some(&manifest(2)),
+        )
+        .await;
+    assert!(!output.status.success(), "a conflict");
+    let forced = [other[0], other[1], "--force-conflicts"];
+    apply(&server, &manifest(2), &forced).await;
+    let object = get_json(&server, &["deployment", "st"]).await;
+    let owners: Vec<String> = managers(&object)
+        .into_iter()
+        .filter(|(_, _, fields)| fields["f:status"].get("f:observedGeneration").is_some())
+        .map(|(manager, _, _)| manager)
+        .collect();
+    assert_eq!(owners, ["ctl2"]);
+}
+
 on_both_backends!(
+    status_applies_record_their_managers,
     apply_creates_updates_conflicts_and_forces,
     updates_record_update_managers,
     kube_rs_patch_apply,

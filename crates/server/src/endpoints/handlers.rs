@@ -728,8 +728,6 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
     context.respond_object(StatusCode::OK, definition.served_form(object)?)
 }
 
-/// The 415 of a strategic merge patch of a resource without patch strategies (custom
-/// resources), as upstream's CRD handler answers it.
 /// The patch type of a PATCH's content type, or the 415 refusing it: built-in resources'
 /// patch routes consume only the patch types (the router's own 415); the CRD handler names
 /// the types custom resources accept (no strategic merge patch: no patch strategies).
@@ -822,7 +820,15 @@ async fn apply(
                 let current = current.ok_or_else(|| ApiError::not_found(&resource, &name))?;
                 let live = definition.served_form(current.clone())?;
                 let applied = apply_to(Some(&live))?;
-                Ok(written(definition, subresource.as_ref(), current, applied))
+                let managed = applied["metadata"]["managedFields"].clone();
+                let mut object = written(definition, subresource.as_ref(), current, applied);
+                // A subresource's apply keeps only its part of the object, but the applier's
+                // ownership is recorded all the same (upstream's status strategies keep the
+                // field manager's managedFields).
+                if subresource.is_some() && !managed.is_null() {
+                    object["metadata"]["managedFields"] = managed;
+                }
+                Ok(object)
             })
             .await;
         match updated {
