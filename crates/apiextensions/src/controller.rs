@@ -5,7 +5,7 @@
 //! CRD goes), and serving: an Established CRD's resources are installed into the
 //! apiextensions handler (so discovery and OpenAPI follow) and removed when it goes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use kapi_server::cacher::{CacheEvent, CacheNotification, CachedObject, EventType
 use kapi_server::endpoints::{ApiHandler, Served};
 use kapi_server::registry::{DeleteParams, Item, ListParams, Write};
 use kapi_server::resource::SubresourceKind;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -28,21 +29,29 @@ use crate::status::{self, condition};
 
 /// How often the finalizer checks that the instances of a deleted CRD are gone.
 const CLEANUP_RETRY: Duration = Duration::from_millis(200);
+/// How long the finalizer waits for the instances to go before it says it could not
+/// confirm it (upstream's minute).
+const CLEANUP_WAIT: Duration = Duration::from_secs(60);
+/// How soon a clean-up that did not finish is tried again.
+const CLEANUP_REQUEUE: Duration = Duration::from_secs(5);
 
 /// The CRD controllers of one apiextensions server.
 pub(crate) struct Controllers {
     pub crds: Served,
     pub handler: ApiHandler,
+    pub finalizer: Finalizer,
     pub schemas: Arc<CrdSchemas>,
     pub resolver: Arc<dyn ServiceResolver>,
     pub synced: tokio::sync::watch::Sender<bool>,
 }
 
-/// What is installed for one CRD, to reinstall only when it changes.
+/// What is installed for one CRD, to reinstall only when it changes: its identity, spec and
+/// accepted names (upstream's CRD handler rebuilds a CRD's storage on exactly these; not on
+/// a generation bumped by the deletion).
 #[derive(PartialEq)]
 struct InstalledState {
     uid: String,
-    generation: i64,
+    spec: Value,
     accepted_names: Value,
 }
 
@@ -161,7 +170,7 @@ impl Controllers {
             .to_string();
         let status = self.desired_status(crd);
         if status != crd["status"] {
-            if let Err(err) = self.write_status(&name, status).await {
+            if let Err(err) = write_status(&self.crds, &name, status).await {
                 tracing::warn!(crd = %name, "updating the CRD's status failed: {err}");
             }
             // The write comes back as an event; it is reconciled then.
@@ -175,7 +184,7 @@ impl Controllers {
                 .as_array()
                 .is_some_and(|f| f.iter().any(|f| f == CLEANUP_FINALIZER))
         {
-            self.clean_up(crd, &name).await;
+            self.finalizer.start(&name);
         }
     }
 
@@ -187,7 +196,7 @@ impl Controllers {
                 .as_str()
                 .unwrap_or_default()
                 .to_string(),
-            generation: crd["metadata"]["generation"].as_i64().unwrap_or(0),
+            spec: crd["spec"].clone(),
             accepted_names: crd["status"]["acceptedNames"].clone(),
         };
         if installed.get(name) == Some(&state) {
@@ -264,29 +273,56 @@ impl Controllers {
             .filter(|other| other["spec"]["group"] == group)
             .collect()
     }
+}
 
-    async fn write_status(&self, name: &str, status: Value) -> Result<(), ApiError> {
-        let definition = &self.crds.definition;
-        let write = Write {
-            subresource: Some(&SubresourceKind::Status),
-            dry_run: false,
-            admission: None,
-        };
-        self.crds
-            .registry
-            .update(definition, "", name, write, |current| {
-                let current = current
-                    .ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
-                let mut next = current.clone();
-                next["status"] = status.clone();
-                Ok(next)
-            })
-            .await
-            .map(drop)
+/// The finalizer of deleted CRDs (customresourcecleanup), run apart from the other
+/// controllers (a CRD whose instances do not go must not hold them up), one task per CRD.
+#[derive(Clone)]
+pub(crate) struct Finalizer {
+    pub crds: Served,
+    pub handler: ApiHandler,
+    /// The CRDs being cleaned up now.
+    pub running: Arc<Mutex<HashSet<String>>>,
+}
+
+impl Finalizer {
+    /// Starts cleaning up the deleted CRD `name`, unless that is under way.
+    fn start(&self, name: &str) {
+        if !self.running.lock().insert(name.to_string()) {
+            return;
+        }
+        let (finalizer, name) = (self.clone(), name.to_string());
+        tokio::spawn(async move {
+            finalizer.run(&name).await;
+            finalizer.running.lock().remove(&name);
+        });
     }
 
-    /// The finalizer: deletes every instance of a deleted CRD, then releases the CRD.
-    async fn clean_up(&self, crd: &Value, name: &str) {
+    /// Cleans up the CRD `name` until its finalizer is released, or it is gone or no longer
+    /// being deleted; retried after instances could not be confirmed gone.
+    async fn run(&self, name: &str) {
+        loop {
+            let key = self.crds.registry.key("", name);
+            let current = self.crds.registry.cacher().get(&key).0;
+            let Some(crd) = current.and_then(|object| Item::from(&*object).decode().ok()) else {
+                return;
+            };
+            let finalized = crd["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == CLEANUP_FINALIZER));
+            if !kapi_server::object::is_deleting(&crd) || !finalized {
+                return;
+            }
+            if self.clean_up(&crd, name).await {
+                return;
+            }
+            tokio::time::sleep(CLEANUP_REQUEUE).await;
+        }
+    }
+
+    /// One attempt: deletes every instance of a deleted CRD, then releases the CRD. Whether
+    /// it is done (false: try again).
+    async fn clean_up(&self, crd: &Value, name: &str) -> bool {
         let mut next = crd.clone();
         let in_progress = condition(
             "Terminating",
@@ -296,35 +332,48 @@ impl Controllers {
         );
         set_condition(&mut next, &in_progress);
         if next["status"] != crd["status"]
-            && self
-                .write_status(name, next["status"].clone())
+            && write_status(&self.crds, name, next["status"].clone())
                 .await
                 .is_err()
         {
-            return;
+            return false;
         }
-        let outcome = match self.instances(crd) {
-            Some(served) => delete_all(&served).await,
-            None => Ok(()),
+        let finished = match self.instances(crd) {
+            _ if !is_condition_true(crd, "Established") => condition(
+                "Terminating",
+                "False",
+                "NeverEstablished",
+                "resource was never established",
+            ),
+            Some(served) => match delete_all(&served).await {
+                Ok(()) => condition(
+                    "Terminating",
+                    "False",
+                    "InstanceDeletionCompleted",
+                    "removed all instances",
+                ),
+                Err((reason, message)) => {
+                    let failed = condition("Terminating", "True", reason, message);
+                    set_condition(&mut next, &failed);
+                    let _ = write_status(&self.crds, name, next["status"].clone()).await;
+                    return false;
+                }
+            },
+            None => condition(
+                "Terminating",
+                "False",
+                "InstanceDeletionCompleted",
+                "removed all instances",
+            ),
         };
-        if let Err(message) = outcome {
-            let failed = condition("Terminating", "True", "InstanceDeletionFailed", message);
-            set_condition(&mut next, &failed);
-            let _ = self.write_status(name, next["status"].clone()).await;
-            return;
-        }
-        let completed = condition(
-            "Terminating",
-            "False",
-            "InstanceDeletionCompleted",
-            "removed all instances",
-        );
-        set_condition(&mut next, &completed);
-        let _ = self.write_status(name, next["status"].clone()).await;
-        if let Err(err) = self.remove_finalizer(name).await
-            && !err.is_not_found()
-        {
-            tracing::warn!(crd = %name, "removing the CRD's finalizer failed: {err}");
+        set_condition(&mut next, &finished);
+        let _ = write_status(&self.crds, name, next["status"].clone()).await;
+        match self.remove_finalizer(name).await {
+            Err(err) if !err.is_not_found() => {
+                tracing::warn!(crd = %name, "removing the CRD's finalizer failed: {err}");
+                false
+            }
+            _ => true,
         }
     }
 
@@ -357,21 +406,50 @@ impl Controllers {
     }
 }
 
+/// Writes a CRD's status.
+async fn write_status(crds: &Served, name: &str, status: Value) -> Result<(), ApiError> {
+    let definition = &crds.definition;
+    let write = Write {
+        subresource: Some(&SubresourceKind::Status),
+        dry_run: false,
+        admission: None,
+    };
+    crds.registry
+        .update(definition, "", name, write, |current| {
+            let current =
+                current.ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
+            let mut next = current.clone();
+            next["status"] = status.clone();
+            Ok(next)
+        })
+        .await
+        .map(drop)
+}
+
 /// Deletes every object of `served` and waits until none is left (objects with finalizers
-/// of their own go when those are cleared).
-async fn delete_all(served: &Served) -> Result<(), String> {
+/// of their own go when those are cleared), a minute at most; the Terminating condition's
+/// reason and message when it fails.
+async fn delete_all(served: &Served) -> Result<(), (&'static str, String)> {
     let resource = served.definition.group_resource();
+    let failed = |message: String| ("InstanceDeletionFailed", message);
+    let deadline = tokio::time::Instant::now() + CLEANUP_WAIT;
     loop {
         let listed = served
             .registry
             .list(&resource, &ListParams::default())
             .await
-            .map_err(|err| format!("could not list instances: {err}"))?;
+            .map_err(|err| failed(format!("could not list instances: {err}")))?;
         if listed.items.is_empty() {
             return Ok(());
         }
+        if tokio::time::Instant::now() >= deadline {
+            return Err((
+                "InstanceDeletionCheck",
+                "could not confirm zero CustomResources remaining: timed out waiting for the condition".into(),
+            ));
+        }
         for item in &listed.items {
-            let object = item.decode().map_err(|err| err.to_string())?;
+            let object = item.decode().map_err(|err| failed(err.to_string()))?;
             let namespace = kapi_server::object::namespace(&object);
             let name = kapi_server::object::name(&object);
             if kapi_server::object::is_deleting(&object) {
@@ -390,7 +468,7 @@ async fn delete_all(served: &Served) -> Result<(), String> {
             if let Err(err) = deleted
                 && err.code() != 404
             {
-                return Err(format!("could not issue all deletes: {err}"));
+                return Err(failed(format!("could not issue all deletes: {err}")));
             }
         }
         tokio::time::sleep(CLEANUP_RETRY).await;

@@ -12,7 +12,7 @@ use kapi_storage::Store;
 use tokio::sync::watch;
 
 use crate::admission::ForbidCreateWhileTerminating;
-use crate::controller::Controllers;
+use crate::controller::{Controllers, Finalizer};
 use crate::conversion::ServiceResolver;
 use crate::schemas::CrdSchemas;
 
@@ -41,9 +41,15 @@ impl ApiExtensionsServer {
         let crds = handler
             .served("apiextensions.k8s.io", "v1", "customresourcedefinitions")
             .expect("the apiextensions handler serves customresourcedefinitions");
+        let finalizer = Finalizer {
+            crds: crds.clone(),
+            handler: handler.clone(),
+            running: Arc::default(),
+        };
         let controllers = Arc::new(Controllers {
             crds,
             handler: handler.clone(),
+            finalizer,
             schemas,
             resolver,
             synced: synced_tx,

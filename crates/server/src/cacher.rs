@@ -166,6 +166,8 @@ pub struct Cacher {
     state: RwLock<CacheState>,
     /// The cache's revision, for waiters (0 until the first list is loaded).
     revision: watch::Sender<Revision>,
+    /// Cancelled when the collection is no longer served ([`Cacher::stop`]).
+    stopped: tokio_util::sync::CancellationToken,
 }
 
 /// A snapshot of the objects matching a request, at one revision.
@@ -201,9 +203,19 @@ impl Cacher {
                 notifications: broadcast::channel(WATCHER_BUFFER).0,
             }),
             revision: watch::channel(0).0,
+            stopped: tokio_util::sync::CancellationToken::new(),
         });
         tokio::spawn(reflect(Arc::downgrade(&cacher)));
         cacher
+    }
+
+    /// Stops the cache of a collection no longer served (its CRD deleted or changed, as
+    /// upstream tears down a CRD's old storage): every watcher ends, and the cache stops
+    /// following the storage.
+    pub fn stop(&self) {
+        self.stopped.cancel();
+        // A new channel drops the old sender: the watchers' receivers close.
+        self.state.write().notifications = broadcast::channel(1).0;
     }
 
     /// The key prefix this cache holds.
@@ -481,7 +493,11 @@ async fn reflect(cacher: std::sync::Weak<Cacher>) {
         let Some(strong) = cacher.upgrade() else {
             return;
         };
-        let result = list_and_watch(&strong).await;
+        let stopped = strong.stopped.clone();
+        let result = tokio::select! {
+            _ = stopped.cancelled() => return,
+            result = list_and_watch(&strong) => result,
+        };
         drop(strong);
         match result {
             Ok(()) => return,

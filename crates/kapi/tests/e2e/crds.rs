@@ -285,15 +285,34 @@ async fn custom_resources(backend: Backend) {
     let forced = [&apply("second")[..], &["--force-conflicts"]].concat();
     ok_stdin(&server, &forced, &applied.replace("image: a", "image: b")).await;
 
-    // Deleting the CRD deletes its resources, and the path is gone.
-    server
-        .kubectl_ok(&[
-            "delete",
-            "crd",
-            "crontabs.stable.example.com",
-            "--timeout=30s",
-        ])
-        .await;
+    // Deleting the CRD deletes its resources, ends their watches, and the path is gone.
+    let watch = server.kubectl(&[
+        "get",
+        "--raw",
+        "/apis/stable.example.com/v1/namespaces/default/crontabs?watch=true",
+    ]);
+    let delete = async {
+        // Let the watch start before the CRD goes.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        server
+            .kubectl_ok(&[
+                "delete",
+                "crd",
+                "crontabs.stable.example.com",
+                "--timeout=30s",
+            ])
+            .await
+    };
+    let watched = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        tokio::join!(watch, delete).0
+    })
+    .await
+    .expect("the watch ends with its CRD");
+    assert!(
+        stdout(&watched).contains(r#""type":"DELETED""#),
+        "{}",
+        stdout(&watched)
+    );
     let gone = server
         .kubectl(&[
             "get",
@@ -618,4 +637,46 @@ spec: {secretName: x, issuerRef: {name: y}, privateKey: {algorithm: DSA}}
         "{errors}"
     );
     server.stop().await;
+}
+
+/// A deleted CRD whose instances do not go (a finalizer of their own holds one) holds up
+/// nothing else: another CRD is established meanwhile; the first goes once the instance
+/// does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_crd_deletion_holds_up_no_other_crd() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    common::install_crds(&server, CRONTAB_CRD, &["crontabs.stable.example.com"]).await;
+    let held = "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: held, namespace: default, finalizers: [example.com/hold]}\nspec: {cronSpec: x, image: nginx}\n";
+    ok_stdin(&server, &["apply", "-f", "-"], held).await;
+    server
+        .kubectl_ok(&[
+            "delete",
+            "crd",
+            "crontabs.stable.example.com",
+            "--wait=false",
+        ])
+        .await;
+    let other = CRONTAB_CRD
+        .replace("crontabs", "othertabs")
+        .replace("crontab", "othertab")
+        .replace("CronTab", "OtherTab")
+        .replace("[ct]", "[ot]");
+    common::install_crds(&server, &other, &["othertabs.stable.example.com"]).await;
+    let crd = get_json(&server, &["crd", "crontabs.stable.example.com"]).await;
+    assert_eq!(
+        crd["metadata"]["finalizers"][0],
+        "customresourcecleanup.apiextensions.k8s.io"
+    );
+    let release = r#"{"metadata":{"finalizers":null}}"#;
+    server
+        .kubectl_ok(&["patch", "crontab", "held", "--type=merge", "-p", release])
+        .await;
+    server
+        .kubectl_ok(&[
+            "wait",
+            "--for=delete",
+            "crd/crontabs.stable.example.com",
+            "--timeout=30s",
+        ])
+        .await;
 }

@@ -346,10 +346,24 @@ impl Apis {
     }
 
     /// Replaces the served resources.
+    /// Serves `next` instead of `resources`; the registries no longer served stop their
+    /// caches (and so their watches).
     fn replace(&self, resources: &mut Arc<Resources>, next: Resources) {
+        let kept: Vec<&Arc<Registry>> = next.served.values().map(|s| &s.registry).collect();
+        let mut dropped: Vec<Arc<Registry>> = Vec::new();
+        for served in resources.served.values() {
+            let registry = &served.registry;
+            let gone = !kept.iter().any(|k| Arc::ptr_eq(k, registry));
+            if gone && !dropped.iter().any(|d| Arc::ptr_eq(d, registry)) {
+                dropped.push(registry.clone());
+            }
+        }
         *resources = Arc::new(next);
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        for registry in dropped {
+            registry.cacher().stop();
+        }
     }
 }
 
