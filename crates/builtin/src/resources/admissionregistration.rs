@@ -3,8 +3,7 @@
 //! (kubernetes/pkg/apis/admissionregistration/v1/defaults.go,
 //! pkg/apis/admissionregistration/validation, apiserver/pkg/util/webhook/validation.go).
 
-use kapi_apimachinery::quote;
-use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, validate_label_selector,
 };
@@ -160,22 +159,6 @@ fn binding_defaults(binding: &mut Value) {
 }
 
 // ---- webhook validation ----
-
-/// A Go `[]string` (or a named string slice) as `%#v` prints it.
-fn go_strings(type_name: &str, list: &[&str]) -> String {
-    let quoted: Vec<String> = list.iter().map(|s| quote(s)).collect();
-    format!("{type_name}{{{}}}", quoted.join(", "))
-}
-
-/// An Invalid error whose value is already rendered.
-fn invalid_rendered(path: &Path, rendered: String, detail: impl Into<String>) -> FieldError {
-    FieldError {
-        error_type: ErrorType::Invalid,
-        field: path.to_string(),
-        bad_value: Some(rendered),
-        detail: detail.into(),
-    }
-}
 
 /// validateValidatingWebhookConfiguration / validateMutatingWebhookConfiguration.
 fn validate_webhooks(config: &Value, mutating: bool) -> FieldErrors {
@@ -443,9 +426,9 @@ fn validate_review_versions(versions: &[&str], path: &Path) -> FieldErrors {
         ));
     }
     if !versions.iter().any(|v| REVIEW_VERSIONS.contains(v)) {
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid(
             path,
-            go_strings("[]string", versions),
+            json!(versions),
             format!(
                 "must include at least one of {}",
                 REVIEW_VERSIONS.join(", ")
@@ -463,9 +446,9 @@ fn validate_rule_with_operations(rule: &Value, path: &Path) -> FieldErrors {
         errs.push(FieldError::required(&path.child("operations"), ""));
     }
     if operations.len() > 1 && operations.contains(&"*") {
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid(
             &path.child("operations"),
-            go_strings("[]admissionregistration.OperationType", &operations),
+            json!(&operations),
             "if '*' is present, must not specify other operations",
         ));
     }
@@ -492,9 +475,9 @@ fn validate_rule(rule: &Value, path: &Path) -> FieldErrors {
             errs.push(FieldError::required(&path.child(key), ""));
         }
         if list.len() > 1 && list.contains(&"*") {
-            errs.push(invalid_rendered(
+            errs.push(FieldError::invalid(
                 &path.child(key),
-                go_strings("[]string", &list),
+                json!(&list),
                 format!("if '*' is present, must not specify other {what}"),
             ));
         }
@@ -565,16 +548,16 @@ fn validate_resources(resources: &[&str], path: &Path) -> FieldErrors {
         }
     }
     if resources.len() > 1 && resources.contains(&"*/*") {
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid(
             path,
-            go_strings("[]string", resources),
+            json!(resources),
             "if '*/*' is present, must not specify other resources",
         ));
     }
     if single_wildcard && plain_resource {
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid(
             path,
-            go_strings("[]string", resources),
+            json!(resources),
             "if '*' is present, must not specify other resources without subresources",
         ));
     }
@@ -882,12 +865,12 @@ mod tests {
                 (
                     "webhooks[0].admissionReviewVersions",
                     "FieldValueInvalid",
-                    r#"Invalid value: []string{"v2"}: must include at least one of v1, v1beta1"#
+                    r#"Invalid value: ["v2"]: must include at least one of v1, v1beta1"#
                 ),
                 (
                     "webhooks[1].rules[0].operations",
                     "FieldValueInvalid",
-                    r#"Invalid value: []admissionregistration.OperationType{"*", "CREATE"}: if '*' is present, must not specify other operations"#
+                    r#"Invalid value: ["*","CREATE"]: if '*' is present, must not specify other operations"#
                 ),
                 (
                     "webhooks[1].rules[0].apiGroups",
@@ -897,7 +880,7 @@ mod tests {
                 (
                     "webhooks[1].rules[0].resources",
                     "FieldValueInvalid",
-                    r#"Invalid value: []string{"*", "pods"}: if '*' is present, must not specify other resources without subresources"#
+                    r#"Invalid value: ["*","pods"]: if '*' is present, must not specify other resources without subresources"#
                 ),
                 (
                     "webhooks[1].failurePolicy",

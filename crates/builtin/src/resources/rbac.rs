@@ -67,12 +67,6 @@ pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
     })
 }
 
-/// A Go `[]string` as `%#v` prints it.
-fn go_strings(list: &[&str]) -> String {
-    let quoted: Vec<String> = list.iter().map(|s| quote(s)).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
 /// ValidatePolicyRule for each rule: verbs, and either resources with API groups or
 /// non-resource URLs (cluster roles only).
 fn validate_rules(role: &Value, namespaced: bool) -> FieldErrors {
@@ -87,11 +81,8 @@ fn validate_rules(role: &Value, namespaced: bool) -> FieldErrors {
         }
         let urls = strings_of(rule, "nonResourceURLs");
         if !urls.is_empty() {
-            let invalid = |detail: &str| FieldError {
-                error_type: ErrorType::Invalid,
-                field: path.child("nonResourceURLs").to_string(),
-                bad_value: Some(go_strings(&urls)),
-                detail: detail.to_string(),
+            let invalid = |detail: &str| {
+                FieldError::invalid(&path.child("nonResourceURLs"), json!(urls), detail)
             };
             if namespaced {
                 errs.push(invalid(
@@ -378,12 +369,12 @@ mod tests {
                     (
                         "rules[0].nonResourceURLs",
                         "FieldValueInvalid",
-                        r#"Invalid value: []string{"/healthz"}: namespaced rules cannot apply to non-resource URLs"#,
+                        r#"Invalid value: ["/healthz"]: namespaced rules cannot apply to non-resource URLs"#,
                     ),
                     (
                         "rules[0].nonResourceURLs",
                         "FieldValueInvalid",
-                        r#"Invalid value: []string{"/healthz"}: rules cannot apply to both regular resources and non-resource URLs"#,
+                        r#"Invalid value: ["/healthz"]: rules cannot apply to both regular resources and non-resource URLs"#,
                     ),
                 ],
             ),
