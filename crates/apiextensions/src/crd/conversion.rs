@@ -194,10 +194,11 @@ fn decoded(field: &Value) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Go's `%#v` of a byte slice, as upstream prints a bad `caBundle`.
+/// A byte slice as upstream prints a bad `caBundle`: its JSON, a base64 string.
 fn go_bytes(bytes: &[u8]) -> String {
-    let items: Vec<String> = bytes.iter().map(|b| format!("{b:#x}")).collect();
-    format!("[]byte{{{}}}", items.join(", "))
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    Value::from(encoded).to_string()
 }
 
 /// Upstream's validateCustomResourceConversion.

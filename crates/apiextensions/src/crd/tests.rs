@@ -1595,7 +1595,7 @@ fn an_established_crd_keeps_a_loadable_ca_bundle() {
     assert_eq!(
         strings(&validation::validate_update(&invalid, &established)),
         vec![s(
-            "spec.conversion.webhookClientConfig.caBundle: Invalid value: []byte{0x6e, 0x6f}: unable to load root certificates: unable to parse bytes as PEM block"
+            "spec.conversion.webhookClientConfig.caBundle: Invalid value: \"bm8=\": unable to load root certificates: unable to parse bytes as PEM block"
         )]
     );
     // A bundle that was invalid already may stay so.

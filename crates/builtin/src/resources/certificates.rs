@@ -172,8 +172,8 @@ fn validate_csr(csr: &Value) -> FieldErrors {
 
 /// A Go `[]byte` as `%#v` prints it.
 fn go_bytes(bytes: &[u8]) -> String {
-    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:#04x}")).collect();
-    format!("[]byte{{{}}}", hex.join(", "))
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    Value::from(encoded).to_string()
 }
 
 /// The first PEM block of the request must be a CERTIFICATE REQUEST with base64 content.
@@ -371,7 +371,7 @@ mod tests {
                 (
                     "spec.request",
                     "FieldValueInvalid",
-                    "Invalid value: []byte{0x68, 0x69}: PEM block type must be CERTIFICATE REQUEST"
+                    "Invalid value: \"aGk=\": PEM block type must be CERTIFICATE REQUEST"
                 ),
                 (
                     "spec.usages[1]",

@@ -2,7 +2,6 @@
 //! LimitRange and ComponentStatus's printer (kubernetes/pkg/registry/core/*/strategy.go,
 //! pkg/apis/core/v1/defaults.go, pkg/apis/core/validation).
 
-use kapi_apimachinery::quote as go_quote;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     IS_NEGATIVE_ERROR_MSG, is_qualified_name, is_valid_label_value, validate_label_selector,
@@ -113,11 +112,12 @@ fn validate_taints(taints: &[Value], path: &Path) -> FieldErrors {
             errs.push(FieldError {
                 error_type: ErrorType::Duplicate,
                 field: path.to_string(),
+                // The internal Taint's JSON (Go field names).
                 bad_value: Some(format!(
-                    "core.Taint{{Key:{}, Value:{}, Effect:{}, TimeAdded:<nil>}}",
-                    go_quote(key),
-                    go_quote(value),
-                    go_quote(pair.1)
+                    r#"{{"Key":{},"Value":{},"Effect":{},"TimeAdded":null}}"#,
+                    Value::from(key),
+                    Value::from(value),
+                    Value::from(pair.1)
                 )),
                 detail: "taints must be unique by key and effect pair".to_string(),
             });

@@ -165,10 +165,7 @@ fn validate_flow_schema(schema: &Value) -> FieldErrors {
         errs.push(FieldError {
             error_type: ErrorType::NotSupported,
             field: path.child("distinguisherMethod").child("type").to_string(),
-            bad_value: Some(format!(
-                "flowcontrol.FlowDistinguisherMethod{{Type:{}}}",
-                kapi_apimachinery::quote(method)
-            )),
+            bad_value: Some(format!(r#"{{"Type":{}}}"#, Value::from(method))),
             detail: r#"supported values: "ByNamespace", "ByUser""#.to_string(),
         });
     }
@@ -392,7 +389,7 @@ mod tests {
                 (
                     "spec.distinguisherMethod.type",
                     "FieldValueNotSupported",
-                    r#"Unsupported value: flowcontrol.FlowDistinguisherMethod{Type:"ByGroup"}: supported values: "ByNamespace", "ByUser""#
+                    r#"Unsupported value: {"Type":"ByGroup"}: supported values: "ByNamespace", "ByUser""#
                 ),
                 (
                     "spec.priorityLevelConfiguration.name",

@@ -66,7 +66,7 @@ const INVALID_PATH_SUFFIXES: [&str; 2] = ["/..", "/."];
 const WILDCARD_DNS1123_SUBDOMAIN_ERROR: &str = "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character (e.g. '*.example.com', regex used for validation is '\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const PORT_RANGE_ERROR: &str = "must be between 1 and 65535, inclusive";
 
-/// An Invalid error whose value upstream prints with Go's `%#v`.
+/// An Invalid error whose value is already rendered (as upstream's JSON of it).
 fn invalid_rendered(path: &Path, rendered: &str, detail: &str) -> FieldError {
     FieldError {
         error_type: ErrorType::Invalid,
@@ -87,9 +87,9 @@ fn validate_ingress(ingress: &Value) -> FieldErrors {
     let backend = &spec["defaultBackend"];
     if rules.is_empty() && backend.is_null() {
         let rendered = if spec["rules"].is_array() {
-            "[]networking.IngressRule{}"
+            "[]"
         } else {
-            "[]networking.IngressRule(nil)"
+            "null"
         };
         errs.push(invalid_rendered(
             &path,
@@ -551,14 +551,7 @@ fn validate_network_policy(policy: &Value) -> FieldErrors {
     }
     let types = items(spec, "/policyTypes");
     if types.len() > 2 {
-        let rendered = format!(
-            "&[]networking.PolicyType{{{}}}",
-            types
-                .iter()
-                .map(|t| kapi_apimachinery::quote(t.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let rendered = Value::Array(types.to_vec()).to_string();
         errs.push(invalid_rendered(
             &path.child("policyTypes"),
             &rendered,
@@ -756,7 +749,7 @@ mod tests {
                 vec![(
                     "spec",
                     "FieldValueInvalid",
-                    "Invalid value: []networking.IngressRule(nil): either `defaultBackend` or `rules` must be specified",
+                    "Invalid value: null: either `defaultBackend` or `rules` must be specified",
                 )],
             ),
             (

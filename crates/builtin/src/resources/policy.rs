@@ -77,31 +77,16 @@ fn validate_pdb(pdb: &Value) -> FieldErrors {
     errs
 }
 
-/// The spec as Go's `%#v` shows the internal type, with its pointers as addresses omitted.
+/// The spec as upstream prints the internal type: its JSON, with Go's field names.
 fn render_spec(spec: &Value) -> String {
-    let show = |v: &Value| match v {
-        Value::Null => "(*intstr.IntOrString)(nil)".to_string(),
-        other => format!("&{}", render_int_or_string(other)),
-    };
+    let field = |key: &str| spec.get(key).cloned().unwrap_or(Value::Null);
     format!(
-        "policy.PodDisruptionBudgetSpec{{MinAvailable:{}, Selector:(*v1.LabelSelector)(nil), MaxUnavailable:{}, UnhealthyPodEvictionPolicy:(*policy.UnhealthyPodEvictionPolicyType)(nil)}}",
-        show(&spec["minAvailable"]),
-        show(&spec["maxUnavailable"])
+        r#"{{"MinAvailable":{},"Selector":{},"MaxUnavailable":{},"UnhealthyPodEvictionPolicy":{}}}"#,
+        field("minAvailable"),
+        field("selector"),
+        field("maxUnavailable"),
+        field("unhealthyPodEvictionPolicy")
     )
-}
-
-/// An IntOrString as `%#v` prints it.
-fn render_int_or_string(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!(
-            "intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}",
-            kapi_apimachinery::quote(s)
-        ),
-        other => format!(
-            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
-            other.as_i64().unwrap_or(0)
-        ),
-    }
 }
 
 /// ValidatePositiveIntOrPercent and IsNotMoreThan100Percent.
@@ -205,7 +190,7 @@ mod tests {
                     (
                         "spec",
                         "FieldValueInvalid",
-                        r#"Invalid value: policy.PodDisruptionBudgetSpec{MinAvailable:&intstr.IntOrString{Type:0, IntVal:-1, StrVal:""}, Selector:(*v1.LabelSelector)(nil), MaxUnavailable:&intstr.IntOrString{Type:1, IntVal:0, StrVal:"x"}, UnhealthyPodEvictionPolicy:(*policy.UnhealthyPodEvictionPolicyType)(nil)}: minAvailable and maxUnavailable cannot be both set"#,
+                        r#"Invalid value: {"MinAvailable":-1,"Selector":null,"MaxUnavailable":"x","UnhealthyPodEvictionPolicy":null}: minAvailable and maxUnavailable cannot be both set"#,
                     ),
                     (
                         "spec.minAvailable",

@@ -2,7 +2,6 @@
 //! (kubernetes/pkg/apis/rbac/v1/defaults.go, pkg/apis/rbac/validation,
 //! pkg/registry/rbac/*/strategy.go). RBAC objects have path segment names.
 
-use kapi_apimachinery::quote;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1123_subdomain, is_valid_path_segment_name, validate_label_selector,
@@ -254,12 +253,8 @@ fn validate_binding_update(new: &Value, old: &Value) -> FieldErrors {
         errs.push(FieldError {
             error_type: ErrorType::Invalid,
             field: "roleRef".to_string(),
-            bad_value: Some(format!(
-                "rbac.RoleRef{{APIGroup:{}, Kind:{}, Name:{}}}",
-                quote(&group),
-                quote(&kind),
-                quote(&name)
-            )),
+            // The internal RoleRef's JSON (Go field names).
+            bad_value: Some(json!({"APIGroup": group, "Kind": kind, "Name": name}).to_string()),
             detail: "cannot change roleRef".to_string(),
         });
     }
@@ -421,7 +416,7 @@ mod tests {
             expect(&[(
                 "roleRef",
                 "FieldValueInvalid",
-                r#"Invalid value: rbac.RoleRef{APIGroup:"rbac.authorization.k8s.io", Kind:"Role", Name:"other"}: cannot change roleRef"#
+                r#"Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"other"}: cannot change roleRef"#
             )])
         );
         let cluster = rules("ClusterRoleBinding");

@@ -154,7 +154,7 @@ subjects:
         None,
     )
     .await;
-    assert!(err.contains("roleRef: Invalid value: rbac.RoleRef{APIGroup:\"rbac.authorization.k8s.io\", Kind:\"Role\", Name:\"other\"}: cannot change roleRef"), "{err}");
+    assert!(err.contains(r#"roleRef: Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"other"}: cannot change roleRef"#), "{err}");
     let bad = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"bad","namespace":"default"},"rules":[{"resources":["pods"],"apiGroups":[""]}]}"#;
     let err = fails(&server, &["create", "-f", "-"], Some(bad)).await;
     assert!(
