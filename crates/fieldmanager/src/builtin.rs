@@ -141,11 +141,25 @@ mod tests {
             {"name": "c", "image": "i", "bogus": 1}
         ]}}}});
         assert_eq!(
-            crate::typed::undeclared_field(&config, schema),
-            Some(".spec.template.spec.containers[name=\"c\"].bogus".to_string())
+            crate::typed::conversion_error(&config, schema),
+            Some(
+                ".spec.template.spec.containers[name=\"c\"].bogus: field not declared in schema"
+                    .to_string()
+            )
         );
         let fine = json!({"metadata": {"labels": {"any": "x"}}, "spec": {"replicas": 1}});
-        assert_eq!(crate::typed::undeclared_field(&fine, schema), None);
+        assert_eq!(crate::typed::conversion_error(&fine, schema), None);
+        // A list map may not repeat a key.
+        let twice = json!({"spec": {"template": {"spec": {"containers": [
+            {"name": "c", "image": "i"}, {"name": "c", "image": "j"}
+        ]}}}});
+        assert_eq!(
+            crate::typed::conversion_error(&twice, schema),
+            Some(
+                ".spec.template.spec.containers: duplicate entries for key [name=\"c\"]"
+                    .to_string()
+            )
+        );
     }
 
     #[test]

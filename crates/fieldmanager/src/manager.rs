@@ -376,7 +376,7 @@ impl<S: Schema> FieldManager<S> {
                 "metadata.managedFields must be nil".to_string(),
             ));
         }
-        if let Some(path) = typed::undeclared_field(config, self.schema) {
+        if let Some(refused) = typed::conversion_error(config, self.schema) {
             let meta = |key: &str| {
                 config
                     .get("metadata")
@@ -387,7 +387,7 @@ impl<S: Schema> FieldManager<S> {
             let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
             return Err(ApplyError::Internal(format!(
                 "failed to create typed patch object ({}/{}; {group}/{version}, Kind={kind}): \
-                 {path}: field not declared in schema",
+                 {refused}",
                 meta("namespace"),
                 meta("name"),
             )));

@@ -128,9 +128,11 @@ fn collect_fields<S: Schema>(value: &Value, schema: Option<S>, path: &mut Path, 
     }
 }
 
-/// The first field of `value` its schema's structs do not declare, as upstream's typed
-/// conversion reports it (`.spec.foo`), if any.
-pub fn undeclared_field<S: Schema>(value: &Value, schema: Option<S>) -> Option<String> {
+/// What upstream's typed conversion of `value` first refuses, if anything: a field its
+/// schema's structs do not declare (`.spec.foo: field not declared in schema`) or an
+/// element an associative list repeats (`.spec.ports: duplicate entries for key
+/// [name="a"]`).
+pub fn conversion_error<S: Schema>(value: &Value, schema: Option<S>) -> Option<String> {
     find_undeclared(value, schema, &mut Vec::new())
 }
 
@@ -142,7 +144,8 @@ fn find_undeclared<S: Schema>(value: &Value, schema: Option<S>, path: &mut Path)
             for (name, child) in value.as_object().into_iter().flatten() {
                 path.push(PathElement::Field(name.clone()));
                 if strict && !schema::is_named(schema, name) {
-                    return Some(crate::fieldpath::path_string(path));
+                    let at = crate::fieldpath::path_string(path);
+                    return Some(format!("{at}: field not declared in schema"));
                 }
                 let found = find_undeclared(child, schema::child(schema, name), path);
                 path.pop();
@@ -154,7 +157,16 @@ fn find_undeclared<S: Schema>(value: &Value, schema: Option<S>, path: &mut Path)
         }
         Atom::List(items, list) => {
             let slice = value.as_array().map_or(&[][..], Vec::as_slice);
+            let mut seen = Vec::new();
             for (element, item) in elements(&list, slice) {
+                // An associative list (a map or a set) may not repeat an element.
+                if !matches!(element, PathElement::Index(_)) {
+                    if seen.contains(&element) {
+                        let at = crate::fieldpath::path_string(path);
+                        return Some(format!("{at}: duplicate entries for key {element}"));
+                    }
+                    seen.push(element.clone());
+                }
                 path.push(element);
                 let found = find_undeclared(item, items, path);
                 path.pop();
