@@ -286,7 +286,7 @@ pub fn request_json(attributes: &Attributes<'_>, kind: &Json, uid: &str) -> Json
         "operation": attributes.operation.as_str(),
         "userInfo": user_info,
         "dryRun": attributes.dry_run,
-        "options": options(attributes.operation),
+        "options": options(attributes.operation, attributes.options),
     });
     if !attributes.subresource.is_empty() {
         request["subResource"] = json!(attributes.subresource);
@@ -295,15 +295,38 @@ pub fn request_json(attributes: &Attributes<'_>, kind: &Json, uid: &str) -> Json
     request
 }
 
-/// The options object of the request's operation.
-fn options(operation: Operation) -> Json {
-    let kind = match operation {
-        Operation::Create => "CreateOptions",
-        Operation::Update => "UpdateOptions",
-        Operation::Delete => "DeleteOptions",
+/// The options object of the request's operation: its kind, then the fields of `given`
+/// that kind has (a patch's options become a create's or an update's, as upstream's patch
+/// handler converts them).
+fn options(operation: Operation, given: &Json) -> Json {
+    let (kind, fields): (&str, &[&str]) = match operation {
+        Operation::Create | Operation::Update => {
+            let kind = match operation {
+                Operation::Create => "CreateOptions",
+                _ => "UpdateOptions",
+            };
+            (kind, &["dryRun", "fieldManager", "fieldValidation"])
+        }
+        Operation::Delete => (
+            "DeleteOptions",
+            &[
+                "gracePeriodSeconds",
+                "preconditions",
+                "orphanDependents",
+                "propagationPolicy",
+                "dryRun",
+                "ignoreStoreReadErrorWithClusterBreakingPotential",
+            ],
+        ),
         Operation::Connect => return Json::Null,
     };
-    json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"})
+    let mut options = json!({"kind": kind, "apiVersion": "meta.k8s.io/v1"});
+    for field in fields {
+        if let Some(value) = given.get(*field).filter(|v| !v.is_null()) {
+            options[*field] = value.clone();
+        }
+    }
+    options
 }
 
 #[cfg(test)]

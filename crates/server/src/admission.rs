@@ -83,6 +83,10 @@ pub struct Attributes<'a> {
     pub name: &'a str,
     pub user: &'a UserInfo,
     pub dry_run: bool,
+    /// The write's options as the request gave them (without kind and apiVersion): a
+    /// create's or update's `dryRun`, `fieldManager` and `fieldValidation`, a delete's
+    /// DeleteOptions. Webhooks receive them as the review's `options`.
+    pub options: &'a serde_json::Value,
     /// Where a plugin adds warnings for the client (ValidatingAdmissionPolicy's Warn action,
     /// webhooks' warnings).
     pub warnings: &'a Warnings,

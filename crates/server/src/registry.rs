@@ -154,6 +154,8 @@ impl Write<'_> {
 /// The options of a DELETE.
 #[derive(Clone, Debug, Default)]
 pub struct DeleteParams {
+    /// The DeleteOptions as the request gave them (body, then query), for admission.
+    pub options: Value,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
     /// Orphan, Background or Foreground.

@@ -70,6 +70,7 @@ fn request<'a>(
             name,
             user: &USER,
             dry_run: false,
+            options: &serde_json::Value::Null,
             warnings: &WARNINGS,
             audit: &AUDIT,
         },

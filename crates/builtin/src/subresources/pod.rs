@@ -292,6 +292,7 @@ fn delete_options(eviction: &Value, dry_run: bool) -> DeleteParams {
             .map(str::to_string)
     };
     DeleteParams {
+        options: options.clone(),
         precondition_uid: precondition("uid"),
         precondition_resource_version: precondition("resourceVersion"),
         propagation_policy: options["propagationPolicy"].as_str().map(str::to_string),

@@ -214,9 +214,10 @@ async fn deletes_pass_the_mutating_webhooks() {
         let request = &review["request"];
         // The answer says what the webhook saw: its dryRun and the old object's name.
         let seen = format!(
-            "dryRun={} old={}",
+            "dryRun={} old={} options={}",
             request["dryRun"],
-            request["oldObject"]["metadata"]["name"].as_str().unwrap_or_default()
+            request["oldObject"]["metadata"]["name"].as_str().unwrap_or_default(),
+            request["options"]
         );
         let mut response = json!({"uid": request["uid"], "allowed": true, "warnings": [seen]});
         if path.starts_with("/patch") {
@@ -281,11 +282,16 @@ async fn deletes_pass_the_mutating_webhooks() {
         .kubectl(&["delete", "configmap", "l", "--dry-run=server"])
         .await;
     assert!(output.status.success(), "{}", common::stderr(&output));
-    assert!(
-        common::stderr(&output).contains("dryRun=true old=l"),
-        "{}",
-        common::stderr(&output)
-    );
+    let seen = common::stderr(&output);
+    assert!(seen.contains("dryRun=true old=l"), "{seen}");
+    // The DeleteOptions kubectl sent, as the webhook's options.
+    for option in [
+        r#""dryRun":["All"]"#,
+        r#""kind":"DeleteOptions""#,
+        r#""propagationPolicy":"Background""#,
+    ] {
+        assert!(seen.contains(option), "{option} in {seen}");
+    }
     get_json(&server, &["configmap", "l"]).await;
     // A matchCondition that cannot be evaluated forbids the request under Fail.
     let err = common::fails(&server, &["delete", "configmap", "c"], None).await;

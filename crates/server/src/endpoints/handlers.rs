@@ -34,6 +34,8 @@ struct Context<'a> {
     info: &'a RequestInfo,
     subresource: Option<Subresource>,
     query: Query,
+    /// The write options of the query, as admission sees them.
+    write_options: Value,
     /// The namespace of a namespaced resource ("" otherwise).
     namespace: String,
     accept: Option<String>,
@@ -102,6 +104,7 @@ impl Context<'_> {
                 name,
                 user: &self.user,
                 dry_run: self.query.get("dryRun").is_some(),
+                options: &self.write_options,
                 warnings: &self.warnings,
                 audit: &self.audit,
             },
@@ -167,6 +170,7 @@ where
         info,
         subresource,
         query: Query::parse(request.uri().query()),
+        write_options: params::write_options_json(&Query::parse(request.uri().query())),
         namespace,
         accept: header_str(&request, header::ACCEPT).map(str::to_string),
         content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
@@ -919,6 +923,7 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
     let mut admission = context.admission(&name);
     // A dry run may be asked in the DeleteOptions body too.
     admission.attributes.dry_run |= params.dry_run;
+    admission.attributes.options = &params.options;
     if let Some(reason) = definition.strategy.undeletable(&name) {
         return Err(ApiError::forbidden(
             &definition.group_resource(),
@@ -981,6 +986,7 @@ async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Respons
             let (ns, name) = (object::namespace(&object), object::name(&object));
             let mut admission = context.admission(name);
             admission.attributes.dry_run |= delete_params.dry_run;
+            admission.attributes.options = &delete_params.options;
             let deleted = registry
                 .delete(definition, ns, name, delete_params, Some(&admission))
                 .await;

@@ -19,6 +19,21 @@ use crate::resource::ResourceDefinition;
 #[derive(Debug, Default)]
 pub struct Query(HashMap<String, String>);
 
+/// A create's, update's or patch's options as the query gave them, for admission: `dryRun`
+/// (a list, as the options hold it), `fieldManager` and `fieldValidation`.
+pub fn write_options_json(query: &Query) -> Value {
+    let mut options = serde_json::Map::new();
+    if let Some(dry_run) = query.get("dryRun") {
+        options.insert("dryRun".into(), serde_json::json!([dry_run]));
+    }
+    for key in ["fieldManager", "fieldValidation"] {
+        if let Some(value) = query.get(key) {
+            options.insert(key.into(), Value::from(value));
+        }
+    }
+    Value::Object(options)
+}
+
 impl Query {
     pub fn parse(query: Option<&str>) -> Query {
         let mut params = HashMap::new();
@@ -431,7 +446,23 @@ pub fn delete_params(
         ));
     }
     invalid_options("DeleteOptions", errors)?;
+    let mut given = options.as_object().cloned().unwrap_or_default();
+    given.remove("kind");
+    given.remove("apiVersion");
+    if let Some(seconds) = query
+        .get("gracePeriodSeconds")
+        .and_then(|s| s.parse::<i64>().ok())
+    {
+        given.insert("gracePeriodSeconds".into(), Value::from(seconds));
+    }
+    if let Some(policy) = query.get("propagationPolicy") {
+        given.insert("propagationPolicy".into(), Value::from(policy));
+    }
+    if let Some(dry_run) = query.get("dryRun") {
+        given.insert("dryRun".into(), serde_json::json!([dry_run]));
+    }
     Ok(DeleteParams {
+        options: Value::Object(given),
         precondition_uid: options["preconditions"]["uid"].as_str().map(str::to_string),
         precondition_resource_version: options["preconditions"]["resourceVersion"]
             .as_str()
