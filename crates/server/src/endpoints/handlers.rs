@@ -164,13 +164,19 @@ where
     if let Some(special) = special {
         return super::subresource::serve(apis, &served, info, &namespace, special, request).await;
     }
+    let query = Query::parse(request.uri().query());
+    // Only writes are admitted with options.
+    let write_options = match info.verb.as_str() {
+        "create" | "update" | "patch" => params::write_options_json(&query),
+        _ => Value::Null,
+    };
     let context = Context {
         apis,
         served,
         info,
         subresource,
-        query: Query::parse(request.uri().query()),
-        write_options: params::write_options_json(&Query::parse(request.uri().query())),
+        query,
+        write_options,
         namespace,
         accept: header_str(&request, header::ACCEPT).map(str::to_string),
         content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),

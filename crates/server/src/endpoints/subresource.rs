@@ -166,13 +166,19 @@ where
     B: http_body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    let query = Query::parse(request.uri().query());
+    // Only writes are admitted with options.
+    let write_options = match info.verb.as_str() {
+        "create" | "update" | "patch" => super::params::write_options_json(&query),
+        _ => Value::Null,
+    };
     let call = Call {
         apis,
         served,
         info,
         namespace,
-        query: Query::parse(request.uri().query()),
-        write_options: super::params::write_options_json(&Query::parse(request.uri().query())),
+        query,
+        write_options,
         accept: header_str(&request, header::ACCEPT).map(str::to_string),
         content_type: header_str(&request, header::CONTENT_TYPE).map(str::to_string),
         extensions: request.extensions().clone(),
