@@ -349,19 +349,19 @@ impl Apis {
     /// Serves `next` instead of `resources`; the registries no longer served stop their
     /// caches (and so their watches).
     fn replace(&self, resources: &mut Arc<Resources>, next: Resources) {
-        let kept: Vec<&Arc<Registry>> = next.served.values().map(|s| &s.registry).collect();
-        let mut dropped: Vec<Arc<Registry>> = Vec::new();
+        let kept: std::collections::HashSet<*const Registry> =
+            next.served.values().map(|s| Arc::as_ptr(&s.registry)).collect();
+        let mut dropped: HashMap<*const Registry, Arc<Registry>> = HashMap::new();
         for served in resources.served.values() {
-            let registry = &served.registry;
-            let gone = !kept.iter().any(|k| Arc::ptr_eq(k, registry));
-            if gone && !dropped.iter().any(|d| Arc::ptr_eq(d, registry)) {
-                dropped.push(registry.clone());
+            let registry = Arc::as_ptr(&served.registry);
+            if !kept.contains(&registry) {
+                dropped.insert(registry, served.registry.clone());
             }
         }
         *resources = Arc::new(next);
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        for registry in dropped {
+        for registry in dropped.values() {
             registry.cacher().stop();
         }
     }
