@@ -15,7 +15,8 @@ use kapi_apimachinery::status::{ApiError, Status};
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::audit::Level;
 use kapi_server::authz::Authorizer;
-use kapi_server::endpoints::Served;
+use kapi_server::endpoints::{Served, WeakApiHandler};
+use kapi_server::resource::ResourceDefinition;
 use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
 use serde_json::{Value, json};
 
@@ -63,6 +64,8 @@ struct Webhooks {
     resolver: Arc<dyn ServiceResolver>,
     /// What matchConditions' `authorizer` variable asks.
     authorizer: Arc<dyn Authorizer>,
+    /// Where the resources equivalent to a request's are looked up.
+    api: WeakApiHandler,
 }
 
 impl Webhooks {
@@ -115,22 +118,77 @@ impl Webhooks {
             .collect()
     }
 
-    /// Whether `hook` is called for this request; the errors of matchConditions that failed
-    /// to evaluate, when none was false.
+    /// Which resource `hook` is called for by its rules: the request's own (`Some(None)`),
+    /// or, under `matchPolicy: Equivalent`, the first of `equivalents` one of its rules
+    /// names, earlier rules first, as upstream's dispatcher picks it.
+    fn invocation(
+        &self,
+        hook: &Hook,
+        attributes: &Attributes<'_>,
+        equivalents: &[Arc<ResourceDefinition>],
+    ) -> Option<Option<Arc<ResourceDefinition>>> {
+        if matching::any_rule_matches(&hook.rules, attributes) {
+            return Some(None);
+        }
+        if hook.exact {
+            return None;
+        }
+        let rules = hook.rules.as_array().map_or(&[][..], Vec::as_slice);
+        rules.iter().find_map(|rule| {
+            equivalents
+                .iter()
+                .find(|equivalent| {
+                    let attributes = Attributes {
+                        definition: equivalent,
+                        ..*attributes
+                    };
+                    matching::rule_matches(rule, &attributes)
+                })
+                .map(|equivalent| Some(equivalent.clone()))
+        })
+    }
+
+    /// What the webhooks of this request share; `object` is in the request's version, `old`
+    /// as stored.
+    fn review(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Review, ApiError> {
+        let old = old.map(|old| served(attributes, old)).transpose()?;
+        let kind = kind_of(attributes, object.or(old.as_ref()));
+        Ok(Review {
+            request: request_json(attributes, &kind, &new_uid()),
+            old,
+            equivalents: self.equivalents(attributes),
+        })
+    }
+
+    /// The other served versions of the request's resource, for `matchPolicy: Equivalent`
+    /// (none for subresources with kinds of their own, such as scale).
+    fn equivalents(&self, attributes: &Attributes<'_>) -> Vec<Arc<ResourceDefinition>> {
+        match (attributes.subresource, self.api.upgrade()) {
+            ("" | "status", Some(api)) => api.equivalents(attributes.definition),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `hook`, matched by its rules, is called for this request (its selectors and
+    /// matchConditions, on the objects as the webhook would receive them); the errors of
+    /// matchConditions that failed to evaluate, when none was false.
     fn selects(
         &self,
         hook: &Hook,
         attributes: &Attributes<'_>,
-        object: Option<&Value>,
-        old: Option<&Value>,
-        request: &Value,
+        invocation: &Invocation,
     ) -> Result<bool, String> {
-        let rules_match = if hook.exact {
-            matching::any_rule_matches(&hook.rules, attributes)
-        } else {
-            equivalent_rules_match(&hook.rules, attributes)
-        };
-        if !rules_match || !matching::object_selector_matches(&hook.object_selector, object, old) {
+        let (object, old, request) = (
+            invocation.object.as_ref(),
+            invocation.old.as_ref(),
+            &invocation.request,
+        );
+        if !matching::object_selector_matches(&hook.object_selector, object, old) {
             return Ok(false);
         }
         let labels = matching::namespace_labels(attributes, object, old, &self.namespaces);
@@ -181,20 +239,67 @@ fn condition_failure(hook: &Hook, attributes: &Attributes<'_>, err: String) -> O
     Some(ApiError::forbidden(&resource, attributes.name, err))
 }
 
-/// `matchPolicy: Equivalent`: a rule naming the request's group and resource in another
-/// version still matches (the object is sent in the request's version).
-fn equivalent_rules_match(rules: &Value, attributes: &Attributes<'_>) -> bool {
-    let any_version = rules.as_array().map(|rules| {
-        rules
-            .iter()
-            .map(|rule| {
-                let mut rule = rule.clone();
-                rule["apiVersions"] = json!(["*"]);
-                rule
-            })
-            .collect::<Vec<_>>()
-    });
-    matching::any_rule_matches(&json!(any_version.unwrap_or_default()), attributes)
+/// What every webhook of one request shares: the AdmissionReview request in the request's
+/// version, the old object in that version, and the equivalent resources.
+struct Review {
+    request: Value,
+    old: Option<Value>,
+    equivalents: Vec<Arc<ResourceDefinition>>,
+}
+
+/// What one webhook is sent: the request's objects and AdmissionReview request, in the
+/// version of the resource its rules matched.
+struct Invocation {
+    /// The equivalent resource the webhook registered for, when not the request's own.
+    equivalent: Option<Arc<ResourceDefinition>>,
+    request: Value,
+    object: Option<Value>,
+    old: Option<Value>,
+}
+
+impl Invocation {
+    /// The objects (in the request's version) converted for `equivalent`, and the request
+    /// naming its kind and resource (`requestKind` and `requestResource` stay the
+    /// request's own).
+    fn new(
+        attributes: &Attributes<'_>,
+        equivalent: Option<Arc<ResourceDefinition>>,
+        request: &Value,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Invocation, ApiError> {
+        let Some(target) = &equivalent else {
+            return Ok(Invocation {
+                equivalent,
+                request: request.clone(),
+                object: object.cloned(),
+                old: old.cloned(),
+            });
+        };
+        let convert = |o: &Value| target.served_form(attributes.definition.stored_form(o.clone())?);
+        let gv = &target.group_version;
+        let mut request = request.clone();
+        request["kind"] = json!({"group": gv.group, "version": gv.version, "kind": target.kind});
+        request["resource"] =
+            json!({"group": gv.group, "version": gv.version, "resource": target.plural});
+        Ok(Invocation {
+            object: object.map(convert).transpose()?,
+            old: old.map(convert).transpose()?,
+            equivalent,
+            request,
+        })
+    }
+
+    /// `object` (as a webhook patched it, in this invocation's version) in the request's
+    /// version.
+    fn as_requested(&self, attributes: &Attributes<'_>, object: Value) -> Result<Value, ApiError> {
+        match &self.equivalent {
+            Some(target) => attributes
+                .definition
+                .served_form(target.stored_form(object)?),
+            None => Ok(object),
+        }
+    }
 }
 
 /// The object in the version the request was made in (subresources with their own kind,
@@ -228,17 +333,12 @@ struct Answer {
     audit_annotations: Vec<(String, String)>,
 }
 
-/// Calls a webhook with an AdmissionReview of `request`; the checked answer.
-async fn call(
-    hook: &Hook,
-    phase: Phase,
-    request: &Value,
-    object: Option<&Value>,
-    old: Option<&Value>,
-) -> Result<Answer, String> {
+/// Calls a webhook with an AdmissionReview of its invocation; the checked answer.
+async fn call(hook: &Hook, phase: Phase, invocation: &Invocation) -> Result<Answer, String> {
+    let request = &invocation.request;
     let mut body = request.clone();
-    body["object"] = object.cloned().unwrap_or(Value::Null);
-    body["oldObject"] = old.cloned().unwrap_or(Value::Null);
+    body["object"] = invocation.object.clone().unwrap_or(Value::Null);
+    body["oldObject"] = invocation.old.clone().unwrap_or(Value::Null);
     let review = json!({"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": body});
     let bytes = hook
         .client
@@ -390,6 +490,7 @@ impl MutatingWebhook {
         namespaces: Served,
         resolver: Arc<dyn ServiceResolver>,
         authorizer: Arc<dyn Authorizer>,
+        api: WeakApiHandler,
     ) -> MutatingWebhook {
         MutatingWebhook(Webhooks {
             phase: Phase::Mutating,
@@ -397,6 +498,7 @@ impl MutatingWebhook {
             namespaces,
             resolver,
             authorizer,
+            api,
         })
     }
 
@@ -409,14 +511,20 @@ impl MutatingWebhook {
         hook: &Hook,
         (round, index): (usize, usize),
         attributes: &Attributes<'_>,
-        request: &Value,
+        review: &Review,
         current: &mut Option<Value>,
-        old: Option<&Value>,
     ) -> Result<bool, ApiError> {
-        match self
-            .0
-            .selects(hook, attributes, current.as_ref(), old, request)
-        {
+        let Some(equivalent) = self.0.invocation(hook, attributes, &review.equivalents) else {
+            return Ok(false);
+        };
+        let invocation = Invocation::new(
+            attributes,
+            equivalent,
+            &review.request,
+            current.as_ref(),
+            review.old.as_ref(),
+        )?;
+        match self.0.selects(hook, attributes, &invocation) {
             Ok(false) => return Ok(false),
             Ok(true) => {}
             Err(err) => return condition_failure(hook, attributes, err).map_or(Ok(false), Err),
@@ -431,7 +539,7 @@ impl MutatingWebhook {
             let key = format!("mutation.webhook.admission.k8s.io/{suffix}");
             attributes.audit.add(&key, &value.to_string());
         };
-        let answer = match call(hook, Phase::Mutating, request, current.as_ref(), old).await {
+        let answer = match call(hook, Phase::Mutating, &invocation).await {
             Ok(answer) => answer,
             Err(err) => {
                 mutation(false);
@@ -454,7 +562,7 @@ impl MutatingWebhook {
             mutation(false);
             return Ok(false);
         }
-        let Some(object) = current.as_mut() else {
+        let Some(mut object) = invocation.object.clone() else {
             // A delete has no object to change.
             mutation(false);
             return Err(ApiError::internal(format!(
@@ -462,10 +570,12 @@ impl MutatingWebhook {
                 hook.name
             )));
         };
-        let before = object.clone();
-        json_patch::patch(object, &operations).map_err(ApiError::internal)?;
-        let changed = *object != before;
+        json_patch::patch(&mut object, &operations).map_err(ApiError::internal)?;
+        let changed = Some(&object) != invocation.object.as_ref();
         mutation(changed);
+        if changed {
+            *current = Some(invocation.as_requested(attributes, object)?);
+        }
         if attributes.audit.level() >= Level::Request {
             let value = json!({"configuration": hook.configuration, "webhook": hook.name,
                 "patch": operations, "patchType": "JSONPatch"});
@@ -499,24 +609,12 @@ impl AdmissionPlugin for MutatingWebhook {
             Some(object) => Some(served(attributes, object)?),
             None => None,
         };
-        let old_served = old.map(|old| served(attributes, old)).transpose()?;
-        let request = request_json(
-            attributes,
-            &kind_of(attributes, current.as_ref().or(old_served.as_ref())),
-            &new_uid(),
-        );
+        let review = self.0.review(attributes, current.as_ref(), old)?;
         let hooks: Vec<&Hook> = configurations.iter().flat_map(|c| c.iter()).collect();
         let mut changed_after = vec![false; hooks.len()];
         for (i, hook) in hooks.iter().enumerate() {
             if self
-                .run(
-                    hook,
-                    (0, i),
-                    attributes,
-                    &request,
-                    &mut current,
-                    old_served.as_ref(),
-                )
+                .run(hook, (0, i), attributes, &review, &mut current)
                 .await?
             {
                 changed_after[..i].iter_mut().for_each(|c| *c = true);
@@ -525,15 +623,8 @@ impl AdmissionPlugin for MutatingWebhook {
         // IfNeeded webhooks that ran before a later webhook's change run once more.
         for (i, (hook, changed)) in hooks.iter().zip(&changed_after).enumerate() {
             if hook.reinvoke && *changed {
-                self.run(
-                    hook,
-                    (1, i),
-                    attributes,
-                    &request,
-                    &mut current,
-                    old_served.as_ref(),
-                )
-                .await?;
+                self.run(hook, (1, i), attributes, &review, &mut current)
+                    .await?;
             }
         }
         if let (Some(object), Some(current)) = (object, current) {
@@ -557,6 +648,7 @@ impl ValidatingWebhook {
         namespaces: Served,
         resolver: Arc<dyn ServiceResolver>,
         authorizer: Arc<dyn Authorizer>,
+        api: WeakApiHandler,
     ) -> ValidatingWebhook {
         ValidatingWebhook(Webhooks {
             phase: Phase::Validating,
@@ -564,6 +656,7 @@ impl ValidatingWebhook {
             namespaces,
             resolver,
             authorizer,
+            api,
         })
     }
 
@@ -573,11 +666,20 @@ impl ValidatingWebhook {
         &self,
         hook: &Hook,
         attributes: &Attributes<'_>,
-        request: &Value,
+        review: &Review,
         object: Option<&Value>,
-        old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        match self.0.selects(hook, attributes, object, old, request) {
+        let Some(equivalent) = self.0.invocation(hook, attributes, &review.equivalents) else {
+            return Ok(());
+        };
+        let invocation = Invocation::new(
+            attributes,
+            equivalent,
+            &review.request,
+            object,
+            review.old.as_ref(),
+        )?;
+        match self.0.selects(hook, attributes, &invocation) {
             Ok(false) => return Ok(()),
             Ok(true) => {}
             Err(err) => return condition_failure(hook, attributes, err).map_or(Ok(()), Err),
@@ -585,7 +687,7 @@ impl ValidatingWebhook {
         if attributes.dry_run && !hook.dry_run_safe {
             return Err(no_dry_run(hook));
         }
-        let answer = match call(hook, Phase::Validating, request, object, old).await {
+        let answer = match call(hook, Phase::Validating, &invocation).await {
             Ok(answer) => answer,
             Err(err) => return failure(hook, err).map_or(Ok(()), Err),
         };
@@ -618,16 +720,11 @@ impl AdmissionPlugin for ValidatingWebhook {
             return Ok(());
         }
         let object = object.map(|o| served(attributes, o)).transpose()?;
-        let old = old.map(|o| served(attributes, o)).transpose()?;
-        let request = request_json(
-            attributes,
-            &kind_of(attributes, object.as_ref().or(old.as_ref())),
-            &new_uid(),
-        );
+        let review = self.0.review(attributes, object.as_ref(), old)?;
         let verdicts = configurations
             .iter()
             .flat_map(|c| c.iter())
-            .map(|hook| self.verdict(hook, attributes, &request, object.as_ref(), old.as_ref()));
+            .map(|hook| self.verdict(hook, attributes, &review, object.as_ref()));
         let verdicts = futures::future::join_all(verdicts).await;
         verdicts
             .into_iter()

@@ -194,12 +194,14 @@ fn available(
         namespaces.clone(),
         resolver.clone(),
         authorizer.clone(),
+        api.downgrade(),
     );
     let validating = ValidatingWebhook::new(
         served(admission, "validatingwebhookconfigurations")?,
         namespaces.clone(),
         resolver,
         authorizer.clone(),
+        api.downgrade(),
     );
     let configurations = AdmissionConfiguration::read(options)?;
     let pod_security = match configurations.plugin("PodSecurity") {

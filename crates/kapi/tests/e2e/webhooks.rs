@@ -79,6 +79,17 @@ fn webhook(name: &str, url: &str, ca: &str, extra: Value) -> Value {
     hook
 }
 
+/// Adds a JSONPatch of `ops` to an AdmissionReview response.
+fn add_patch(response: &mut Value, ops: &Value) {
+    response["patchType"] = json!("JSONPatch");
+    response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(ops.to_string()));
+}
+
+/// An AdmissionReview v1 carrying `response`.
+fn review_of(response: Value) -> Value {
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+}
+
 fn configuration(kind: &str, name: &str, webhooks: Vec<Value>) -> String {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -216,17 +227,17 @@ async fn deletes_pass_the_mutating_webhooks() {
         let seen = format!(
             "dryRun={} old={} options={}",
             request["dryRun"],
-            request["oldObject"]["metadata"]["name"].as_str().unwrap_or_default(),
+            request["oldObject"]["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default(),
             request["options"]
         );
         let mut response = json!({"uid": request["uid"], "allowed": true, "warnings": [seen]});
         if path.starts_with("/patch") {
             let ops = json!([{"op": "add", "path": "/metadata/labels/x", "value": "y"}]);
-            response["patchType"] = json!("JSONPatch");
-            response["patch"] =
-                json!(base64::engine::general_purpose::STANDARD.encode(ops.to_string()));
+            add_patch(&mut response, &ops);
         }
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        review_of(response)
     })
     .await;
     let ca = base64::engine::general_purpose::STANDARD.encode(ca);
@@ -301,4 +312,121 @@ async fn deletes_pass_the_mutating_webhooks() {
         ),
         "{err}"
     );
+}
+
+/// `matchPolicy`: a webhook registered for a CRD's v1 is called for a create made in v2
+/// under `Equivalent` (the default), with the object converted to v1 and `kind`/`resource`
+/// naming v1 while `requestKind`/`requestResource` name v2; its patch, made to the v1
+/// object, lands in what v2 stores. An `Exact` webhook for v1 is not called for v2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equivalent_match_policy_converts_for_the_registered_version() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    let versions = ["v1", "v2"].map(|v| {
+        json!({"name": v, "served": true, "storage": v == "v1", "schema": {"openAPIV3Schema":
+            {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    });
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": versions,
+        },
+    });
+    common::install_crds(&server, &crd.to_string(), &["gadgets.example.com"]).await;
+    let (address, ca) = serve_webhook(|path: String, review: Value| async move {
+        let request = &review["request"];
+        let mut response = json!({"uid": request["uid"], "allowed": true});
+        if path.starts_with("/exact") {
+            response["allowed"] = json!(false);
+            response["status"] = json!({"code": 403, "message": "v1 only"});
+        } else {
+            let version =
+                |field: &str| request[field]["version"].as_str().unwrap_or("").to_string();
+            let seen = format!(
+                "kind={} resource={} requestKind={} requestResource={} object={}",
+                version("kind"),
+                version("resource"),
+                version("requestKind"),
+                version("requestResource"),
+                request["object"]["apiVersion"].as_str().unwrap_or_default()
+            );
+            let ops =
+                json!([{"op": "add", "path": "/metadata/annotations", "value": {"seen": seen}}]);
+            add_patch(&mut response, &ops);
+        }
+        review_of(response)
+    })
+    .await;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let hook = |name: &str, path: &str, policy: &str| {
+        let mut hook = webhook(
+            name,
+            &format!("https://{address}{path}"),
+            &ca,
+            json!({"matchPolicy": policy}),
+        );
+        hook["rules"] = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"],
+            "apiVersions": ["v1"], "resources": ["gadgets"]}]);
+        hook
+    };
+    let mutating = configuration(
+        "MutatingWebhookConfiguration",
+        "equivalent",
+        vec![hook("equivalent.example.com", "/annotate", "Equivalent")],
+    );
+    let validating = configuration(
+        "ValidatingWebhookConfiguration",
+        "exact",
+        vec![hook("exact.example.com", "/exact", "Exact")],
+    );
+    ok_stdin(&server, &["create", "-f", "-"], &mutating).await;
+    ok_stdin(&server, &["create", "-f", "-"], &validating).await;
+    let gadget = |version: &str, name: &str| {
+        format!(
+            "{{\"apiVersion\":\"example.com/{version}\",\"kind\":\"Gadget\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"default\"}}}}"
+        )
+    };
+    // The webhooks are read from their watch caches: wait until each has been seen.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        let name = format!("g-{i}");
+        ok_stdin(&server, &["create", "-f", "-"], &gadget("v2", &name)).await;
+        let stored = get_json(&server, &["gadgets.v2.example.com", &name]).await;
+        assert_eq!(stored["apiVersion"], "example.com/v2");
+        if let Some(seen) = stored["metadata"]["annotations"]["seen"].as_str() {
+            assert_eq!(
+                seen,
+                "kind=v1 resource=v1 requestKind=v2 requestResource=v2 object=example.com/v1"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the mutating webhook was never called"
+        );
+    }
+    for i in 0.. {
+        let manifest = gadget("v1", &format!("probe-{i}"));
+        let output = server
+            .kubectl_stdin(&["create", "-f", "-"], Some(&manifest))
+            .await;
+        if !output.status.success() {
+            let err = common::stderr(&output);
+            assert!(
+                err.contains(
+                    r#"admission webhook "exact.example.com" denied the request: v1 only"#
+                ),
+                "{err}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the validating webhook was never called"
+        );
+    }
 }

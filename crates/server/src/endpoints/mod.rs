@@ -349,8 +349,11 @@ impl Apis {
     /// Serves `next` instead of `resources`; the registries no longer served stop their
     /// caches (and so their watches).
     fn replace(&self, resources: &mut Arc<Resources>, next: Resources) {
-        let kept: std::collections::HashSet<*const Registry> =
-            next.served.values().map(|s| Arc::as_ptr(&s.registry)).collect();
+        let kept: std::collections::HashSet<*const Registry> = next
+            .served
+            .values()
+            .map(|s| Arc::as_ptr(&s.registry))
+            .collect();
         let mut dropped: HashMap<*const Registry, Arc<Registry>> = HashMap::new();
         for served in resources.served.values() {
             let registry = Arc::as_ptr(&served.registry);
@@ -430,6 +433,29 @@ impl ApiHandler {
         };
         let kind = served.definition.kind;
         Some((kind, self.kind_schema(group, version, kind)))
+    }
+
+    /// The other served versions of `definition`'s resource, here or down the chain: the
+    /// resources kept in the same storage (upstream's equivalent resources, which it also
+    /// keys by storage prefix), in the order they were registered. A webhook with
+    /// `matchPolicy: Equivalent` registered for one of them is called for `definition`.
+    pub fn equivalents(&self, definition: &ResourceDefinition) -> Vec<Arc<ResourceDefinition>> {
+        let same = |d: &&Arc<ResourceDefinition>| {
+            d.storage.key_prefix == definition.storage.key_prefix
+                && (d.group_version != definition.group_version || d.plural != definition.plural)
+        };
+        let mut found: Vec<_> = self
+            .0
+            .resources()
+            .definitions
+            .iter()
+            .filter(same)
+            .cloned()
+            .collect();
+        if let Some(delegate) = &self.0.delegate {
+            found.extend(delegate.equivalents(definition));
+        }
+        found
     }
 
     /// The schema of `group`/`version`/`kind`, here or down the chain.
