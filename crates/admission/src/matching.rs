@@ -3,10 +3,14 @@
 //! object label selectors, and the admission configuration resources no webhook or policy
 //! ever sees.
 
+use std::sync::Arc;
+
 use kapi_apimachinery::labels;
+use kapi_apimachinery::status::ApiError;
 use kapi_server::admission::{Attributes, Operation};
-use kapi_server::endpoints::Served;
-use serde_json::Value;
+use kapi_server::endpoints::{Served, WeakApiHandler};
+use kapi_server::resource::ResourceDefinition;
+use serde_json::{Value, json};
 
 /// The group of the admission configuration resources.
 const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
@@ -83,6 +87,107 @@ pub fn any_rule_matches(rules: &Value, attributes: &Attributes<'_>) -> bool {
         .into_iter()
         .flatten()
         .any(|rule| rule_matches(rule, attributes))
+}
+
+/// Which resource `rules` select the request as: its own (`Some(None)`), or, when
+/// `equivalent` (`matchPolicy: Equivalent`), the first of `equivalents` a rule names,
+/// earlier rules first, as upstream's matcher picks it.
+pub fn matched_resource(
+    rules: &Value,
+    equivalent: bool,
+    attributes: &Attributes<'_>,
+    equivalents: &[Arc<ResourceDefinition>],
+) -> Option<Option<Arc<ResourceDefinition>>> {
+    if any_rule_matches(rules, attributes) {
+        return Some(None);
+    }
+    if !equivalent {
+        return None;
+    }
+    let rules = rules.as_array().map_or(&[][..], Vec::as_slice);
+    rules.iter().find_map(|rule| {
+        equivalents
+            .iter()
+            .find(|other| {
+                let attributes = Attributes {
+                    definition: other,
+                    ..*attributes
+                };
+                rule_matches(rule, &attributes)
+            })
+            .map(|other| Some(other.clone()))
+    })
+}
+
+/// The other served versions of the request's resource, for `matchPolicy: Equivalent`
+/// (none for subresources with kinds of their own, such as scale).
+pub fn equivalents(
+    api: &WeakApiHandler,
+    attributes: &Attributes<'_>,
+) -> Vec<Arc<ResourceDefinition>> {
+    match (attributes.subresource, api.upgrade()) {
+        ("" | "status", Some(api)) => api.equivalents(attributes.definition),
+        _ => Vec::new(),
+    }
+}
+
+/// What one webhook or policy is given: the request's objects and AdmissionReview request,
+/// in the version of the resource its rules matched.
+pub struct Invocation {
+    /// The equivalent resource the webhook registered for, when not the request's own.
+    pub equivalent: Option<Arc<ResourceDefinition>>,
+    pub request: Value,
+    pub object: Option<Value>,
+    pub old: Option<Value>,
+}
+
+impl Invocation {
+    /// The objects (in the request's version) converted for `equivalent`, and the request
+    /// naming its kind and resource (`requestKind` and `requestResource` stay the
+    /// request's own).
+    pub fn new(
+        attributes: &Attributes<'_>,
+        equivalent: Option<Arc<ResourceDefinition>>,
+        request: &Value,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<Invocation, ApiError> {
+        let Some(target) = &equivalent else {
+            return Ok(Invocation {
+                equivalent,
+                request: request.clone(),
+                object: object.cloned(),
+                old: old.cloned(),
+            });
+        };
+        let convert = |o: &Value| target.served_form(attributes.definition.stored_form(o.clone())?);
+        let gv = &target.group_version;
+        let mut request = request.clone();
+        request["kind"] = json!({"group": gv.group, "version": gv.version, "kind": target.kind});
+        request["resource"] =
+            json!({"group": gv.group, "version": gv.version, "resource": target.plural});
+        Ok(Invocation {
+            object: object.map(convert).transpose()?,
+            old: old.map(convert).transpose()?,
+            equivalent,
+            request,
+        })
+    }
+
+    /// `object` (as a webhook patched it, in this invocation's version) in the request's
+    /// version.
+    pub fn as_requested(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Value,
+    ) -> Result<Value, ApiError> {
+        match &self.equivalent {
+            Some(target) => attributes
+                .definition
+                .served_form(target.stored_form(object)?),
+            None => Ok(object),
+        }
+    }
 }
 
 /// Whether `labels` pass a LabelSelector (absent: everything).

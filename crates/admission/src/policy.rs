@@ -19,10 +19,11 @@ use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::authz::Authorizer;
 use kapi_server::endpoints::{Served, WeakApiHandler};
 use kapi_server::registry::{Item, ListParams, ReadVersion};
+use kapi_server::resource::ResourceDefinition;
 use serde_json::Value;
 
 use crate::cel::{Activation, Expression, Inputs, request_json};
-use crate::matching;
+use crate::matching::{self, Invocation};
 use crate::parsed::ParsedCollection;
 
 /// One validation of a policy.
@@ -135,45 +136,36 @@ fn parse_binding(binding: &Value) -> Binding {
     }
 }
 
-/// Whether a `matchConstraints` / `matchResources` selects the request (absent: all).
+/// The request as a policy's `matchConstraints` or a binding's `matchResources` selects it
+/// (absent: all, as the request's own resource); under `matchPolicy: Equivalent` it may be
+/// selected as one of `equivalents` (see [`matching::matched_resource`]).
 fn resources_match(
     constraints: &Value,
     attributes: &Attributes<'_>,
-    object: Option<&Value>,
-    old: Option<&Value>,
+    equivalents: &[Arc<ResourceDefinition>],
+    (object, old): (Option<&Value>, Option<&Value>),
     namespace_labels: Option<&serde_json::Map<String, Value>>,
-) -> bool {
+) -> Option<Option<Arc<ResourceDefinition>>> {
     if constraints.is_null() {
-        return true;
+        return Some(None);
+    }
+    if !matching::namespace_selector_matches(&constraints["namespaceSelector"], namespace_labels)
+        || !matching::object_selector_matches(&constraints["objectSelector"], object, old)
+    {
+        return None;
+    }
+    let equivalent = constraints["matchPolicy"] != "Exact";
+    let select =
+        |rules: &Value| matching::matched_resource(rules, equivalent, attributes, equivalents);
+    if select(&constraints["excludeResourceRules"]).is_some() {
+        return None;
     }
     let rules = &constraints["resourceRules"];
     // A binding's matchResources without rules narrows nothing (the policy's rules apply).
-    let no_rules = rules.as_array().is_none_or(Vec::is_empty);
-    let included = no_rules
-        || if constraints["matchPolicy"] == "Exact" {
-            matching::any_rule_matches(rules, attributes)
-        } else {
-            matching::any_rule_matches(&any_version(rules), attributes)
-        };
-    included
-        && !matching::any_rule_matches(&constraints["excludeResourceRules"], attributes)
-        && matching::namespace_selector_matches(&constraints["namespaceSelector"], namespace_labels)
-        && matching::object_selector_matches(&constraints["objectSelector"], object, old)
-}
-
-/// Rules with any API version (matchPolicy Equivalent).
-fn any_version(rules: &Value) -> Value {
-    let rules: Vec<Value> = rules
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|rule| {
-            let mut rule = rule.clone();
-            rule["apiVersions"] = Value::from(vec!["*"]);
-            rule
-        })
-        .collect();
-    Value::from(rules)
+    if rules.as_array().is_none_or(Vec::is_empty) {
+        return Some(None);
+    }
+    select(rules)
 }
 
 /// A failed validation, or one that could not be evaluated (`errored`, which
@@ -508,6 +500,7 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
         let namespace_object = self.namespace_object(attributes.namespace);
         let authorizer = crate::cel::authorizer_variable(&self.authorizer, attributes);
         let object_schema = self.object_schema(attributes);
+        let equivalents = matching::equivalents(&self.api, attributes);
         let mut denied = None;
         // Audit annotations by policy, then key: each distinct value once.
         let mut annotations: BTreeMap<&str, BTreeMap<String, Vec<String>>> = BTreeMap::new();
@@ -515,22 +508,35 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
             let Some(policy) = policies.get(&binding.policy_name) else {
                 continue;
             };
-            let selected = resources_match(
+            let objects = (object.as_ref(), old.as_ref());
+            let Some(matched) = resources_match(
                 &policy.match_constraints,
                 attributes,
-                object.as_ref(),
-                old.as_ref(),
+                &equivalents,
+                objects,
                 labels.as_ref(),
-            ) && resources_match(
+            ) else {
+                continue;
+            };
+            let binding_matches = resources_match(
                 &binding.match_resources,
                 attributes,
-                object.as_ref(),
-                old.as_ref(),
+                &equivalents,
+                objects,
                 labels.as_ref(),
             );
-            if !selected {
+            if binding_matches.is_none() {
                 continue;
             }
+            // Under Equivalent, the policy sees the objects in the version it matched.
+            let object_schema = match &matched {
+                Some(definition) => self.object_schema(&Attributes {
+                    definition,
+                    ..*attributes
+                }),
+                None => object_schema.clone(),
+            };
+            let invocation = Invocation::new(attributes, matched, &request, objects.0, objects.1)?;
             let evaluations = match self.params(policy, binding, attributes).await {
                 Ok(params) => params
                     .into_iter()
@@ -538,9 +544,9 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                         self.evaluate(
                             policy,
                             &Inputs {
-                                object: object.clone(),
-                                old_object: old.clone(),
-                                request: request.clone(),
+                                object: invocation.object.clone(),
+                                old_object: invocation.old.clone(),
+                                request: invocation.request.clone(),
                                 params,
                                 namespace_object: namespace_object.clone(),
                                 authorizer: Some(authorizer.clone()),

@@ -17,6 +17,8 @@ use kapi_server::audit::Level;
 use kapi_server::authz::Authorizer;
 use kapi_server::endpoints::{Served, WeakApiHandler};
 use kapi_server::resource::ResourceDefinition;
+
+use crate::matching::Invocation;
 use kapi_server::webhook_client::{ServiceResolver, WebhookClient};
 use serde_json::{Value, json};
 
@@ -118,36 +120,6 @@ impl Webhooks {
             .collect()
     }
 
-    /// Which resource `hook` is called for by its rules: the request's own (`Some(None)`),
-    /// or, under `matchPolicy: Equivalent`, the first of `equivalents` one of its rules
-    /// names, earlier rules first, as upstream's dispatcher picks it.
-    fn invocation(
-        &self,
-        hook: &Hook,
-        attributes: &Attributes<'_>,
-        equivalents: &[Arc<ResourceDefinition>],
-    ) -> Option<Option<Arc<ResourceDefinition>>> {
-        if matching::any_rule_matches(&hook.rules, attributes) {
-            return Some(None);
-        }
-        if hook.exact {
-            return None;
-        }
-        let rules = hook.rules.as_array().map_or(&[][..], Vec::as_slice);
-        rules.iter().find_map(|rule| {
-            equivalents
-                .iter()
-                .find(|equivalent| {
-                    let attributes = Attributes {
-                        definition: equivalent,
-                        ..*attributes
-                    };
-                    matching::rule_matches(rule, &attributes)
-                })
-                .map(|equivalent| Some(equivalent.clone()))
-        })
-    }
-
     /// What the webhooks of this request share; `object` is in the request's version, `old`
     /// as stored.
     fn review(
@@ -161,17 +133,8 @@ impl Webhooks {
         Ok(Review {
             request: request_json(attributes, &kind, &new_uid()),
             old,
-            equivalents: self.equivalents(attributes),
+            equivalents: matching::equivalents(&self.api, attributes),
         })
-    }
-
-    /// The other served versions of the request's resource, for `matchPolicy: Equivalent`
-    /// (none for subresources with kinds of their own, such as scale).
-    fn equivalents(&self, attributes: &Attributes<'_>) -> Vec<Arc<ResourceDefinition>> {
-        match (attributes.subresource, self.api.upgrade()) {
-            ("" | "status", Some(api)) => api.equivalents(attributes.definition),
-            _ => Vec::new(),
-        }
     }
 
     /// Whether `hook`, matched by its rules, is called for this request (its selectors and
@@ -245,61 +208,6 @@ struct Review {
     request: Value,
     old: Option<Value>,
     equivalents: Vec<Arc<ResourceDefinition>>,
-}
-
-/// What one webhook is sent: the request's objects and AdmissionReview request, in the
-/// version of the resource its rules matched.
-struct Invocation {
-    /// The equivalent resource the webhook registered for, when not the request's own.
-    equivalent: Option<Arc<ResourceDefinition>>,
-    request: Value,
-    object: Option<Value>,
-    old: Option<Value>,
-}
-
-impl Invocation {
-    /// The objects (in the request's version) converted for `equivalent`, and the request
-    /// naming its kind and resource (`requestKind` and `requestResource` stay the
-    /// request's own).
-    fn new(
-        attributes: &Attributes<'_>,
-        equivalent: Option<Arc<ResourceDefinition>>,
-        request: &Value,
-        object: Option<&Value>,
-        old: Option<&Value>,
-    ) -> Result<Invocation, ApiError> {
-        let Some(target) = &equivalent else {
-            return Ok(Invocation {
-                equivalent,
-                request: request.clone(),
-                object: object.cloned(),
-                old: old.cloned(),
-            });
-        };
-        let convert = |o: &Value| target.served_form(attributes.definition.stored_form(o.clone())?);
-        let gv = &target.group_version;
-        let mut request = request.clone();
-        request["kind"] = json!({"group": gv.group, "version": gv.version, "kind": target.kind});
-        request["resource"] =
-            json!({"group": gv.group, "version": gv.version, "resource": target.plural});
-        Ok(Invocation {
-            object: object.map(convert).transpose()?,
-            old: old.map(convert).transpose()?,
-            equivalent,
-            request,
-        })
-    }
-
-    /// `object` (as a webhook patched it, in this invocation's version) in the request's
-    /// version.
-    fn as_requested(&self, attributes: &Attributes<'_>, object: Value) -> Result<Value, ApiError> {
-        match &self.equivalent {
-            Some(target) => attributes
-                .definition
-                .served_form(target.stored_form(object)?),
-            None => Ok(object),
-        }
-    }
 }
 
 /// The object in the version the request was made in (subresources with their own kind,
@@ -514,7 +422,9 @@ impl MutatingWebhook {
         review: &Review,
         current: &mut Option<Value>,
     ) -> Result<bool, ApiError> {
-        let Some(equivalent) = self.0.invocation(hook, attributes, &review.equivalents) else {
+        let Some(equivalent) =
+            matching::matched_resource(&hook.rules, !hook.exact, attributes, &review.equivalents)
+        else {
             return Ok(false);
         };
         let invocation = Invocation::new(
@@ -669,7 +579,9 @@ impl ValidatingWebhook {
         review: &Review,
         object: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let Some(equivalent) = self.0.invocation(hook, attributes, &review.equivalents) else {
+        let Some(equivalent) =
+            matching::matched_resource(&hook.rules, !hook.exact, attributes, &review.equivalents)
+        else {
             return Ok(());
         };
         let invocation = Invocation::new(

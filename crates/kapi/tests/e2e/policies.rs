@@ -591,3 +591,76 @@ spec:
         .kubectl_ok(&["create", "configmap", "admins", "-n", "guarded"])
         .await;
 }
+
+/// `matchPolicy: Equivalent` (the default): a policy whose rules name a CRD's v1 judges a
+/// create made in v2 with the object converted to v1, `request.kind` naming v1 and
+/// `request.requestKind` v2; an `Exact` policy for v1 leaves v2 alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn equivalent_policies_see_the_version_they_matched() {
+    let server = TestServer::start(Backend::Embedded, &[]).await;
+    common::install_gadgets(&server).await;
+    let policy = |name: &str, match_policy: &str, message: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {
+                "matchConstraints": {"matchPolicy": match_policy, "resourceRules": [{
+                    "apiGroups": ["example.com"], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["gadgets"]}]},
+                "validations": [{"expression": "false", "messageExpression": message}],
+            },
+        })
+    };
+    let binding = |name: &str| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]},
+        })
+    };
+    let seen = "'seen kind=' + request.kind.version + ' requestKind=' + request.requestKind.version + ' resource=' + request.resource.version + ' object=' + object.apiVersion";
+    // a-exact sorts first, so its refusal would be the one reported; it is created first,
+    // so once the other policy acts, it has been seen too.
+    let items = [
+        policy("a-exact", "Exact", "'exact'"),
+        binding("a-exact"),
+        policy("equivalent", "Equivalent", seen),
+        binding("equivalent"),
+    ];
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    ok_stdin(&server, &["apply", "-f", "-"], &list.to_string()).await;
+    // The policies reach admission through their watch caches.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let refusal = loop {
+        let output = server
+            .kubectl_stdin(&["create", "-f", "-"], Some(&common::gadget("v2", "g")))
+            .await;
+        if !output.status.success() {
+            break stderr(&output);
+        }
+        server
+            .kubectl_ok(&["delete", "gadgets.v2.example.com", "g"])
+            .await;
+        assert!(Instant::now() < deadline, "the policy never refused");
+    };
+    assert!(
+        refusal.contains(
+            "ValidatingAdmissionPolicy 'equivalent' with binding 'equivalent' denied request: seen kind=v1 requestKind=v2 resource=v1 object=example.com/v1"
+        ),
+        "{refusal}"
+    );
+    let refusal = fails(
+        &server,
+        &["create", "-f", "-"],
+        Some(&common::gadget("v1", "g")),
+    )
+    .await;
+    assert!(
+        refusal.contains(
+            "ValidatingAdmissionPolicy 'a-exact' with binding 'a-exact' denied request: exact"
+        ),
+        "{refusal}"
+    );
+}

@@ -321,22 +321,7 @@ async fn deletes_pass_the_mutating_webhooks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn equivalent_match_policy_converts_for_the_registered_version() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
-    let versions = ["v1", "v2"].map(|v| {
-        json!({"name": v, "served": true, "storage": v == "v1", "schema": {"openAPIV3Schema":
-            {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
-    });
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": versions,
-        },
-    });
-    common::install_crds(&server, &crd.to_string(), &["gadgets.example.com"]).await;
+    common::install_gadgets(&server).await;
     let (address, ca) = serve_webhook(|path: String, review: Value| async move {
         let request = &review["request"];
         let mut response = json!({"uid": request["uid"], "allowed": true});
@@ -385,16 +370,16 @@ async fn equivalent_match_policy_converts_for_the_registered_version() {
     );
     ok_stdin(&server, &["create", "-f", "-"], &mutating).await;
     ok_stdin(&server, &["create", "-f", "-"], &validating).await;
-    let gadget = |version: &str, name: &str| {
-        format!(
-            "{{\"apiVersion\":\"example.com/{version}\",\"kind\":\"Gadget\",\"metadata\":{{\"name\":\"{name}\",\"namespace\":\"default\"}}}}"
-        )
-    };
     // The webhooks are read from their watch caches: wait until each has been seen.
     let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0.. {
         let name = format!("g-{i}");
-        ok_stdin(&server, &["create", "-f", "-"], &gadget("v2", &name)).await;
+        ok_stdin(
+            &server,
+            &["create", "-f", "-"],
+            &common::gadget("v2", &name),
+        )
+        .await;
         let stored = get_json(&server, &["gadgets.v2.example.com", &name]).await;
         assert_eq!(stored["apiVersion"], "example.com/v2");
         if let Some(seen) = stored["metadata"]["annotations"]["seen"].as_str() {
@@ -410,7 +395,7 @@ async fn equivalent_match_policy_converts_for_the_registered_version() {
         );
     }
     for i in 0.. {
-        let manifest = gadget("v1", &format!("probe-{i}"));
+        let manifest = common::gadget("v1", &format!("probe-{i}"));
         let output = server
             .kubectl_stdin(&["create", "-f", "-"], Some(&manifest))
             .await;

@@ -20,7 +20,7 @@ use kapi_testing::etcd::EtcdCluster;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 /// The kubectl the tests drive.
@@ -315,6 +315,34 @@ pub async fn install_crds(server: &TestServer, manifest: &str, names: &[&str]) {
         ];
         server.kubectl_ok(&wait).await;
     }
+}
+
+/// Installs `gadgets.example.com`: a namespaced CRD served in v1 (stored) and v2, with
+/// `None` conversion and schemas that keep every field, for tests of equivalent versions.
+pub async fn install_gadgets(server: &TestServer) {
+    let versions = ["v1", "v2"].map(|v| {
+        json!({"name": v, "served": true, "storage": v == "v1", "schema": {"openAPIV3Schema":
+            {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    });
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": versions,
+        },
+    });
+    install_crds(server, &crd.to_string(), &["gadgets.example.com"]).await;
+}
+
+/// A Gadget named `name` in the default namespace, as `example.com/<version>`.
+pub fn gadget(version: &str, name: &str) -> String {
+    json!({"apiVersion": format!("example.com/{version}"), "kind": "Gadget",
+        "metadata": {"name": name, "namespace": "default"}})
+    .to_string()
 }
 
 /// Serves a webhook over HTTPS on a free loopback port: every POST's JSON body goes to
