@@ -45,6 +45,20 @@ fn atom_of<S: Schema>(schema: Option<S>, lhs: Option<&Value>, rhs: Option<&Value
     }
 }
 
+/// The atom of a node compared across two versions: as [`atom_of`], except that null is an
+/// empty map or list (structured-merge-diff's comparison reads a null list or map as one
+/// without items: a null `conditions` given items gains them one by one).
+fn compared_atom<S: Schema>(
+    schema: Option<S>,
+    lhs: Option<&Value>,
+    rhs: Option<&Value>,
+) -> Atom<S> {
+    match (lhs, rhs) {
+        (Some(Value::Null), Some(other)) | (Some(other), Some(Value::Null)) => atom(schema, other),
+        _ => atom_of(schema, lhs, rhs),
+    }
+}
+
 /// Whether a value is absent or an empty map or list (such nodes compare as leaves).
 fn is_empty_container(value: Option<&Value>) -> bool {
     match value {
@@ -228,8 +242,10 @@ fn compare_node<S: Schema>(
     path: &mut Path,
     out: &mut Comparison,
 ) {
-    let both_empty = is_empty_container(lhs) && is_empty_container(rhs);
-    match atom_of(schema, lhs, rhs) {
+    // Null counts as empty here: null and an empty list differ as leaves, as upstream's.
+    let empty = |v: Option<&Value>| v.is_some_and(Value::is_null) || is_empty_container(v);
+    let both_empty = empty(lhs) && empty(rhs);
+    match compared_atom(schema, lhs, rhs) {
         Atom::Map(schema) if !both_empty => {
             let keys: BTreeSet<&String> = lhs
                 .and_then(Value::as_object)
@@ -649,6 +665,24 @@ mod tests {
                 json!({"spec": {"selector": {"a": "2", "b": "3"}}}),
                 json!({}),
                 json!({"f:spec": {"f:selector": {}}}),
+                json!({}),
+            ),
+            (
+                "a null list-map given elements gains them one by one",
+                json!({"spec": {"containers": null}}),
+                json!({"spec": {"containers": [{"name": "a"}]}}),
+                json!({"f:spec": {"f:containers": {"k:{\"name\":\"a\"}": {
+                    ".": {}, "f:name": {}
+                }}}}),
+                json!({}),
+                json!({}),
+            ),
+            (
+                "null and an empty list differ as leaves",
+                json!({"spec": {"containers": null}}),
+                json!({"spec": {"containers": []}}),
+                json!({}),
+                json!({"f:spec": {"f:containers": {}}}),
                 json!({}),
             ),
             (

@@ -76,6 +76,34 @@ async fn custom_resources(backend: Backend) {
     let crd = get_json(&server, &["crd", "crontabs.stable.example.com"]).await;
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "CronTab");
     assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+    // The controllers' status writes are kube-apiserver's Update of the status subresource.
+    let shown = server
+        .kubectl_ok(&[
+            "get",
+            "crd",
+            "crontabs.stable.example.com",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .await;
+    let shown: Value = serde_json::from_str(&shown).expect("json");
+    let managers = shown["metadata"]["managedFields"]
+        .as_array()
+        .expect("managedFields");
+    let status = managers
+        .iter()
+        .find(|m| m["manager"] == "kube-apiserver")
+        .unwrap_or_else(|| panic!("no kube-apiserver entry in {managers:?}"));
+    assert_eq!(
+        (&status["operation"], &status["subresource"]),
+        (&json!("Update"), &json!("status"))
+    );
+    let conditions = &status["fieldsV1"]["f:status"]["f:conditions"];
+    for condition in ["Established", "NamesAccepted"] {
+        let key = format!(r#"k:{{"type":"{condition}"}}"#);
+        assert!(conditions.get(&key).is_some(), "{key} in {status}");
+    }
     let resources = server
         .kubectl_ok(&["api-resources", "--api-group=stable.example.com"])
         .await;
