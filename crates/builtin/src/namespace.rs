@@ -70,6 +70,12 @@ fn normalize(object: &mut Value) {
 }
 
 impl Strategy for NamespaceStrategy {
+    /// The name label where upstream's decoder sets it (SetDefaults_Namespace), so the
+    /// writer owns it.
+    fn default(&self, object: &mut Value) {
+        set_name_label(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         let status = child_mut(object, "status");
         status.clear();

@@ -94,6 +94,10 @@ fn decode_defaults(object: &mut Value) {
 }
 
 impl Strategy for SecretStrategy {
+    fn default(&self, object: &mut Value) {
+        decode_defaults(object);
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         decode_defaults(object);
     }

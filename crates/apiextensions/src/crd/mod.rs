@@ -79,6 +79,14 @@ pub fn definition() -> ResourceDefinition {
 pub struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
+    /// The v1 defaults where upstream's decoder applies them, so the writer owns them (again
+    /// in prepare, for the server's own writes).
+    fn default(&self, object: &mut Value) {
+        if object.is_object() {
+            defaults::set_defaults(object);
+        }
+    }
+
     /// Defaults; a new CRD starts at generation 1 with a status holding only its storage
     /// version in `storedVersions`.
     fn prepare_for_create(&self, object: &mut Value) {

@@ -134,6 +134,12 @@ fn generation_relevant(object: &Value) -> Vec<(&String, &Value)> {
 }
 
 impl Strategy for Rules {
+    /// The kind's defaults where upstream's decoder applies them, so the writer owns them;
+    /// they run again in prepare for the server's own writes.
+    fn default(&self, object: &mut Value) {
+        (self.defaults)(object);
+    }
+
     fn set_requester(&self, object: &mut Value, user: &UserInfo) {
         (self.requester)(object, user);
     }

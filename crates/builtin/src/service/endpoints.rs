@@ -253,6 +253,10 @@ fn validate_endpoint_port(port: &Value, require_name: bool, path: &Path) -> Fiel
 struct EndpointSliceStrategy;
 
 impl Strategy for EndpointSliceStrategy {
+    fn default(&self, slice: &mut Value) {
+        default_slice_ports(slice);
+    }
+
     fn prepare_for_create(&self, slice: &mut Value) {
         default_slice_ports(slice);
         slice["metadata"]["generation"] = Value::from(1);

@@ -163,6 +163,12 @@ pub(super) fn format_labels(labels: Option<&Value>) -> String {
 pub(super) struct ServiceStrategy;
 
 impl Strategy for ServiceStrategy {
+    /// SetDefaults_Service where upstream's decoder runs it (again in prepare, for the
+    /// server's own writes).
+    fn default(&self, service: &mut Value) {
+        set_defaults(service);
+    }
+
     /// Defaults, an empty status, and `clusterIPs` initialized from `clusterIP`.
     fn prepare_for_create(&self, service: &mut Value) {
         set_defaults(service);

@@ -309,7 +309,8 @@ async fn defaulted_keys_match_on_reapply(backend: Backend) {
 
 /// A create owns what defaulting filled in, as upstream's decoder defaults before the field
 /// manager records the write: `kubectl create` owns the Deployment's strategy and
-/// revisionHistoryLimit and the template's terminationMessagePath, which it never sent.
+/// revisionHistoryLimit and the template's terminationMessagePath, which it never sent, a
+/// Namespace's name label and a Secret's type.
 async fn creates_own_defaulted_fields(backend: Backend) {
     let server = TestServer::start(backend, &[]).await;
     let manifest = deployment(&[("a", "img-a")], None);
@@ -330,6 +331,22 @@ async fn creates_own_defaulted_fields(backend: Backend) {
         container.get("f:terminationMessagePath").is_some(),
         "{fields}"
     );
+    // So do creates of the other kinds: a Namespace's name label, a Secret's type.
+    server.kubectl_ok(&["create", "namespace", "owned"]).await;
+    server
+        .kubectl_ok(&["create", "secret", "generic", "s", "--from-literal=a=b"])
+        .await;
+    for (args, field) in [
+        (
+            ["namespace", "owned"],
+            "/f:metadata/f:labels/f:kubernetes.io~1metadata.name",
+        ),
+        (["secret", "s"], "/f:type"),
+    ] {
+        let object = get_json(&server, &[args[0], args[1], "--show-managed-fields"]).await;
+        let (_, _, fields) = &managers(&object)[0];
+        assert!(fields.pointer(field).is_some(), "{field} in {fields}");
+    }
     server.stop().await;
 }
 

@@ -68,6 +68,17 @@ async fn services_of_every_type_are_defaulted_and_allocated() {
         assert_eq!(spec["ipFamilyPolicy"], "SingleStack");
         assert_eq!(spec["ipFamilies"], serde_json::json!(["IPv4"]));
         assert_eq!(spec["ports"][0]["protocol"], "TCP");
+        // The creator owns the defaulted fields, as upstream defaults when decoding.
+        let shown = server
+            .kubectl_ok(&["get", "svc", "web", "-o", "json", "--show-managed-fields"])
+            .await;
+        let shown: Value = serde_json::from_str(&shown).expect("JSON");
+        let owned = &shown["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"];
+        for field in ["f:sessionAffinity", "f:type", "f:internalTrafficPolicy"] {
+            assert!(owned.get(field).is_some(), "{field} in {owned}");
+        }
+        let port = &owned["f:ports"][r#"k:{"port":80,"protocol":"TCP"}"#];
+        assert!(port.get("f:targetPort").is_some(), "{owned}");
         assert_eq!(spec["ports"][0]["targetPort"], 80);
         let ip = spec["clusterIP"].as_str().unwrap();
         assert!(in_range(ip, "10.100."), "{ip}");
