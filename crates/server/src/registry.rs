@@ -332,7 +332,7 @@ impl Registry {
         };
         loop {
             let page = self.store.list(&prefix, &options).await.map_err(|err| {
-                list_storage_error(err, resource, params.continue_token.is_some())
+                list_storage_error(err, resource, params.continue_token.as_deref())
             })?;
             result.revision = page.revision;
             let more = page.continue_token.is_some();
@@ -923,22 +923,41 @@ pub fn storage_error(err: StorageError, resource: &GroupResource, name: &str) ->
     }
 }
 
-/// Maps a storage error of a LIST (`continued`: one given a continue token) to its API
-/// error.
-fn list_storage_error(err: StorageError, resource: &GroupResource, continued: bool) -> ApiError {
-    match err {
-        StorageError::Compacted { .. } if continued => ApiError::resource_expired(
-            "The provided continue parameter is too old to display a consistent list result. \
-             You can start a new list without the continue parameter.",
-        ),
-        StorageError::Compacted { .. } => {
+/// Maps a storage error of a LIST (`continued`: the continue token it was given) to its API
+/// error. A token that outlived compaction gets upstream's 410 with a token that continues
+/// from the same key at the latest revision.
+fn list_storage_error(
+    err: StorageError,
+    resource: &GroupResource,
+    continued: Option<&str>,
+) -> ApiError {
+    match (err, continued) {
+        (StorageError::Compacted { .. }, Some(token)) => expired_continue(token),
+        (StorageError::Compacted { .. }, None) => {
             ApiError::resource_expired("The resourceVersion for the provided list is too old.")
         }
-        StorageError::InvalidContinue(why) => ApiError::bad_request(format!(
+        (StorageError::InvalidContinue(why), _) => ApiError::bad_request(format!(
             "invalid continue token: continue key is not valid: {why}"
         )),
-        other => storage_error(other, resource, ""),
+        (other, _) => storage_error(other, resource, ""),
     }
+}
+
+/// The 410 of a continue token whose revision was compacted, carrying the token of an
+/// inconsistent continuation (same start key, latest revision), as upstream's
+/// handleCompactedErrorForPaging.
+fn expired_continue(token: &str) -> ApiError {
+    const EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter";
+    let Ok((_, start)) = kapi_storage::decode_continue("", token) else {
+        return ApiError::resource_expired(format!("{EXPIRED}."));
+    };
+    let mut status = ApiError::resource_expired(format!(
+        "{EXPIRED}, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+    ))
+    .into_status();
+    status.metadata.continue_ =
+        kapi_storage::encode_continue("", &start, kapi_storage::LATEST_REVISION);
+    ApiError::from(status)
 }
 
 /// Maps a watch cache error to its API error.

@@ -1,6 +1,8 @@
 //! List continue tokens in kube-apiserver's form: URL-safe base64 (no padding) of
 //! `{"v":"meta.k8s.io/v1","rv":<revision>,"start":"<next key, relative to the prefix>"}`.
-//! A token names the revision of the first page, so every page is read at that revision.
+//! A token names the revision of the first page, so every page is read at that revision;
+//! a negative revision ([`LATEST`]) continues at the latest one instead (what a 410 for a
+//! token that outlived compaction offers).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -9,6 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::{Result, Revision, StorageError};
 
 const TOKEN_VERSION: &str = "meta.k8s.io/v1";
+
+/// The revision of a token that continues at the latest revision (upstream encodes -1).
+pub const LATEST: Revision = -1;
 
 #[derive(Serialize, Deserialize)]
 struct Token {
@@ -29,8 +34,9 @@ pub fn encode_continue(prefix: &str, next_key: &str, revision: Revision) -> Stri
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&token).expect("token serializes"))
 }
 
-/// Decodes a token for a list of `prefix`: the revision to read at and the full key to
-/// start from, which is always under `prefix`. Rejects malformed tokens.
+/// Decodes a token for a list of `prefix`: the revision to read at (negative: the latest)
+/// and the full key to start from, which is always under `prefix`. Rejects malformed
+/// tokens.
 pub fn decode_continue(prefix: &str, token: &str) -> Result<(Revision, String)> {
     let invalid = |why: &str| StorageError::InvalidContinue(why.to_string());
     let raw = URL_SAFE_NO_PAD
@@ -40,7 +46,7 @@ pub fn decode_continue(prefix: &str, token: &str) -> Result<(Revision, String)> 
     if token.v != TOKEN_VERSION {
         return Err(invalid("unknown continue token version"));
     }
-    if token.rv <= 0 {
+    if token.rv == 0 {
         return Err(invalid("continue token has no resource version"));
     }
     if token.start.is_empty() {
@@ -73,5 +79,16 @@ mod tests {
         }
         let empty = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":3,"start":""}"#);
         assert!(decode_continue("/p/", &empty).is_err());
+        let no_revision = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#);
+        assert!(decode_continue("/p/", &no_revision).is_err());
+    }
+
+    #[test]
+    fn latest_tokens_decode() {
+        let token = encode_continue("/p/", "/p/a", LATEST);
+        assert_eq!(
+            decode_continue("/p/", &token).unwrap(),
+            (LATEST, "/p/a".into())
+        );
     }
 }

@@ -204,7 +204,10 @@ impl EmbeddedStore {
                     "a list with a continue token cannot also name a revision".into(),
                 ));
             }
-            (Some(token), None) => decode_continue(prefix, token)?,
+            (Some(token), None) => match decode_continue(prefix, token)? {
+                (revision, start) if revision < 0 => (current, start),
+                found => found,
+            },
             (None, revision) => (
                 revision.filter(|&r| r > 0).unwrap_or(current),
                 prefix.to_string(),

@@ -35,7 +35,7 @@ use bytes::Bytes;
 use futures::stream::BoxStream;
 
 pub use compactor::Compactor;
-pub use continue_token::{decode_continue, encode_continue};
+pub use continue_token::{LATEST as LATEST_REVISION, decode_continue, encode_continue};
 pub use embedded::{EmbeddedConfig, EmbeddedStore};
 pub use error::{Result, StorageError};
 pub use etcd::{EtcdConfig, EtcdStore};
