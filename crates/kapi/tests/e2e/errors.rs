@@ -781,6 +781,15 @@ async fn expired_watch(backend: Backend) {
     checks.finish();
 }
 
+/// The names of a list's items.
+fn item_names(list: &Value) -> Vec<String> {
+    let items = list["items"].as_array().expect("items");
+    items
+        .iter()
+        .filter_map(|item| item["metadata"]["name"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// A list at an exact resourceVersion that compaction removed: 410 Expired.
 async fn expired_list(backend: Backend) {
     let kapi = Kapi::start(
@@ -807,13 +816,7 @@ async fn expired_list(backend: Backend) {
         if reply.status != 200 {
             break reply;
         }
-        let items = reply.json()["items"].clone();
-        let names: Vec<&str> = items
-            .as_array()
-            .expect("items")
-            .iter()
-            .filter_map(|item| item["metadata"]["name"].as_str())
-            .collect();
+        let names = item_names(&reply.json());
         assert_eq!(names, ["old"], "the list at {r1} before compaction");
         assert!(
             Instant::now() < deadline,
@@ -864,13 +867,7 @@ async fn expired_list(backend: Backend) {
     });
     let fresh = fresh.as_str().expect("a fresh continue token");
     let rest = admin.get(&format!("{CONFIGMAPS}?continue={fresh}")).await;
-    let items = rest.json()["items"].clone();
-    let names: Vec<&str> = items
-        .as_array()
-        .expect("items")
-        .iter()
-        .filter_map(|item| item["metadata"]["name"].as_str())
-        .collect();
+    let names = item_names(&rest.json());
     checks.check(names == ["newest", "old"], || {
         format!("the inconsistent continuation listed {names:?}")
     });
