@@ -265,6 +265,7 @@ async fn reconcile(
         subresource: Some(&SubresourceKind::Status),
         dry_run: false,
         admission: None,
+        manager: Some(kapi_server::registry::KUBE_APISERVER),
     };
     let definition = &policies.definition;
     let written = policies

@@ -9,13 +9,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kapi_apimachinery::meta;
 use kapi_apimachinery::status::ApiError;
-use kapi_fieldmanager::FieldManager;
-use kapi_schema::KindSchema;
 use kapi_server::cacher::{CacheEvent, CacheNotification, CachedObject, EventType};
 use kapi_server::endpoints::{ApiHandler, Served};
-use kapi_server::registry::{DeleteParams, Item, ListParams, Write};
+use kapi_server::registry::{DeleteParams, Item, KUBE_APISERVER, ListParams, Write};
 use kapi_server::resource::SubresourceKind;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -173,7 +170,7 @@ impl Controllers {
             .to_string();
         let status = self.desired_status(crd);
         if status != crd["status"] {
-            if let Err(err) = write_status(&self.handler, &self.crds, &name, status).await {
+            if let Err(err) = write_status(&self.crds, &name, status).await {
                 tracing::warn!(crd = %name, "updating the CRD's status failed: {err}");
             }
             // The write comes back as an event; it is reconciled then.
@@ -335,7 +332,7 @@ impl Finalizer {
         );
         set_condition(&mut next, &in_progress);
         if next["status"] != crd["status"]
-            && write_status(&self.handler, &self.crds, name, next["status"].clone())
+            && write_status(&self.crds, name, next["status"].clone())
                 .await
                 .is_err()
         {
@@ -358,8 +355,7 @@ impl Finalizer {
                 Err((reason, message)) => {
                     let failed = condition("Terminating", "True", reason, message);
                     set_condition(&mut next, &failed);
-                    let _ =
-                        write_status(&self.handler, &self.crds, name, next["status"].clone()).await;
+                    let _ = write_status(&self.crds, name, next["status"].clone()).await;
                     return false;
                 }
             },
@@ -371,7 +367,7 @@ impl Finalizer {
             ),
         };
         set_condition(&mut next, &finished);
-        let _ = write_status(&self.handler, &self.crds, name, next["status"].clone()).await;
+        let _ = write_status(&self.crds, name, next["status"].clone()).await;
         match self.remove_finalizer(name).await {
             Err(err) if !err.is_not_found() => {
                 tracing::warn!(crd = %name, "removing the CRD's finalizer failed: {err}");
@@ -410,41 +406,22 @@ impl Finalizer {
     }
 }
 
-/// The field manager of the controllers' status writes: kube-apiserver's own client
-/// identifies itself as `kube-apiserver`, so upstream's CRDs carry an Update entry of that
-/// manager for the status subresource.
-const STATUS_MANAGER: &str = "kube-apiserver";
-
-/// Writes a CRD's status, recorded in its managedFields as the status subresource's update
-/// by [`STATUS_MANAGER`].
-async fn write_status(
-    handler: &ApiHandler,
-    crds: &Served,
-    name: &str,
-    status: Value,
-) -> Result<(), ApiError> {
+/// Writes a CRD's status, recorded in its managedFields as upstream's are: kube-apiserver's
+/// update of the status subresource.
+async fn write_status(crds: &Served, name: &str, status: Value) -> Result<(), ApiError> {
     let definition = &crds.definition;
     let write = Write {
         subresource: Some(&SubresourceKind::Status),
         dry_run: false,
         admission: None,
+        manager: Some(KUBE_APISERVER),
     };
-    let gv = &definition.group_version;
-    let schema = handler.kind_schema(&gv.group, &gv.version, definition.kind);
-    let schema = schema.as_ref().map(KindSchema::schema);
-    let fields = FieldManager::new(schema, &gv.api_version(), definition.kind, "status").typed();
     crds.registry
         .update(definition, "", name, write, |current| {
             let current =
                 current.ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
             let mut next = current.clone();
             next["status"] = status.clone();
-            fields.update(
-                Some(current),
-                &mut next,
-                STATUS_MANAGER,
-                &meta::now_rfc3339(),
-            );
             Ok(next)
         })
         .await

@@ -6,7 +6,7 @@
 use kapi_apimachinery::status::ApiError;
 use kapi_server::endpoints::Served;
 use kapi_server::informer::{self, Change};
-use kapi_server::registry::{Item, Write};
+use kapi_server::registry::{Item, KUBE_APISERVER, Write};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -34,7 +34,7 @@ async fn ensure(config_maps: &Served, name: &str, wanted: &WantedData) -> Result
             "metadata": {"name": name, "namespace": NAMESPACE},
             "data": wanted(&Value::Null)});
         return match registry
-            .create(definition, NAMESPACE, object, Write::plain(false))
+            .create(definition, NAMESPACE, object, Write::own(KUBE_APISERVER))
             .await
         {
             Err(err) if !err.is_already_exists() => Err(err),
@@ -49,7 +49,7 @@ async fn ensure(config_maps: &Served, name: &str, wanted: &WantedData) -> Result
             definition,
             NAMESPACE,
             name,
-            Write::plain(false),
+            Write::own(KUBE_APISERVER),
             |current| {
                 let mut object = current
                     .cloned()

@@ -117,7 +117,7 @@ pub async fn ensure_system_namespaces(
                 definition,
                 "",
                 namespace,
-                kapi_server::registry::Write::plain(false),
+                kapi_server::registry::Write::own(kapi_server::registry::KUBE_APISERVER),
             )
             .await
         {

@@ -76,14 +76,19 @@ impl NamespaceObject {
         let current = current.and_then(|o| Item::from(&*o).decode().ok());
         match current {
             None => match registry
-                .create(definition, namespace, desired, Write::plain(false))
+                .create(
+                    definition,
+                    namespace,
+                    desired,
+                    Write::own(kapi_server::registry::KUBE_CONTROLLER_MANAGER),
+                )
                 .await
             {
                 Err(err) if !err.is_already_exists() => Err(err),
                 _ => Ok(()),
             },
             Some(current) if self.enforced && current["data"] != desired["data"] => {
-                let write = Write::plain(false);
+                let write = Write::own(kapi_server::registry::KUBE_CONTROLLER_MANAGER);
                 let updated = registry
                     .update(definition, namespace, self.name, write, |current| {
                         let mut object = current.cloned().unwrap_or_else(|| desired.clone());

@@ -184,7 +184,7 @@ async fn remove_finalizer(served: &Served, namespace: &str, name: &str, finalize
             &served.definition,
             namespace,
             name,
-            Write::plain(false),
+            Write::own(kapi_server::registry::KUBE_CONTROLLER_MANAGER),
             |current| {
                 let mut object = current.cloned().ok_or_else(|| {
                     kapi_apimachinery::status::ApiError::not_found(

@@ -131,6 +131,15 @@ pub enum DeleteOutcome {
     Pending(Value),
 }
 
+/// The field manager of kube-apiserver's own writes (its loopback client's user agent):
+/// bootstrap objects, the CRD and system controllers.
+pub const KUBE_APISERVER: &str = "kube-apiserver";
+
+/// The field manager of the writes of the controllers kapi runs in process on
+/// kube-controller-manager's behalf (service account tokens, namespace objects, protection
+/// finalizers).
+pub const KUBE_CONTROLLER_MANAGER: &str = "kube-controller-manager";
+
 /// How a create or update is written.
 #[derive(Clone, Copy, Default)]
 pub struct Write<'a> {
@@ -139,6 +148,9 @@ pub struct Write<'a> {
     pub dry_run: bool,
     /// The request's admission, run within the write; none for the server's own writes.
     pub admission: Option<&'a dyn WriteAdmission>,
+    /// For the server's own writes, the manager recorded in managedFields, as the handlers
+    /// record a client's write (whose managedFields the handlers compute themselves).
+    pub manager: Option<&'a str>,
 }
 
 impl Write<'_> {
@@ -149,6 +161,47 @@ impl Write<'_> {
             ..Write::default()
         }
     }
+
+    /// A write of the server's own recorded in managedFields as `manager`'s.
+    pub fn own(manager: &str) -> Write<'_> {
+        Write {
+            manager: Some(manager),
+            ..Write::default()
+        }
+    }
+}
+
+/// Records a write of the server's own in `new`'s managedFields (over `old`; `None` for a
+/// create), with the built-in kind's schema, in the stored version (the server writes its
+/// objects in it); `new` is defaulted first, as a decoded request body is.
+fn record_own_write(
+    definition: &ResourceDefinition,
+    write: &Write<'_>,
+    old: Option<&Value>,
+    new: &mut Value,
+) {
+    let Some(manager) = write.manager else {
+        return;
+    };
+    let subresource = match write.subresource {
+        None => "",
+        Some(SubresourceKind::Status) => "status",
+        Some(_) => return,
+    };
+    // As the server's loopback client's request would be: defaulted when decoded, then
+    // recorded.
+    definition.strategy.default(new);
+    let gvk = &definition.storage.storage_version;
+    let schema = kapi_fieldmanager::builtin_schema(&gvk.group, &gvk.version, &gvk.kind);
+    let typed = schema.is_some();
+    let fields = kapi_fieldmanager::FieldManager::new(
+        schema,
+        &gvk.group_version().api_version(),
+        &gvk.kind,
+        subresource,
+    );
+    let fields = if typed { fields.typed() } else { fields };
+    fields.update(old, new, manager, &meta::now_rfc3339());
 }
 
 /// The options of a DELETE.
@@ -376,6 +429,7 @@ impl Registry {
         let dry_run = write.dry_run;
         // As upstream's handlers: admission sees the object in the request's namespace.
         check_namespace(definition, namespace, &mut object)?;
+        record_own_write(definition, &write, None, &mut object);
         if let Some(admission) = write.admission {
             admission
                 .mutate(Operation::Create, &mut object, None)
@@ -499,6 +553,7 @@ impl Registry {
             let old = Item::from(current.clone()).decode()?;
             let mut new = change(Some(&old))?;
             check_namespace(definition, namespace, &mut new)?;
+            record_own_write(definition, &write, Some(&old), &mut new);
             if let Some(admission) = write.admission {
                 admission
                     .mutate(Operation::Update, &mut new, Some(&old))

@@ -200,6 +200,7 @@ impl ResourceQuota {
             subresource: Some(&SubresourceKind::Status),
             dry_run: attributes.dry_run,
             admission: None,
+            manager: None,
         };
         let forbidden = |message: String| ApiError::forbidden(&resource, attributes.name, message);
         self.quotas
@@ -610,6 +611,7 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
             subresource: Some(&SubresourceKind::Status),
             dry_run: false,
             admission: None,
+            manager: None,
         };
         // Only over the quota as it was before the count: a charge since (a create
         // admitted meanwhile, maybe not counted) makes this recount retry.

@@ -13,7 +13,7 @@ use kapi_apimachinery::labels;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::CacheNotification;
 use kapi_server::endpoints::Served;
-use kapi_server::registry::{DeleteParams, ReadVersion, Write};
+use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ReadVersion, Write};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -104,7 +104,12 @@ async fn reconcile(served: &Served, desired: Value) -> Result<(), ApiError> {
 async fn create(served: &Served, namespace: &str, desired: Value) -> Result<(), ApiError> {
     served
         .registry
-        .create(&served.definition, namespace, desired, Write::plain(false))
+        .create(
+            &served.definition,
+            namespace,
+            desired,
+            Write::own(KUBE_APISERVER),
+        )
         .await
         .map(drop)
 }
@@ -146,7 +151,7 @@ async fn update(
             &served.definition,
             namespace,
             name,
-            Write::plain(false),
+            Write::own(KUBE_APISERVER),
             |current| match current {
                 Some(current) if *current == existing => Ok(reconciled.clone()),
                 _ => Err(ApiError::conflict(
@@ -260,7 +265,7 @@ async fn aggregate_all(cluster_roles: &Served) {
                 &cluster_roles.definition,
                 "",
                 name,
-                Write::plain(false),
+                Write::own(KUBE_APISERVER),
                 |current| {
                     let mut updated = current.cloned().ok_or_else(|| {
                         ApiError::not_found(&cluster_roles.definition.group_resource(), name)

@@ -214,7 +214,7 @@ pub async fn ensure_system_priority_classes(
                 definition,
                 "",
                 class,
-                kapi_server::registry::Write::plain(false),
+                kapi_server::registry::Write::own(kapi_server::registry::KUBE_APISERVER),
             )
             .await
         {

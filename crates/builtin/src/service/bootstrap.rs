@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kapi_apimachinery::meta;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::endpoints::Served;
-use kapi_server::registry::{ReadVersion, Write};
+use kapi_server::registry::{KUBE_APISERVER, ReadVersion, Write};
 use kapi_server::resource::SubresourceKind;
 use kapi_storage::Store;
 use serde_json::{Value, json};
@@ -155,6 +155,7 @@ async fn ensure_cidr_ready(target: &KubernetesService) -> Result<(), ApiError> {
         subresource: Some(&SubresourceKind::Status),
         dry_run: false,
         admission: None,
+        manager: Some(KUBE_APISERVER),
     };
     let change = |stored: Option<&Value>| {
         let mut object = stored.cloned().unwrap_or_else(|| current.clone());
@@ -194,7 +195,7 @@ async fn ensure(
         Ok(item) => item.decode()?,
         Err(err) if err.is_not_found() => {
             return match registry
-                .create(definition, namespace, desired, Write::plain(false))
+                .create(definition, namespace, desired, Write::own(KUBE_APISERVER))
                 .await
             {
                 Err(err) if !err.is_already_exists() => Err(err),
@@ -221,7 +222,13 @@ async fn ensure(
         Ok(object)
     };
     registry
-        .update(definition, namespace, NAME, Write::default(), change)
+        .update(
+            definition,
+            namespace,
+            NAME,
+            Write::own(KUBE_APISERVER),
+            change,
+        )
         .await
         .map(drop)
 }

@@ -183,7 +183,7 @@ impl IpAllocator {
                 &self.ip_addresses.definition,
                 "",
                 object,
-                kapi_server::registry::Write::plain(false),
+                kapi_server::registry::Write::own(kapi_server::registry::KUBE_APISERVER),
             )
             .await
         {

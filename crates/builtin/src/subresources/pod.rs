@@ -90,6 +90,7 @@ impl Creater for BindingCreater {
             subresource: Some(&kind),
             dry_run: request.dry_run,
             admission: None,
+            manager: None,
         };
         pods.registry
             .update(
@@ -451,6 +452,7 @@ async fn decrement_budget(
         subresource: Some(&SubresourceKind::Status),
         dry_run: request.dry_run,
         admission: None,
+        manager: None,
     };
     let resource = GroupResource::new("policy", "poddisruptionbudgets");
     let name = object::name(budget);
@@ -527,6 +529,7 @@ async fn evict(
             subresource: Some(&SubresourceKind::Status),
             dry_run: false,
             admission: None,
+            manager: None,
         };
         let (marked, _) = pods
             .registry

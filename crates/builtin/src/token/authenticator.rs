@@ -150,7 +150,7 @@ impl ServiceAccountAuthenticator {
                     &secrets.definition,
                     &namespace,
                     &secret,
-                    Write::plain(false),
+                    Write::own(kapi_server::registry::KUBE_APISERVER),
                     |current| {
                         let mut current = current.cloned().ok_or_else(|| {
                             ApiError::not_found(&secrets.definition.group_resource(), &secret)

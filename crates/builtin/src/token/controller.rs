@@ -122,7 +122,7 @@ impl LegacyTokens {
             "ca.crt": STANDARD.encode(&self.ca_pem),
             "namespace": STANDARD.encode(&namespace),
         });
-        let write = Write::plain(false);
+        let write = Write::own(kapi_server::registry::KUBE_CONTROLLER_MANAGER);
         let definition = &self.secrets.definition;
         self.secrets
             .registry

@@ -331,6 +331,17 @@ async fn creates_own_defaulted_fields(backend: Backend) {
         container.get("f:terminationMessagePath").is_some(),
         "{fields}"
     );
+    // The server's own objects are kube-apiserver's, defaulted fields included, as upstream.
+    let default = get_json(&server, &["namespace", "default", "--show-managed-fields"]).await;
+    let (manager, operation, fields) = &managers(&default)[0];
+    assert_eq!(
+        (manager.as_str(), operation.as_str()),
+        ("kube-apiserver", "Update")
+    );
+    assert_eq!(
+        fields,
+        &json!({"f:metadata": {"f:labels": {".": {}, "f:kubernetes.io/metadata.name": {}}}})
+    );
     // So do creates of the other kinds: a Namespace's name label, a Secret's type.
     server.kubectl_ok(&["create", "namespace", "owned"]).await;
     server

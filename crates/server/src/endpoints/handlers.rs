@@ -623,6 +623,7 @@ async fn update(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
         admission: Some(&admission),
+        manager: None,
     };
     let (object, created) = context
         .served
@@ -718,6 +719,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
         admission: Some(&admission),
+        manager: None,
     };
     let (object, _) = context
         .served
@@ -812,6 +814,7 @@ async fn apply(
         subresource: subresource.as_ref().map(|sub| &sub.kind),
         dry_run,
         admission: Some(&admission),
+        manager: None,
     };
     let resource = definition.group_resource();
     let apply_to = |live: Option<&Value>| -> Result<Value, ApiError> {

@@ -458,6 +458,7 @@ async fn write_scale(
         subresource: None,
         dry_run,
         admission: Some(&admission),
+        manager: None,
     };
     let (object, _) = call
         .served
