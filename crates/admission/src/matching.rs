@@ -3,6 +3,7 @@
 //! object label selectors, and the admission configuration resources no webhook or policy
 //! ever sees.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kapi_apimachinery::labels;
@@ -132,35 +133,39 @@ pub fn equivalents(
 }
 
 /// What one webhook or policy is given: the request's objects and AdmissionReview request,
-/// in the version of the resource its rules matched.
-pub struct Invocation {
+/// in the version of the resource its rules matched (borrowed when that is the request's
+/// own, so matching the request's version copies nothing).
+pub struct Invocation<'a> {
     /// The equivalent resource the webhook registered for, when not the request's own.
-    pub equivalent: Option<Arc<ResourceDefinition>>,
-    pub request: Value,
-    pub object: Option<Value>,
-    pub old: Option<Value>,
+    equivalent: Option<Arc<ResourceDefinition>>,
+    request: Cow<'a, Value>,
+    object: Option<Cow<'a, Value>>,
+    old: Option<Cow<'a, Value>>,
 }
 
-impl Invocation {
+impl<'a> Invocation<'a> {
     /// The objects (in the request's version) converted for `equivalent`, and the request
     /// naming its kind and resource (`requestKind` and `requestResource` stay the
     /// request's own).
     pub fn new(
         attributes: &Attributes<'_>,
         equivalent: Option<Arc<ResourceDefinition>>,
-        request: &Value,
-        object: Option<&Value>,
-        old: Option<&Value>,
-    ) -> Result<Invocation, ApiError> {
+        request: &'a Value,
+        object: Option<&'a Value>,
+        old: Option<&'a Value>,
+    ) -> Result<Invocation<'a>, ApiError> {
         let Some(target) = &equivalent else {
             return Ok(Invocation {
                 equivalent,
-                request: request.clone(),
-                object: object.cloned(),
-                old: old.cloned(),
+                request: Cow::Borrowed(request),
+                object: object.map(Cow::Borrowed),
+                old: old.map(Cow::Borrowed),
             });
         };
-        let convert = |o: &Value| target.served_form(attributes.definition.stored_form(o.clone())?);
+        let convert = |o: &Value| {
+            let converted = target.served_form(attributes.definition.stored_form(o.clone())?)?;
+            Ok::<_, ApiError>(Cow::Owned(converted))
+        };
         let gv = &target.group_version;
         let mut request = request.clone();
         request["kind"] = json!({"group": gv.group, "version": gv.version, "kind": target.kind});
@@ -170,8 +175,23 @@ impl Invocation {
             object: object.map(convert).transpose()?,
             old: old.map(convert).transpose()?,
             equivalent,
-            request,
+            request: Cow::Owned(request),
         })
+    }
+
+    /// The AdmissionReview request as this invocation sees it.
+    pub fn request(&self) -> &Value {
+        &self.request
+    }
+
+    /// The new object, in this invocation's version.
+    pub fn object(&self) -> Option<&Value> {
+        self.object.as_deref()
+    }
+
+    /// The old object, in this invocation's version.
+    pub fn old(&self) -> Option<&Value> {
+        self.old.as_deref()
     }
 
     /// `object` (as a webhook patched it, in this invocation's version) in the request's

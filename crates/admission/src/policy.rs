@@ -544,9 +544,9 @@ impl AdmissionPlugin for ValidatingAdmissionPolicy {
                         self.evaluate(
                             policy,
                             &Inputs {
-                                object: invocation.object.clone(),
-                                old_object: invocation.old.clone(),
-                                request: invocation.request.clone(),
+                                object: invocation.object().cloned(),
+                                old_object: invocation.old().cloned(),
+                                request: invocation.request().clone(),
                                 params,
                                 namespace_object: namespace_object.clone(),
                                 authorizer: Some(authorizer.clone()),

@@ -144,13 +144,9 @@ impl Webhooks {
         &self,
         hook: &Hook,
         attributes: &Attributes<'_>,
-        invocation: &Invocation,
+        invocation: &Invocation<'_>,
     ) -> Result<bool, String> {
-        let (object, old, request) = (
-            invocation.object.as_ref(),
-            invocation.old.as_ref(),
-            &invocation.request,
-        );
+        let (object, old, request) = (invocation.object(), invocation.old(), invocation.request());
         if !matching::object_selector_matches(&hook.object_selector, object, old) {
             return Ok(false);
         }
@@ -242,11 +238,11 @@ struct Answer {
 }
 
 /// Calls a webhook with an AdmissionReview of its invocation; the checked answer.
-async fn call(hook: &Hook, phase: Phase, invocation: &Invocation) -> Result<Answer, String> {
-    let request = &invocation.request;
+async fn call(hook: &Hook, phase: Phase, invocation: &Invocation<'_>) -> Result<Answer, String> {
+    let request = invocation.request();
     let mut body = request.clone();
-    body["object"] = invocation.object.clone().unwrap_or(Value::Null);
-    body["oldObject"] = invocation.old.clone().unwrap_or(Value::Null);
+    body["object"] = invocation.object().cloned().unwrap_or(Value::Null);
+    body["oldObject"] = invocation.old().cloned().unwrap_or(Value::Null);
     let review = json!({"apiVersion": REVIEW_VERSION, "kind": "AdmissionReview", "request": body});
     let bytes = hook
         .client
@@ -472,7 +468,7 @@ impl MutatingWebhook {
             mutation(false);
             return Ok(false);
         }
-        let Some(mut object) = invocation.object.clone() else {
+        let Some(mut object) = invocation.object().cloned() else {
             // A delete has no object to change.
             mutation(false);
             return Err(ApiError::internal(format!(
@@ -481,7 +477,7 @@ impl MutatingWebhook {
             )));
         };
         json_patch::patch(&mut object, &operations).map_err(ApiError::internal)?;
-        let changed = Some(&object) != invocation.object.as_ref();
+        let changed = Some(&object) != invocation.object();
         mutation(changed);
         if changed {
             *current = Some(invocation.as_requested(attributes, object)?);
