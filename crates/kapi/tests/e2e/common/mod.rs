@@ -2,6 +2,8 @@
 //! `serve::start` the binary runs) on a free loopback port with a temporary data directory, on
 //! the embedded store or on a real etcd started for the test, driven by the real kubectl.
 
+pub mod process;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
