@@ -435,6 +435,9 @@ impl Registry {
                 .mutate(Operation::Create, &mut object, None)
                 .await?;
         }
+        // Only a name generated here is generated again when taken; a name the client gave
+        // stays, generateName or not (upstream answers 409 then).
+        let name_generated = object::name(&object).is_empty();
         before_create(definition, namespace, &mut object)?;
         let reservation = match self.write_hooks.get() {
             Some(hooks) => Some(hooks.begin_create(&mut object, dry_run).await?),
@@ -447,20 +450,25 @@ impl Registry {
                 .await;
         }
         let created = match created {
-            Ok(()) => self.store_new(definition, namespace, object, dry_run).await,
+            Ok(()) => {
+                self.store_new(definition, namespace, object, dry_run, name_generated)
+                    .await
+            }
             Err(err) => Err(err),
         };
         write_hooks::settle(reservation, created.is_ok() && !dry_run).await;
         created
     }
 
-    /// Stores a prepared new object (a dry run only checks that its name is free).
+    /// Stores a prepared new object (a dry run only checks that its name is free); a name
+    /// that was `generated` from generateName is generated again while taken.
     async fn store_new(
         &self,
         definition: &ResourceDefinition,
         namespace: &str,
         mut object: Value,
         dry_run: bool,
+        generated: bool,
     ) -> Result<Value, ApiError> {
         let resource = definition.group_resource();
         if dry_run {
@@ -478,6 +486,7 @@ impl Registry {
             return Ok(object);
         }
         let generate_name = object::meta_str(&object, "generateName").to_string();
+        let regenerate = generated && !generate_name.is_empty();
         for attempt in 0..GENERATE_NAME_ATTEMPTS {
             if attempt > 0 {
                 let name = meta::generate_name(&generate_name);
@@ -490,7 +499,7 @@ impl Registry {
                     codec::set_resource_version(&mut object, revision);
                     return Ok(object);
                 }
-                Err(StorageError::KeyExists { .. }) if !generate_name.is_empty() => continue,
+                Err(StorageError::KeyExists { .. }) if regenerate => continue,
                 Err(StorageError::KeyExists { .. }) => {
                     return Err(self.already_exists(&resource, &key, &name).await);
                 }

@@ -129,6 +129,19 @@ async fn already_exists(backend: Backend) {
             Some(json!({"name": "taken", "kind": "configmaps"})),
         ),
     );
+    // generateName is used only when the name is empty (apiserver rest.BeforeCreate): a
+    // taken name with a generateName beside it is still taken.
+    let mut named = configmap("taken");
+    named["metadata"]["generateName"] = json!("taken-");
+    checks.status(
+        &admin.write(Method::POST, CONFIGMAPS, &named).await,
+        &failure(
+            409,
+            "AlreadyExists",
+            r#"configmaps "taken" already exists"#,
+            Some(json!({"name": "taken", "kind": "configmaps"})),
+        ),
+    );
     let lease = json!({"metadata": {"name": "taken"}, "spec": {"holderIdentity": "a"}});
     admin.create(LEASES, lease.clone()).await;
     checks.status(
