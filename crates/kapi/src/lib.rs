@@ -5,6 +5,7 @@ mod admission;
 mod audit;
 mod authentication;
 pub mod authorization;
+mod data_dir;
 pub mod flags;
 pub mod logging;
 mod pki;

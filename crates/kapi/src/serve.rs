@@ -18,6 +18,7 @@ use kapi_server::{
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::data_dir;
 use crate::flags::ServeOptions;
 use crate::pki::{self, PkiFiles};
 use crate::resolver::EndpointsResolver;
@@ -74,6 +75,9 @@ impl Drop for RunningServer {
 /// `/readyz` turns ok when its post-start hooks (the system namespaces) have run.
 pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     let started = Instant::now();
+    // Before anything in the data directory is read or written: a second kapi on it must
+    // fail without touching what the running one uses (its kubeconfig above all).
+    let data_dir_lock = data_dir::lock(&options.data_dir)?;
     let advertise = advertise_address(&options);
     let server_url = local_url(&options);
     let pki = pki::ensure(
@@ -261,7 +265,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     );
     let (shutdown, stop) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
-        // The storage (and its compactor) lives as long as the server serves.
+        // The storage (and its compactor) lives as long as the server serves, and the data
+        // directory stays locked until the storage is closed.
+        let _data_dir_lock = data_dir_lock;
         let _storage = storage;
         listening
             .serve(async {

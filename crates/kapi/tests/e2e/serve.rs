@@ -164,6 +164,43 @@ async fn serves_kubectl_and_stops_on_sigterm() {
     assert!(kapi.terminate().success());
 }
 
+/// A second kapi started on a data directory a running kapi holds fails at once, naming the
+/// holder, and leaves the running server's admin kubeconfig as it was.
+#[tokio::test]
+async fn a_second_kapi_on_a_data_dir_in_use_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let kapi = Kapi::start(&data_dir, &[]);
+    kapi.wait_ready(Instant::now()).await;
+    let kubeconfig = std::fs::read(data_dir.join("admin.kubeconfig")).unwrap();
+
+    let second = Command::new(env!("CARGO_BIN_EXE_kapi"))
+        .args([
+            "serve",
+            "--secure-port",
+            &kapi_testing::free_port().to_string(),
+        ])
+        .arg("--data-dir")
+        .arg(&data_dir)
+        .output()
+        .expect("run a second kapi");
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        stderr.contains("is in use by another kapi")
+            && stderr.contains(&format!("pid {}", kapi.child.id())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(data_dir.join("admin.kubeconfig")).unwrap(),
+        kubeconfig
+    );
+    if Path::new(KUBECTL).exists() {
+        assert_eq!(kapi.kubectl(&["get", "--raw", "/readyz"]), "ok");
+    }
+    assert!(kapi.terminate().success());
+}
+
 #[tokio::test]
 async fn serves_from_etcd_over_tls() {
     let etcd = kapi_testing::etcd::EtcdCluster::start_tls(1);
