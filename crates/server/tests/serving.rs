@@ -345,6 +345,10 @@ async fn requests_beyond_the_inflight_limit_get_429() {
         assert_eq!(refused.body, "Too many requests, please try again later.\n");
         assert_eq!(refused.header("retry-after"), "1");
         assert_eq!(refused.header("content-type"), "text/plain; charset=utf-8");
+        // Health checks are never refused, however busy the server is.
+        for check in ["/readyz", "/livez", "/healthz"] {
+            assert_eq!(alice.get(check).await.status, StatusCode::OK, "{check}");
+        }
 
         // Watches are long-running and not counted; mutating requests have their own limit.
         assert_eq!(

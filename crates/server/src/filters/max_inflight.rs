@@ -2,6 +2,8 @@
 //! read-only (`get`, `list`, `watch`) and `--max-mutating-requests-inflight` other requests at
 //! once; long-running requests are not counted. Beyond the limit a request is answered 429
 //! with `Retry-After: 1`, unless its user is in `system:masters`. A limit of 0 is no limit.
+//! Health checks (`/healthz`, `/livez`, `/readyz` and their subpaths) are never counted nor
+//! refused, as upstream's flow control exempts probes: a server busy serving is not unhealthy.
 //!
 //! A request holds its slot until its response body has been sent, as upstream holds it
 //! until the handler has written everything.
@@ -21,6 +23,7 @@ use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
 use crate::metrics::{Metrics, RequestLabels};
 use crate::responses::{internal_error, text_error};
+use kapi_apimachinery::request_info::RequestInfo;
 
 /// The verbs counted against the read-only limit.
 const READ_ONLY_VERBS: [&str; 3] = ["get", "list", "watch"];
@@ -146,7 +149,7 @@ impl MaxInFlightLayer {
             let error = "no RequestInfo found in context, handler chain must be wrong";
             return Admission::Refused(internal_error(request_uri(request), error));
         };
-        if is_long_running(info) {
+        if is_long_running(info) || is_health_check(info) {
             return Admission::Free;
         }
         let slots = if READ_ONLY_VERBS.contains(&info.verb.as_str()) {
@@ -174,6 +177,16 @@ impl MaxInFlightLayer {
         }
         Admission::Refused(too_many_requests())
     }
+}
+
+/// Whether the request is a health check: `/healthz`, `/livez`, `/readyz` or a subpath.
+fn is_health_check(info: &RequestInfo) -> bool {
+    !info.is_resource_request
+        && ["/healthz", "/livez", "/readyz"].iter().any(|check| {
+            info.path
+                .strip_prefix(check)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
 }
 
 /// Upstream's 429: plain text and `Retry-After: 1`.
