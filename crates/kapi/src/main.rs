@@ -12,9 +12,20 @@ use kapi::{logging, serve};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Raises the soft limit on open files to the hard limit, as Go's runtime does for
+/// kube-apiserver at start: every connection is a descriptor, and systemd's default soft
+/// limit of 1,024 would let a thousand idle clients lock everyone out.
+fn raise_open_file_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(err) => tracing::warn!(%err, "raising the open-file limit"),
+    }
+}
+
 fn main() -> ExitCode {
     let Command::Serve(options) = Cli::parse().command;
     logging::init(options.verbosity);
+    raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -5,6 +5,14 @@
 //! required nor verified during the handshake, as kube-apiserver does: the chain is verified
 //! by the x509 authenticator, so a bad certificate is a 401 and no certificate is anonymous.
 //! Each request carries its connection's [`ConnectionInfo`] as an extension.
+//!
+//! Connections that stay idle, or whose response is not sent by its deadline, are closed
+//! (see [`activity`]); a failing accept (out of file descriptors) backs off and is logged at
+//! a bounded rate, as Go's server does.
+
+mod activity;
+
+pub use activity::ResponseDeadline;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -28,10 +36,18 @@ use tower::{Service, ServiceExt};
 
 use crate::authn::UserInfo;
 use crate::authn::x509::{ClientCaError, client_verifier};
-use crate::body::Body;
+use crate::body::{Body, with_guard};
+use activity::{Activity, Expiry};
 
 /// How long a client may take to complete the TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection closed for idleness may take to finish before it is dropped (a
+/// client that never sent HTTP/2's preface never answers a GOAWAY).
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+/// The first and the longest wait after a failed accept (Go's server: 5 ms doubling to 1 s).
+const ACCEPT_BACKOFF: (Duration, Duration) = (Duration::from_millis(5), Duration::from_secs(1));
+/// At most one accept-error log line this often; the rest are counted in the next one.
+const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 /// Concurrent HTTP/2 streams per connection, as kube-apiserver sets it.
 const MAX_CONCURRENT_STREAMS: u32 = 100;
 /// HTTP/2 flow-control window per stream and frame size limit (upstream's 256 KiB).
@@ -247,22 +263,57 @@ where
 {
     let acceptor = TlsAcceptor::from(tls);
     let mut connections = JoinSet::new();
+    let mut failures = AcceptFailures::default();
     loop {
         tokio::select! {
             _ = drain.cancelled() => return connections,
             accepted = listener.accept() => match accepted {
                 Ok((tcp, remote_addr)) => {
+                    failures.reset();
                     let conn = serve_connection(tcp, remote_addr, acceptor.clone(), service.clone(), drain.clone());
                     connections.spawn(conn);
                 }
                 Err(err) => {
                     // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!(%err, "accepting a connection failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let delay = failures.record(&err);
+                    tokio::time::sleep(delay).await;
                 }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
+    }
+}
+
+/// Failed accepts in a row: the backoff before the next, and a log bounded in rate.
+#[derive(Default)]
+struct AcceptFailures {
+    delay: Duration,
+    last_logged: Option<tokio::time::Instant>,
+    unlogged: u64,
+}
+
+impl AcceptFailures {
+    /// An accept succeeded: the next failure starts the backoff again.
+    fn reset(&mut self) {
+        self.delay = Duration::ZERO;
+    }
+
+    /// Records a failure (logging it unless one was logged lately); the wait before the
+    /// next accept.
+    fn record(&mut self, err: &std::io::Error) -> Duration {
+        self.delay = (self.delay * 2).clamp(ACCEPT_BACKOFF.0, ACCEPT_BACKOFF.1);
+        let now = tokio::time::Instant::now();
+        if self
+            .last_logged
+            .is_some_and(|logged| now.duration_since(logged) < ACCEPT_LOG_INTERVAL)
+        {
+            self.unlogged += 1;
+        } else {
+            let suppressed = std::mem::take(&mut self.unlogged);
+            tracing::warn!(%err, retry_in = ?self.delay, suppressed, "accepting a connection failed");
+            self.last_logged = Some(now);
+        }
+        self.delay
     }
 }
 
@@ -317,26 +368,55 @@ async fn serve_connection<S>(
         close: close.clone(),
         verified_user: OnceLock::new(),
     }));
+    let activity = Arc::new(Activity::default());
+    let requests = activity.clone();
     let handler = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+        let (in_progress, deadline) = requests.begin();
         request.extensions_mut().insert(info.clone());
-        service.clone().oneshot(request)
+        request.extensions_mut().insert(deadline);
+        let response = service.clone().oneshot(request);
+        async move {
+            let response = response.await?;
+            Ok::<_, Infallible>(response.map(|body| with_guard(body, in_progress)))
+        }
     });
     let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), handler);
     tokio::pin!(connection);
-    tokio::select! {
+    let handshaken = tokio::time::Instant::now();
+    let expiry = tokio::select! {
         result = connection.as_mut() => return log_connection_end(remote_addr, result),
-        _ = drain.cancelled() => {}
-        _ = close.cancelled() => {}
+        _ = drain.cancelled() => None,
+        _ = close.cancelled() => None,
+        expiry = activity.expired(handshaken) => Some(expiry),
+    };
+    match expiry {
+        None => {
+            // Requests in progress finish (the server bounds its drain as a whole).
+            connection.as_mut().graceful_shutdown();
+            log_connection_end(remote_addr, connection.await);
+        }
+        Some(Expiry::Idle) => {
+            tracing::debug!(%remote_addr, "closing an idle connection");
+            connection.as_mut().graceful_shutdown();
+            if tokio::time::timeout(CLOSE_GRACE, connection).await.is_err() {
+                tracing::debug!(%remote_addr, "dropped an idle connection that did not close");
+            }
+        }
+        Some(Expiry::Overdue) => {
+            // Dropping the connection ends its responses (and frees what they hold).
+            tracing::info!(%remote_addr, "closing a connection whose response was not sent by its deadline");
+        }
     }
-    connection.as_mut().graceful_shutdown();
-    log_connection_end(remote_addr, connection.await);
 }
 
 /// The HTTP settings of a connection: the protocol ALPN chose, or whichever the client
 /// speaks when it used no ALPN.
 fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(activity::READ_HEADER_TIMEOUT);
     builder
         .http2()
         .timer(TokioTimer::new())

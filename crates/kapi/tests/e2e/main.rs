@@ -22,6 +22,7 @@ mod kube_rs;
 mod kubectl;
 mod openapi;
 mod policies;
+mod reliability;
 mod resources;
 mod serve;
 mod services;

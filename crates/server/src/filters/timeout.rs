@@ -4,7 +4,9 @@
 //! received, or less when its `timeout` query parameter asks for less. The deadline is a
 //! request extension ([`RequestDeadline`]) for handlers to pass on. A handler that has not
 //! answered by then is dropped and the client gets upstream's 504; a response whose body is
-//! still streaming then is aborted (the stream is reset), as upstream aborts it.
+//! still streaming then is aborted (the stream is reset), as upstream aborts it, and one that
+//! the client is not reading is cut by closing its connection (the connection is told the
+//! deadline through the request's [`ResponseDeadline`]).
 //!
 //! A long-running request (watch, ...) has no deadline, but its response ends cleanly when the
 //! server drains at shutdown, so clients re-establish it elsewhere.
@@ -32,6 +34,7 @@ use crate::body::{Body, BoxError};
 use crate::goduration;
 use crate::query;
 use crate::responses::{TEXT_PLAIN_UTF8, api_error, internal_error};
+use crate::serving::ResponseDeadline;
 
 /// The start of the 400 for a malformed `timeout` parameter.
 const INVALID_TIMEOUT: &str = "invalid timeout specified in the request URL";
@@ -118,6 +121,11 @@ where
         request
             .extensions_mut()
             .insert(RequestDeadline(deadline.into_std()));
+        // The connection closes if the response is still being sent then: a client that
+        // does not read stops hyper from polling the body, so the body cannot tell.
+        if let Some(response_deadline) = request.extensions().get::<ResponseDeadline>() {
+            response_deadline.set(deadline);
+        }
         Box::pin(async move {
             match tokio::time::timeout_at(deadline, call(inner, request)).await {
                 Ok(response) => {

@@ -35,6 +35,8 @@ pub const DEADLINE: Duration = Duration::from_secs(30);
 pub struct Kapi {
     pub child: Option<Child>,
     pub address: SocketAddr,
+    /// The soft open-file limit the process starts with, when not the test's own.
+    pub soft_open_files: Option<u64>,
     args: Vec<String>,
     pub data_dir: tempfile::TempDir,
     _etcd: Option<EtcdCluster>,
@@ -43,6 +45,14 @@ pub struct Kapi {
 impl Kapi {
     /// Starts a server on `backend` with extra `flags`, and waits until it is ready.
     pub async fn start(backend: Backend, flags: &[&str]) -> Kapi {
+        let mut kapi = Kapi::new(backend, flags).await;
+        kapi.launch().await;
+        kapi
+    }
+
+    /// A server on `backend` with extra `flags`, its data directory (and etcd) ready, not
+    /// started yet: [`Kapi::launch`] starts it.
+    pub async fn new(backend: Backend, flags: &[&str]) -> Kapi {
         let data_dir = tempfile::tempdir().expect("temp dir");
         let etcd = match backend {
             Backend::Embedded => None,
@@ -62,15 +72,14 @@ impl Kapi {
             args.extend(["--etcd-servers".into(), etcd.endpoints().join(",")]);
         }
         args.extend(flags.iter().map(|flag| flag.to_string()));
-        let mut kapi = Kapi {
+        Kapi {
             child: None,
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            soft_open_files: None,
             args,
             data_dir,
             _etcd: etcd,
-        };
-        kapi.launch().await;
-        kapi
+        }
     }
 
     /// Starts the server process on a free port and waits for `/readyz`.
@@ -81,7 +90,19 @@ impl Kapi {
             .append(true)
             .open(self.data_dir.path().join("kapi.log"))
             .expect("open the server log");
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
+        let mut command = match self.soft_open_files {
+            None => std::process::Command::new(env!("CARGO_BIN_EXE_kapi")),
+            Some(limit) => {
+                // Through a shell that lowers the soft limit, as systemd's default would.
+                let mut shell = std::process::Command::new("sh");
+                shell
+                    .arg("-c")
+                    .arg(format!("ulimit -Sn {limit} && exec \"$0\" \"$@\""))
+                    .arg(env!("CARGO_BIN_EXE_kapi"));
+                shell
+            }
+        };
+        let child = command
             .args(["serve", "--secure-port", &port.to_string()])
             .args(&self.args)
             .stdout(Stdio::null())
