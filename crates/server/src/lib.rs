@@ -32,6 +32,7 @@ pub mod resource;
 pub mod responses;
 pub mod server;
 pub mod serving;
+mod type_meta;
 pub mod version;
 pub mod webhook_client;
 pub mod write_hooks;

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use kapi_apimachinery::fields::Selector as FieldSelector;
 use kapi_apimachinery::labels::Selector as LabelSelector;
 use kapi_apimachinery::meta;
-use kapi_apimachinery::schema::GroupResource;
+use kapi_apimachinery::schema::{GroupResource, GroupVersion};
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{validate_object_meta, validate_object_meta_update};
@@ -434,6 +434,7 @@ impl Registry {
             admission
                 .mutate(Operation::Create, &mut object, None)
                 .await?;
+            check_stored_type(definition, &mut object)?;
         }
         // Only a name generated here is generated again when taken; a name the client gave
         // stays, generateName or not (upstream answers 409 then).
@@ -567,6 +568,7 @@ impl Registry {
                 admission
                     .mutate(Operation::Update, &mut new, Some(&old))
                     .await?;
+                check_stored_type(definition, &mut new)?;
             }
             check_update_precondition(definition, &new, &old, &resource, name)?;
             if object::resource_version(&new).is_empty() {
@@ -832,6 +834,14 @@ fn pending_deletion(
 
 /// Whether an update ends a pending deletion: the object is being deleted and nothing keeps
 /// it any more.
+/// Refuses an object that mutating admission turned into another type than the stored one
+/// (a webhook's patch of `kind`, say); see [`crate::type_meta`].
+fn check_stored_type(definition: &ResourceDefinition, object: &mut Value) -> Result<(), ApiError> {
+    let stored = &definition.storage.storage_version;
+    let group_version = GroupVersion::new(stored.group.clone(), stored.version.clone());
+    definition.check_type(&group_version, object)
+}
+
 fn should_delete_during_update(definition: &ResourceDefinition, new: &Value) -> bool {
     object::is_deleting(new)
         && !object::has_finalizers(new)

@@ -420,12 +420,24 @@ impl ResourceDefinition {
         self.subresources.iter().find(|sub| sub.name == name)
     }
 
-    /// The stored form of a served object.
-    pub fn stored_form(&self, object: Value) -> Result<Value, ApiError> {
+    /// The stored form of a served object; an object of another type than this version's
+    /// is refused (see [`crate::type_meta`]).
+    pub fn stored_form(&self, mut object: Value) -> Result<Value, ApiError> {
+        self.check_type(&self.group_version, &mut object)?;
         match &self.converter {
             Some(converter) => converter.stored_form(object),
             None => Ok(object),
         }
+    }
+
+    /// Checks that `object` is this resource's kind in `group_version` (the served version,
+    /// or the storage version for a stored object), as [`crate::type_meta::check`] does.
+    pub fn check_type(
+        &self,
+        group_version: &GroupVersion,
+        object: &mut Value,
+    ) -> Result<(), ApiError> {
+        crate::type_meta::check(group_version, self.kind, self.custom_resource, object)
     }
 
     /// The served form of a stored object.

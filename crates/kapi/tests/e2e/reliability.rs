@@ -1,14 +1,20 @@
 //! Reliability: what a hostile or clumsy client can do to the `kapi` binary, and what kapi
 //! promises in return (docs/RELIABILITY.md lists the promises and where each is tested).
-//! Idle and slow connections, abandoned responses, the open-file limit.
+//! Idle and slow connections, abandoned responses, the open-file limit; writes that would
+//! change an object's type.
 
 use crate::common;
 
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use common::Backend;
-use common::process::Kapi;
-use tokio::io::AsyncReadExt;
+use common::process::{Checks, Client, Kapi, Reply};
+use http::Method;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
 
 /// The soft open-file limit systemd gives services by default.
 const SYSTEMD_SOFT_LIMIT: u64 = 1024;
@@ -97,6 +103,468 @@ async fn idle_connections_lock_nobody_out_and_are_closed() {
         !kapi.log().contains("Too many open files"),
         "{}",
         kapi.log()
+    );
+    kapi.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// No write stores an object of another type than its resource's.
+
+/// A PATCH of `body` as `content_type`.
+async fn patch(client: &Client, path: &str, content_type: &str, body: &str) -> Reply {
+    client
+        .send(
+            Method::PATCH,
+            path,
+            &[("content-type", content_type)],
+            body.to_string(),
+        )
+        .await
+}
+
+const JSON_PATCH: &str = "application/json-patch+json";
+const MERGE_PATCH: &str = "application/merge-patch+json";
+const STRATEGIC_PATCH: &str = "application/strategic-merge-patch+json";
+const APPLY_PATCH: &str = "application/apply-patch+yaml";
+
+/// Checks a patch's answer: `code`, and a message `message` (or, for upstream's 422 about the
+/// field `patch`, whose value is the whole patched object, one that starts so and ends with
+/// `message`).
+fn expect(checks: &mut Checks, reply: &Reply, code: u16, message: &str) {
+    let status = serde_json::from_str::<Value>(&reply.body).unwrap_or_default();
+    let actual = status["message"].as_str().unwrap_or_default();
+    let matches = if code == 422 && actual.starts_with(r#" "" is invalid: patch: Invalid value: "#)
+    {
+        actual.ends_with(message)
+    } else {
+        actual == message
+    };
+    checks.check(reply.status == code && matches, || {
+        format!(
+            "{}: expected {code} {message:?}, got {} {}",
+            reply.request, reply.status, reply.body
+        )
+    });
+}
+
+/// Patches that change or remove `kind` and `apiVersion`, of every patch type, through the
+/// resource and its status subresource: kapi answers what upstream's patch handler answers
+/// (apiserver pkg/endpoints/handlers/patch.go decodes the patched JSON by the type it names),
+/// and the stored object keeps its type whatever the answer.
+#[tokio::test]
+async fn patches_never_change_an_object_s_type() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let mut checks = Checks::default();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    admin
+        .create(cms, json!({"metadata": {"name": "k1"}, "data": {"a": "b"}}))
+        .await;
+    let k1 = &format!("{cms}/k1");
+    let no_conversion = "converting (v1.Secret) to (core.ConfigMap): unknown conversion";
+    let replace_kind = r#"[{"op":"replace","path":"/kind","value":"Secret"}]"#;
+    expect(
+        &mut checks,
+        &patch(&admin, k1, JSON_PATCH, replace_kind).await,
+        422,
+        no_conversion,
+    );
+    let pod_in_apps = r#"no kind "Pod" is registered for version "apps/v1" in scheme "pkg/api/legacyscheme/scheme.go:30""#;
+    let to_pod = r#"{"kind":"Pod","apiVersion":"apps/v1"}"#;
+    expect(
+        &mut checks,
+        &patch(&admin, k1, MERGE_PATCH, to_pod).await,
+        422,
+        pod_in_apps,
+    );
+    // Without apiVersion the patched JSON decodes into the internal type, which has no
+    // field names: the name is lost (or, strictly, every field is unknown).
+    let lost_name =
+        "the name of the object (k1 based on URL) was undeterminable: name must be provided";
+    let remove_version = r#"[{"op":"remove","path":"/apiVersion"}]"#;
+    expect(
+        &mut checks,
+        &patch(&admin, k1, JSON_PATCH, remove_version).await,
+        400,
+        lost_name,
+    );
+    let strict = &format!("{k1}?fieldValidation=Strict");
+    let unknown = r#"strict decoding error: unknown field "data", unknown field "metadata""#;
+    expect(
+        &mut checks,
+        &patch(&admin, strict, JSON_PATCH, remove_version).await,
+        422,
+        unknown,
+    );
+    // A missing kind is the resource's; a strategic merge patch cannot change the type.
+    for (content_type, body) in [
+        (JSON_PATCH, r#"[{"op":"remove","path":"/kind"}]"#),
+        (MERGE_PATCH, r#"{"kind":null,"data":{"c":"d"}}"#),
+        (
+            STRATEGIC_PATCH,
+            r#"{"kind":"Secret","apiVersion":"apps/v1","data":{"e":"f"}}"#,
+        ),
+    ] {
+        let reply = patch(&admin, k1, content_type, body).await;
+        checks.check(
+            reply.status == 200 && reply.json()["kind"] == "ConfigMap",
+            || format!("{}: {} {}", reply.request, reply.status, reply.body),
+        );
+    }
+    let apply = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"k1"}}"#;
+    let applied = patch(&admin, &format!("{k1}?fieldManager=t"), APPLY_PATCH, apply).await;
+    expect(
+        &mut checks,
+        &applied,
+        400,
+        "invalid object type: /v1, Kind=Secret",
+    );
+    let stored = admin.get(k1).await.json();
+    checks.check(
+        stored["kind"] == "ConfigMap" && stored["apiVersion"] == "v1" && stored["data"]["e"] == "f",
+        || format!("the stored object changed type: {stored}"),
+    );
+
+    // Through a subresource.
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod =
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    admin.create(pods, pod).await;
+    let to_cm = r#"{"kind":"ConfigMap"}"#;
+    let reply = patch(&admin, &format!("{pods}/p/status"), MERGE_PATCH, to_cm).await;
+    expect(
+        &mut checks,
+        &reply,
+        422,
+        "converting (v1.ConfigMap) to (core.Pod): unknown conversion",
+    );
+    checks.check(
+        admin.get(&format!("{pods}/p")).await.json()["kind"] == "Pod",
+        || "the pod changed type".to_string(),
+    );
+
+    // Custom resources: the custom resource validator refuses another type.
+    install_gadgets(&admin).await;
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    admin
+        .create(
+            gadgets,
+            json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}),
+        )
+        .await;
+    let g = &format!("{gadgets}/g");
+    let reply = patch(&admin, g, MERGE_PATCH, r#"{"kind":"Foo"}"#).await;
+    expect(
+        &mut checks,
+        &reply,
+        422,
+        r#"Foo.example.com "g" is invalid: kind: Invalid value: "Foo": must be Gadget"#,
+    );
+    let reply = patch(&admin, g, MERGE_PATCH, r#"{"apiVersion":"example.com/v2"}"#).await;
+    expect(
+        &mut checks,
+        &reply,
+        422,
+        r#"Gadget.example.com "g" is invalid: apiVersion: Invalid value: "example.com/v2": must be example.com/v1"#,
+    );
+    let reply = patch(&admin, g, JSON_PATCH, r#"[{"op":"remove","path":"/kind"}]"#).await;
+    checks.check(
+        reply.status == 422 && reply.body.contains("Object 'Kind' is missing in"),
+        || format!("{}: {} {}", reply.request, reply.status, reply.body),
+    );
+    let reply = patch(
+        &admin,
+        g,
+        JSON_PATCH,
+        r#"[{"op":"remove","path":"/apiVersion"}]"#,
+    )
+    .await;
+    expect(
+        &mut checks,
+        &reply,
+        500,
+        "Internal error occurred: Object 'apiVersion' is missing in 'object has no apiVersion field'",
+    );
+    checks.check(admin.get(g).await.json()["kind"] == "Gadget", || {
+        "the gadget changed type".to_string()
+    });
+    kapi.stop().await;
+    checks.finish();
+}
+
+/// Installs `gadgets.example.com` (v1 stored, v2 served, any fields) and waits until its
+/// objects can be listed.
+async fn install_gadgets(admin: &Client) {
+    let versions = ["v1", "v2"].map(|v| {
+        json!({"name": v, "served": true, "storage": v == "v1", "schema": {"openAPIV3Schema":
+            {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    });
+    let crd = json!({
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced", "versions": versions,
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"}},
+    });
+    admin
+        .create(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while admin.get("/apis/example.com/v1/gadgets").await.status != 200 {
+        assert!(Instant::now() < deadline, "gadgets are never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A mutating webhook whose patch changes the object's kind: a built-in object fails to
+/// convert (500, as upstream's dispatcher decodes the patched object), a custom resource is
+/// refused by its validator (422); nothing is stored.
+#[tokio::test]
+async fn webhook_patches_never_change_an_object_s_type() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    install_gadgets(&admin).await;
+    let (address, ca) = common::serve_webhook(|_, review: Value| async move {
+        let patch = json!([{"op": "replace", "path": "/kind", "value": "Secret"}]);
+        let response = json!({"uid": review["request"]["uid"], "allowed": true,
+            "patchType": "JSONPatch",
+            "patch": base64::engine::general_purpose::STANDARD.encode(patch.to_string())});
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+    })
+    .await;
+    let hook = json!({
+        "name": "retype.example.com",
+        "clientConfig": {"url": format!("https://{address}/"),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)},
+        "rules": [{"operations": ["CREATE"], "apiGroups": ["", "example.com"], "apiVersions": ["v1"],
+            "resources": ["configmaps", "gadgets"]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    let configurations = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    admin
+        .create(
+            configurations,
+            json!({"metadata": {"name": "retype"}, "webhooks": [hook]}),
+        )
+        .await;
+    let mut checks = Checks::default();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let reply = loop {
+        // The configuration reaches admission through its watch cache.
+        let name = format!("c{}", Instant::now().elapsed().as_nanos());
+        let reply = admin
+            .write(Method::POST, cms, &json!({"metadata": {"name": name}}))
+            .await;
+        if reply.status != 201 || Instant::now() > deadline {
+            break reply;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    expect(
+        &mut checks,
+        &reply,
+        500,
+        "converting (v1.Secret) to (core.ConfigMap): unknown conversion",
+    );
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    let gadget =
+        json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}});
+    let reply = admin.write(Method::POST, gadgets, &gadget).await;
+    expect(
+        &mut checks,
+        &reply,
+        422,
+        r#"Secret.example.com "g" is invalid: kind: Invalid value: "Secret": must be Gadget"#,
+    );
+    let listed = admin.get(gadgets).await.json();
+    checks.check(listed["items"] == json!([]), || format!("stored: {listed}"));
+    kapi.stop().await;
+    checks.finish();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients that do not read.
+
+/// The resident memory of a process, in bytes.
+fn rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS");
+    kib * 1024
+}
+
+/// Creates `count` ConfigMaps of `size` bytes of data in the default namespace, 50 at once.
+async fn fill_configmaps(admin: &Client, count: usize, size: usize) {
+    let value = "x".repeat(size);
+    for start in (0..count).step_by(50) {
+        let creates = (start..(start + 50).min(count)).map(|i| {
+            let body = json!({"metadata": {"name": format!("cm-{i:05}")}, "data": {"v": value}});
+            admin.create("/api/v1/namespaces/default/configmaps", body)
+        });
+        futures::future::join_all(creates).await;
+    }
+}
+
+/// Lets group `group` read ConfigMaps (and nothing else) everywhere.
+async fn grant_configmap_reads(admin: &Client, group: &str) {
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let role = json!({"metadata": {"name": "read-configmaps"}, "rules": [{"apiGroups": [""],
+        "resources": ["configmaps"], "verbs": ["get", "list", "watch"]}]});
+    let binding = json!({"metadata": {"name": "read-configmaps"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "read-configmaps"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}]});
+    admin.create(&format!("{rbac}/clusterroles"), role).await;
+    admin
+        .create(&format!("{rbac}/clusterrolebindings"), binding)
+        .await;
+}
+
+/// Sends `GET path` over HTTP/1.1 on a new connection and never reads the answer.
+async fn unread_get(
+    client: &Client,
+    path: &str,
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut tls = client.connect().await.expect("connect");
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    tls.write_all(request.as_bytes())
+        .await
+        .expect("send the request");
+    tls.flush().await.expect("flush");
+    tls
+}
+
+/// Reads a connection until the server closes it; how many bytes came (of TLS records: the
+/// test reads below TLS, as decrypting megabytes in a debug build would take longer than
+/// the server takes to close).
+async fn read_until_closed(mut connection: TlsStream<TcpStream>) -> usize {
+    let (tcp, _) = connection.get_mut();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut total = 0;
+    while let Ok(n @ 1..) = tcp.read(&mut buffer).await {
+        total += n;
+    }
+    total
+}
+
+/// 200 clients allowed only to list ConfigMaps ask for a 10 MB list and never read it: kapi
+/// encodes lists as they are sent, so its memory grows by a small buffer per client, not by
+/// the list; the health checks keep answering; and every response is cut at the request
+/// timeout (here 10 s), giving back what it held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_nobody_reads_hold_little_memory_and_are_cut_at_the_request_timeout() {
+    const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+    let kapi = Kapi::start(Backend::Embedded, &["--request-timeout=10s"]).await;
+    let pid = kapi.child.as_ref().expect("running").id();
+    let admin = kapi.admin();
+    fill_configmaps(&admin, 1000, 10_000).await;
+    grant_configmap_reads(&admin, "readers").await;
+    let reader = kapi.user("reader", "readers");
+    let path = "/api/v1/namespaces/default/configmaps";
+    let whole = reader.get(path).await;
+    assert_eq!(whole.status, 200);
+    let list_size = whole.body.len();
+    assert!(list_size > 10_000_000, "a 10 MB list: {list_size}");
+
+    let before = rss(pid);
+    let mut unread = Vec::new();
+    for _ in 0..200 {
+        unread.push(unread_get(&reader, path).await);
+    }
+    let sent = Instant::now();
+    // Past the request timeout (and the 2 s in which a 504 could still be written), no
+    // response may still be open; the test reads nothing until then.
+    let mut peak = before;
+    while sent.elapsed() < REQUEST_TIMEOUT + Duration::from_secs(3) {
+        peak = peak.max(rss(pid));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ready = admin.get("/readyz").await;
+    assert_eq!((ready.status, ready.body.as_str()), (200, "ok"));
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "200 unread 10 MB lists: RSS {} MiB before, peak {} MiB (+{} MiB)",
+        before >> 20,
+        peak >> 20,
+        growth >> 20
+    );
+    assert!(growth <= 100 << 20, "RSS grew by {} MiB", growth >> 20);
+
+    let cut = futures::future::join_all(unread.into_iter().map(read_until_closed));
+    let received = tokio::time::timeout(Duration::from_secs(10), cut)
+        .await
+        .unwrap_or_else(|_| panic!("the unread lists are not cut: {}", kapi.log()));
+    eprintln!(
+        "the unread lists were cut {:?} after they were sent",
+        sent.elapsed()
+    );
+    assert!(
+        received.iter().all(|&bytes| bytes < list_size),
+        "a response was sent whole: {received:?}"
+    );
+    kapi.stop().await;
+}
+
+/// A watch whose client stops reading is closed once its buffer has been full for a while
+/// (and its HTTP/1.1 connection with it), as kube-apiserver's cacher closes unresponsive
+/// watchers; a watch whose client reads sees every event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watches_nobody_reads_are_closed() {
+    const OBJECTS: usize = 250;
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let path = "/api/v1/namespaces/default/configmaps?watch=true";
+    let unread = unread_get(&admin, path).await;
+    let mut reading = unread_get(&admin, path).await;
+    let reader = tokio::spawn(async move {
+        const ADDED: &[u8] = br#"{"type":"ADDED","#;
+        let (mut seen, mut buffer, mut tail) = (0, vec![0u8; 64 * 1024], Vec::new());
+        while seen < OBJECTS {
+            let n = reading.read(&mut buffer).await.expect("the watch goes on");
+            assert!(n > 0, "the reading watch ended");
+            // Events may straddle reads: keep the last bytes of the previous one.
+            tail.extend_from_slice(&buffer[..n]);
+            seen += tail.windows(ADDED.len()).filter(|w| *w == ADDED).count();
+            tail.drain(..tail.len().saturating_sub(ADDED.len() - 1));
+        }
+        seen
+    });
+    // 25 MB of events: more than the socket buffers and the watch's own buffer hold.
+    let started = Instant::now();
+    fill_configmaps(&admin, OBJECTS, 100_000).await;
+    // Reading would let the response go on to its end: wait for the server to give up on
+    // the watch and close its connection first.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for closing in [
+        "closing the watch of a client that stopped reading",
+        "closing a connection whose response was not sent by its deadline",
+    ] {
+        while !kapi.log().contains(closing) {
+            assert!(Instant::now() < deadline, "not {closing}: {}", kapi.log());
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let received = tokio::time::timeout(Duration::from_secs(10), read_until_closed(unread))
+        .await
+        .unwrap_or_else(|_| panic!("the unread watch's connection stays: {}", kapi.log()));
+    eprintln!(
+        "a watch nobody read was closed {:?} after the writes began, {received} bytes sent",
+        started.elapsed()
+    );
+    assert!(
+        received < 25_000_000,
+        "the watch sent everything: {received}"
+    );
+    let seen = tokio::time::timeout(Duration::from_secs(60), reader).await;
+    eprintln!("reader done");
+    assert_eq!(
+        seen.expect("the reading watch sees every event").unwrap(),
+        OBJECTS
     );
     kapi.stop().await;
 }

@@ -140,6 +140,14 @@ pub(super) fn decode_with_schema(
     }
 }
 
+/// Upstream's 422 for a patched object that does not decode: ` "" is invalid: patch:
+/// Invalid value: "<value>": <reason>` (no kind, no name).
+pub(super) fn invalid_patch(value: String, reason: String) -> ApiError {
+    let mut errors = FieldErrors::default();
+    errors.push(FieldError::invalid(&Path::root("patch"), value, reason));
+    ApiError::invalid(&GroupKind::new("", ""), "", &errors)
+}
+
 /// Decodes the result of a patch against its kind's schema, as upstream's patch handler
 /// does after applying the patch: unknown fields of the patched object are dropped, and
 /// with `Strict` (or for a type error) the request fails with upstream's 422 about the
@@ -159,9 +167,7 @@ pub(super) fn decode_patched(
             }
             _ => serde_json::to_string(patched).unwrap_or_default(),
         };
-        let mut errors = FieldErrors::default();
-        errors.push(FieldError::invalid(&Path::root("patch"), value, reason));
-        ApiError::invalid(&GroupKind::new("", ""), "", &errors)
+        invalid_patch(value, reason)
     };
     let unknown = match schema.decode(patched) {
         Ok(unknown) => unknown,

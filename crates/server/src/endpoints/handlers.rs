@@ -15,8 +15,10 @@ use kapi_patch::PatchType;
 use kapi_schema::{KindSchema, SchemaRef};
 use serde_json::{Value, json};
 
+use super::list_body::ListBody;
 use super::negotiation::{self, Output};
 use super::params::{self, Query, WriteKind, WriteOptions};
+use super::patched_type::{self, PatchedType};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
@@ -26,6 +28,7 @@ use crate::body::{Body, BoxError};
 use crate::object;
 use crate::registry::{DeleteOutcome, ReadVersion, Write};
 use crate::resource::{ResourceDefinition, Subresource, SubresourceKind, Verbs};
+use crate::serving::ResponseDeadline;
 
 /// One resource request, resolved.
 struct Context<'a> {
@@ -48,6 +51,9 @@ struct Context<'a> {
     warnings: Warnings,
     /// The request's audit event.
     audit: AuditAnnotations,
+    /// The deadline of the response on its HTTP/1.1 connection (none over HTTP/2, whose
+    /// connections carry other requests).
+    connection_deadline: Option<ResponseDeadline>,
 }
 
 impl Context<'_> {
@@ -185,6 +191,9 @@ where
             .to_string(),
         warnings: Warnings::new(deprecation),
         audit: AuditAnnotations::of(request.extensions()),
+        connection_deadline: (request.version() < http::Version::HTTP_2)
+            .then(|| request.extensions().get::<ResponseDeadline>().cloned())
+            .flatten(),
         user: request
             .extensions()
             .get::<crate::authn::UserInfo>()
@@ -386,8 +395,14 @@ async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
     let params = params::list_params(&context.query, context.definition(), namespace, false)?;
     let resource = context.definition().group_resource();
     let result = context.served.registry.list(&resource, &params).await?;
-    let body = context.renderer(output)?.list(&result)?;
-    Ok(response(StatusCode::OK, content_type(output), body))
+    let renderer = context.renderer(output)?;
+    let body = ListBody::body(&renderer, context.definition().clone(), result)?;
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        http::HeaderValue::from_static(content_type(output)),
+    );
+    Ok(response)
 }
 
 async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
@@ -406,6 +421,7 @@ async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
         output,
         include_object: IncludeObject::parse(context.query.get("includeObject"))?,
         bookmark_interval: context.apis.bookmark_interval,
+        connection_deadline: context.connection_deadline.clone(),
     };
     let body = match watch::serve(request).await {
         Ok(body) => body,
@@ -729,6 +745,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
             let served = definition.served_form(current.clone())?;
             let patched = kapi_patch::apply(patch_type, &served, &body, &schema)
                 .map_err(|err| patch_error(&err))?;
+            let patched = patched_object(context, patch_type, patched)?;
             check_name(context, &patched)?;
             let mut patched = decode_patched(context, patch_type, &body, patched)?;
             definition.strategy.default(&mut patched);
@@ -738,6 +755,38 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
         })
         .await?;
     context.respond_object(StatusCode::OK, definition.served_form(object)?)
+}
+
+/// The patched object in the endpoint's version, its type resolved as upstream's decoding
+/// resolves it (see [`patched_type`]).
+fn patched_object(
+    context: &Context<'_>,
+    patch_type: PatchType,
+    patched: Value,
+) -> Result<Value, ApiError> {
+    let definition = context.definition();
+    let directive = super::decode::directive(&context.query, "PatchOptions")?;
+    let warn = |warnings| context.warn(warnings);
+    let resolved = patched_type::resolve(
+        definition,
+        context.apis,
+        patch_type,
+        directive,
+        &context.info.name,
+        patched,
+        &warn,
+    )?;
+    match resolved {
+        PatchedType::Same(patched) => Ok(patched),
+        PatchedType::OtherVersion(patched, version) => {
+            let group = definition.group_version.group.clone();
+            let key = (group, version, definition.plural.to_string());
+            let other = context.apis.served(&key).ok_or_else(|| {
+                ApiError::internal("the patched object's version is no longer served")
+            })?;
+            definition.served_form(other.definition.stored_form(patched)?)
+        }
+    }
 }
 
 /// The patch type of a PATCH's content type, or the 415 refusing it: built-in resources'

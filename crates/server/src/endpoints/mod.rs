@@ -4,8 +4,10 @@
 
 mod decode;
 mod handlers;
+mod list_body;
 mod negotiation;
 mod params;
+mod patched_type;
 mod render;
 mod subresource;
 mod watch;

@@ -64,48 +64,8 @@ impl Renderer<'_> {
         encode(self.output, &document)
     }
 
-    /// A list page.
-    pub fn list(&self, list: &ListResult) -> Result<Vec<u8>, ApiError> {
-        let meta = list_meta(list);
-        match self.output {
-            Output::Json if self.definition.converter.is_none() => Ok(self.json_list(list, &meta)),
-            Output::Json | Output::Yaml => {
-                let items = self.served_items(list)?;
-                let document = json!({
-                    "kind": self.definition.list_kind,
-                    "apiVersion": self.definition.group_version.api_version(),
-                    "metadata": meta,
-                    "items": items,
-                });
-                encode(self.output, &document)
-            }
-            Output::Table { v1beta1 } => {
-                let rows = self
-                    .served_items(list)?
-                    .iter()
-                    .map(|o| self.row(o))
-                    .collect();
-                encode(self.output, &self.table(v1beta1, meta, rows))
-            }
-            Output::PartialMetadata { v1beta1 } => {
-                let items: Vec<Value> = self
-                    .served_items(list)?
-                    .iter()
-                    .map(|o| partial_metadata(o, v1beta1))
-                    .collect();
-                let document = json!({
-                    "kind": "PartialObjectMetadataList",
-                    "apiVersion": meta_api_version(v1beta1),
-                    "metadata": meta,
-                    "items": items,
-                });
-                encode(self.output, &document)
-            }
-        }
-    }
-
     /// The objects of a list page in the served version, converted together.
-    fn served_items(&self, list: &ListResult) -> Result<Vec<Value>, ApiError> {
+    pub(super) fn served_items(&self, list: &ListResult) -> Result<Vec<Value>, ApiError> {
         let stored = list
             .items
             .iter()
@@ -119,32 +79,8 @@ impl Renderer<'_> {
         self.definition.served_form(item.decode()?)
     }
 
-    /// A JSON list built from the stored bytes without parsing them.
-    fn json_list(&self, list: &ListResult, meta: &Value) -> Vec<u8> {
-        let size: usize = list.items.iter().map(|item| item.stored.len() + 40).sum();
-        let mut out = Vec::with_capacity(size + 256);
-        out.extend_from_slice(b"{\"kind\":");
-        codec::write_json(&mut out, &Value::from(self.definition.list_kind));
-        out.extend_from_slice(b",\"apiVersion\":");
-        codec::write_json(
-            &mut out,
-            &Value::from(self.definition.group_version.api_version()),
-        );
-        out.extend_from_slice(b",\"metadata\":");
-        codec::write_json(&mut out, meta);
-        out.extend_from_slice(b",\"items\":[");
-        for (index, item) in list.items.iter().enumerate() {
-            if index > 0 {
-                out.push(b',');
-            }
-            codec::write_with_revision(&item.stored, item.revision, &mut out);
-        }
-        out.extend_from_slice(b"]}");
-        out
-    }
-
     /// A Table row for one served object.
-    fn row(&self, object: &Value) -> Value {
+    pub(super) fn row(&self, object: &Value) -> Value {
         let cells = match &self.definition.table {
             Some(table) => (table.cells)(object),
             None => vec![
@@ -178,7 +114,7 @@ impl Renderer<'_> {
         })
     }
 
-    fn columns(&self) -> Vec<Value> {
+    pub(super) fn columns(&self) -> Vec<Value> {
         match &self.definition.table {
             Some(table) => table.columns.iter().map(column_definition).collect(),
             None => DEFAULT_COLUMNS.iter().map(column_definition).collect(),
@@ -219,7 +155,7 @@ fn column_definition(column: &PrinterColumn) -> Value {
     })
 }
 
-fn meta_api_version(v1beta1: bool) -> &'static str {
+pub(super) fn meta_api_version(v1beta1: bool) -> &'static str {
     if v1beta1 {
         "meta.k8s.io/v1beta1"
     } else {
@@ -237,7 +173,7 @@ pub fn partial_metadata(object: &Value, v1beta1: bool) -> Value {
 }
 
 /// The ListMeta of a list page.
-fn list_meta(list: &ListResult) -> Value {
+pub(super) fn list_meta(list: &ListResult) -> Value {
     let mut meta = Map::new();
     meta.insert(
         "resourceVersion".into(),

@@ -12,6 +12,10 @@
 //! - With allowWatchBookmarks, a BOOKMARK with the current revision about once a
 //!   `bookmark_interval` (driven by storage progress, so it never skips an event).
 //! - The stream ends after timeoutSeconds (or 30-60 minutes), or when the client goes away.
+//! - A client that leaves its buffer full (it stopped reading) for [`UNRESPONSIVE_TIMEOUT`]
+//!   has its watch closed, as kube-apiserver's cacher closes unresponsive watchers: memory per
+//!   watch is its buffer. Over HTTP/1.1 the connection, which holds only that watch, is closed
+//!   too; over HTTP/2 the other streams of the connection go on.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,11 +39,14 @@ use crate::cacher::{
 use crate::codec;
 use crate::registry::{Item, cache_error};
 use crate::resource::ResourceDefinition;
+use crate::serving::ResponseDeadline;
 
 /// How long a watch waits for the cache to reach the requested revision.
 const CACHE_WAIT: Duration = Duration::from_secs(3);
 /// How many frames may wait for a slow client before the producer pauses.
 const FRAME_BUFFER: usize = 64;
+/// How long the buffer may stay full before the watch is closed.
+const UNRESPONSIVE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything one watch needs.
 pub struct WatchRequest {
@@ -53,6 +60,9 @@ pub struct WatchRequest {
     pub output: Output,
     pub include_object: super::render::IncludeObject,
     pub bookmark_interval: Duration,
+    /// The HTTP/1.1 connection's deadline for this response, to close the connection of an
+    /// unresponsive client; `None` over HTTP/2.
+    pub connection_deadline: Option<ResponseDeadline>,
 }
 
 /// Starts the watch: the body streams events until the watch ends.
@@ -270,7 +280,31 @@ impl Watcher {
         let mut frame = br#"{"type":"BOOKMARK","object":"#.to_vec();
         codec::write_json(&mut frame, &object);
         frame.extend_from_slice(b"}\n");
-        self.frames.send(Bytes::from(frame)).await.is_ok()
+        self.push(frame).await
+    }
+
+    /// Queues a frame for the client; false when the watch is over: the client went away, or
+    /// left its buffer full for [`UNRESPONSIVE_TIMEOUT`].
+    async fn push(&mut self, frame: Vec<u8>) -> bool {
+        match self
+            .frames
+            .send_timeout(Bytes::from(frame), UNRESPONSIVE_TIMEOUT)
+            .await
+        {
+            Ok(()) => true,
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                tracing::info!(
+                    resource = %self.request.definition.group_resource(),
+                    closing_connection = self.request.connection_deadline.is_some(),
+                    "closing the watch of a client that stopped reading"
+                );
+                if let Some(deadline) = &self.request.connection_deadline {
+                    deadline.set(tokio::time::Instant::now());
+                }
+                false
+            }
+        }
     }
 
     /// Sends one event frame.
@@ -279,7 +313,7 @@ impl Watcher {
             Ok(frame) => frame,
             Err(err) => error_frame(&err),
         };
-        self.frames.send(Bytes::from(frame)).await.is_ok()
+        self.push(frame).await
     }
 
     fn frame(&self, type_: &str, object: &CachedObject) -> Result<Vec<u8>, ApiError> {

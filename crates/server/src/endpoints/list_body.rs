@@ -1,0 +1,270 @@
+//! LIST responses encoded as they are sent, so that a request's memory is a chunk, not the
+//! list: the body holds the page's items (their stored bytes are shared with the store and
+//! the watch cache, not copied) and encodes the next items only when hyper asks for more,
+//! which it does as the client reads. Upstream streams JSON and protobuf lists the same way
+//! (StreamingCollectionsEncodingToJSON, on by default since 1.33).
+//!
+//! Every output has the shape `<prefix><item>,<item>...<suffix>`: JSON lists, Tables and
+//! PartialObjectMetadataLists put their array last (in Go's field order: kind, apiVersion,
+//! metadata, then items, or columnDefinitions then rows); YAML, whose keys upstream sorts,
+//! has `items` between `apiVersion` and `kind`, each item a block sequence entry.
+//!
+//! A page small enough for one chunk is sent whole, with its length. An item that cannot be
+//! decoded midway (damaged stored bytes) ends the body with an error, which aborts the
+//! response: a damaged object is never sent as if it were whole.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use http_body_util::BodyExt;
+use kapi_apimachinery::status::ApiError;
+use serde_json::{Value, json};
+
+use super::negotiation::Output;
+use super::render::{IncludeObject, Renderer, meta_api_version, partial_metadata};
+use crate::body::{Body, BoxError};
+use crate::codec;
+use crate::registry::{Item, ListResult};
+use crate::resource::ResourceDefinition;
+
+/// How much one frame holds, at least (an item is never split). hyper queues up to 16
+/// frames per HTTP/1.1 connection before it stops asking for more (and writes them with one
+/// vectored write), so a client that does not read holds 16 frames of its response in kapi.
+const CHUNK: usize = 8 * 1024;
+
+/// One item of the page: stored bytes, or an object already in the served version (when
+/// the version converts: conversions run for the whole page before the response starts, so
+/// that a failing conversion is still an error status).
+enum Entry {
+    Stored(Item),
+    Served(Value),
+}
+
+/// The body of a LIST response; see the module documentation.
+pub(super) struct ListBody {
+    definition: Arc<ResourceDefinition>,
+    output: Output,
+    include_object: IncludeObject,
+    /// A chunk encoded but not sent yet.
+    pending: Option<Bytes>,
+    prefix: Option<Vec<u8>>,
+    entries: std::vec::IntoIter<Entry>,
+    suffix: Option<Vec<u8>>,
+    first: bool,
+}
+
+impl ListBody {
+    /// The body of `list` rendered by `renderer` (whose definition `definition` is).
+    pub(super) fn body(
+        renderer: &Renderer<'_>,
+        definition: Arc<ResourceDefinition>,
+        list: ListResult,
+    ) -> Result<Body, ApiError> {
+        let meta = super::render::list_meta(&list);
+        let entries: Vec<Entry> = if definition.converter.is_some() {
+            let served = renderer.served_items(&list)?;
+            served.into_iter().map(Entry::Served).collect()
+        } else {
+            list.items.into_iter().map(Entry::Stored).collect()
+        };
+        let (prefix, suffix) = envelope(renderer, &definition, meta, entries.is_empty())?;
+        let mut body = ListBody {
+            definition,
+            output: renderer.output,
+            include_object: renderer.include_object,
+            pending: None,
+            prefix: Some(prefix),
+            entries: entries.into_iter(),
+            suffix: Some(suffix),
+            first: true,
+        };
+        let first = body.next_chunk().map_err(ApiError::internal)?;
+        if body.suffix.is_none() {
+            // It all fit in one chunk: send it whole, with its length.
+            return Ok(crate::body::full(first.unwrap_or_default()));
+        }
+        body.pending = first;
+        Ok(body.boxed_unsync())
+    }
+
+    /// The next chunk: at least [`CHUNK`] bytes unless the list ends; `None` once sent.
+    fn next_chunk(&mut self) -> Result<Option<Bytes>, BoxError> {
+        let next = self.prefix.take();
+        let Some(mut out) = next.or_else(|| self.suffix.as_ref().map(|_| Vec::new())) else {
+            return Ok(None);
+        };
+        out.reserve(CHUNK);
+        while out.len() < CHUNK {
+            let Some(entry) = self.entries.next() else {
+                out.extend(self.suffix.take().unwrap_or_default());
+                break;
+            };
+            self.write_entry(entry, &mut out)?;
+        }
+        // A frame lives in hyper's queue as long as the client takes to read it: give back
+        // what the last item's growth left unused.
+        if out.capacity() - out.len() > CHUNK / 2 {
+            out.shrink_to_fit();
+        }
+        Ok(Some(Bytes::from(out)))
+    }
+
+    /// Appends one item in the output's form, after a separator unless it is the first.
+    fn write_entry(&mut self, entry: Entry, out: &mut Vec<u8>) -> Result<(), BoxError> {
+        let first = std::mem::take(&mut self.first);
+        if !first && self.output != Output::Yaml {
+            out.push(b',');
+        }
+        let renderer = Renderer {
+            definition: &self.definition,
+            output: self.output,
+            include_object: self.include_object,
+        };
+        let served = match (entry, self.output) {
+            (Entry::Stored(item), Output::Json) => {
+                codec::write_with_revision(&item.stored, item.revision, out);
+                return Ok(());
+            }
+            (Entry::Stored(item), _) => renderer.served(&item).map_err(|err| err.to_string())?,
+            (Entry::Served(object), _) => object,
+        };
+        match self.output {
+            Output::Json => codec::write_json(out, &served),
+            Output::Yaml => write_yaml_entry(out, &served)?,
+            Output::Table { .. } => codec::write_json(out, &renderer.row(&served)),
+            Output::PartialMetadata { v1beta1 } => {
+                codec::write_json(out, &partial_metadata(&served, v1beta1))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The bytes before the first item and after the last.
+fn envelope(
+    renderer: &Renderer<'_>,
+    definition: &ResourceDefinition,
+    meta: Value,
+    empty: bool,
+) -> Result<(Vec<u8>, Vec<u8>), ApiError> {
+    let json_envelope = |leading: Vec<(&str, Value)>, array: &str| {
+        let mut prefix = b"{".to_vec();
+        for (key, value) in leading {
+            codec::write_json(&mut prefix, &Value::from(key));
+            prefix.push(b':');
+            codec::write_json(&mut prefix, &value);
+            prefix.push(b',');
+        }
+        codec::write_json(&mut prefix, &Value::from(array));
+        prefix.extend_from_slice(b":[");
+        (prefix, b"]}".to_vec())
+    };
+    let api_version = Value::from(definition.group_version.api_version());
+    Ok(match renderer.output {
+        Output::Json => json_envelope(
+            vec![
+                ("kind", Value::from(definition.list_kind)),
+                ("apiVersion", api_version),
+                ("metadata", meta),
+            ],
+            "items",
+        ),
+        Output::PartialMetadata { v1beta1 } => json_envelope(
+            vec![
+                ("kind", Value::from("PartialObjectMetadataList")),
+                ("apiVersion", Value::from(meta_api_version(v1beta1))),
+                ("metadata", meta),
+            ],
+            "items",
+        ),
+        Output::Table { v1beta1 } => json_envelope(
+            vec![
+                ("kind", Value::from("Table")),
+                ("apiVersion", Value::from(meta_api_version(v1beta1))),
+                ("metadata", meta),
+                ("columnDefinitions", Value::Array(renderer.columns())),
+            ],
+            "rows",
+        ),
+        Output::Yaml => {
+            let head = yaml(&json!({ "apiVersion": api_version }))?;
+            let tail = yaml(&json!({ "kind": definition.list_kind, "metadata": meta }))?;
+            let mut prefix = head.into_bytes();
+            prefix.extend_from_slice(if empty { b"items: []\n" } else { b"items:\n" });
+            (prefix, tail.into_bytes())
+        }
+    })
+}
+
+/// A document as YAML, as the whole list's encoding would write it.
+fn yaml(document: &Value) -> Result<String, ApiError> {
+    serde_yaml_ng::to_string(document).map_err(ApiError::internal)
+}
+
+/// Appends `object` as an entry of a block sequence at the top level: `- ` before its first
+/// line, two spaces before the others (what a serializer writes for a sequence of maps).
+fn write_yaml_entry(out: &mut Vec<u8>, object: &Value) -> Result<(), BoxError> {
+    let text = serde_yaml_ng::to_string(object)?;
+    for (index, line) in text.lines().enumerate() {
+        out.extend_from_slice(if index == 0 { b"- " } else { b"  " });
+        out.extend_from_slice(line.as_bytes());
+        out.push(b'\n');
+    }
+    Ok(())
+}
+
+impl http_body::Body for ListBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        if let Some(chunk) = this.pending.take() {
+            return Poll::Ready(Some(Ok(Frame::data(chunk))));
+        }
+        Poll::Ready(this.next_chunk().transpose().map(|c| c.map(Frame::data)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.pending.is_none() && self.prefix.is_none() && self.suffix.is_none()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_entries_are_what_the_whole_document_s_encoding_writes() {
+        let items = [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+                "data": {"multi": "line one\nline two\n", "empty": ""}}),
+            json!({}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "labels": {"x": "y"}}}),
+        ];
+        let whole = serde_yaml_ng::to_string(&json!({"apiVersion": "v1", "items": items,
+            "kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}))
+        .unwrap();
+        let mut streamed = yaml(&json!({"apiVersion": "v1"})).unwrap().into_bytes();
+        streamed.extend_from_slice(b"items:\n");
+        for item in &items {
+            write_yaml_entry(&mut streamed, item).unwrap();
+        }
+        streamed.extend(
+            yaml(&json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}))
+                .unwrap()
+                .into_bytes(),
+        );
+        assert_eq!(String::from_utf8(streamed).unwrap(), whole);
+    }
+}

@@ -1,0 +1,163 @@
+//! The type (`apiVersion` and `kind`) a patch leaves an object with, as upstream's patch
+//! handler decodes the patched object (apiserver pkg/endpoints/handlers/patch.go):
+//!
+//! - **Strategic merge patches** are applied to a typed object: a patched `apiVersion` or
+//!   `kind` lands in its TypeMeta and is lost in conversion, so the object keeps its type.
+//! - **JSON and merge patches** of built-in resources are decoded by the type the patched
+//!   JSON names: a missing `kind` is the resource's; another version of the same kind that
+//!   is served converts; another registered type fails to convert, and an unregistered one
+//!   is not registered (both 422 about the field `patch`); a missing `apiVersion` decodes
+//!   into the internal type, which knows no field, so the name is missing (400), or every
+//!   field is unknown (422 with `fieldValidation=Strict`).
+//! - **Custom resources** (JSON and merge patches): a missing `kind` is a 422 about `patch`,
+//!   a missing `apiVersion` a 500; another type is left for the custom resource validator's
+//!   422 ([`crate::type_meta`]).
+//!
+//! Server-side apply checks the configuration's type itself (the field manager's
+//! `invalid object type`).
+
+use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::{go_json, quote};
+use kapi_patch::PatchType;
+use serde_json::Value;
+
+use super::Apis;
+use super::decode::{Directive, invalid_patch};
+use crate::resource::ResourceDefinition;
+use crate::type_meta::{split_api_version, unknown_conversion};
+
+/// The scheme name upstream's "not registered" errors print for the built-in types.
+const BUILTIN_SCHEME: &str = "pkg/api/legacyscheme/scheme.go:30";
+
+/// What the patched object's type decides.
+pub(super) enum PatchedType {
+    /// The object is of the resource's type (filled in where upstream fills it).
+    Same(Value),
+    /// The object is of another served version of the resource: it converts.
+    OtherVersion(Value, String),
+}
+
+impl Apis {
+    /// Whether `group`/`version` serves the resource of `definition` from the same storage.
+    fn serves_equivalent(
+        &self,
+        definition: &ResourceDefinition,
+        group: &str,
+        version: &str,
+    ) -> bool {
+        let key = (
+            group.to_string(),
+            version.to_string(),
+            definition.plural.to_string(),
+        );
+        self.served(&key).is_some_and(|served| {
+            served.definition.storage.key_prefix == definition.storage.key_prefix
+                && served.definition.kind == definition.kind
+        })
+    }
+
+    /// Whether the server's schemas (the built-in scheme) have `kind` in `group`/`version`.
+    fn registered(&self, group: &str, version: &str, kind: &str) -> bool {
+        self.schemas
+            .as_ref()
+            .is_some_and(|schemas| schemas.kind_schema(group, version, kind).is_some())
+    }
+}
+
+/// Resolves the type of `patched` (the served form after a `patch_type` patch) for
+/// `definition`, as described in the module documentation; unknown-field warnings go to
+/// `warn`.
+pub(super) fn resolve(
+    definition: &ResourceDefinition,
+    apis: &Apis,
+    patch_type: PatchType,
+    directive: Directive,
+    url_name: &str,
+    mut patched: Value,
+    warn: &dyn Fn(Vec<String>),
+) -> Result<PatchedType, ApiError> {
+    let expected_version = definition.group_version.api_version();
+    if patch_type == PatchType::StrategicMerge {
+        patched["apiVersion"] = Value::from(expected_version);
+        patched["kind"] = Value::from(definition.kind);
+        return Ok(PatchedType::Same(patched));
+    }
+    let api_version = patched["apiVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kind = patched["kind"].as_str().unwrap_or_default().to_string();
+    if definition.custom_resource {
+        if kind.is_empty() {
+            let json = go_json(&patched);
+            let reason = format!("Object 'Kind' is missing in '{json}'");
+            return Err(invalid_patch(json, reason));
+        }
+        if api_version.is_empty() {
+            return Err(ApiError::internal(
+                "Object 'apiVersion' is missing in 'object has no apiVersion field'",
+            ));
+        }
+        return Ok(PatchedType::Same(patched));
+    }
+    if api_version.is_empty() {
+        return Err(internal_type(&patched, directive, url_name, warn));
+    }
+    let kind = if kind.is_empty() {
+        patched["kind"] = Value::from(definition.kind);
+        definition.kind.to_string()
+    } else {
+        kind
+    };
+    if api_version == expected_version && kind == definition.kind {
+        return Ok(PatchedType::Same(patched));
+    }
+    let (group, version) = split_api_version(&api_version);
+    let group_version = &definition.group_version;
+    if group == group_version.group
+        && kind == definition.kind
+        && apis.serves_equivalent(definition, group, version)
+    {
+        return Ok(PatchedType::OtherVersion(patched, version.to_string()));
+    }
+    let reason = if apis.registered(group, version, &kind) {
+        unknown_conversion(version, &kind, &group_version.group, definition.kind)
+    } else {
+        format!(
+            "no kind {} is registered for version {} in scheme {}",
+            quote(&kind),
+            quote(&api_version),
+            quote(BUILTIN_SCHEME)
+        )
+    };
+    Err(invalid_patch(go_json(&patched), reason))
+}
+
+/// A built-in object patched without an `apiVersion` decodes into the internal type, which
+/// has no JSON field names: every field but `apiVersion` and `kind` is unknown (warned
+/// about, or fatal with `Strict`), and then the object has no name.
+fn internal_type(
+    patched: &Value,
+    directive: Directive,
+    url_name: &str,
+    warn: &dyn Fn(Vec<String>),
+) -> ApiError {
+    let unknown: Vec<String> = patched
+        .as_object()
+        .into_iter()
+        .flat_map(|fields| fields.keys())
+        .filter(|key| !matches!(key.as_str(), "apiVersion" | "kind"))
+        .map(|key| format!("unknown field {}", quote(key)))
+        .collect();
+    match directive {
+        Directive::Strict if !unknown.is_empty() => {
+            let reason = format!("strict decoding error: {}", unknown.join(", "));
+            return invalid_patch(go_json(patched), reason);
+        }
+        Directive::Warn => warn(unknown),
+        _ => {}
+    }
+    ApiError::bad_request(format!(
+        "the name of the object ({url_name} based on URL) was undeterminable: name must be provided"
+    ))
+}
