@@ -35,25 +35,58 @@ pub fn encode_continue(prefix: &str, next_key: &str, revision: Revision) -> Stri
 }
 
 /// Decodes a token for a list of `prefix`: the revision to read at (negative: the latest)
-/// and the full key to start from, which is always under `prefix`. Rejects malformed
-/// tokens.
+/// and the full key to start from, which is always under `prefix`. Rejects malformed tokens
+/// as upstream's DecodeContinue does, with the detail of its "continue key is not valid"
+/// errors; a start key that would climb out of the prefix (`../`) among them.
 pub fn decode_continue(prefix: &str, token: &str) -> Result<(Revision, String)> {
-    let invalid = |why: &str| StorageError::InvalidContinue(why.to_string());
-    let raw = URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|_| invalid("not base64"))?;
-    let token: Token = serde_json::from_slice(&raw).map_err(|_| invalid("not a continue token"))?;
+    let invalid = |why: String| StorageError::InvalidContinue(why);
+    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|err| {
+        invalid(format!(
+            "illegal base64 data at input byte {}",
+            bad_byte(token, &err)
+        ))
+    })?;
+    let token: Token = serde_json::from_slice(&raw).map_err(|err| invalid(err.to_string()))?;
     if token.v != TOKEN_VERSION {
-        return Err(invalid("unknown continue token version"));
+        return Err(invalid(format!(
+            "server does not recognize this encoded version {}",
+            token.v
+        )));
     }
     if token.rv == 0 {
-        return Err(invalid("continue token has no resource version"));
+        return Err(invalid(format!(
+            "incorrect encoded start resourceVersion (version {TOKEN_VERSION})"
+        )));
     }
     if token.start.is_empty() {
-        return Err(invalid("continue token has no start key"));
+        return Err(invalid(format!(
+            "encoded start key empty (version {TOKEN_VERSION})"
+        )));
     }
-    let key = format!("{prefix}{}", token.start);
-    Ok((token.rv, key))
+    let start = token.start.strip_prefix('/').unwrap_or(&token.start);
+    if !is_clean(start) {
+        return Err(invalid(token.start.clone()));
+    }
+    Ok((token.rv, format!("{prefix}{start}")))
+}
+
+/// Whether `/<relative>` is its own clean path (Go's `path.Clean`): no empty, `.` or `..`
+/// segment, so the key stays below the prefix it is appended to.
+fn is_clean(relative: &str) -> bool {
+    relative.is_empty()
+        || relative
+            .split('/')
+            .all(|segment| !matches!(segment, "" | "." | ".."))
+}
+
+/// The offset Go's decoder reports for a token that is not unpadded URL-safe base64.
+fn bad_byte(token: &str, err: &base64::DecodeError) -> usize {
+    match err {
+        base64::DecodeError::InvalidByte(offset, _)
+        | base64::DecodeError::InvalidLastSymbol(offset, _) => *offset,
+        base64::DecodeError::InvalidPadding => token.find('=').unwrap_or(token.len()),
+        base64::DecodeError::InvalidLength(length) => length.saturating_sub(1),
+    }
 }
 
 #[cfg(test)]
@@ -81,6 +114,43 @@ mod tests {
         assert!(decode_continue("/p/", &empty).is_err());
         let no_revision = URL_SAFE_NO_PAD.encode(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#);
         assert!(decode_continue("/p/", &no_revision).is_err());
+    }
+
+    #[test]
+    fn start_keys_never_leave_the_prefix_and_errors_read_as_upstream_s() {
+        let why = |token: &str| match decode_continue("/registry/configmaps/", token) {
+            Err(StorageError::InvalidContinue(why)) => why,
+            other => panic!("{other:?}"),
+        };
+        let token = |json: &str| URL_SAFE_NO_PAD.encode(json);
+        for start in ["../secrets/x", "a/../../b", "a//b", "./a", "a/."] {
+            let forged = token(&format!(
+                r#"{{"v":"meta.k8s.io/v1","rv":5,"start":"{start}"}}"#
+            ));
+            assert_eq!(why(&forged), start);
+        }
+        let padded = format!(
+            "{}==",
+            token(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"a"}"#)
+        );
+        assert_eq!(why(&padded), "illegal base64 data at input byte 55");
+        assert_eq!(
+            why(&token(r#"{"v":"meta.k8s.io/v2","rv":5,"start":"a"}"#)),
+            "server does not recognize this encoded version meta.k8s.io/v2"
+        );
+        assert_eq!(
+            why(&token(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#)),
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        );
+        assert_eq!(
+            why(&token(r#"{"v":"meta.k8s.io/v1","rv":1,"start":""}"#)),
+            "encoded start key empty (version meta.k8s.io/v1)"
+        );
+        let rooted = token(r#"{"v":"meta.k8s.io/v1","rv":5,"start":"/default/a"}"#);
+        assert_eq!(
+            decode_continue("/registry/configmaps/", &rooted).unwrap(),
+            (5, "/registry/configmaps/default/a".to_string())
+        );
     }
 
     #[test]

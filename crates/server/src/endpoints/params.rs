@@ -211,9 +211,15 @@ pub fn list_params(
 /// than "0"): upstream's storage checks, 400s.
 fn check_continue(token: &str, resource_version: Option<&str>) -> Result<(), ApiError> {
     if let Err(err) = kapi_storage::decode_continue("", token) {
-        let why = match err {
-            kapi_storage::StorageError::InvalidContinue(why) => why,
-            other => other.to_string(),
+        // A token that is not JSON is reported in Go's words, as upstream's decoder does.
+        let go_syntax =
+            base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, token)
+                .ok()
+                .and_then(|raw| kapi_apimachinery::gojson::check_valid(&raw).err());
+        let why = match (go_syntax, err) {
+            (Some(syntax), _) => syntax,
+            (None, kapi_storage::StorageError::InvalidContinue(why)) => why,
+            (None, other) => other.to_string(),
         };
         return Err(ApiError::bad_request(format!(
             "invalid continue token: continue key is not valid: {why}"
