@@ -493,6 +493,12 @@ async fn unknown_paths() {
         "/api/v1/foos",
         "/api/v1/namespaces/default/configmaps/x/nosuchsubresource",
         "/apis/coordination.k8s.io/v1/namespaces/default/foos",
+        // A version the built-in group does not serve is still under the group's web
+        // service (pkg/server/handler.go sends every path below a web service's root to
+        // go-restful).
+        "/apis/apps/v9/deployments",
+        "/apis/apps/v1beta1/namespaces/default/deployments",
+        "/api/v9/pods",
     ] {
         let reply = admin.get(path).await;
         checks.status(&reply, &expected);
@@ -642,6 +648,46 @@ async fn bad_requests() {
             .await,
         &mismatch,
     );
+    // A body of another type fails to decode into the resource's (handlers/rest.go
+    // transformDecodeError over the scheme's conversion and registration errors); another
+    // version of the same kind decodes, and create.go's API version check refuses it.
+    let namespaces = "/api/v1/namespaces";
+    for (body, message) in [
+        (
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}),
+            r#"Pod in version "v1" cannot be handled as a Namespace: converting (v1.Pod) to (core.Namespace): unknown conversion"#,
+        ),
+        (
+            json!({"apiVersion": "v1", "kind": "Gizmo", "metadata": {"name": "p"}}),
+            r#"Gizmo in version "v1" cannot be handled as a Namespace: no kind "Gizmo" is registered for version "v1" in scheme "pkg/api/legacyscheme/scheme.go:30""#,
+        ),
+        (
+            json!({"apiVersion": "apps/v1", "kind": "Namespace", "metadata": {"name": "p"}}),
+            r#"Namespace in version "v1" cannot be handled as a Namespace: no kind "Namespace" is registered for version "apps/v1" in scheme "pkg/api/legacyscheme/scheme.go:30""#,
+        ),
+    ] {
+        let reply = admin.write(Method::POST, namespaces, &body).await;
+        checks.status(&reply, &failure(400, "BadRequest", message, None));
+    }
+    let hpa = json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h"}, "spec": {"maxReplicas": 1,
+        "scaleTargetRef": {"kind": "Deployment", "name": "d"}}});
+    let reply = admin
+        .write(
+            Method::POST,
+            "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers",
+            &hpa,
+        )
+        .await;
+    checks.status(
+        &reply,
+        &failure(
+            400,
+            "BadRequest",
+            "the API version in the data (autoscaling/v1) does not match the expected API version (autoscaling/v2)",
+            None,
+        ),
+    );
     let mut moved = admin.get(&format!("{CONFIGMAPS}/present")).await.json();
     moved["metadata"]["namespace"] = json!("kube-system");
     let reply = admin
@@ -773,6 +819,32 @@ async fn bad_requests() {
     assert!(
         message.starts_with("invalid continue token: continue key is not valid: "),
         "{message}"
+    );
+    // apiserver pkg/storage/continue.go DecodeContinue: a start key that is not its own
+    // clean path would range outside the resource's keys.
+    let forged = "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6NSwic3RhcnQiOiIuLi9zZWNyZXRzL3gifQ";
+    checks.status(
+        &admin
+            .get(&format!("{CONFIGMAPS}?limit=1&continue={forged}"))
+            .await,
+        &failure(
+            400,
+            "BadRequest",
+            "invalid continue token: continue key is not valid: ../secrets/x",
+            None,
+        ),
+    );
+    // apimachinery pkg/fields/selector.go: `a===b` is `a` `==` `=b`, whose `=` is unescaped.
+    checks.status(
+        &admin
+            .get(&format!("{CONFIGMAPS}?fieldSelector=a%3D%3D%3Db"))
+            .await,
+        &failure(
+            400,
+            "BadRequest",
+            "invalid field selector: unescaped character in value: 61",
+            None,
+        ),
     );
     kapi.stop().await;
     checks.finish();

@@ -1,5 +1,15 @@
-//! The type (`apiVersion` and `kind`) a patch leaves an object with, as upstream's patch
-//! handler decodes the patched object (apiserver pkg/endpoints/handlers/patch.go):
+//! The type (`apiVersion` and `kind`) of a decoded object, as upstream's handlers decode
+//! objects into the resource's Go type.
+//!
+//! A create or update body of another type fails as upstream's decoding fails
+//! (handlers/rest.go transformDecodeError): `Pod in version "v1" cannot be handled as a
+//! Namespace: converting (v1.Pod) to (core.Namespace): unknown conversion`, or `no kind ...
+//! is registered` for a type the scheme does not have; another version of the resource's
+//! kind decodes and is then refused by the handlers' API version check. Custom resources
+//! decode whatever they say and are refused by their validator ([`crate::type_meta`]).
+//!
+//! A patch's result is decoded as upstream's patch handler decodes it
+//! (handlers/patch.go):
 //!
 //! - **Strategic merge patches** are applied to a typed object: a patched `apiVersion` or
 //!   `kind` lands in its TypeMeta and is lost in conversion, so the object keeps its type.
@@ -67,7 +77,7 @@ impl Apis {
 /// Resolves the type of `patched` (the served form after a `patch_type` patch) for
 /// `definition`, as described in the module documentation; unknown-field warnings go to
 /// `warn`.
-pub(super) fn resolve(
+pub(super) fn resolve_patched(
     definition: &ResourceDefinition,
     apis: &Apis,
     patch_type: PatchType,
@@ -123,14 +133,59 @@ pub(super) fn resolve(
     let reason = if apis.registered(group, version, &kind) {
         unknown_conversion(version, &kind, &group_version.group, definition.kind)
     } else {
-        format!(
-            "no kind {} is registered for version {} in scheme {}",
-            quote(&kind),
-            quote(&api_version),
-            quote(BUILTIN_SCHEME)
-        )
+        not_registered(&kind, &api_version)
     };
     Err(invalid_patch(go_json(&patched), reason))
+}
+
+/// The error of decoding a create or update body of `api_version` and `kind` (both set)
+/// for `definition`, if it is not of the resource's type; see the module documentation.
+pub(super) fn body_type_error(
+    definition: &ResourceDefinition,
+    apis: &Apis,
+    api_version: &str,
+    kind: &str,
+) -> Option<ApiError> {
+    let expected_version = definition.group_version.api_version();
+    if kind == definition.kind && api_version == expected_version {
+        return None;
+    }
+    let (group, version) = split_api_version(api_version);
+    let registered = definition.custom_resource || apis.registered(group, version, kind);
+    if kind == definition.kind && registered {
+        return Some(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
+        )));
+    }
+    if definition.custom_resource {
+        // Decoded as it is; the custom resource validator refuses the kind.
+        return None;
+    }
+    let reason = if registered {
+        unknown_conversion(
+            version,
+            kind,
+            &definition.group_version.group,
+            definition.kind,
+        )
+    } else {
+        not_registered(kind, api_version)
+    };
+    Some(ApiError::bad_request(format!(
+        "{kind} in version {} cannot be handled as a {}: {reason}",
+        quote(version),
+        definition.kind
+    )))
+}
+
+/// Upstream's error for a type its scheme does not have.
+fn not_registered(kind: &str, api_version: &str) -> String {
+    format!(
+        "no kind {} is registered for version {} in scheme {}",
+        quote(kind),
+        quote(api_version),
+        quote(BUILTIN_SCHEME)
+    )
 }
 
 /// A built-in object patched without an `apiVersion` decodes into the internal type, which

@@ -15,10 +15,10 @@ use kapi_patch::PatchType;
 use kapi_schema::{KindSchema, SchemaRef};
 use serde_json::{Value, json};
 
+use super::decoded_type::{self, PatchedType};
 use super::list_body::ListBody;
 use super::negotiation::{self, Output};
 use super::params::{self, Query, WriteKind, WriteOptions};
-use super::patched_type::{self, PatchedType};
 use super::render::{IncludeObject, Renderer};
 use super::watch::{self, WatchRequest};
 use super::{Apis, MAX_BODY, Served, header_str, not_found, response, router_error};
@@ -451,26 +451,18 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
     }
     let mut object = negotiation::decode_body(context.content_type.as_deref(), body)?;
     let definition = context.definition();
-    let expected_version = definition.group_version.api_version();
+    if object["apiVersion"].as_str().is_none_or(str::is_empty) {
+        object["apiVersion"] = Value::from(definition.group_version.api_version());
+    }
+    if object["kind"].as_str().is_none_or(str::is_empty) {
+        object["kind"] = Value::from(definition.kind);
+    }
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let kind = object["kind"].as_str().unwrap_or_default();
+    if let Some(err) = decoded_type::body_type_error(definition, context.apis, api_version, kind) {
+        return Err(err);
+    }
     let expected_kind = definition.kind;
-    match object["apiVersion"].as_str() {
-        None | Some("") => object["apiVersion"] = Value::from(expected_version.clone()),
-        Some(version) if version == expected_version => {}
-        Some(version) => {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({version}) does not match the expected API version ({expected_version})"
-            )));
-        }
-    }
-    match object["kind"].as_str() {
-        None | Some("") => object["kind"] = Value::from(expected_kind),
-        Some(kind) if kind == expected_kind => {}
-        Some(kind) => {
-            return Err(ApiError::bad_request(format!(
-                "the kind in the data ({kind}) does not match the expected kind ({expected_kind})"
-            )));
-        }
-    }
     if let Some(schema) = context.kind_schema() {
         let options = match context.info.verb.as_str() {
             "create" => "CreateOptions",
@@ -758,7 +750,7 @@ async fn patch(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Api
 }
 
 /// The patched object in the endpoint's version, its type resolved as upstream's decoding
-/// resolves it (see [`patched_type`]).
+/// resolves it (see [`decoded_type`]).
 fn patched_object(
     context: &Context<'_>,
     patch_type: PatchType,
@@ -767,7 +759,7 @@ fn patched_object(
     let definition = context.definition();
     let directive = super::decode::directive(&context.query, "PatchOptions")?;
     let warn = |warnings| context.warn(warnings);
-    let resolved = patched_type::resolve(
+    let resolved = decoded_type::resolve_patched(
         definition,
         context.apis,
         patch_type,

@@ -3,11 +3,11 @@
 //! discovery and OpenAPI documents computed from the same definitions.
 
 mod decode;
+mod decoded_type;
 mod handlers;
 mod list_body;
 mod negotiation;
 mod params;
-mod patched_type;
 mod render;
 mod subresource;
 mod watch;
@@ -534,6 +534,11 @@ impl ApiHandler {
             }
         };
         if !self.serves(&info) {
+            if info.is_resource_request && self.serves_built_in_group(&info.api_group) {
+                // Under a built-in group's path upstream's router answers, not the next
+                // server of the chain: a Status 404 for any version it does not serve.
+                return error_response(&not_found());
+            }
             return self.unserved(request).await;
         }
         let result = if info.is_resource_request {
@@ -581,6 +586,16 @@ impl ApiHandler {
         ["/api", "/apis", "/openapi/v2", "/openapi/v3"]
             .iter()
             .any(|root| path == *root || path.starts_with(&format!("{root}/")))
+    }
+
+    /// Whether this handler serves built-in resources of `group` (some version of it): the
+    /// paths below the group's are then its router's (go-restful's web service of the group).
+    fn serves_built_in_group(&self, group: &str) -> bool {
+        self.0
+            .resources()
+            .definitions
+            .iter()
+            .any(|d| !d.custom_resource && d.group_version.group == group)
     }
 
     /// Discovery and OpenAPI documents.
