@@ -185,15 +185,15 @@ pub(crate) fn user_json(user: &UserInfo) -> Value {
 
 /// `object` without `metadata.managedFields`, also in a list's items.
 fn without_managed_fields(mut object: Value) -> Value {
-    if let Some(meta) = object["metadata"].as_object_mut() {
-        meta.remove("managedFields");
-    }
-    if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
-        for item in items {
-            if let Some(meta) = item["metadata"].as_object_mut() {
-                meta.remove("managedFields");
-            }
+    // Read without inserting: an object without metadata must not get `"metadata": null`.
+    let remove = |object: &mut Value| {
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("managedFields");
         }
+    };
+    remove(&mut object);
+    if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(remove);
     }
     object
 }

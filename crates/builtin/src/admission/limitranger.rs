@@ -73,7 +73,9 @@ fn apply_defaults(pod: &mut Value, limits: &[Value]) -> Vec<String> {
         ("containers", "container"),
         ("initContainers", "init container"),
     ] {
-        let Some(containers) = pod["spec"][list].as_array_mut() else {
+        // Read without inserting: a pod without init containers must not get `null` ones.
+        let containers = pod.pointer_mut(&format!("/spec/{list}"));
+        let Some(containers) = containers.and_then(Value::as_array_mut) else {
             continue;
         };
         for container in containers {
@@ -315,6 +317,9 @@ mod tests {
             {"name": "b", "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "300m"}}},
         ]}});
         let set = apply_defaults(&mut pod, &limits());
+        // A pod without init containers gets none (not `initContainers: null`, which a
+        // later full update that leaves the field out would be refused for changing).
+        assert!(pod["spec"].get("initContainers").is_none(), "{pod}");
         assert_eq!(
             pod["spec"]["containers"][0]["resources"],
             json!({"limits": {"cpu": "500m", "memory": "128Mi"}, "requests": {"cpu": "200m"}})
