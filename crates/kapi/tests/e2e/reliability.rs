@@ -5,6 +5,8 @@
 
 use crate::common;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
@@ -568,3 +570,99 @@ async fn watches_nobody_reads_are_closed() {
     );
     kapi.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Nothing acknowledged is lost.
+
+/// kill -9 rounds per backend: `KAPI_KILL_ROUNDS`, or 5 (docs/RELIABILITY.md records a run
+/// of 20 per backend).
+fn kill_rounds() -> usize {
+    std::env::var("KAPI_KILL_ROUNDS")
+        .ok()
+        .and_then(|rounds| rounds.parse().ok())
+        .unwrap_or(5)
+}
+
+/// Creates ConfigMaps `<prefix>-<n>` one after another until a create fails (the server was
+/// killed); the names the server acknowledged (201).
+async fn create_until_killed(
+    client: Client,
+    prefix: String,
+    count: Arc<AtomicUsize>,
+) -> Vec<String> {
+    let mut acknowledged = Vec::new();
+    for n in 0.. {
+        let name = format!("{prefix}-{n}");
+        let body = json!({"metadata": {"name": name}, "data": {"round": prefix}}).to_string();
+        let path = "/api/v1/namespaces/default/configmaps";
+        let headers = [("content-type", "application/json")];
+        match client
+            .try_send(Method::POST, path, &headers, body.into())
+            .await
+        {
+            Ok(reply) if reply.status == 201 => {
+                acknowledged.push(name);
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(reply) if reply.status >= 500 => break,
+            Ok(reply) => panic!("create {name}: {} {}", reply.status, reply.body),
+            Err(_) => break,
+        }
+    }
+    acknowledged
+}
+
+/// The `kapi` binary is killed with SIGKILL while 16 clients create objects, then started
+/// again on the same store, for several rounds: every create it acknowledged is there, whole.
+async fn acknowledged_writes_survive_kill_9(backend: Backend) {
+    let mut kapi = Kapi::start(backend, &[]).await;
+    let mut acknowledged = std::collections::BTreeSet::new();
+    let rounds = kill_rounds();
+    for round in 0..rounds {
+        let count = Arc::new(AtomicUsize::new(0));
+        let writers: Vec<_> = (0..16)
+            .map(|writer| {
+                let prefix = format!("r{round}-w{writer}");
+                tokio::spawn(create_until_killed(kapi.admin(), prefix, count.clone()))
+            })
+            .collect();
+        // Kill at a different point of the writes in each round: after 50 to 150 of them.
+        let kill_after = 50 + (round * 37) % 100;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while count.load(Ordering::Relaxed) < kill_after {
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: too few writes acknowledged"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        kapi.kill();
+        for writer in writers {
+            acknowledged.extend(writer.await.expect("a writer"));
+        }
+        kapi.launch().await;
+        let listed = kapi
+            .admin()
+            .get("/api/v1/namespaces/default/configmaps")
+            .await;
+        assert_eq!(listed.status, 200, "{}", listed.body);
+        let stored: std::collections::BTreeSet<String> = listed.json()["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter_map(|item| item["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        let lost: Vec<_> = acknowledged.difference(&stored).collect();
+        assert!(
+            lost.is_empty(),
+            "round {round}: acknowledged creates lost: {lost:?}"
+        );
+    }
+    eprintln!(
+        "{backend:?}: {rounds} kill -9 rounds, {} creates acknowledged, 0 lost",
+        acknowledged.len()
+    );
+    kapi.stop().await;
+}
+
+on_both_backends!(acknowledged_writes_survive_kill_9);

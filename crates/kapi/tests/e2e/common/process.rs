@@ -162,6 +162,14 @@ impl Kapi {
         }
     }
 
+    /// Kills the server with SIGKILL (no shutdown of any kind) and reaps it.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().expect("kill -9 kapi");
+            child.wait().expect("reap kapi");
+        }
+    }
+
     /// Stops the server and starts it again on the same data directory and store.
     pub async fn restart(&mut self) {
         self.terminate().await;
