@@ -13,6 +13,8 @@ use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
+mod trust;
+
 /// Resolves a Service reference (`clientConfig.service`) to `https://host:port`.
 #[async_trait::async_trait]
 pub trait ServiceResolver: Send + Sync {
@@ -448,20 +450,24 @@ fn client_config(
     ca_bundle: &[u8],
     client_cert: Option<&(Vec<u8>, Vec<u8>)>,
 ) -> Result<rustls::ClientConfig, String> {
-    let roots = if ca_bundle.is_empty() {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| err.to_string())?;
+    let builder = if ca_bundle.is_empty() {
         let mut roots = rustls::RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
         }
-        roots
+        builder.with_root_certificates(roots)
     } else {
-        trusted_roots(ca_bundle)?
+        let store = trusted_roots(ca_bundle)?;
+        let certs = CertificateDer::pem_slice_iter(ca_bundle).filter_map(Result::ok);
+        let verifier = trust::TrustedRoots::new(store, certs.collect())?;
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?
-        .with_root_certificates(roots);
     let Some((chain, key)) = client_cert else {
         return Ok(builder.with_no_client_auth());
     };
