@@ -52,6 +52,9 @@ const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(10);
 const MAX_CONCURRENT_STREAMS: u32 = 100;
 /// HTTP/2 flow-control window per stream and frame size limit (upstream's 256 KiB).
 const STREAM_WINDOW: u32 = 256 * 1024;
+/// The request headers an HTTP/2 request may carry (upstream's `MaxHeaderBytes`, 1 MiB;
+/// h2's default of 16 KiB refused kubectl with a few hundred `--as-group`).
+const MAX_HEADER_LIST_SIZE: u32 = 1024 * 1024;
 
 /// TLS material could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
@@ -423,7 +426,8 @@ fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(STREAM_WINDOW * MAX_CONCURRENT_STREAMS)
-        .max_frame_size(STREAM_WINDOW);
+        .max_frame_size(STREAM_WINDOW)
+        .max_header_list_size(MAX_HEADER_LIST_SIZE);
     match alpn {
         Some(b"h2") => builder.http2_only(),
         Some(_) => builder.http1_only(),

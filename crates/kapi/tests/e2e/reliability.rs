@@ -666,3 +666,38 @@ async fn acknowledged_writes_survive_kill_9(backend: Backend) {
 }
 
 on_both_backends!(acknowledged_writes_survive_kill_9);
+
+// ---------------------------------------------------------------------------------------------
+// Input upstream accepts.
+
+/// Requests upstream accepts that kapi refused: invalid UTF-8 in a JSON string (Go's decoder
+/// reads it as U+FFFD), and kubectl impersonating a user with 600 groups over HTTP/2 (headers
+/// past h2's default 16 KiB; upstream allows 1 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_upstream_accepts() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let mut body = br#"{"metadata":{"name":"utf8"},"data":{"k":"a"#.to_vec();
+    body.extend_from_slice(b"\xff\xfe");
+    body.extend_from_slice(br#"b"}}"#);
+    let headers = [("content-type", "application/json")];
+    let path = "/api/v1/namespaces/default/configmaps";
+    let reply = admin.send(Method::POST, path, &headers, body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(reply.json()["data"]["k"], "a\u{fffd}\u{fffd}b");
+
+    let kubeconfig = kapi.data_dir.path().join("admin.kubeconfig");
+    let groups: Vec<String> = (0..600)
+        .map(|i| format!("--as-group=group-{i:04}"))
+        .collect();
+    let mut args = vec!["get", "namespaces", "-o", "name", "--as=someone"];
+    args.push("--as-group=system:masters");
+    args.extend(groups.iter().map(String::as_str));
+    let output = common::kubectl(&kubeconfig, &args, None).await;
+    assert!(
+        output.status.success(),
+        "600 impersonated groups: {}",
+        common::stderr(&output)
+    );
+    kapi.stop().await;
+}

@@ -173,7 +173,13 @@ pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, Api
 /// Decodes a body in `format` into a JSON value.
 pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
     let decoded = match format {
-        BodyFormat::Json => serde_json::from_slice(body).map_err(|err| err.to_string()),
+        BodyFormat::Json => match std::str::from_utf8(body) {
+            Ok(text) => serde_json::from_str(text).map_err(|err| err.to_string()),
+            // Go's decoder takes invalid UTF-8 in strings as U+FFFD; so does kapi.
+            Err(_) => {
+                serde_json::from_str(&String::from_utf8_lossy(body)).map_err(|err| err.to_string())
+            }
+        },
         BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|err| err.to_string()),
         BodyFormat::Protobuf => return decode_protobuf(body),
     };
