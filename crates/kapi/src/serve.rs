@@ -268,13 +268,13 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         // The storage (and its compactor) lives as long as the server serves, and the data
         // directory stays locked until the storage is closed.
         let _data_dir_lock = data_dir_lock;
-        let _storage = storage;
-        listening
+        let served = listening
             .serve(async {
                 let _ = stop.await;
             })
-            .await
-            .map_err(Into::into)
+            .await;
+        storage.close().await?;
+        served.map_err(Into::into)
     });
     Ok(RunningServer {
         address,

@@ -45,7 +45,8 @@ use crate::{
 };
 
 /// The name of the database file inside the data directory.
-const DB_FILE: &str = "kapi.redb";
+/// The store's file in its directory.
+pub const DB_FILE: &str = "kapi.redb";
 
 /// Settings of the embedded store.
 #[derive(Clone, Debug)]

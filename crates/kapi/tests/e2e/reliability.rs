@@ -701,3 +701,57 @@ async fn input_upstream_accepts() {
     );
     kapi.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// A damaged store does not start silently.
+
+/// A data directory remembers that it held a store (and its revision): kapi refuses to start
+/// on a store file that is missing, empty, or older than the one it served, naming the
+/// damage, instead of serving an empty or rolled-back cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_emptied_or_rolled_back_store_refuses_to_start() {
+    let mut kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let store = kapi.data_dir.path().join("store/kapi.redb");
+    kapi.terminate().await;
+    let older = kapi.data_dir.path().join("older.redb");
+    std::fs::copy(&store, &older).expect("copy the store");
+    kapi.launch().await;
+    let admin = kapi.admin();
+    admin
+        .create(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "kept"}}),
+        )
+        .await;
+    kapi.terminate().await;
+    let current = kapi.data_dir.path().join("current.redb");
+    std::fs::copy(&store, &current).expect("copy the store");
+
+    std::fs::copy(&older, &store).expect("roll the store back");
+    let log = kapi.launch_refused().await;
+    assert!(
+        log.contains("the store file was replaced or rolled back"),
+        "{log}"
+    );
+    std::fs::write(&store, b"").expect("empty the store");
+    let log = kapi.launch_refused().await;
+    assert!(
+        log.contains("kapi.redb is empty, but this data directory held a store"),
+        "{log}"
+    );
+    std::fs::remove_file(&store).expect("remove the store");
+    let log = kapi.launch_refused().await;
+    assert!(
+        log.contains("kapi.redb is missing, but this data directory held a store"),
+        "{log}"
+    );
+
+    std::fs::copy(&current, &store).expect("restore the store");
+    kapi.launch().await;
+    let kept = kapi
+        .admin()
+        .get("/api/v1/namespaces/default/configmaps/kept")
+        .await;
+    assert_eq!(kept.status, 200, "{}", kept.body);
+    kapi.stop().await;
+}

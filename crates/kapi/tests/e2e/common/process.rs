@@ -82,8 +82,8 @@ impl Kapi {
         }
     }
 
-    /// Starts the server process on a free port and waits for `/readyz`.
-    pub async fn launch(&mut self) {
+    /// Starts the server process on a free port, its standard error appended to `kapi.log`.
+    fn spawn(&mut self) {
         let port = kapi_testing::free_port();
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -111,6 +111,31 @@ impl Kapi {
             .expect("start kapi");
         self.child = Some(child);
         self.address = SocketAddr::from(([127, 0, 0, 1], port));
+    }
+
+    /// Starts the server process expecting it to refuse to start: waits for it to exit
+    /// (failing the test if it serves instead) and returns its log.
+    pub async fn launch_refused(&mut self) -> String {
+        self.spawn();
+        let mut child = self.child.take().expect("spawned");
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = child.try_wait().expect("wait for kapi") {
+                assert!(!status.success(), "kapi exited cleanly: {}", self.log());
+                return self.log();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "kapi did not refuse to start: {}",
+                self.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Starts the server process on a free port and waits for `/readyz`.
+    pub async fn launch(&mut self) {
+        self.spawn();
         let deadline = Instant::now() + DEADLINE;
         loop {
             let exists = |file| self.pki(file).exists();
