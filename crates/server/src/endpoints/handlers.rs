@@ -16,7 +16,7 @@ use kapi_schema::{KindSchema, SchemaRef};
 use serde_json::{Value, json};
 
 use super::decoded_type::{self, PatchedType};
-use super::list_body::ListBody;
+use super::list_body::{self, ListBody};
 use super::negotiation::{self, Output};
 use super::params::{self, Query, WriteKind, WriteOptions};
 use super::render::{IncludeObject, Renderer};
@@ -54,6 +54,8 @@ struct Context<'a> {
     /// The deadline of the response on its HTTP/1.1 connection (none over HTTP/2, whose
     /// connections carry other requests).
     connection_deadline: Option<ResponseDeadline>,
+    /// Whether the request came over HTTP/2.
+    http2: bool,
 }
 
 impl Context<'_> {
@@ -191,6 +193,7 @@ where
             .to_string(),
         warnings: Warnings::new(deprecation),
         audit: AuditAnnotations::of(request.extensions()),
+        http2: request.version() >= http::Version::HTTP_2,
         connection_deadline: (request.version() < http::Version::HTTP_2)
             .then(|| request.extensions().get::<ResponseDeadline>().cloned())
             .flatten(),
@@ -396,7 +399,11 @@ async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
     let resource = context.definition().group_resource();
     let result = context.served.registry.list(&resource, &params).await?;
     let renderer = context.renderer(output)?;
-    let body = ListBody::body(&renderer, context.definition().clone(), result)?;
+    let chunk = match context.http2 {
+        true => list_body::HTTP2_CHUNK,
+        false => list_body::HTTP1_CHUNK,
+    };
+    let body = ListBody::body(&renderer, context.definition().clone(), result, chunk)?;
     let mut response = Response::new(body);
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -30,10 +30,13 @@ use crate::codec;
 use crate::registry::{Item, ListResult};
 use crate::resource::ResourceDefinition;
 
-/// How much one frame holds, at least (an item is never split). hyper queues up to 16
-/// frames per HTTP/1.1 connection before it stops asking for more (and writes them with one
+/// How much one frame holds, at least (an item is never split), over HTTP/1.1: hyper queues
+/// up to 16 frames per connection before it stops asking for more (and writes them with one
 /// vectored write), so a client that does not read holds 16 frames of its response in kapi.
-const CHUNK: usize = 8 * 1024;
+pub(super) const HTTP1_CHUNK: usize = 8 * 1024;
+/// The same over HTTP/2, where a stream that is not read holds its flow-control window
+/// (256 KiB) and one frame: larger frames cost less per byte sent.
+pub(super) const HTTP2_CHUNK: usize = 64 * 1024;
 
 /// One item of the page: stored bytes, or an object already in the served version (when
 /// the version converts: conversions run for the whole page before the response starts, so
@@ -54,14 +57,18 @@ pub(super) struct ListBody {
     entries: std::vec::IntoIter<Entry>,
     suffix: Option<Vec<u8>>,
     first: bool,
+    /// How much a frame holds, at least.
+    chunk: usize,
 }
 
 impl ListBody {
-    /// The body of `list` rendered by `renderer` (whose definition `definition` is).
+    /// The body of `list` rendered by `renderer` (whose definition `definition` is), in
+    /// frames of at least `chunk` bytes.
     pub(super) fn body(
         renderer: &Renderer<'_>,
         definition: Arc<ResourceDefinition>,
         list: ListResult,
+        chunk: usize,
     ) -> Result<Body, ApiError> {
         let meta = super::render::list_meta(&list);
         let entries: Vec<Entry> = if definition.converter.is_some() {
@@ -80,6 +87,7 @@ impl ListBody {
             entries: entries.into_iter(),
             suffix: Some(suffix),
             first: true,
+            chunk,
         };
         let first = body.next_chunk().map_err(ApiError::internal)?;
         if body.suffix.is_none() {
@@ -90,14 +98,14 @@ impl ListBody {
         Ok(body.boxed_unsync())
     }
 
-    /// The next chunk: at least [`CHUNK`] bytes unless the list ends; `None` once sent.
+    /// The next chunk: at least `chunk` bytes unless the list ends; `None` once sent.
     fn next_chunk(&mut self) -> Result<Option<Bytes>, BoxError> {
         let next = self.prefix.take();
         let Some(mut out) = next.or_else(|| self.suffix.as_ref().map(|_| Vec::new())) else {
             return Ok(None);
         };
-        out.reserve(CHUNK);
-        while out.len() < CHUNK {
+        out.reserve(self.chunk);
+        while out.len() < self.chunk {
             let Some(entry) = self.entries.next() else {
                 out.extend(self.suffix.take().unwrap_or_default());
                 break;
@@ -106,7 +114,7 @@ impl ListBody {
         }
         // A frame lives in hyper's queue as long as the client takes to read it: give back
         // what the last item's growth left unused.
-        if out.capacity() - out.len() > CHUNK / 2 {
+        if out.capacity() - out.len() > self.chunk / 2 {
             out.shrink_to_fit();
         }
         Ok(Some(Bytes::from(out)))
