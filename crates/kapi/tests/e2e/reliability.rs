@@ -227,6 +227,20 @@ async fn patches_never_change_an_object_s_type() {
         || format!("the stored object changed type: {stored}"),
     );
 
+    // Another served version of the same kind converts, as upstream decodes it.
+    let hpas = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let hpa = json!({"metadata": {"name": "h"}, "spec": {"maxReplicas": 3,
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}});
+    admin.create(hpas, hpa).await;
+    let to_v1 = r#"{"apiVersion":"autoscaling/v1"}"#;
+    let reply = patch(&admin, &format!("{hpas}/h"), MERGE_PATCH, to_v1).await;
+    checks.check(
+        reply.status == 200
+            && reply.json()["apiVersion"] == "autoscaling/v2"
+            && reply.json()["spec"]["maxReplicas"] == 3,
+        || format!("{}: {} {}", reply.request, reply.status, reply.body),
+    );
+
     // Through a subresource.
     let pods = "/api/v1/namespaces/default/pods";
     let pod =

@@ -26,6 +26,8 @@
 //! Server-side apply checks the configuration's type itself (the field manager's
 //! `invalid object type`).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::{go_json, quote};
 use kapi_patch::PatchType;
@@ -43,27 +45,29 @@ const BUILTIN_SCHEME: &str = "pkg/api/legacyscheme/scheme.go:30";
 pub(super) enum PatchedType {
     /// The object is of the resource's type (filled in where upstream fills it).
     Same(Value),
-    /// The object is of another served version of the resource: it converts.
-    OtherVersion(Value, String),
+    /// The object is of another served version of the resource (whose definition this is):
+    /// it converts.
+    OtherVersion(Value, Arc<ResourceDefinition>),
 }
 
 impl Apis {
-    /// Whether `group`/`version` serves the resource of `definition` from the same storage.
-    fn serves_equivalent(
+    /// The definition of the resource of `definition` in `group`/`version`, if served from
+    /// the same storage.
+    fn served_equivalent(
         &self,
         definition: &ResourceDefinition,
         group: &str,
         version: &str,
-    ) -> bool {
+    ) -> Option<Arc<ResourceDefinition>> {
         let key = (
             group.to_string(),
             version.to_string(),
             definition.plural.to_string(),
         );
-        self.served(&key).is_some_and(|served| {
-            served.definition.storage.key_prefix == definition.storage.key_prefix
-                && served.definition.kind == definition.kind
-        })
+        let served = self.served(&key)?.definition;
+        (served.storage.key_prefix == definition.storage.key_prefix
+            && served.kind == definition.kind)
+            .then_some(served)
     }
 
     /// Whether the server's schemas (the built-in scheme) have `kind` in `group`/`version`.
@@ -126,9 +130,9 @@ pub(super) fn resolve_patched(
     let group_version = &definition.group_version;
     if group == group_version.group
         && kind == definition.kind
-        && apis.serves_equivalent(definition, group, version)
+        && let Some(other) = apis.served_equivalent(definition, group, version)
     {
-        return Ok(PatchedType::OtherVersion(patched, version.to_string()));
+        return Ok(PatchedType::OtherVersion(patched, other));
     }
     let reason = if apis.registered(group, version, &kind) {
         unknown_conversion(version, &kind, &group_version.group, definition.kind)

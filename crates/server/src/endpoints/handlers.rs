@@ -777,13 +777,8 @@ fn patched_object(
     )?;
     match resolved {
         PatchedType::Same(patched) => Ok(patched),
-        PatchedType::OtherVersion(patched, version) => {
-            let group = definition.group_version.group.clone();
-            let key = (group, version, definition.plural.to_string());
-            let other = context.apis.served(&key).ok_or_else(|| {
-                ApiError::internal("the patched object's version is no longer served")
-            })?;
-            definition.served_form(other.definition.stored_form(patched)?)
+        PatchedType::OtherVersion(patched, other) => {
+            definition.served_form(other.stored_form(patched)?)
         }
     }
 }
