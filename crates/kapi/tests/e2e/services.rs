@@ -384,14 +384,7 @@ impl Drop for Kapi {
 async fn allocations_survive_a_restart() {
     for backend in [Backend::Embedded, Backend::Etcd] {
         let data_dir = tempfile::tempdir().expect("temp dir");
-        let etcd = match backend {
-            Backend::Embedded => None,
-            Backend::Etcd => Some(
-                tokio::task::spawn_blocking(|| EtcdCluster::start(1))
-                    .await
-                    .expect("etcd"),
-            ),
-        };
+        let etcd = common::etcd_for(backend).await;
         let mut kapi = Kapi::new(data_dir.path(), etcd.as_ref());
         kapi.start().await;
         let keep = service(

@@ -35,6 +35,19 @@ pub enum Backend {
     Etcd,
 }
 
+/// A real single-member etcd for `backend`'s tests (none for the embedded store), killed
+/// when dropped.
+pub async fn etcd_for(backend: Backend) -> Option<EtcdCluster> {
+    match backend {
+        Backend::Embedded => None,
+        Backend::Etcd => Some(
+            tokio::task::spawn_blocking(|| EtcdCluster::start(1))
+                .await
+                .expect("etcd"),
+        ),
+    }
+}
+
 /// A kapi server for one test; stopped (and its etcd killed) when dropped.
 pub struct TestServer {
     pub server: Option<RunningServer>,
@@ -47,14 +60,7 @@ impl TestServer {
     /// Starts a server on `backend` with extra `flags`, and waits until it is ready.
     pub async fn start(backend: Backend, flags: &[&str]) -> TestServer {
         let data_dir = tempfile::tempdir().expect("temp dir");
-        let etcd = match backend {
-            Backend::Embedded => None,
-            Backend::Etcd => Some(
-                tokio::task::spawn_blocking(|| EtcdCluster::start(1))
-                    .await
-                    .expect("etcd"),
-            ),
-        };
+        let etcd = etcd_for(backend).await;
         let port = kapi_testing::free_port().to_string();
         let dir = data_dir
             .path()

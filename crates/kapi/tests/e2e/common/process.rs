@@ -54,14 +54,7 @@ impl Kapi {
     /// started yet: [`Kapi::launch`] starts it.
     pub async fn new(backend: Backend, flags: &[&str]) -> Kapi {
         let data_dir = tempfile::tempdir().expect("temp dir");
-        let etcd = match backend {
-            Backend::Embedded => None,
-            Backend::Etcd => Some(
-                tokio::task::spawn_blocking(|| EtcdCluster::start(1))
-                    .await
-                    .expect("etcd"),
-            ),
-        };
+        let etcd = super::etcd_for(backend).await;
         let dir = data_dir
             .path()
             .to_str()
