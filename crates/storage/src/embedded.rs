@@ -17,10 +17,14 @@
 //!   revision, in chunks between write batches; redb reuses the freed pages.
 //!
 //! After a crash, redb's commit protocol (checksummed 1-phase commit with one fsync) rolls back
-//! to the last durable transaction; the latest state is then rebuilt from `history`.
+//! to the last durable transaction; the latest state is then rebuilt from `history`. Every open
+//! verifies every page and every value ([`open`]); damage fails the open, naming what is
+//! damaged, and a value read later that fails its checksum fails that read.
 
 mod committer;
 mod history;
+mod open;
+mod snapshot;
 mod tables;
 mod watch;
 
@@ -34,11 +38,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use parking_lot::RwLock;
-use redb::{Database, ReadableTable};
+use redb::Database;
 use tokio::sync::{broadcast, oneshot};
 
 use self::committer::{Committer, Op, Outcome, Request, Write};
-use self::tables::{HISTORY, LOG, META, META_COMPACTED, META_REVISION};
+pub use self::open::StoreCensus;
+pub use self::snapshot::SnapshotInfo;
 use crate::{
     DeleteResponse, Event, GetResponse, KeyValue, ListOptions, ListResponse, Result, Revision,
     StorageError, Store, WatchOptions, WatchStream, decode_continue, encode_continue,
@@ -62,6 +67,10 @@ pub struct EmbeddedConfig {
     /// redb (they are served from memory), so a small cache serves the log and history well;
     /// redb's own default (1 GiB) would hold every written page.
     pub cache_size: usize,
+    /// The last process that wrote the file closed it cleanly. A last commit that fails its
+    /// checksums is then damage and the open fails; otherwise it is taken for a write a crash
+    /// tore (never acknowledged) and rolled back.
+    pub closed_cleanly: bool,
 }
 
 impl EmbeddedConfig {
@@ -73,6 +82,7 @@ impl EmbeddedConfig {
             progress_interval: Duration::from_secs(5),
             watch_buffer: 512,
             cache_size: 4 * 1024 * 1024,
+            closed_cleanly: false,
         }
     }
 }
@@ -148,16 +158,16 @@ impl EmbeddedStore {
     /// Must be called inside a tokio runtime (the progress ticker runs on it).
     pub fn open(config: EmbeddedConfig) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(&config.data_dir).map_err(StorageError::internal)?;
-        let db = Database::builder()
-            .set_cache_size(config.cache_size)
-            .create(config.data_dir.join(DB_FILE))
-            .map_err(StorageError::internal)?;
-        let state = load_state(&db, config.watch_buffer)?;
-        tracing::debug!(
-            revision = state.revision,
-            keys = state.latest.len(),
-            "embedded store opened"
-        );
+        let path = config.data_dir.join(DB_FILE);
+        let db = open::open_database(&path, config.cache_size, config.closed_cleanly)?;
+        let (census, latest) = open::load(&db)?;
+        tracing::debug!(?census, "embedded store opened");
+        let state = State {
+            revision: census.revision,
+            compacted: census.compacted,
+            latest,
+            notifications: Some(broadcast::channel(config.watch_buffer.max(1)).0),
+        };
         let shared = Arc::new(Shared {
             db,
             state: RwLock::new(state),
@@ -171,6 +181,32 @@ impl EmbeddedStore {
             committer: Some(committer),
             ticker,
         })
+    }
+
+    /// Writes a snapshot of the store, consistent at one revision while writes go on, to
+    /// `out`; every value is verified on the way. Blocking: it reads the whole store.
+    pub fn write_snapshot(&self, out: &mut dyn std::io::Write) -> Result<SnapshotInfo> {
+        snapshot::write(&self.shared.db, out)
+    }
+
+    /// Restores the snapshot read from `input` as the store in `data_dir`, which must not
+    /// hold one; a damaged or cut snapshot is refused and leaves nothing behind. Blocking.
+    pub fn restore_snapshot(
+        input: &mut dyn std::io::Read,
+        data_dir: &std::path::Path,
+    ) -> Result<SnapshotInfo> {
+        snapshot::restore(input, data_dir)
+    }
+
+    /// Reads a snapshot through, verifying it as a restore would, and says what it holds.
+    pub fn verify_snapshot(input: &mut dyn std::io::Read) -> Result<SnapshotInfo> {
+        snapshot::read(input, |_| Ok(()))
+    }
+
+    /// Verifies the store in `data_dir`, which no process may have open, as [`Self::open`]
+    /// would (every page, every value), without changing it. Blocking.
+    pub fn check(data_dir: &std::path::Path, closed_cleanly: bool) -> Result<StoreCensus> {
+        open::check(data_dir, closed_cleanly)
     }
 
     /// Sends `op` to the committer and waits for its outcome.
@@ -379,35 +415,6 @@ fn check_not_future(revision: Revision, current: Revision) -> Result<()> {
 
 fn unexpected(outcome: Outcome) -> StorageError {
     StorageError::Internal(format!("unexpected committer outcome {outcome:?}"))
-}
-
-/// Reads the revisions from `meta` and rebuilds the latest state from `history`, creating
-/// the tables on first open. An empty store starts at revision 1, as etcd does.
-fn load_state(db: &Database, watch_buffer: usize) -> Result<State> {
-    let txn = db.begin_write().map_err(StorageError::internal)?;
-    let state = {
-        let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
-        txn.open_table(LOG).map_err(StorageError::internal)?;
-        let history = txn.open_table(HISTORY).map_err(StorageError::internal)?;
-        let read = |name| -> Result<Option<u64>> {
-            Ok(meta
-                .get(name)
-                .map_err(StorageError::internal)?
-                .map(|v| v.value()))
-        };
-        let revision = read(META_REVISION)?.unwrap_or(1) as Revision;
-        let compacted = read(META_COMPACTED)?.unwrap_or(0) as Revision;
-        meta.insert(META_REVISION, revision as u64)
-            .map_err(StorageError::internal)?;
-        State {
-            revision,
-            compacted,
-            latest: history::latest_versions(&history)?,
-            notifications: Some(broadcast::channel(watch_buffer.max(1)).0),
-        }
-    };
-    txn.commit().map_err(StorageError::internal)?;
-    Ok(state)
 }
 
 /// Publishes a progress notification every `interval` until the store is gone.

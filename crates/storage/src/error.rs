@@ -55,7 +55,12 @@ pub enum StorageError {
     #[error("storage unavailable: {0}")]
     Unavailable(String),
 
-    /// The backend failed in a way it should not (I/O error, corrupt data).
+    /// Stored data failed its checksum or does not decode: the message names what (the key
+    /// and revision where known). It is never served.
+    #[error("storage damaged: {0}")]
+    Damaged(String),
+
+    /// The backend failed in a way it should not (I/O error).
     #[error("storage internal error: {0}")]
     Internal(String),
 }

@@ -36,7 +36,9 @@ use futures::stream::BoxStream;
 
 pub use compactor::Compactor;
 pub use continue_token::{LATEST as LATEST_REVISION, decode_continue, encode_continue};
-pub use embedded::{DB_FILE as EMBEDDED_DB_FILE, EmbeddedConfig, EmbeddedStore};
+pub use embedded::{
+    DB_FILE as EMBEDDED_DB_FILE, EmbeddedConfig, EmbeddedStore, SnapshotInfo, StoreCensus,
+};
 pub use error::{Result, StorageError};
 pub use etcd::{EtcdConfig, EtcdStore};
 pub use update::guaranteed_update;

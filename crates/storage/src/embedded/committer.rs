@@ -17,7 +17,7 @@ use redb::ReadableTable;
 use tokio::sync::oneshot;
 
 use super::tables::{
-    self, HISTORY, LOG, META, META_COMPACTED, META_REVISION, decode_log, encode_log, encode_version,
+    HISTORY, LOG, META, META_COMPACTED, META_REVISION, decode_log, encode_log, encode_version,
 };
 use super::{Notification, Shared, State};
 use crate::{DeleteResponse, Event, EventKind, KeyValue, Result, Revision, StorageError};
@@ -202,10 +202,7 @@ impl Committer {
             }
             state.compacted = revision;
         }
-        while self
-            .compact_chunk(revision)
-            .map_err(StorageError::internal)?
-        {
+        while self.compact_chunk(revision)? {
             // Let writers through between chunks.
             let (writes, compactions) = self.take_batch(None);
             self.commit_writes(writes);
@@ -219,34 +216,44 @@ impl Committer {
 
     /// Removes up to one chunk of log entries at or before `revision`, with the versions they
     /// superseded and the tombstones they wrote. Returns whether more may remain.
-    fn compact_chunk(&mut self, revision: Revision) -> Result<bool, redb::Error> {
-        let txn = self.shared.db.begin_write()?;
+    fn compact_chunk(&mut self, revision: Revision) -> Result<bool> {
+        let txn = self
+            .shared
+            .db
+            .begin_write()
+            .map_err(StorageError::internal)?;
         let removed = {
-            let mut history = txn.open_table(HISTORY)?;
-            let mut log = txn.open_table(LOG)?;
-            let mut meta = txn.open_table(META)?;
-            meta.insert(META_COMPACTED, revision as u64)?;
-            let entries: Vec<(u64, tables::LogEntry)> = log
-                .range(..=revision as u64)?
+            let mut history = txn.open_table(HISTORY).map_err(StorageError::internal)?;
+            let mut log = txn.open_table(LOG).map_err(StorageError::internal)?;
+            let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
+            meta.insert(META_COMPACTED, revision as u64)
+                .map_err(StorageError::internal)?;
+            let mut entries = Vec::new();
+            for entry in log
+                .range(..=revision as u64)
+                .map_err(StorageError::internal)?
                 .take(COMPACTION_CHUNK)
-                .filter_map(|entry| {
-                    let (rev, raw) = entry.ok()?;
-                    Some((rev.value(), decode_log(raw.value())?))
-                })
-                .collect();
+            {
+                let (rev, raw) = entry.map_err(StorageError::internal)?;
+                entries.push((rev.value(), decode_log(rev.value(), raw.value())?));
+            }
             for (rev, entry) in &entries {
-                log.remove(rev)?;
+                log.remove(rev).map_err(StorageError::internal)?;
                 let key = entry.key.as_bytes();
                 if entry.prev_revision > 0 {
-                    history.remove((key, entry.prev_revision as u64))?;
+                    history
+                        .remove((key, entry.prev_revision as u64))
+                        .map_err(StorageError::internal)?;
                 }
                 if entry.kind == EventKind::Delete {
-                    history.remove((key, *rev))?;
+                    history
+                        .remove((key, *rev))
+                        .map_err(StorageError::internal)?;
                 }
             }
             entries.len()
         };
-        txn.commit()?;
+        txn.commit().map_err(StorageError::internal)?;
         Ok(removed == COMPACTION_CHUNK)
     }
 }

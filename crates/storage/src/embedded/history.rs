@@ -11,7 +11,7 @@ use std::sync::Arc;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable};
 
 use super::tables::{
-    HISTORY, LOG, LogEntry, Version, decode_log, decode_version, key_value, prefix_end,
+    HISTORY, LOG, LogEntry, damaged, decode_log, decode_version, key_value, prefix_end,
 };
 use super::{Page, Shared};
 use crate::{Event, EventKind, GetResponse, KeyValue, Result, Revision, StorageError};
@@ -96,7 +96,7 @@ pub(super) fn replay(
             let (revision, raw) = entry.map_err(StorageError::internal)?;
             last = revision.value() as Revision;
             scanned += 1;
-            let entry = decode_log(raw.value()).ok_or_else(|| corrupt("log entry"))?;
+            let entry = decode_log(last as u64, raw.value())?;
             if wanted(&entry.key) {
                 events.push(replayed_event(&history, entry, last)?);
             }
@@ -110,13 +110,13 @@ fn replayed_event(history: &HistoryTable, entry: LogEntry, revision: Revision) -
     let prev_kv = match entry.prev_revision {
         0 => None,
         prev => Some(
-            exact_version(history, &entry.key, prev)?.ok_or_else(|| corrupt("previous version"))?,
+            exact_version(history, &entry.key, prev)?
+                .ok_or_else(|| missing("previous version", &entry.key, prev))?,
         ),
     };
     let kv = match entry.kind {
-        EventKind::Put => {
-            exact_version(history, &entry.key, revision)?.ok_or_else(|| corrupt("version"))?
-        }
+        EventKind::Put => exact_version(history, &entry.key, revision)?
+            .ok_or_else(|| missing("version", &entry.key, revision))?,
         EventKind::Delete => KeyValue {
             key: entry.key,
             value: Default::default(),
@@ -159,11 +159,11 @@ fn version_at(history: &HistoryTable, key: &str, revision: Revision) -> Result<O
         .transpose()
         .map_err(StorageError::internal)?;
     match last {
-        Some((found, raw)) => Ok(key_value(
-            Arc::from(key),
-            found.value().1 as Revision,
-            decode(raw.value())?,
-        )),
+        Some((found, raw)) => {
+            let found = found.value().1;
+            let version = decode_version(key_bytes, found, raw.value())?;
+            Ok(key_value(Arc::from(key), found as Revision, version))
+        }
         None => Ok(None),
     }
 }
@@ -178,7 +178,10 @@ fn exact_version(
         .get((key.as_bytes(), revision as u64))
         .map_err(StorageError::internal)?;
     match raw {
-        Some(raw) => Ok(key_value(Arc::from(key), revision, decode(raw.value())?)),
+        Some(raw) => {
+            let version = decode_version(key.as_bytes(), revision as u64, raw.value())?;
+            Ok(key_value(Arc::from(key), revision, version))
+        }
         None => Ok(None),
     }
 }
@@ -234,25 +237,23 @@ impl WalkedKey {
 
     /// Calls `visit` with the key's version, unless it did not exist (or was deleted) then.
     fn visit(self, visit: &mut impl FnMut(KeyValue)) -> Result<()> {
-        if let Some((revision, raw)) = self.best
-            && let Some(kv) = key_value(utf8_key(&self.key)?, revision, decode(&raw)?)
-        {
+        let Some((revision, raw)) = self.best else {
+            return Ok(());
+        };
+        let version = decode_version(&self.key, revision as u64, &raw)?;
+        let key = std::str::from_utf8(&self.key)
+            .map_err(|_| damaged("key", &self.key, revision as u64))?;
+        if let Some(kv) = key_value(Arc::from(key), revision, version) {
             visit(kv);
         }
         Ok(())
     }
 }
 
-fn decode(raw: &[u8]) -> Result<Version> {
-    decode_version(raw).ok_or_else(|| corrupt("history value"))
-}
-
-fn utf8_key(key: &[u8]) -> Result<Arc<str>> {
-    std::str::from_utf8(key)
-        .map(Arc::from)
-        .map_err(|_| corrupt("key"))
-}
-
-fn corrupt(what: &str) -> StorageError {
-    StorageError::Internal(format!("embedded store: corrupt {what}"))
+/// The error of a log entry whose versions are missing from `history`.
+fn missing(what: &str, key: &str, revision: Revision) -> StorageError {
+    StorageError::Damaged(format!(
+        "the embedded store's log names a {what} of key {key} at revision {revision} that \
+         history does not hold"
+    ))
 }

@@ -1,0 +1,234 @@
+//! Opening the store file: redb's page check, the upgrade of values written without
+//! checksums, and the verification of every value before anything is served.
+//!
+//! Every open reads the whole file twice: redb verifies the checksum of every page (a file
+//! altered since redb wrote it fails instead of being trusted, or panicking), then every
+//! `history` and `log` value is checked against its own checksum, so that damage is named by
+//! key and revision.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use redb::{Database, DatabaseError, ReadableTable, ReadableTableMetadata, RepairSession};
+
+use super::history;
+use super::tables::{
+    FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, decode_log,
+    decode_version, upgrade_log, upgrade_version,
+};
+use crate::{KeyValue, Result, Revision, StorageError};
+
+/// What a verified store holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreCensus {
+    /// The revision of the last committed write.
+    pub revision: Revision,
+    /// History before this revision is gone.
+    pub compacted: Revision,
+    /// Live keys at `revision`.
+    pub keys: u64,
+    /// Retained versions (puts and tombstones) of all keys.
+    pub versions: u64,
+    /// Retained log entries (one per revision after `compacted`).
+    pub log_entries: u64,
+}
+
+/// Opens the database file at `path` with every page verified. `clean` says the last process
+/// that wrote it closed it: a last commit that then fails verification is damage, and opening
+/// fails instead of letting redb roll back to the commit before (which it does, rightly, after
+/// a crash tore the last commit's write).
+pub(super) fn open_database(path: &Path, cache_size: usize, clean: bool) -> Result<Database> {
+    let mut builder = Database::builder();
+    builder
+        .set_cache_size(cache_size)
+        .set_check_integrity_on_open(true);
+    if clean {
+        builder.set_repair_callback(refuse_rollback);
+    }
+    builder.create(path).map_err(|err| open_error(path, err))
+}
+
+/// redb's repair reports progress 0.3 only after the last commit failed its checksums, just
+/// before it rolls back to the commit before; a file closed cleanly has no torn commit.
+fn refuse_rollback(session: &mut RepairSession) {
+    let progress = session.progress();
+    if progress > 0.0 && progress < 0.6 {
+        session.abort();
+    }
+}
+
+fn open_error(path: &Path, err: DatabaseError) -> StorageError {
+    let file = path.display();
+    match err {
+        DatabaseError::RepairAborted => StorageError::Damaged(format!(
+            "{file}: the last commit fails its page checksums although the file was closed \
+             cleanly"
+        )),
+        DatabaseError::Storage(redb::StorageError::Corrupted(why)) => {
+            StorageError::Damaged(format!("{file}: {why}"))
+        }
+        other => StorageError::Internal(format!("opening {file}: {other}")),
+    }
+}
+
+/// Loads what the store holds in one write transaction: creates the tables on first open,
+/// upgrades format 1 values, verifies every value, and rebuilds the latest version of every
+/// live key. An empty store starts at revision 1, as etcd does.
+pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, KeyValue>)> {
+    let txn = db.begin_write().map_err(StorageError::internal)?;
+    let loaded = {
+        let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
+        let mut log = txn.open_table(LOG).map_err(StorageError::internal)?;
+        let mut history = txn.open_table(HISTORY).map_err(StorageError::internal)?;
+        let read = |name| -> Result<Option<u64>> {
+            Ok(meta
+                .get(name)
+                .map_err(StorageError::internal)?
+                .map(|v| v.value()))
+        };
+        let revision = read(META_REVISION)?.unwrap_or(1);
+        let compacted = read(META_COMPACTED)?.unwrap_or(0);
+        let empty = history.is_empty().map_err(StorageError::internal)?
+            && log.is_empty().map_err(StorageError::internal)?;
+        match read(META_FORMAT)? {
+            Some(FORMAT) => {}
+            None if empty => {}
+            None => upgrade(&mut history, &mut log)?,
+            Some(other) => {
+                return Err(StorageError::Internal(format!(
+                    "the embedded store's values are in format {other}, which this kapi \
+                     cannot read (it writes format {FORMAT}); run a newer kapi"
+                )));
+            }
+        }
+        meta.insert(META_FORMAT, FORMAT)
+            .map_err(StorageError::internal)?;
+        meta.insert(META_REVISION, revision)
+            .map_err(StorageError::internal)?;
+        let (versions, log_entries) = verify(&history, &log, revision)?;
+        let latest = history::latest_versions(&history)?;
+        let census = StoreCensus {
+            revision: revision as Revision,
+            compacted: compacted as Revision,
+            keys: latest.len() as u64,
+            versions,
+            log_entries,
+        };
+        (census, latest)
+    };
+    txn.commit().map_err(StorageError::internal)?;
+    Ok(loaded)
+}
+
+/// Checks every `history` value and `log` entry against its checksum and the store's
+/// revision. Returns how many of each there are.
+pub(super) fn verify(
+    history: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
+    log: &impl ReadableTable<u64, &'static [u8]>,
+    revision: u64,
+) -> Result<(u64, u64)> {
+    let mut versions = 0;
+    for entry in history.iter().map_err(StorageError::internal)? {
+        let (key, raw) = entry.map_err(StorageError::internal)?;
+        let (key, rev) = key.value();
+        decode_version(key, rev, raw.value())?;
+        if rev > revision {
+            return Err(after_revision("history value", rev, revision));
+        }
+        versions += 1;
+    }
+    let mut log_entries = 0;
+    for entry in log.iter().map_err(StorageError::internal)? {
+        let (rev, raw) = entry.map_err(StorageError::internal)?;
+        decode_log(rev.value(), raw.value())?;
+        if rev.value() > revision {
+            return Err(after_revision("log entry", rev.value(), revision));
+        }
+        log_entries += 1;
+    }
+    Ok((versions, log_entries))
+}
+
+fn after_revision(what: &str, at: u64, revision: u64) -> StorageError {
+    StorageError::Damaged(format!(
+        "the embedded store holds a {what} at revision {at}, after its revision {revision}"
+    ))
+}
+
+/// Rewrites every value of a format 1 store (written before values carried checksums) with
+/// its checksum.
+fn upgrade(
+    history: &mut redb::Table<(&'static [u8], u64), &'static [u8]>,
+    log: &mut redb::Table<u64, &'static [u8]>,
+) -> Result<()> {
+    let mut versions = Vec::new();
+    for entry in history.iter().map_err(StorageError::internal)? {
+        let (key, raw) = entry.map_err(StorageError::internal)?;
+        let (key, rev) = key.value();
+        let upgraded = upgrade_version(key, rev, raw.value())
+            .ok_or_else(|| malformed("history value", rev))?;
+        versions.push((key.to_vec(), rev, upgraded));
+    }
+    for (key, rev, value) in versions {
+        history
+            .insert((key.as_slice(), rev), value.as_slice())
+            .map_err(StorageError::internal)?;
+    }
+    let mut entries = Vec::new();
+    for entry in log.iter().map_err(StorageError::internal)? {
+        let (rev, raw) = entry.map_err(StorageError::internal)?;
+        let upgraded = upgrade_log(rev.value(), raw.value())
+            .ok_or_else(|| malformed("log entry", rev.value()))?;
+        entries.push((rev.value(), upgraded));
+    }
+    for (rev, value) in entries {
+        log.insert(rev, value.as_slice())
+            .map_err(StorageError::internal)?;
+    }
+    tracing::info!("embedded store upgraded: every value now carries a checksum");
+    Ok(())
+}
+
+fn malformed(what: &str, revision: u64) -> StorageError {
+    StorageError::Damaged(format!(
+        "the embedded store's {what} at revision {revision} is malformed"
+    ))
+}
+
+/// Verifies the store file in `dir` as an open would, without changing it: the checks run on
+/// a copy (an open commits, and after damage redb's repair would rewrite the file), which is
+/// removed afterwards.
+pub(super) fn check(dir: &Path, closed_cleanly: bool) -> Result<StoreCensus> {
+    let file = dir.join(super::DB_FILE);
+    match std::fs::metadata(&file) {
+        Err(err) => return Err(StorageError::Internal(format!("{}: {err}", file.display()))),
+        Ok(meta) if meta.len() == 0 => {
+            return Err(StorageError::Damaged(format!(
+                "{} is empty",
+                file.display()
+            )));
+        }
+        Ok(_) => {}
+    }
+    let copy = dir.join(format!("{}.check", super::DB_FILE));
+    let checked = std::fs::copy(&file, &copy)
+        .map_err(|err| StorageError::Internal(format!("copying {}: {err}", file.display())))
+        .and_then(|_| {
+            let db = open_database(&copy, 4 << 20, closed_cleanly)
+                .map_err(|err| rename_damage(err, &copy, &file))?;
+            load(&db).map(|(census, _)| census)
+        });
+    let _ = std::fs::remove_file(&copy);
+    checked
+}
+
+/// Names the original file, not the copy, in an error about the copy.
+fn rename_damage(err: StorageError, copy: &Path, file: &Path) -> StorageError {
+    let (copy, file) = (copy.display().to_string(), file.display().to_string());
+    match err {
+        StorageError::Damaged(why) => StorageError::Damaged(why.replace(&copy, &file)),
+        StorageError::Internal(why) => StorageError::Internal(why.replace(&copy, &file)),
+        other => other,
+    }
+}
