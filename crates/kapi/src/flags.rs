@@ -16,10 +16,49 @@ pub struct Cli {
 }
 
 /// What to do.
+// Parsed once per process: boxing the serve flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the Kubernetes API.
     Serve(ServeOptions),
+    /// Check, snapshot or restore a data directory's embedded store.
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// `kapi store`: what `etcdctl snapshot save`, `etcdutl snapshot restore` and an integrity
+/// check give etcd, for the embedded store.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Verify the store offline (no kapi may be serving the data directory): every page and
+    /// every value against its checksum. Exits non-zero, naming the damage, if any.
+    Check(StoreOptions),
+    /// Save a snapshot of the store, consistent at one revision: from the kapi serving the
+    /// data directory while it serves, or from the store file when none does.
+    Snapshot(SnapshotOptions),
+    /// Restore a snapshot as the store of a data directory that holds none (move a damaged
+    /// store file away first). The snapshot is verified whole before the store is in place.
+    Restore(SnapshotOptions),
+}
+
+/// The flags of `kapi store check`.
+#[derive(Debug, Args)]
+pub struct StoreOptions {
+    /// The data directory, as given to `kapi serve`.
+    #[arg(long, default_value = "./kapi-data")]
+    pub data_dir: PathBuf,
+}
+
+/// The flags of `kapi store snapshot` and `kapi store restore`.
+#[derive(Debug, Args)]
+pub struct SnapshotOptions {
+    /// The data directory, as given to `kapi serve`.
+    #[arg(long, default_value = "./kapi-data")]
+    pub data_dir: PathBuf,
+
+    /// The snapshot file: written (through `<file>.part`, renamed once verified) or read.
+    pub file: PathBuf,
 }
 
 /// The flags of `kapi serve`.
@@ -328,7 +367,9 @@ mod tests {
     #[test]
     fn defaults_are_kube_apiservers() {
         let cli = Cli::try_parse_from(["kapi", "serve"]).unwrap();
-        let Command::Serve(options) = cli.command;
+        let Command::Serve(options) = cli.command else {
+            panic!("kapi serve flags")
+        };
         assert_eq!(options.secure_port, 6443);
         assert_eq!(options.etcd_compaction_interval, Duration::from_secs(300));
         assert_eq!(options.request_timeout, Duration::from_secs(60));
@@ -347,7 +388,9 @@ mod tests {
             "--service-node-port-range=31000-31009",
         ])
         .unwrap();
-        let Command::Serve(options) = cli.command;
+        let Command::Serve(options) = cli.command else {
+            panic!("kapi serve flags")
+        };
         assert_eq!(options.service_cluster_ip_range.to_string(), "10.0.0.0/24");
         assert_eq!(options.service_node_port_range.size, 10);
         for bad in [
@@ -363,7 +406,10 @@ mod tests {
 
     #[test]
     fn service_account_flags_are_kube_apiservers() {
-        let Command::Serve(defaults) = Cli::try_parse_from(["kapi", "serve"]).unwrap().command;
+        let Command::Serve(defaults) = Cli::try_parse_from(["kapi", "serve"]).unwrap().command
+        else {
+            panic!("kapi serve flags")
+        };
         assert_eq!(
             defaults.service_account_issuer,
             "https://kubernetes.default.svc.cluster.local"
@@ -379,7 +425,9 @@ mod tests {
             "--service-account-key-file=/k/b.pub",
         ])
         .unwrap();
-        let Command::Serve(options) = cli.command;
+        let Command::Serve(options) = cli.command else {
+            panic!("kapi serve flags")
+        };
         assert_eq!(options.service_account_issuer, "https://issuer.example");
         assert_eq!(
             options.service_account_signing_key_file,
@@ -405,7 +453,9 @@ mod tests {
             "--v=4",
         ])
         .unwrap();
-        let Command::Serve(options) = cli.command;
+        let Command::Serve(options) = cli.command else {
+            panic!("kapi serve flags")
+        };
         assert_eq!(options.request_timeout, Duration::from_secs(90));
         assert_eq!(options.etcd_servers, ["https://a:2379", "https://b:2379"]);
         assert_eq!(options.tls_san, ["a.example", "b.example", "10.0.0.1"]);

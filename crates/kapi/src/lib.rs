@@ -12,3 +12,4 @@ mod pki;
 mod resolver;
 pub mod serve;
 mod storage;
+pub mod store_command;

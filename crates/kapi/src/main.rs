@@ -3,8 +3,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use kapi::flags::{Cli, Command};
-use kapi::{logging, serve};
+use kapi::flags::{Cli, Command, ServeOptions};
+use kapi::{logging, serve, store_command};
 
 /// mimalloc rather than the system allocator: a request builds and drops many small JSON
 /// values on every worker thread, where glibc's malloc spent about a third of the CPU time
@@ -23,7 +23,23 @@ fn raise_open_file_limit() {
 }
 
 fn main() -> ExitCode {
-    let Command::Serve(options) = Cli::parse().command;
+    match Cli::parse().command {
+        Command::Serve(options) => run_server(options),
+        Command::Store(command) => {
+            logging::init(0);
+            match store_command::run(command) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("error: {err:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+/// `kapi serve`.
+fn run_server(options: ServeOptions) -> ExitCode {
     logging::init(options.verbosity);
     raise_open_file_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

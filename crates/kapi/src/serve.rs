@@ -23,6 +23,7 @@ use crate::flags::ServeOptions;
 use crate::pki::{self, PkiFiles};
 use crate::resolver::EndpointsResolver;
 use crate::storage::Storage;
+use crate::store_command;
 
 /// How often the `kubernetes` Service, its Endpoints and EndpointSlice are reconciled.
 const KUBERNETES_SERVICE_INTERVAL: Duration = Duration::from_secs(10);
@@ -94,6 +95,10 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         &options.service_account_key_file,
     )?);
     let storage = Storage::open(&options).await?;
+    let snapshots = storage
+        .embedded
+        .clone()
+        .and_then(|store| store_command::serve_snapshots(&options.data_dir, store));
     let resolver = EndpointsResolver::new();
     let apiextensions =
         ApiExtensionsServer::new(storage.store.clone(), &storage.prefix, resolver.clone());
@@ -273,6 +278,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
                 let _ = stop.await;
             })
             .await;
+        if let Some(snapshots) = snapshots {
+            snapshots.stop().await;
+        }
         storage.close().await?;
         served.map_err(Into::into)
     });

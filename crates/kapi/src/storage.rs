@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use kapi_storage::{Compactor, EmbeddedConfig, EmbeddedStore, EtcdConfig, EtcdStore, Store};
+use kapi_storage::{
+    Compactor, EmbeddedConfig, EmbeddedStore, EtcdConfig, EtcdStore, StorageError, Store,
+};
 
 use crate::flags::ServeOptions;
 
@@ -20,6 +22,8 @@ pub struct Storage {
     pub description: String,
     /// The embedded store's identity record (see [`IDENTITY_FILE`]).
     identity: Option<PathBuf>,
+    /// The embedded store, for snapshots; `None` on etcd.
+    pub embedded: Option<Arc<EmbeddedStore>>,
     _compactor: Option<Compactor>,
 }
 
@@ -27,13 +31,18 @@ impl Storage {
     /// Opens the store the options select and starts compacting it.
     pub async fn open(options: &ServeOptions) -> Result<Storage> {
         let mut identity = None;
+        let mut embedded = None;
         let (store, description): (Arc<dyn Store>, String) = if options.etcd_servers.is_empty() {
-            let dir = options.data_dir.join("store");
+            let dir = store_dir(&options.data_dir);
             let record = options.data_dir.join(IDENTITY_FILE);
             let recorded = check_store_file(&record, &dir)?;
-            let store = Arc::new(open_embedded(&dir)?);
-            record_identity(&record, recorded, store.current_revision().await?)?;
+            let closed_cleanly = recorded.is_some_and(|identity| identity.closed);
+            let store = Arc::new(open_embedded(&dir, closed_cleanly)?);
+            let revision = store.current_revision().await?;
+            check_identity(&record, recorded, revision)?;
+            record_identity(&record, revision, false)?;
             identity = Some(record);
+            embedded = Some(store.clone());
             (store, format!("embedded in {}", dir.display()))
         } else {
             let store = Arc::new(connect_etcd(options).await?);
@@ -46,35 +55,67 @@ impl Storage {
             prefix,
             description,
             identity,
+            embedded,
             _compactor: compactor,
         })
     }
 
     /// Closes the storage after the server stopped: the embedded store's identity records
-    /// the revision it was left at, so a later start on an older copy is refused.
+    /// the revision it was left at, so a later start on an older copy is refused, and whether
+    /// it was closed cleanly.
     pub async fn close(self) -> Result<()> {
-        if let Some(identity) = &self.identity {
-            record_identity(identity, None, self.store.current_revision().await?)?;
+        if let (Some(identity), Some(store)) = (&self.identity, &self.embedded) {
+            // Controllers may still be writing: closing makes their writes fail and waits for
+            // the one in flight, so the revision recorded is the last and no commit is torn.
+            let closing = store.clone();
+            tokio::task::spawn_blocking(move || closing.close())
+                .await
+                .context("closing the embedded store")?;
+            record_identity(identity, store.current_revision().await?, true)?;
         }
         Ok(())
     }
 }
 
-/// The record, beside the store directory, that a data directory holds an embedded store and
-/// the revision it was at when kapi last started on it: a store that is missing, empty or
-/// older than that is damage (a lost or replaced file), not a first start.
-const IDENTITY_FILE: &str = "store-identity";
+/// The record, beside the store directory, that a data directory holds an embedded store:
+/// the revision it was at when kapi last started on it or stopped, and whether that stop was
+/// clean. A store that is missing, empty or older than that is damage (a lost or replaced
+/// file), not a first start; a store closed cleanly has no torn last commit to roll back.
+pub(crate) const IDENTITY_FILE: &str = "store-identity";
 
-/// Fails if `identity` says the data directory held a store that the store directory `dir`
-/// no longer has (no file, or an empty one); the revision it recorded, if any.
-fn check_store_file(identity: &Path, dir: &Path) -> Result<Option<i64>> {
-    let Ok(text) = std::fs::read_to_string(identity) else {
+/// The embedded store's directory in a data directory.
+pub(crate) fn store_dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("store")
+}
+
+/// What the identity record says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Identity {
+    pub revision: i64,
+    /// The last kapi on the store stopped cleanly (it was not killed or crashed).
+    pub closed: bool,
+}
+
+/// Reads the identity record, if there is one: `<revision>` or `<revision> closed`.
+pub(crate) fn read_identity(path: &Path) -> Result<Option<Identity>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
         return Ok(None);
     };
-    let recorded: i64 = text
-        .trim()
-        .parse()
-        .with_context(|| format!("reading {}", identity.display()))?;
+    let mut words = text.split_whitespace();
+    let revision = words
+        .next()
+        .and_then(|word| word.parse().ok())
+        .with_context(|| format!("{} does not start with a revision", path.display()))?;
+    let closed = words.next() == Some("closed");
+    Ok(Some(Identity { revision, closed }))
+}
+
+/// Fails if `identity` says the data directory held a store that the store directory `dir`
+/// no longer has (no file, or an empty one); what the record says, if there is one.
+fn check_store_file(identity: &Path, dir: &Path) -> Result<Option<Identity>> {
+    let Some(recorded) = read_identity(identity)? else {
+        return Ok(None);
+    };
     let file = dir.join(kapi_storage::EMBEDDED_DB_FILE);
     let damage = match std::fs::metadata(&file) {
         Err(_) => "is missing",
@@ -82,34 +123,56 @@ fn check_store_file(identity: &Path, dir: &Path) -> Result<Option<i64>> {
         Ok(_) => return Ok(Some(recorded)),
     };
     bail!(
-        "{} {damage}, but this data directory held a store at revision {recorded}: restore \
-         the file from a backup, or delete {} to start over with an empty store",
+        "{} {damage}, but this data directory held a store at revision {}: restore a \
+         snapshot with `kapi store restore`, or delete {} to start over with an empty store",
         file.display(),
+        recorded.revision,
         identity.display()
     )
 }
 
-/// Records that the data directory holds a store at `revision`, after checking that it is
-/// not older than the `recorded` one (a store file replaced by an older copy).
-fn record_identity(identity: &Path, recorded: Option<i64>, revision: i64) -> Result<()> {
-    if let Some(recorded) = recorded.filter(|recorded| revision < *recorded) {
+/// Fails if the store's `revision` is older than the `recorded` one (a store file replaced
+/// by an older copy).
+fn check_identity(identity: &Path, recorded: Option<Identity>, revision: i64) -> Result<()> {
+    if let Some(recorded) = recorded.filter(|recorded| revision < recorded.revision) {
         bail!(
-            "the store is at revision {revision}, older than revision {recorded} this data \
-             directory was at: the store file was replaced or rolled back; restore the right \
-             file, or delete {} to serve this one",
+            "the store is at revision {revision}, older than revision {} this data directory \
+             was at: the store file was replaced or rolled back; restore the right file or a \
+             snapshot, or delete {} to serve this one",
+            recorded.revision,
             identity.display()
         );
     }
+    Ok(())
+}
+
+/// Records that the data directory holds a store at `revision`, closed cleanly or not.
+pub(crate) fn record_identity(identity: &Path, revision: i64, closed: bool) -> Result<()> {
     let temporary = identity.with_extension("tmp");
-    std::fs::write(&temporary, format!("{revision}\n"))
+    let closed = if closed { " closed" } else { "" };
+    std::fs::write(&temporary, format!("{revision}{closed}\n"))
         .and_then(|()| std::fs::rename(&temporary, identity))
         .with_context(|| format!("writing {}", identity.display()))
 }
 
-/// Opens the embedded store in `dir`.
-fn open_embedded(dir: &Path) -> Result<EmbeddedStore> {
-    EmbeddedStore::open(EmbeddedConfig::new(dir))
-        .with_context(|| format!("opening the embedded store in {}", dir.display()))
+/// Opens the embedded store in `dir`. Damage fails the open with what is damaged and the
+/// ways back.
+fn open_embedded(dir: &Path, closed_cleanly: bool) -> Result<EmbeddedStore> {
+    let config = EmbeddedConfig {
+        closed_cleanly,
+        ..EmbeddedConfig::new(dir)
+    };
+    match EmbeddedStore::open(config) {
+        Ok(store) => Ok(store),
+        Err(StorageError::Damaged(why)) => bail!(
+            "the embedded store in {} is damaged and will not be served: {why}; restore a \
+             snapshot with `kapi store restore` (after moving the damaged file away)",
+            dir.display()
+        ),
+        Err(err) => {
+            Err(err).with_context(|| format!("opening the embedded store in {}", dir.display()))
+        }
+    }
 }
 
 /// Connects to the etcd cluster the options name.

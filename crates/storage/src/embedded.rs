@@ -148,8 +148,9 @@ impl Shared {
 /// every watch; the database file is closed once the last watch stream is dropped too.
 pub struct EmbeddedStore {
     shared: Arc<Shared>,
-    requests: Option<mpsc::Sender<Request>>,
-    committer: Option<JoinHandle<()>>,
+    /// Where writes go; `None` once closed.
+    requests: RwLock<Option<mpsc::Sender<Request>>>,
+    committer: parking_lot::Mutex<Option<JoinHandle<()>>>,
     ticker: tokio::task::JoinHandle<()>,
 }
 
@@ -177,8 +178,8 @@ impl EmbeddedStore {
         let ticker = spawn_ticker(Arc::downgrade(&shared), config.progress_interval);
         Ok(EmbeddedStore {
             shared,
-            requests: Some(requests),
-            committer: Some(committer),
+            requests: RwLock::new(Some(requests)),
+            committer: parking_lot::Mutex::new(Some(committer)),
             ticker,
         })
     }
@@ -212,8 +213,9 @@ impl EmbeddedStore {
     /// Sends `op` to the committer and waits for its outcome.
     async fn submit(&self, op: Op) -> Result<Outcome> {
         let (reply, outcome) = oneshot::channel();
-        let closed = || StorageError::Internal("the store's committer has stopped".into());
+        let closed = || StorageError::Unavailable("the store is closed".into());
         self.requests
+            .read()
             .as_ref()
             .ok_or_else(closed)?
             .send(Request { op, reply })
@@ -256,15 +258,24 @@ impl EmbeddedStore {
     }
 }
 
-impl Drop for EmbeddedStore {
-    fn drop(&mut self) {
+impl EmbeddedStore {
+    /// Closes the store: the writes already queued are committed and answered, later ones
+    /// fail as unavailable, every watch ends. Once it returns no write is in flight, so the
+    /// file's last commit is whole. Blocks until the committer has stopped.
+    pub fn close(&self) {
         self.ticker.abort();
         // Closing the channel ends the committer once it has answered what is queued.
-        drop(self.requests.take());
-        if let Some(committer) = self.committer.take() {
+        drop(self.requests.write().take());
+        if let Some(committer) = self.committer.lock().take() {
             let _ = committer.join();
         }
         self.shared.state.write().notifications = None;
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 

@@ -72,7 +72,10 @@ async fn a_flipped_byte_is_refused_or_harmless() {
         std::fs::write(trial.path().join(EMBEDDED_DB_FILE), &bytes).unwrap();
         match EmbeddedStore::open(config(trial.path())) {
             Err(StorageError::Damaged(why)) => {
-                assert!(why.contains(EMBEDDED_DB_FILE) || why.contains("revision"), "{why}");
+                assert!(
+                    why.contains(EMBEDDED_DB_FILE) || why.contains("revision"),
+                    "{why}"
+                );
                 refused += 1;
             }
             Err(other) => panic!("seed {seed}: byte {at}: not named as damage: {other}"),
@@ -83,7 +86,10 @@ async fn a_flipped_byte_is_refused_or_harmless() {
         }
     }
     eprintln!("seed {seed}: {refused} flips refused, {harmless} harmless");
-    assert!(refused > 0, "seed {seed}: no flip was detected ({harmless} harmless)");
+    assert!(
+        refused > 0,
+        "seed {seed}: no flip was detected ({harmless} harmless)"
+    );
 }
 
 /// The offline check verifies a store without changing a byte of it, and names damage.
@@ -98,8 +104,15 @@ async fn check_verifies_without_changing_the_file() {
     let before = std::fs::read(&file).unwrap();
     let census = EmbeddedStore::check(dir.path(), true).unwrap();
     assert_eq!(census.keys, expected.len() as u64);
-    assert!(census.versions >= census.keys && census.log_entries > 0, "{census:?}");
-    assert_eq!(std::fs::read(&file).unwrap(), before, "check changed the file");
+    assert!(
+        census.versions >= census.keys && census.log_entries > 0,
+        "{census:?}"
+    );
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "check changed the file"
+    );
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "check left files behind: {leftovers:?}");
 
@@ -200,7 +213,10 @@ async fn a_snapshot_under_writes_restores_its_revision() {
         writer.await.unwrap();
     }
     assert_eq!(info.bytes, bytes.len() as u64);
-    assert_eq!(EmbeddedStore::verify_snapshot(&mut bytes.as_slice()).unwrap(), info);
+    assert_eq!(
+        EmbeddedStore::verify_snapshot(&mut bytes.as_slice()).unwrap(),
+        info
+    );
     let at_snapshot = store
         .list(
             "/r/",

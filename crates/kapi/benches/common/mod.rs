@@ -118,7 +118,9 @@ async fn start_server(data_dir: &Path, flags: &[&str]) -> kapi::serve::RunningSe
     let dir = data_dir.to_str().expect("utf-8 temp dir");
     let mut args = vec!["kapi", "serve", "--secure-port", &port, "--data-dir", dir];
     args.extend(flags);
-    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
+    let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command else {
+        panic!("kapi serve flags")
+    };
     kapi::serve::start(options).await.expect("kapi starts")
 }
 

@@ -412,7 +412,9 @@ async fn bad_audit_flags_stop_the_server() {
         format!("--audit-policy-file={}", policy.display()),
         format!("--audit-log-path={}", log.display()),
     ];
-    let Command::Serve(options) = Cli::try_parse_from(&args).unwrap().command;
+    let Command::Serve(options) = Cli::try_parse_from(&args).unwrap().command else {
+        panic!("kapi serve flags")
+    };
     let err = kapi::serve::start(options)
         .await
         .err()

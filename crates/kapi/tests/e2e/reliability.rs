@@ -769,3 +769,192 @@ async fn a_lost_emptied_or_rolled_back_store_refuses_to_start() {
     assert_eq!(kept.status, 200, "{}", kept.body);
     kapi.stop().await;
 }
+
+/// Runs `kapi store <args>`; its exit status and its output (stdout, then stderr).
+fn kapi_store(args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
+        .arg("store")
+        .args(args)
+        .output()
+        .expect("run kapi store");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.success(), text)
+}
+
+fn data_dir_arg(kapi: &Kapi) -> String {
+    format!("--data-dir={}", kapi.data_dir.path().display())
+}
+
+/// A store file with flipped bytes or cut short is refused at start with a message naming
+/// the damage, `kapi store check` names it too, and a snapshot restores the data directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_store_refuses_to_start_and_a_snapshot_restores_it() {
+    let mut kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let marker = "a value that marks this ConfigMap in the store file";
+    kapi.admin()
+        .create(
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "marked"}, "data": {"k": marker}}),
+        )
+        .await;
+    let snapshot = kapi.data_dir.path().join("backup.snap");
+    let snapshot_arg = snapshot.display().to_string();
+    let (ok, said) = kapi_store(&["snapshot", &data_dir_arg(&kapi), &snapshot_arg]);
+    assert!(
+        ok && said.contains("from the kapi serving the data directory"),
+        "{said}"
+    );
+    kapi.terminate().await;
+    let identity = std::fs::read_to_string(kapi.data_dir.path().join("store-identity"));
+    assert!(
+        identity.unwrap().ends_with(" closed\n"),
+        "a clean stop is recorded"
+    );
+    let (ok, said) = kapi_store(&["check", &data_dir_arg(&kapi)]);
+    assert!(ok && said.contains(": ok: revision"), "{said}");
+
+    let store = kapi.data_dir.path().join("store/kapi.redb");
+    let pristine = std::fs::read(&store).expect("read the store");
+    // Every copy of the marker (the live page's, and freed pages' older ones).
+    let copies: Vec<usize> = (0..pristine.len() - marker.len())
+        .filter(|&at| pristine[at..].starts_with(marker.as_bytes()))
+        .collect();
+    assert!(!copies.is_empty(), "the marker in the store file");
+    let mut flipped = pristine.clone();
+    for at in copies {
+        flipped[at + 7] ^= 0x04;
+    }
+    std::fs::write(&store, &flipped).expect("flip a byte");
+    let log = kapi.launch_refused().await;
+    assert!(log.contains("is damaged and will not be served"), "{log}");
+    let (ok, said) = kapi_store(&["check", &data_dir_arg(&kapi)]);
+    assert!(!ok && said.contains("is damaged"), "{said}");
+
+    std::fs::write(&store, &pristine[..pristine.len() / 2]).expect("cut the store");
+    let log = kapi.launch_refused().await;
+    assert!(log.contains("is damaged and will not be served"), "{log}");
+
+    let (ok, said) = kapi_store(&["restore", &data_dir_arg(&kapi), &snapshot_arg]);
+    assert!(!ok && said.contains("already holds a store"), "{said}");
+    std::fs::rename(&store, kapi.data_dir.path().join("damaged.redb")).expect("move it away");
+    let (ok, said) = kapi_store(&["restore", &data_dir_arg(&kapi), &snapshot_arg]);
+    assert!(ok, "{said}");
+    kapi.launch().await;
+    let marked = kapi
+        .admin()
+        .get("/api/v1/namespaces/default/configmaps/marked")
+        .await;
+    assert_eq!(marked.status, 200, "{}", marked.body);
+    assert_eq!(marked.json()["data"]["k"], marker);
+    kapi.stop().await;
+}
+
+/// A snapshot taken from the serving kapi while 8 clients create objects restores to a
+/// store that serves every object acknowledged at or before the snapshot's revision, at
+/// that resourceVersion, and none acknowledged after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_under_write_load_restores_every_acknowledged_write() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let count = Arc::new(AtomicUsize::new(0));
+    let writers: Vec<_> = (0..8)
+        .map(|writer| {
+            let (client, stop, count) = (kapi.admin(), stop.clone(), count.clone());
+            tokio::spawn(async move {
+                let mut acknowledged = Vec::new();
+                for n in 0.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let name = format!("w{writer}-{n}");
+                    let created = client
+                        .create(
+                            "/api/v1/namespaces/default/configmaps",
+                            json!({"metadata": {"name": name}}),
+                        )
+                        .await;
+                    let version = created["metadata"]["resourceVersion"].as_str().unwrap();
+                    acknowledged.push((name, version.parse::<i64>().unwrap()));
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+                acknowledged
+            })
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while count.load(Ordering::Relaxed) < 200 {
+        assert!(Instant::now() < deadline, "too few writes acknowledged");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let snapshot = kapi.data_dir.path().join("load.snap").display().to_string();
+    let (ok, said) = kapi_store(&["snapshot", &data_dir_arg(&kapi), &snapshot]);
+    assert!(ok, "{said}");
+    let after = count.load(Ordering::Relaxed);
+    while count.load(Ordering::Relaxed) < after + 100 {
+        assert!(
+            Instant::now() < deadline,
+            "writes stopped after the snapshot"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut acknowledged = Vec::new();
+    for writer in writers {
+        acknowledged.extend(writer.await.expect("a writer"));
+    }
+    let revision: i64 = said
+        .split("revision ")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|revision| revision.parse().ok())
+        .unwrap_or_else(|| panic!("no revision in {said:?}"));
+
+    let mut restored = Kapi::new(Backend::Embedded, &[]).await;
+    let restored_dir = restored.data_dir.path().display().to_string();
+    let (ok, said) = kapi_store(&["restore", &format!("--data-dir={restored_dir}"), &snapshot]);
+    assert!(ok, "{said}");
+    restored.launch().await;
+    let listed = restored
+        .admin()
+        .get("/api/v1/namespaces/default/configmaps")
+        .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let stored: std::collections::BTreeMap<String, i64> = listed.json()["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| {
+            let meta = &item["metadata"];
+            let version = meta["resourceVersion"].as_str().unwrap().parse().unwrap();
+            (meta["name"].as_str().unwrap().to_string(), version)
+        })
+        .collect();
+    let (before, later): (Vec<_>, Vec<_>) = acknowledged
+        .iter()
+        .partition(|(_, version)| *version <= revision);
+    assert!(
+        !before.is_empty() && !later.is_empty(),
+        "writes on both sides"
+    );
+    for (name, version) in &before {
+        assert_eq!(
+            stored.get(name),
+            Some(version),
+            "{name} lost by the snapshot"
+        );
+    }
+    for (name, _) in &later {
+        assert!(!stored.contains_key(name), "{name} is after the snapshot");
+    }
+    eprintln!(
+        "snapshot at revision {revision}: {} acknowledged before it all restored, {} after it absent",
+        before.len(),
+        later.len()
+    );
+    restored.stop().await;
+    kapi.stop().await;
+}

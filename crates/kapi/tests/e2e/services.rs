@@ -476,7 +476,9 @@ async fn replicas_on_one_etcd_share_allocations_and_endpoints() {
                 "--service-node-port-range",
                 "30000-30031",
             ];
-            let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command;
+            let Command::Serve(options) = Cli::try_parse_from(args).expect("flags").command else {
+                panic!("kapi serve flags")
+            };
             let server = serve::start(options).await.expect("kapi starts");
             (server, data_dir)
         }

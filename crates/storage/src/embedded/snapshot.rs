@@ -216,10 +216,8 @@ fn build(input: &mut dyn Read, path: &Path) -> Result<SnapshotInfo> {
         insert(&txn, record).map_err(StorageError::internal)?;
         pending += 1;
         if pending == RESTORE_CHUNK {
-            let full = std::mem::replace(
-                &mut txn,
-                db.begin_write().map_err(StorageError::internal)?,
-            );
+            let full =
+                std::mem::replace(&mut txn, db.begin_write().map_err(StorageError::internal)?);
             full.commit().map_err(StorageError::internal)?;
             pending = 0;
         }

@@ -73,7 +73,10 @@ impl TestServer {
             args.extend(["--etcd-servers", servers]);
         }
         args.extend(flags);
-        let Command::Serve(options) = Cli::try_parse_from(&args).expect("flags parse").command;
+        let Command::Serve(options) = Cli::try_parse_from(&args).expect("flags parse").command
+        else {
+            panic!("kapi serve flags")
+        };
         let server = serve::start(options).await.expect("kapi starts");
         let kubeconfig = server.kubeconfig.clone();
         let test = TestServer {
