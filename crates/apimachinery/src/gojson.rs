@@ -427,3 +427,111 @@ mod tests {
         }
     }
 }
+
+/// Go's `json.Indent(dst, src, "", "  ")` as a stream: re-indents compact JSON the way
+/// `json.MarshalIndent` writes it (kube-apiserver's pretty serializer), fed chunk by chunk so
+/// a streamed LIST stays streamed. Whitespace outside strings is dropped (so is the compact
+/// encoder's final newline: `MarshalIndent` writes none); empty objects and arrays stay `{}`
+/// and `[]`.
+#[derive(Debug, Default)]
+pub struct Indenter {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// A `{` or `[` was written and its newline is held back until the next token shows it
+    /// is not empty.
+    opened: bool,
+}
+
+impl Indenter {
+    /// Appends the indented form of `chunk`, the next bytes of the document, to `out`.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<u8>) {
+        out.reserve(chunk.len() + chunk.len() / 4);
+        for &byte in chunk {
+            if self.in_string {
+                out.push(byte);
+                match (self.escaped, byte) {
+                    (true, _) => self.escaped = false,
+                    (false, b'\\') => self.escaped = true,
+                    (false, b'"') => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            if byte.is_ascii_whitespace() {
+                continue;
+            }
+            let closing = matches!(byte, b'}' | b']');
+            if self.opened && !closing {
+                self.opened = false;
+                self.depth += 1;
+                self.newline(out);
+            }
+            match byte {
+                b'{' | b'[' => {
+                    self.opened = true;
+                    out.push(byte);
+                }
+                b',' => {
+                    out.push(byte);
+                    self.newline(out);
+                }
+                b':' => out.extend_from_slice(b": "),
+                b'}' | b']' => {
+                    if self.opened {
+                        self.opened = false;
+                    } else {
+                        self.depth = self.depth.saturating_sub(1);
+                        self.newline(out);
+                    }
+                    out.push(byte);
+                }
+                b'"' => {
+                    self.in_string = true;
+                    out.push(byte);
+                }
+                _ => out.push(byte),
+            }
+        }
+    }
+
+    fn newline(&self, out: &mut Vec<u8>) {
+        out.push(b'\n');
+        out.extend(std::iter::repeat_n(b' ', 2 * self.depth));
+    }
+}
+
+#[cfg(test)]
+mod indent_tests {
+    use super::Indenter;
+
+    fn indent(chunks: &[&str]) -> String {
+        let mut indenter = Indenter::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            indenter.push(chunk.as_bytes(), &mut out);
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// The output of Go's `json.MarshalIndent(v, "", "  ")` for the same value.
+    #[test]
+    fn indents_as_go_marshal_indent() {
+        let compact = r#"{"kind":"Status","metadata":{},"details":{"causes":[{"a":"x, y: {z}"},[]]},"s":"q\"{,}","code":404}"#;
+        let go = "{\n  \"kind\": \"Status\",\n  \"metadata\": {},\n  \"details\": {\n    \"causes\": [\n      {\n        \"a\": \"x, y: {z}\"\n      },\n      []\n    ]\n  },\n  \"s\": \"q\\\"{,}\",\n  \"code\": 404\n}";
+        assert_eq!(indent(&[compact, "\n"]), go);
+        // Any split into chunks gives the same bytes.
+        for at in 0..compact.len() {
+            assert_eq!(
+                indent(&[&compact[..at], &compact[at..], "\n"]),
+                go,
+                "split at {at}"
+            );
+        }
+        assert_eq!(indent(&["[]\n"]), "[]");
+        assert_eq!(
+            indent(&["{\"a\":[1,2]}"]),
+            "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+        );
+    }
+}

@@ -4,9 +4,9 @@
 //! APIGroupDiscoveryList) for `/api` and `/apis`.
 //!
 //! These are pure functions, no HTTP. Each document comes typed (`*_document`: structs whose
-//! fields are declared in the order kube-apiserver writes them, so `serde_json::to_vec(&doc)`
-//! writes the same fields in the same order; upstream's encoder also ends the body with a
-//! newline) and as a `serde_json::Value` (same content, keys sorted). kube-apiserver
+//! fields are declared in the order kube-apiserver writes them) and as the JSON bytes
+//! upstream's encoder writes (the same fields in the same order, then a newline; a
+//! `serde_json::Value` would sort the keys). kube-apiserver
 //! serves `/apis` and `/apis/<group>` from its aggregator, so groups and versions are ordered by
 //! APIService priority (the built-in table in [`PRIORITIES`], then `1000`/`100` for anything
 //! else, as for CRDs), and `apiregistration.k8s.io` comes first.
@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::resource::{ResourceDefinition, Subresource, SubresourceKind};
 
@@ -858,44 +857,47 @@ pub fn aggregated_document(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The documents as JSON values
+// The documents as kube-apiserver writes them
 
-fn value(document: &impl Serialize) -> Value {
-    serde_json::to_value(document).unwrap_or_default()
+/// A document's JSON as upstream's encoder writes it: the typed fields in their declared
+/// (Go) order, then a newline.
+fn json(document: &impl Serialize) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec(document).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
 }
 
-/// [`api_versions_document`] as a JSON value. A `Value` sorts its keys: serve the typed
-/// document to keep upstream's field order.
-pub fn api_versions(server_address: &str) -> Value {
-    value(&api_versions_document(server_address))
+/// [`api_versions_document`] as JSON.
+pub fn api_versions(server_address: &str) -> Vec<u8> {
+    json(&api_versions_document(server_address))
 }
 
-/// [`api_group_list_document`] as a JSON value.
-pub fn api_group_list(defs: &[Arc<ResourceDefinition>]) -> Value {
-    value(&api_group_list_document(defs))
+/// [`api_group_list_document`] as JSON.
+pub fn api_group_list(defs: &[Arc<ResourceDefinition>]) -> Vec<u8> {
+    json(&api_group_list_document(defs))
 }
 
-/// [`api_group_document`] as a JSON value.
-pub fn api_group(defs: &[Arc<ResourceDefinition>], group: &str) -> Option<Value> {
-    api_group_document(defs, group).map(|doc| value(&doc))
+/// [`api_group_document`] as JSON.
+pub fn api_group(defs: &[Arc<ResourceDefinition>], group: &str) -> Option<Vec<u8>> {
+    api_group_document(defs, group).map(|doc| json(&doc))
 }
 
-/// [`api_resource_list_document`] as a JSON value.
+/// [`api_resource_list_document`] as JSON.
 pub fn api_resource_list(
     defs: &[Arc<ResourceDefinition>],
     group: &str,
     version: &str,
-) -> Option<Value> {
-    api_resource_list_document(defs, group, version).map(|doc| value(&doc))
+) -> Option<Vec<u8>> {
+    api_resource_list_document(defs, group, version).map(|doc| json(&doc))
 }
 
-/// [`aggregated_document`] as a JSON value.
+/// [`aggregated_document`] as JSON.
 pub fn aggregated(
     defs: &[Arc<ResourceDefinition>],
     legacy: bool,
-    version: impl Into<AggregatedVersion>,
-) -> Value {
-    value(&aggregated_document(defs, legacy, version))
+    version: AggregatedVersion,
+) -> Vec<u8> {
+    json(&aggregated_document(defs, legacy, version))
 }
 
 #[cfg(test)]
@@ -1575,38 +1577,44 @@ pub(crate) mod tests {
         assert_ne!(etag(b"[]"), tag);
     }
 
+    /// The served bytes keep Go's field order (not a `Value`'s sorted keys) and end with a
+    /// newline, as upstream's encoder writes them: scripts that match raw JSON see the same.
     #[test]
-    fn value_forms_equal_the_typed_documents() {
+    fn served_documents_keep_upstream_field_order() {
         let defs = builtin();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+        let versions = text(api_versions("a:1"));
         assert_eq!(
-            api_versions("a:1"),
-            serde_json::to_value(api_versions_document("a:1")).unwrap()
+            versions,
+            "{\"kind\":\"APIVersions\",\"versions\":[\"v1\"],\"serverAddressByClientCIDRs\":\
+             [{\"clientCIDR\":\"0.0.0.0/0\",\"serverAddress\":\"a:1\"}]}\n"
         );
-        assert_eq!(
-            api_group_list(&defs),
-            serde_json::to_value(api_group_list_document(&defs)).unwrap()
+        let core = text(api_resource_list(&defs, "", "v1").unwrap());
+        assert!(
+            core.starts_with(
+                "{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":[{\"name\":"
+            ),
+            "{core}"
         );
-        assert_eq!(
-            api_group(&defs, "apps"),
-            Some(serde_json::to_value(api_group_document(&defs, "apps").unwrap()).unwrap())
+        assert!(core.ends_with("}\n"));
+        let group = text(api_group(&defs, "apps").unwrap());
+        assert!(
+            group.starts_with("{\"kind\":\"APIGroup\",\"apiVersion\":\"v1\",\"name\":\"apps\""),
+            "{group}"
+        );
+        let groups = text(api_group_list(&defs));
+        assert!(
+            groups.starts_with("{\"kind\":\"APIGroupList\",\"apiVersion\":\"v1\",\"groups\":"),
+            "{groups}"
         );
         assert_eq!(api_group(&defs, "batch"), None);
-        assert_eq!(
-            api_resource_list(&defs, "", "v1"),
-            Some(
-                serde_json::to_value(api_resource_list_document(&defs, "", "v1").unwrap()).unwrap()
-            )
-        );
-        let doc = aggregated(&defs, false, AggregatedVersion::V2);
-        assert_eq!(doc["apiVersion"], "apidiscovery.k8s.io/v2");
-        assert_eq!(aggregated(&defs, false, "v2"), doc);
-        assert_eq!(
-            aggregated(&defs, true, "v2beta1")["apiVersion"],
-            "apidiscovery.k8s.io/v2beta1"
-        );
-        assert_eq!(
-            doc["items"][0]["metadata"],
-            serde_json::json!({"name": "apps"})
+        let aggregated = text(aggregated(&defs, false, AggregatedVersion::V2));
+        assert!(
+            aggregated.starts_with(
+                "{\"kind\":\"APIGroupDiscoveryList\",\"apiVersion\":\"apidiscovery.k8s.io/v2\""
+            ),
+            "{}",
+            &aggregated[..100]
         );
     }
 }

@@ -6,6 +6,8 @@
 //!    the id too.
 //! 2. [`panic`]: a panicking handler answers 500 and the server lives.
 //! 3. [`request_info`]: resolves the [`RequestInfo`] once and stores it in the request.
+//!    [`pretty`] follows it: the JSON answers of everything inside are indented for people
+//!    who ask (`?pretty=true`, curl), Status errors of the later filters included.
 //! 4. [`authentication`]: stores the [`UserInfo`](crate::authn::UserInfo) or answers 401.
 //! 5. [`audit`]: records the request in the audit log, as the audit policy asks.
 //! 6. [`impersonation`]: replaces the user with the one the `Impersonate-*` headers name,
@@ -27,6 +29,7 @@ pub mod long_running;
 pub mod max_inflight;
 pub mod metrics;
 pub mod panic;
+pub mod pretty;
 pub mod request_info;
 pub mod request_log;
 pub mod timeout;

@@ -34,6 +34,7 @@ use crate::filters::impersonation::ImpersonationLayer;
 use crate::filters::max_inflight::MaxInFlightLayer;
 use crate::filters::metrics::MetricsLayer;
 use crate::filters::panic::PanicRecoveryLayer;
+use crate::filters::pretty::PrettyJsonLayer;
 use crate::filters::request_info::RequestInfoLayer;
 use crate::filters::request_log::RequestLogLayer;
 use crate::filters::timeout::TimeoutLayer;
@@ -246,6 +247,7 @@ impl GenericApiServer {
             .layer(RequestLogLayer)
             .layer(PanicRecoveryLayer)
             .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
+            .layer(PrettyJsonLayer)
             .layer(AuthenticationLayer::new(
                 self.authentication,
                 self.auditor.clone(),

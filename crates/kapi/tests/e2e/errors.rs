@@ -1358,3 +1358,76 @@ async fn unauthorized() {
     kapi.stop().await;
     checks.finish();
 }
+
+/// JSON is indented as Go's `json.MarshalIndent` writes it for people: `?pretty=true`, or a
+/// curl, Wget or browser User-Agent (upstream's `isPrettyPrint`); never for kubectl, never for
+/// a watch, and `?pretty=false` wins over the User-Agent. Discovery keeps Go's field order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pretty_json_for_people_and_discovery_in_go_field_order() {
+    const CURL: &[(&str, &str)] = &[("user-agent", "curl/8.5.0")];
+    const KUBECTL: &[(&str, &str)] = &[("user-agent", "kubectl/v1.35.0 (linux/amd64)")];
+    let kapi = embedded().await;
+    let admin = kapi.admin();
+    let send = |path: &'static str, headers: &'static [(&'static str, &'static str)]| {
+        let admin = admin.clone();
+        async move { admin.send(Method::GET, path, headers, "").await }
+    };
+
+    let missing = send("/api/v1/namespaces/default/configmaps/nope", CURL).await;
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.body,
+        "{\n  \"kind\": \"Status\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {},\n  \"status\": \"Failure\",\n  \"message\": \"configmaps \\\"nope\\\" not found\",\n  \"reason\": \"NotFound\",\n  \"details\": {\n    \"name\": \"nope\",\n    \"kind\": \"configmaps\"\n  },\n  \"code\": 404\n}"
+    );
+    let compact = send("/api/v1/namespaces/default/configmaps/nope", KUBECTL).await;
+    assert!(
+        compact
+            .body
+            .starts_with("{\"kind\":\"Status\",\"apiVersion\":\"v1\""),
+        "{}",
+        compact.body
+    );
+    let off = send(
+        "/api/v1/namespaces/default/configmaps/nope?pretty=false",
+        CURL,
+    )
+    .await;
+    assert_eq!(off.body, compact.body);
+    let on = send(
+        "/api/v1/namespaces/default/configmaps/nope?pretty=1",
+        KUBECTL,
+    )
+    .await;
+    assert_eq!(on.body, missing.body);
+
+    let list = send("/api/v1/namespaces?pretty=true", &[]).await;
+    assert!(
+        list.body.starts_with(
+            "{\n  \"kind\": \"NamespaceList\",\n  \"apiVersion\": \"v1\",\n  \"metadata\": {"
+        ),
+        "{}",
+        list.body
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&list.body).unwrap(),
+        serde_json::from_str::<Value>(&send("/api/v1/namespaces", &[]).await.body).unwrap()
+    );
+
+    let resources = send("/api/v1", &[]).await;
+    assert!(
+        resources.body.starts_with("{\"kind\":\"APIResourceList\",\"groupVersion\":\"v1\",\"resources\":[{\"name\":\"bindings\",\"singularName\":\"binding\",\"namespaced\":true,\"kind\":\"Binding\",\"verbs\":[\"create\"]}"),
+        "{}",
+        &resources.body[..200]
+    );
+    let groups = send("/apis", CURL).await;
+    assert!(groups.body.starts_with("{\n  \"kind\": \"APIGroupList\",\n  \"apiVersion\": \"v1\",\n  \"groups\": [\n    {\n      \"name\": \"apiregistration.k8s.io\","), "{}", &groups.body[..200]);
+
+    // A watch is never indented (upstream's stream serializer has no pretty form).
+    let watch = send("/api/v1/namespaces?watch=true&timeoutSeconds=1", CURL).await;
+    let first = watch.body.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("{\"type\":\"ADDED\",\"object\":{\""),
+        "{first}"
+    );
+    kapi.stop().await;
+}

@@ -606,13 +606,23 @@ impl ApiHandler {
         let document = match path.split('/').skip(1).collect::<Vec<_>>().as_slice() {
             ["api"] => match negotiation::aggregated_discovery(accept) {
                 Some(version) => {
-                    return aggregated(request, discovery::aggregated(defs, true, version));
+                    let version = version.into();
+                    return aggregated(
+                        request,
+                        version,
+                        discovery::aggregated(defs, true, version),
+                    );
                 }
                 None => Some(discovery::api_versions(&self.0.server_address)),
             },
             ["apis"] => match negotiation::aggregated_discovery(accept) {
                 Some(version) => {
-                    return aggregated(request, discovery::aggregated(defs, false, version));
+                    let version = version.into();
+                    return aggregated(
+                        request,
+                        version,
+                        discovery::aggregated(defs, false, version),
+                    );
                 }
                 None => Some(discovery::api_group_list(defs)),
             },
@@ -636,10 +646,7 @@ impl ApiHandler {
             _ => None,
         };
         match document {
-            Some(document) => Ok(json_response(
-                StatusCode::OK,
-                serde_json::to_vec(&document).unwrap_or_default(),
-            )),
+            Some(document) => Ok(json_response(StatusCode::OK, document)),
             None => Err(not_found()),
         }
     }
@@ -696,16 +703,13 @@ fn without(resources: &Resources, owner: &str) -> Resources {
 /// An aggregated discovery document, with its ETag (and 304 when the client has it).
 fn aggregated<B>(
     request: &Request<B>,
-    document: serde_json::Value,
+    version: discovery::AggregatedVersion,
+    bytes: Vec<u8>,
 ) -> Result<Response<Body>, ApiError> {
-    let bytes = serde_json::to_vec(&document).map_err(ApiError::internal)?;
     let etag = discovery::etag(&bytes);
     let content_type = format!(
         "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
-        document["apiVersion"]
-            .as_str()
-            .and_then(|v| v.rsplit('/').next())
-            .unwrap_or("v2")
+        version.api_version().rsplit('/').next().unwrap_or("v2")
     );
     let fresh = header_str(request, header::IF_NONE_MATCH) == Some(etag.as_str());
     let mut response = if fresh {
