@@ -189,7 +189,10 @@ const SUBRESOURCE_KINDS: &[(SubresourceKey, Gvk)] = &[
 
 /// The (group, version, kind) a subresource of `def` reads and writes: a scale subresource's
 /// autoscaling/v1 Scale, a built-in subresource's own kind, else the parent's kind.
-fn subresource_kind(def: &ResourceDefinition, sub: &Subresource) -> (String, String, String) {
+pub(crate) fn subresource_kind(
+    def: &ResourceDefinition,
+    sub: &Subresource,
+) -> (String, String, String) {
     let gv = &def.group_version;
     let key = (gv.group.as_str(), def.kind, sub.name);
     if let Some((_, (group, version, kind))) = SUBRESOURCE_KINDS.iter().find(|(k, _)| *k == key) {

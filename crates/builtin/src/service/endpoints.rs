@@ -154,6 +154,19 @@ fn endpoint_slice_cells(slice: &Value) -> Vec<Value> {
 struct EndpointsStrategy;
 
 impl Strategy for EndpointsStrategy {
+    /// Ports default to protocol TCP (upstream's SetDefaults_Endpoints).
+    fn default(&self, endpoints: &mut Value) {
+        let subsets = endpoints.get_mut("subsets").and_then(Value::as_array_mut);
+        for subset in subsets.into_iter().flatten() {
+            let ports = subset.get_mut("ports").and_then(Value::as_array_mut);
+            for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+                if port.get("protocol").is_none_or(Value::is_null) {
+                    port.insert("protocol".into(), Value::from("TCP"));
+                }
+            }
+        }
+    }
+
     fn validate(&self, endpoints: &Value) -> FieldErrors {
         validate_endpoints(endpoints)
     }

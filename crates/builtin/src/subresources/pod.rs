@@ -233,14 +233,8 @@ pub(crate) struct EvictionCreater;
 #[async_trait::async_trait]
 impl Creater for EvictionCreater {
     async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError> {
+        // The server decoded the body as a policy/v1 or v1beta1 Eviction.
         let eviction = &request.object;
-        let version = eviction["apiVersion"].as_str().unwrap_or("policy/v1");
-        if !["policy/v1", "policy/v1beta1"].contains(&version) || eviction["kind"] != "Eviction" {
-            return Err(ApiError::bad_request(format!(
-                "the body of the request was not an Eviction: {version}, {}",
-                eviction["kind"]
-            )));
-        }
         let name = object::name(eviction);
         if !name.is_empty() && name != request.name {
             return Err(ApiError::bad_request(

@@ -688,6 +688,68 @@ async fn bad_requests() {
             None,
         ),
     );
+    // Subresource bodies decode into the subresource's own type the same way (pods/binding's
+    // core Binding, pods/eviction's policy Eviction, serviceaccounts/token's TokenRequest,
+    // scale's autoscaling Scale).
+    admin
+        .create(
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "web"},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+        )
+        .await;
+    admin
+        .create(
+            "/apis/apps/v1/namespaces/default/deployments",
+            json!({"metadata": {"name": "d"}, "spec": {"replicas": 0,
+                "selector": {"matchLabels": {"a": "b"}},
+                "template": {"metadata": {"labels": {"a": "b"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}),
+        )
+        .await;
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}});
+    for (method, path, body, message) in [
+        (
+            Method::POST,
+            "/api/v1/namespaces/default/pods/web/binding",
+            &pod,
+            r#"Pod in version "v1" cannot be handled as a Binding: converting (v1.Pod) to (core.Binding): unknown conversion"#,
+        ),
+        (
+            Method::POST,
+            "/api/v1/namespaces/default/pods/web/eviction",
+            &pod,
+            r#"Pod in version "v1" cannot be handled as a Eviction: converting (v1.Pod) to (policy.Eviction): unknown conversion"#,
+        ),
+        (
+            Method::POST,
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            &pod,
+            r#"Pod in version "v1" cannot be handled as a TokenRequest: converting (v1.Pod) to (authentication.TokenRequest): unknown conversion"#,
+        ),
+        (
+            Method::PUT,
+            "/apis/apps/v1/namespaces/default/deployments/d/scale",
+            &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}),
+            r#"Deployment in version "v1" cannot be handled as a Scale: converting (v1.Deployment) to (autoscaling.Scale): unknown conversion"#,
+        ),
+    ] {
+        let reply = admin.write(method, path, body).await;
+        checks.status(&reply, &failure(400, "BadRequest", message, None));
+    }
+    // policy/v1beta1 Evictions are still taken (upstream's EvictionREST.AcceptsGroupVersion).
+    let eviction = json!({"apiVersion": "policy/v1beta1", "kind": "Eviction",
+        "metadata": {"name": "web", "namespace": "default"}});
+    let reply = admin
+        .write(
+            Method::POST,
+            "/api/v1/namespaces/default/pods/web/eviction",
+            &eviction,
+        )
+        .await;
+    checks.check(reply.status == 201, || {
+        format!("v1beta1 eviction: {} {}", reply.status, reply.body)
+    });
     let mut moved = admin.get(&format!("{CONFIGMAPS}/present")).await.json();
     moved["metadata"]["namespace"] = json!("kube-system");
     let reply = admin

@@ -24,6 +24,7 @@ mod openapi;
 mod policies;
 mod reliability;
 mod resources;
+mod round_trip;
 mod serve;
 mod services;
 mod subresources;

@@ -150,36 +150,64 @@ pub(super) fn body_type_error(
     api_version: &str,
     kind: &str,
 ) -> Option<ApiError> {
-    let expected_version = definition.group_version.api_version();
-    if kind == definition.kind && api_version == expected_version {
-        return None;
-    }
-    let (group, version) = split_api_version(api_version);
-    let registered = definition.custom_resource || apis.registered(group, version, kind);
-    if kind == definition.kind && registered {
-        return Some(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
-        )));
-    }
-    if definition.custom_resource {
-        // Decoded as it is; the custom resource validator refuses the kind.
-        return None;
-    }
-    let reason = if registered {
-        unknown_conversion(
-            version,
-            kind,
-            &definition.group_version.group,
-            definition.kind,
-        )
-    } else {
-        not_registered(kind, api_version)
+    let expected = ExpectedType {
+        group: &definition.group_version.group,
+        version: &definition.group_version.version,
+        kind: definition.kind,
+        custom_resource: definition.custom_resource,
     };
-    Some(ApiError::bad_request(format!(
-        "{kind} in version {} cannot be handled as a {}: {reason}",
-        quote(version),
-        definition.kind
-    )))
+    expected.body_error(apis, api_version, kind)
+}
+
+/// The type a request body must have: a resource's, or a subresource's own (pods/eviction's
+/// policy/v1 Eviction, a scale's autoscaling/v1 Scale, ...).
+pub(super) struct ExpectedType<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+    /// A custom resource's body of another kind is decoded as it is (the custom resource
+    /// validator refuses it), not refused here.
+    pub custom_resource: bool,
+}
+
+impl ExpectedType<'_> {
+    /// Upstream's error for a body of `api_version` and `kind` (both set) that is not of this
+    /// type: another version of the kind is not the expected API version; another registered
+    /// type does not convert; an unregistered one is not in the scheme.
+    pub(super) fn body_error(
+        &self,
+        apis: &Apis,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<ApiError> {
+        let expected_version = match self.group {
+            "" => self.version.to_string(),
+            group => format!("{group}/{}", self.version),
+        };
+        if kind == self.kind && api_version == expected_version {
+            return None;
+        }
+        let (group, version) = split_api_version(api_version);
+        let registered = self.custom_resource || apis.registered(group, version, kind);
+        if kind == self.kind && registered {
+            return Some(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
+            )));
+        }
+        if self.custom_resource {
+            return None;
+        }
+        let reason = if registered {
+            unknown_conversion(version, kind, self.group, self.kind)
+        } else {
+            not_registered(kind, api_version)
+        };
+        Some(ApiError::bad_request(format!(
+            "{kind} in version {} cannot be handled as a {}: {reason}",
+            quote(version),
+            self.kind
+        )))
+    }
 }
 
 /// Upstream's error for a type its scheme does not have.

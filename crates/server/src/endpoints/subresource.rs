@@ -16,6 +16,7 @@ use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use serde_json::{Map, Value, json};
 
+use super::decoded_type::ExpectedType;
 use super::handlers::{answer, content_type, patch_error, read_body};
 use super::negotiation;
 use super::params::{self, Query};
@@ -494,7 +495,7 @@ async fn scale_update(
         "UpdateOptions",
         params::WriteKind::CreateOrUpdate,
     )?;
-    let scale = decode_as(call, &body, SCALE_API_VERSION, "Scale")?;
+    let scale = decode_as(call, &body, ("autoscaling", "v1", "Scale"))?;
     let (name, url_name) = (object::name(&scale), call.info.name.as_str());
     if name != url_name {
         return Err(ApiError::bad_request(format!(
@@ -523,12 +524,12 @@ async fn scale_patch(
     .await
 }
 
-/// Decodes a request body that must be `api_version`/`kind` (filled in when absent).
+/// Decodes a request body that must be of `group`/`version`/`kind` (filled in when absent),
+/// refusing another type as upstream's create handler does.
 fn decode_as(
     call: &Call<'_>,
     body: &[u8],
-    api_version: &str,
-    kind: &str,
+    (group, version, kind): (&str, &str, &str),
 ) -> Result<Value, ApiError> {
     let mut object = negotiation::decode_body(call.content_type.as_deref(), body)?;
     if !object.is_object() {
@@ -536,22 +537,36 @@ fn decode_as(
             "the body of the request was not a {kind} object"
         )));
     }
-    for (field, expected, what) in [
-        ("apiVersion", api_version, "API version"),
-        ("kind", kind, "kind"),
-    ] {
-        match object[field].as_str() {
-            None | Some("") => object[field] = Value::from(expected),
-            Some(found) if found == expected => {}
-            Some(found) => {
-                return Err(ApiError::bad_request(format!(
-                    "the {what} in the data ({found}) does not match the expected {what} ({expected})"
-                )));
-            }
+    let expected_version = match group {
+        "" => version.to_string(),
+        group => format!("{group}/{version}"),
+    };
+    for (field, expected) in [("apiVersion", expected_version.as_str()), ("kind", kind)] {
+        if object[field].as_str().is_none_or(str::is_empty) {
+            object[field] = Value::from(expected);
         }
     }
-    Ok(object)
+    let api_version = object["apiVersion"].as_str().unwrap_or_default();
+    let found = object["kind"].as_str().unwrap_or_default();
+    if ALSO_ACCEPTED.contains(&(kind, api_version)) && found == kind {
+        return Ok(object);
+    }
+    let definition = &call.served.definition;
+    let expected = ExpectedType {
+        group,
+        version,
+        kind,
+        custom_resource: definition.custom_resource && kind == definition.kind,
+    };
+    match expected.body_error(call.apis, api_version, found) {
+        Some(err) => Err(err),
+        None => Ok(object),
+    }
 }
+
+/// Bodies a subresource takes in another version of its kind: pods/eviction takes
+/// policy/v1beta1 Evictions too (upstream's `EvictionREST.AcceptsGroupVersion`).
+const ALSO_ACCEPTED: &[(&str, &str)] = &[("Eviction", "policy/v1beta1")];
 
 impl Call<'_> {
     /// The server's admission plugins bound to this request, on the object `name`.
@@ -637,12 +652,17 @@ async fn create(
     body: Bytes,
 ) -> Result<Response<Body>, ApiError> {
     let dry_run = params::dry_run(&call.query, "CreateOptions")?;
-    let object = if call.info.subresource.is_empty() {
-        let definition = &call.served.definition;
-        let api_version = definition.group_version.api_version();
-        decode_as(call, &body, &api_version, definition.kind)?
-    } else {
-        negotiation::decode_body(call.content_type.as_deref(), &body)?
+    let definition = &call.served.definition;
+    let object = match definition.subresource(&call.info.subresource) {
+        Some(subresource) => {
+            let (group, version, kind) =
+                crate::discovery::subresource_kind(definition, subresource);
+            decode_as(call, &body, (&group, &version, &kind))?
+        }
+        None => {
+            let gv = &definition.group_version;
+            decode_as(call, &body, (&gv.group, &gv.version, definition.kind))?
+        }
     };
     let name = if call.info.name.is_empty() {
         object::name(&object).to_string()
