@@ -17,9 +17,8 @@
 //!   union of both lists and a list merged by key holds every key of both, with the
 //!   patch's members merged in.
 //!
-//! One property is ignored because it fails on purpose, to keep a known bug visible
-//! (floats misread by serde_json's default parser, see `json_text_keeps_floats_exactly`);
-//! run it with `-- --ignored`.
+//! And JSON text of any float reads back as the same float, as Go's `encoding/json` reads
+//! it (the workspace turns on serde_json's `float_roundtrip` for that).
 //!
 //! Each property runs proptest's default of 256 cases (a few seconds in CI). For a long
 //! run: `PROPTEST_CASES=100000 cargo test -p kapi-patch --test properties`.
@@ -51,12 +50,8 @@ fn scalar() -> impl Strategy<Value = Value> {
     ]
 }
 
-/// A float whose decimal text serde_json reads back exactly: at most 14 significant digits
-/// (its exact fast path). Every patch here goes through text, and serde_json's default
-/// parser (the `float_roundtrip` feature is off in this workspace) is not correctly rounded
-/// for longer ones: it reads -36780.443420410156 as -36780.44342041016, one unit in the
-/// last place off, where Go reads the exact double. That is reported, not tested around
-/// silently: see the ignored `json_text_keeps_floats_exactly` below.
+/// A float with a short decimal text (patch documents as people write them); any float's
+/// text reading back exactly is `json_text_keeps_floats_exactly`.
 fn float() -> impl Strategy<Value = Value> {
     (-(1i32 << 20)..(1 << 20), 0u32..=10)
         .prop_map(|(m, e)| Value::from(f64::from(m) / f64::from(1u32 << e)))
@@ -256,11 +251,10 @@ proptest! {
 }
 
 proptest! {
-    /// Known failure, kept visible: JSON text of a float reads back as the same float (Go's
-    /// `encoding/json` guarantees it; serde_json does only with its `float_roundtrip`
-    /// feature). Minimal failing input: -36780.443420410156. Run with `--ignored`.
+    /// JSON text of a float reads back as the same float, as Go's `encoding/json` reads it
+    /// (serde_json does only with its `float_roundtrip` feature: without it,
+    /// -36780.443420410156 read back as -36780.44342041016).
     #[test]
-    #[ignore = "serde_json without float_roundtrip misreads some floats by one ULP (reported)"]
     fn json_text_keeps_floats_exactly(f in any::<f64>().prop_filter("finite", |f| f.is_finite())) {
         let text = serde_json::to_string(&f).unwrap();
         prop_assert_eq!(serde_json::from_str::<f64>(&text).unwrap(), f, "{}", text);

@@ -79,11 +79,18 @@ fn is_clean(relative: &str) -> bool {
             .all(|segment| !matches!(segment, "" | "." | ".."))
 }
 
-/// The offset Go's decoder reports for a token that is not unpadded URL-safe base64.
+/// The offset Go's decoder reports for a token that is not unpadded URL-safe base64: the
+/// first byte outside the alphabet (the base64 crate names the last byte of a 4n+1-byte
+/// token even when an earlier one is bad).
 fn bad_byte(token: &str, err: &base64::DecodeError) -> usize {
+    let outside = token
+        .bytes()
+        .position(|b| !(b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
     match err {
         base64::DecodeError::InvalidByte(offset, _)
-        | base64::DecodeError::InvalidLastSymbol(offset, _) => *offset,
+        | base64::DecodeError::InvalidLastSymbol(offset, _) => {
+            outside.map_or(*offset, |first| first.min(*offset))
+        }
         base64::DecodeError::InvalidPadding => token.find('=').unwrap_or(token.len()),
         base64::DecodeError::InvalidLength(length) => length.saturating_sub(1),
     }

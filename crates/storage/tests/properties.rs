@@ -7,8 +7,7 @@
 //! and any base64 of token-shaped JSON, decodes without panicking, and what decodes lies
 //! under the prefix and is accepted exactly when Go's `path.Clean` leaves the key unchanged
 //! (upstream's check); revision 0 is always refused; bad base64 is reported at the first
-//! byte outside the alphabet, as Go reports it (one known exception, an ignored property:
-//! run `-- --ignored` to see it fail).
+//! byte outside the alphabet, as Go reports it.
 //!
 //! Each property runs proptest's default of 256 cases (well under a second). For a long
 //! run: `PROPTEST_CASES=100000 cargo test -p kapi-storage --test properties`.
@@ -146,22 +145,16 @@ proptest! {
     }
 
     /// A token with a byte outside unpadded URL-safe base64 is refused naming the first
-    /// such byte's offset, as Go's decoder does ("illegal base64 data at input byte N"),
-    /// except for the tokens of the ignored property below.
+    /// such byte's offset, as Go's decoder does ("illegal base64 data at input byte N").
     #[test]
     fn bad_base64_names_the_first_bad_byte((token, first_bad) in bad_token()) {
-        // Out of the ignored property's case by one more byte, from the alphabet.
-        let token = if lone_bad_last_byte(&token) { format!("{token}A") } else { token };
         let want = format!("illegal base64 data at input byte {first_bad}");
         prop_assert_eq!(invalid_reason(decode_continue("/p/", &token)), Some(want));
     }
 
-    /// Known failure, kept visible: for a token of 4n+1 bytes whose last byte is outside
-    /// the alphabet, the base64 crate reports that last byte, and kapi names it, where Go
-    /// names the first bad byte: `!AAA!` gives "input byte 4" for Go's "input byte 0".
-    /// Run with `--ignored`.
+    /// For a token of 4n+1 bytes whose last byte is outside the alphabet the base64 crate
+    /// reports that last byte; Go, and so kapi, name the first bad byte (`!AAA!`: byte 0).
     #[test]
-    #[ignore = "names the last byte, not the first bad one, for some 4n+1-byte tokens (reported)"]
     fn bad_base64_with_a_bad_last_byte_names_the_first_bad_byte((token, first_bad) in bad_token()) {
         // Into the case: padded to 4n bytes from the alphabet, then one bad byte.
         let pad = "A".repeat((4 - token.len() % 4) % 4);
