@@ -55,6 +55,11 @@ const STREAM_WINDOW: u32 = 256 * 1024;
 /// The request headers an HTTP/2 request may carry (upstream's `MaxHeaderBytes`, 1 MiB;
 /// h2's default of 16 KiB refused kubectl with a few hundred `--as-group`).
 const MAX_HEADER_LIST_SIZE: u32 = 1024 * 1024;
+/// The header lines an HTTP/1.1 request may carry. Go counts only bytes (1 MiB); hyper counts
+/// lines too (100 by default, which refused kubectl with a hundred `--as-group`), and parses
+/// into uninitialized space for this many, so a larger count costs an allocation, not work.
+/// Bytes stay bounded by hyper's read buffer (about 400 KiB).
+const MAX_HTTP1_HEADERS: usize = 1024;
 
 /// TLS material could not be loaded or used.
 #[derive(Debug, thiserror::Error)]
@@ -419,7 +424,8 @@ fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(activity::READ_HEADER_TIMEOUT);
+        .header_read_timeout(activity::READ_HEADER_TIMEOUT)
+        .max_headers(MAX_HTTP1_HEADERS);
     builder
         .http2()
         .timer(TokioTimer::new())

@@ -700,6 +700,19 @@ async fn input_upstream_accepts() {
     assert_eq!(reply.status, 201, "{}", reply.body);
     assert_eq!(reply.json()["data"]["k"], "a\u{fffd}\u{fffd}b");
 
+    // The same over HTTP/1.1 (this client speaks only HTTP/1.1): 600 header lines.
+    let names: Vec<String> = (0..600).map(|i| format!("group-{i:04}")).collect();
+    let mut headers = vec![
+        ("impersonate-user", "someone"),
+        ("impersonate-group", "system:masters"),
+    ];
+    headers.extend(names.iter().map(|name| ("impersonate-group", name.as_str())));
+    let reply = kapi
+        .admin()
+        .send(Method::GET, "/api/v1/namespaces", &headers, "")
+        .await;
+    assert_eq!(reply.status, 200, "600 header lines over HTTP/1.1: {}", reply.body);
+
     let kubeconfig = kapi.data_dir.path().join("admin.kubeconfig");
     let groups: Vec<String> = (0..600)
         .map(|i| format!("--as-group=group-{i:04}"))
