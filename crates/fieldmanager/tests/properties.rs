@@ -97,12 +97,12 @@ fn hostile_live() -> impl Strategy<Value = Value> {
 /// left out, as Go leaves out an empty `metadata.labels`).
 fn holds(object: &Value, config: &Value) -> bool {
     match (object, config) {
-        (Value::Object(have), Value::Object(want)) => want.iter().all(|(key, want)| {
-            match have.get(key) {
+        (Value::Object(have), Value::Object(want)) => {
+            want.iter().all(|(key, want)| match have.get(key) {
                 Some(have) => holds(have, want),
                 None => want.as_object().is_some_and(Map::is_empty),
-            }
-        }),
+            })
+        }
         (have, want) => have == want,
     }
 }

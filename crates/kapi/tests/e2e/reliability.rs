@@ -706,12 +706,20 @@ async fn input_upstream_accepts() {
         ("impersonate-user", "someone"),
         ("impersonate-group", "system:masters"),
     ];
-    headers.extend(names.iter().map(|name| ("impersonate-group", name.as_str())));
+    headers.extend(
+        names
+            .iter()
+            .map(|name| ("impersonate-group", name.as_str())),
+    );
     let reply = kapi
         .admin()
         .send(Method::GET, "/api/v1/namespaces", &headers, "")
         .await;
-    assert_eq!(reply.status, 200, "600 header lines over HTTP/1.1: {}", reply.body);
+    assert_eq!(
+        reply.status, 200,
+        "600 header lines over HTTP/1.1: {}",
+        reply.body
+    );
 
     let kubeconfig = kapi.data_dir.path().join("admin.kubeconfig");
     let groups: Vec<String> = (0..600)
