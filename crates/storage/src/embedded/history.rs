@@ -12,23 +12,38 @@ use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable};
 
 use super::tables::{
     HISTORY, LOG, LogEntry, damaged, decode_log, decode_version, key_value, prefix_end,
+    verify_version,
 };
 use super::{Page, Shared};
 use crate::{Event, EventKind, GetResponse, KeyValue, Result, Revision, StorageError};
 
 type HistoryTable = ReadOnlyTable<(&'static [u8], u64), &'static [u8]>;
 
-/// The latest version of every live key: per key, the last history entry, unless it is a
-/// tombstone.
+/// The latest version of every live key (per key, the last history entry, unless it is a
+/// tombstone), verifying every entry on the way: each against its checksum, and none after
+/// `revision`, the store's. Returns them and how many entries there are.
 pub(super) fn latest_versions(
     history: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
-) -> Result<BTreeMap<Arc<str>, KeyValue>> {
+    revision: Revision,
+) -> Result<(BTreeMap<Arc<str>, KeyValue>, u64)> {
     let mut latest = BTreeMap::new();
+    let mut versions = 0u64;
     let entries = history.iter().map_err(StorageError::internal)?;
-    fold_versions(entries, Revision::MAX, |kv| {
+    let verify = |key: &[u8], rev: u64, raw: &[u8]| {
+        verify_version(key, rev, raw)?;
+        if rev > revision as u64 {
+            return Err(StorageError::Damaged(format!(
+                "the embedded store holds a history value at revision {rev}, after its \
+                 revision {revision}"
+            )));
+        }
+        versions += 1;
+        Ok(())
+    };
+    fold_versions(entries, Revision::MAX, verify, |kv| {
         latest.insert(kv.key.clone(), kv);
     })?;
-    Ok(latest)
+    Ok((latest, versions))
 }
 
 /// `key` as it was at `revision`.
@@ -62,13 +77,18 @@ pub(super) fn list(
             remaining: 0,
         };
         let limit = limit.unwrap_or(usize::MAX);
-        fold_versions(range, revision, |kv| {
-            if page.kvs.len() < limit {
-                page.kvs.push(kv);
-            } else {
-                page.remaining += 1;
-            }
-        })?;
+        fold_versions(
+            range,
+            revision,
+            |_, _, _| Ok(()),
+            |kv| {
+                if page.kvs.len() < limit {
+                    page.kvs.push(kv);
+                } else {
+                    page.remaining += 1;
+                }
+            },
+        )?;
         Ok(page)
     })
 }
@@ -187,16 +207,19 @@ fn exact_version(
 }
 
 /// Walks key-ordered history entries and calls `visit` with each key's version at
-/// `revision` (its last entry at or before it), skipping keys that did not exist then.
+/// `revision` (its last entry at or before it, verified), skipping keys that did not exist
+/// then; `check` sees every entry walked (key, revision, raw value) first.
 fn fold_versions<'a>(
     entries: impl Iterator<Item = Result<HistoryEntry<'a>, redb::StorageError>>,
     revision: Revision,
+    mut check: impl FnMut(&[u8], u64, &[u8]) -> Result<()>,
     mut visit: impl FnMut(KeyValue),
 ) -> Result<()> {
     let mut walked: Option<WalkedKey> = None;
     for entry in entries {
         let (key, raw) = entry.map_err(StorageError::internal)?;
         let (key, rev) = key.value();
+        check(key, rev, raw.value())?;
         let rev = rev as Revision;
         if walked.as_ref().is_none_or(|walked| walked.key != key)
             && let Some(done) = walked.replace(WalkedKey::new(key))

@@ -80,6 +80,20 @@ pub(super) fn decode_version(
     decode_version_body(body).ok_or_else(|| damaged("history value", key, revision))
 }
 
+/// Checks the `history` value of `key` at `revision` against its checksum and its form,
+/// without copying it.
+pub(super) fn verify_version(key: &[u8], revision: u64, raw: &[u8]) -> Result<(), StorageError> {
+    let well_formed = |body: &[u8]| match body.split_first() {
+        Some((&TAG_PUT, rest)) => rest.len() >= 8,
+        Some((&TAG_DELETE, [])) => true,
+        _ => false,
+    };
+    match verified(key, revision, raw) {
+        Some(body) if well_formed(body) => Ok(()),
+        _ => Err(damaged("history value", key, revision)),
+    }
+}
+
 /// Decodes a `history` value without its checksum: tag, create revision, value.
 fn decode_version_body(body: &[u8]) -> Option<Version> {
     match body.split_first()? {
