@@ -133,7 +133,11 @@ fn check_store_file(identity: &Path, dir: &Path) -> Result<Option<Identity>> {
 
 /// Fails if the store's `revision` is older than the `recorded` one (a store file replaced
 /// by an older copy).
-fn check_identity(identity: &Path, recorded: Option<Identity>, revision: i64) -> Result<()> {
+pub(crate) fn check_identity(
+    identity: &Path,
+    recorded: Option<Identity>,
+    revision: i64,
+) -> Result<()> {
     if let Some(recorded) = recorded.filter(|recorded| revision < recorded.revision) {
         bail!(
             "the store is at revision {revision}, older than revision {} this data directory \
@@ -157,7 +161,7 @@ pub(crate) fn record_identity(identity: &Path, revision: i64, closed: bool) -> R
 
 /// Opens the embedded store in `dir`. Damage fails the open with what is damaged and the
 /// ways back.
-fn open_embedded(dir: &Path, closed_cleanly: bool) -> Result<EmbeddedStore> {
+pub(crate) fn open_embedded(dir: &Path, closed_cleanly: bool) -> Result<EmbeddedStore> {
     let config = EmbeddedConfig {
         closed_cleanly,
         ..EmbeddedConfig::new(dir)

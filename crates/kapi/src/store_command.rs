@@ -13,12 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use kapi_storage::{EMBEDDED_DB_FILE, EmbeddedConfig, EmbeddedStore, SnapshotInfo};
+use kapi_storage::{EMBEDDED_DB_FILE, EmbeddedStore, SnapshotInfo};
 use tokio::task::JoinHandle;
 
 use crate::data_dir;
 use crate::flags::{SnapshotOptions, StoreCommand, StoreOptions};
-use crate::storage::{IDENTITY_FILE, read_identity, record_identity, store_dir};
+use crate::storage::{
+    IDENTITY_FILE, check_identity, open_embedded, read_identity, record_identity, store_dir,
+};
 
 /// The socket, in the data directory, on which a serving kapi writes a snapshot of its
 /// embedded store to whoever connects. Only the data directory's owner may connect.
@@ -36,19 +38,13 @@ pub fn run(command: StoreCommand) -> Result<()> {
 /// `kapi store check`.
 fn check(options: &StoreOptions) -> Result<()> {
     let _lock = lock_offline(&options.data_dir, "check")?;
-    let identity = read_identity(&options.data_dir.join(IDENTITY_FILE))?;
+    let record = options.data_dir.join(IDENTITY_FILE);
+    let identity = read_identity(&record)?;
     let closed = identity.is_some_and(|identity| identity.closed);
     let dir = store_dir(&options.data_dir);
     let census = EmbeddedStore::check(&dir, closed)
         .with_context(|| format!("the store in {} is damaged", dir.display()))?;
-    if let Some(identity) = identity.filter(|identity| census.revision < identity.revision) {
-        bail!(
-            "the store is at revision {}, older than revision {} this data directory was at: \
-             the store file was replaced or rolled back",
-            census.revision,
-            identity.revision
-        );
-    }
+    check_identity(&record, identity, census.revision)?;
     println!(
         "{}: ok: revision {}, compacted at {}, {} keys, {} versions, {} log entries",
         dir.join(EMBEDDED_DB_FILE).display(),
@@ -102,12 +98,7 @@ fn snapshot_offline(data_dir: &Path, path: &Path) -> Result<()> {
         .enable_all()
         .build()?;
     let _entered = runtime.enter();
-    let config = EmbeddedConfig {
-        closed_cleanly: identity.is_some_and(|identity| identity.closed),
-        ..EmbeddedConfig::new(&dir)
-    };
-    let store = EmbeddedStore::open(config)
-        .with_context(|| format!("opening the store in {}", dir.display()))?;
+    let store = open_embedded(&dir, identity.is_some_and(|identity| identity.closed))?;
     let mut out = BufWriter::new(create(path)?);
     store
         .write_snapshot(&mut out)

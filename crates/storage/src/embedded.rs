@@ -160,7 +160,8 @@ impl EmbeddedStore {
     pub fn open(config: EmbeddedConfig) -> Result<EmbeddedStore> {
         std::fs::create_dir_all(&config.data_dir).map_err(StorageError::internal)?;
         let path = config.data_dir.join(DB_FILE);
-        let db = open::open_database(&path, config.cache_size, config.closed_cleanly)?;
+        let db = open::open_database(&path, config.cache_size, config.closed_cleanly)
+            .map_err(|err| open::open_error(&path, err))?;
         let (census, latest) = open::load(&db)?;
         tracing::debug!(?census, "embedded store opened");
         let state = State {

@@ -142,23 +142,6 @@ pub(super) fn resolve_patched(
     Err(invalid_patch(go_json(&patched), reason))
 }
 
-/// The error of decoding a create or update body of `api_version` and `kind` (both set)
-/// for `definition`, if it is not of the resource's type; see the module documentation.
-pub(super) fn body_type_error(
-    definition: &ResourceDefinition,
-    apis: &Apis,
-    api_version: &str,
-    kind: &str,
-) -> Option<ApiError> {
-    let expected = ExpectedType {
-        group: &definition.group_version.group,
-        version: &definition.group_version.version,
-        kind: definition.kind,
-        custom_resource: definition.custom_resource,
-    };
-    expected.body_error(apis, api_version, kind)
-}
-
 /// The type a request body must have: a resource's, or a subresource's own (pods/eviction's
 /// policy/v1 Eviction, a scale's autoscaling/v1 Scale, ...).
 pub(super) struct ExpectedType<'a> {
@@ -168,22 +151,58 @@ pub(super) struct ExpectedType<'a> {
     /// A custom resource's body of another kind is decoded as it is (the custom resource
     /// validator refuses it), not refused here.
     pub custom_resource: bool,
+    /// Other apiVersions of the kind a body may be in (upstream's `AcceptsGroupVersion`:
+    /// pods/eviction takes policy/v1beta1 Evictions too).
+    pub also_accepted: &'a [&'a str],
 }
 
-impl ExpectedType<'_> {
+impl<'a> ExpectedType<'a> {
+    /// The type of `definition`'s objects.
+    pub(super) fn of(definition: &'a ResourceDefinition) -> Self {
+        ExpectedType {
+            group: &definition.group_version.group,
+            version: &definition.group_version.version,
+            kind: definition.kind,
+            custom_resource: definition.custom_resource,
+            also_accepted: &[],
+        }
+    }
+
+    fn api_version(&self) -> String {
+        match self.group {
+            "" => self.version.to_string(),
+            group => format!("{group}/{}", self.version),
+        }
+    }
+
+    /// Fills in a create or update body's missing `apiVersion` and `kind` with this type's,
+    /// then refuses a body of another type; see the module documentation.
+    pub(super) fn check_body(&self, apis: &Apis, object: &mut Value) -> Result<(), ApiError> {
+        let expected_version = self.api_version();
+        for (field, expected) in [
+            ("apiVersion", expected_version.as_str()),
+            ("kind", self.kind),
+        ] {
+            if object[field].as_str().is_none_or(str::is_empty) {
+                object[field] = Value::from(expected);
+            }
+        }
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        let kind = object["kind"].as_str().unwrap_or_default();
+        if kind == self.kind && self.also_accepted.contains(&api_version) {
+            return Ok(());
+        }
+        match self.body_error(apis, api_version, kind) {
+            Some(err) => Err(err),
+            None => Ok(()),
+        }
+    }
+
     /// Upstream's error for a body of `api_version` and `kind` (both set) that is not of this
     /// type: another version of the kind is not the expected API version; another registered
     /// type does not convert; an unregistered one is not in the scheme.
-    pub(super) fn body_error(
-        &self,
-        apis: &Apis,
-        api_version: &str,
-        kind: &str,
-    ) -> Option<ApiError> {
-        let expected_version = match self.group {
-            "" => self.version.to_string(),
-            group => format!("{group}/{}", self.version),
-        };
+    fn body_error(&self, apis: &Apis, api_version: &str, kind: &str) -> Option<ApiError> {
+        let expected_version = self.api_version();
         if kind == self.kind && api_version == expected_version {
             return None;
         }

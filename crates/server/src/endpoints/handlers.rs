@@ -458,17 +458,7 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
     }
     let mut object = negotiation::decode_body(context.content_type.as_deref(), body)?;
     let definition = context.definition();
-    if object["apiVersion"].as_str().is_none_or(str::is_empty) {
-        object["apiVersion"] = Value::from(definition.group_version.api_version());
-    }
-    if object["kind"].as_str().is_none_or(str::is_empty) {
-        object["kind"] = Value::from(definition.kind);
-    }
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let kind = object["kind"].as_str().unwrap_or_default();
-    if let Some(err) = decoded_type::body_type_error(definition, context.apis, api_version, kind) {
-        return Err(err);
-    }
+    decoded_type::ExpectedType::of(definition).check_body(context.apis, &mut object)?;
     let expected_kind = definition.kind;
     if let Some(schema) = context.kind_schema() {
         let options = match context.info.verb.as_str() {

@@ -532,41 +532,24 @@ fn decode_as(
     (group, version, kind): (&str, &str, &str),
 ) -> Result<Value, ApiError> {
     let mut object = negotiation::decode_body(call.content_type.as_deref(), body)?;
-    if !object.is_object() {
-        return Err(ApiError::bad_request(format!(
-            "the body of the request was not a {kind} object"
-        )));
-    }
-    let expected_version = match group {
-        "" => version.to_string(),
-        group => format!("{group}/{version}"),
-    };
-    for (field, expected) in [("apiVersion", expected_version.as_str()), ("kind", kind)] {
-        if object[field].as_str().is_none_or(str::is_empty) {
-            object[field] = Value::from(expected);
-        }
-    }
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let found = object["kind"].as_str().unwrap_or_default();
-    if ALSO_ACCEPTED.contains(&(kind, api_version)) && found == kind {
-        return Ok(object);
-    }
     let definition = &call.served.definition;
     let expected = ExpectedType {
         group,
         version,
         kind,
         custom_resource: definition.custom_resource && kind == definition.kind,
+        also_accepted: ALSO_ACCEPTED
+            .iter()
+            .find(|(accepting, _)| *accepting == kind)
+            .map_or(&[], |(_, versions)| versions),
     };
-    match expected.body_error(call.apis, api_version, found) {
-        Some(err) => Err(err),
-        None => Ok(object),
-    }
+    expected.check_body(call.apis, &mut object)?;
+    Ok(object)
 }
 
-/// Bodies a subresource takes in another version of its kind: pods/eviction takes
-/// policy/v1beta1 Evictions too (upstream's `EvictionREST.AcceptsGroupVersion`).
-const ALSO_ACCEPTED: &[(&str, &str)] = &[("Eviction", "policy/v1beta1")];
+/// Kinds of subresource bodies taken in other versions too: pods/eviction takes
+/// policy/v1beta1 Evictions (upstream's `EvictionREST.AcceptsGroupVersion`).
+const ALSO_ACCEPTED: &[(&str, &[&str])] = &[("Eviction", &["policy/v1beta1"])];
 
 impl Call<'_> {
     /// The server's admission plugins bound to this request, on the object `name`.

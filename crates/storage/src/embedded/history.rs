@@ -11,8 +11,8 @@ use std::sync::Arc;
 use redb::{ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable};
 
 use super::tables::{
-    HISTORY, LOG, LogEntry, damaged, decode_log, decode_version, key_value, prefix_end,
-    verify_version,
+    HISTORY, LOG, LogEntry, after_revision, damaged, decode_log, decode_version, key_value,
+    prefix_end, verify_version,
 };
 use super::{Page, Shared};
 use crate::{Event, EventKind, GetResponse, KeyValue, Result, Revision, StorageError};
@@ -32,10 +32,7 @@ pub(super) fn latest_versions(
     let verify = |key: &[u8], rev: u64, raw: &[u8]| {
         verify_version(key, rev, raw)?;
         if rev > revision as u64 {
-            return Err(StorageError::Damaged(format!(
-                "the embedded store holds a history value at revision {rev}, after its \
-                 revision {revision}"
-            )));
+            return Err(after_revision("history value", rev, revision as u64));
         }
         versions += 1;
         Ok(())

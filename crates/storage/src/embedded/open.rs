@@ -14,8 +14,8 @@ use redb::{Database, DatabaseError, ReadableTable, ReadableTableMetadata, Repair
 
 use super::history;
 use super::tables::{
-    FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, decode_log,
-    upgrade_log, upgrade_version,
+    FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, after_revision,
+    decode_log, upgrade_log, upgrade_version,
 };
 use crate::{KeyValue, Result, Revision, StorageError};
 
@@ -37,8 +37,12 @@ pub struct StoreCensus {
 /// Opens the database file at `path` with every page verified. `clean` says the last process
 /// that wrote it closed it: a last commit that then fails verification is damage, and opening
 /// fails instead of letting redb roll back to the commit before (which it does, rightly, after
-/// a crash tore the last commit's write).
-pub(super) fn open_database(path: &Path, cache_size: usize, clean: bool) -> Result<Database> {
+/// a crash tore the last commit's write). [`open_error`] names what failed.
+pub(super) fn open_database(
+    path: &Path,
+    cache_size: usize,
+    clean: bool,
+) -> Result<Database, DatabaseError> {
     let mut builder = Database::builder();
     builder
         .set_cache_size(cache_size)
@@ -46,7 +50,7 @@ pub(super) fn open_database(path: &Path, cache_size: usize, clean: bool) -> Resu
     if clean {
         builder.set_repair_callback(refuse_rollback);
     }
-    builder.create(path).map_err(|err| open_error(path, err))
+    builder.create(path)
 }
 
 /// redb's repair reports progress 0.3 only after the last commit failed its checksums, just
@@ -58,7 +62,8 @@ fn refuse_rollback(session: &mut RepairSession) {
     }
 }
 
-fn open_error(path: &Path, err: DatabaseError) -> StorageError {
+/// The error of opening the store file `path`: damage is [`StorageError::Damaged`].
+pub(super) fn open_error(path: &Path, err: DatabaseError) -> StorageError {
     let file = path.display();
     match err {
         DatabaseError::RepairAborted => StorageError::Damaged(format!(
@@ -136,12 +141,6 @@ fn verify_log(log: &impl ReadableTable<u64, &'static [u8]>, revision: u64) -> Re
     Ok(log_entries)
 }
 
-fn after_revision(what: &str, at: u64, revision: u64) -> StorageError {
-    StorageError::Damaged(format!(
-        "the embedded store holds a {what} at revision {at}, after its revision {revision}"
-    ))
-}
-
 /// Rewrites every value of a format 1 store (written before values carried checksums) with
 /// its checksum.
 fn upgrade(
@@ -201,20 +200,11 @@ pub(super) fn check(dir: &Path, closed_cleanly: bool) -> Result<StoreCensus> {
     let checked = std::fs::copy(&file, &copy)
         .map_err(|err| StorageError::Internal(format!("copying {}: {err}", file.display())))
         .and_then(|_| {
+            // Errors name the file checked, not its copy.
             let db = open_database(&copy, 4 << 20, closed_cleanly)
-                .map_err(|err| rename_damage(err, &copy, &file))?;
+                .map_err(|err| open_error(&file, err))?;
             load(&db).map(|(census, _)| census)
         });
     let _ = std::fs::remove_file(&copy);
     checked
-}
-
-/// Names the original file, not the copy, in an error about the copy.
-fn rename_damage(err: StorageError, copy: &Path, file: &Path) -> StorageError {
-    let (copy, file) = (copy.display().to_string(), file.display().to_string());
-    match err {
-        StorageError::Damaged(why) => StorageError::Damaged(why.replace(&copy, &file)),
-        StorageError::Internal(why) => StorageError::Internal(why.replace(&copy, &file)),
-        other => other,
-    }
 }

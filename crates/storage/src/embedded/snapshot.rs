@@ -23,7 +23,7 @@ use ring::digest::{Context, SHA256};
 
 use super::DB_FILE;
 use super::tables::{
-    FORMAT, HISTORY, LOG, META, META_FORMAT, META_REVISION, decode_log, decode_version,
+    FORMAT, HISTORY, LOG, META, META_FORMAT, META_REVISION, decode_log, verify_version,
 };
 use crate::{Result, Revision, StorageError};
 
@@ -74,7 +74,7 @@ pub(super) fn write(db: &Database, out: &mut dyn Write) -> Result<SnapshotInfo> 
     for entry in history.iter().map_err(StorageError::internal)? {
         let (key, raw) = entry.map_err(StorageError::internal)?;
         let (key, rev) = key.value();
-        decode_version(key, rev, raw.value())?;
+        verify_version(key, rev, raw.value())?;
         out.put(&[TAG_HISTORY])?;
         out.put_bytes(key)?;
         out.put(&rev.to_le_bytes())?;
@@ -173,7 +173,7 @@ pub(super) fn read(
                 let key = input.bytes(MAX_KEY)?;
                 let rev = input.u64()?;
                 let value = input.bytes(MAX_VALUE)?;
-                decode_version(&key, rev, &value)?;
+                verify_version(&key, rev, &value)?;
                 Record::History(key, rev, value)
             }
             TAG_LOG => {

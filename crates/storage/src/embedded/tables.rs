@@ -75,36 +75,47 @@ pub(super) fn decode_version(
     revision: u64,
     raw: &[u8],
 ) -> Result<Version, StorageError> {
-    let body =
-        verified(key, revision, raw).ok_or_else(|| damaged("history value", key, revision))?;
-    decode_version_body(body).ok_or_else(|| damaged("history value", key, revision))
+    Ok(match verified_version(key, revision, raw)? {
+        VersionBody::Put(create_revision, value) => Version::Put {
+            create_revision,
+            value: Bytes::copy_from_slice(value),
+        },
+        VersionBody::Tombstone => Version::Tombstone,
+    })
 }
 
 /// Checks the `history` value of `key` at `revision` against its checksum and its form,
 /// without copying it.
 pub(super) fn verify_version(key: &[u8], revision: u64, raw: &[u8]) -> Result<(), StorageError> {
-    let well_formed = |body: &[u8]| match body.split_first() {
-        Some((&TAG_PUT, rest)) => rest.len() >= 8,
-        Some((&TAG_DELETE, [])) => true,
-        _ => false,
-    };
-    match verified(key, revision, raw) {
-        Some(body) if well_formed(body) => Ok(()),
-        _ => Err(damaged("history value", key, revision)),
-    }
+    verified_version(key, revision, raw).map(|_| ())
 }
 
-/// Decodes a `history` value without its checksum: tag, create revision, value.
-fn decode_version_body(body: &[u8]) -> Option<Version> {
+/// The body of a `history` value, borrowed from it.
+enum VersionBody<'a> {
+    /// Create revision and value.
+    Put(Revision, &'a [u8]),
+    Tombstone,
+}
+
+fn verified_version<'a>(
+    key: &[u8],
+    revision: u64,
+    raw: &'a [u8],
+) -> Result<VersionBody<'a>, StorageError> {
+    verified(key, revision, raw)
+        .and_then(version_body)
+        .ok_or_else(|| damaged("history value", key, revision))
+}
+
+/// Parses a `history` value without its checksum: tag, create revision, value.
+fn version_body(body: &[u8]) -> Option<VersionBody<'_>> {
     match body.split_first()? {
         (&TAG_PUT, rest) if rest.len() >= 8 => {
             let (create, value) = rest.split_at(8);
-            Some(Version::Put {
-                create_revision: u64::from_le_bytes(create.try_into().ok()?) as Revision,
-                value: Bytes::copy_from_slice(value),
-            })
+            let create = u64::from_le_bytes(create.try_into().ok()?) as Revision;
+            Some(VersionBody::Put(create, value))
         }
-        (&TAG_DELETE, []) => Some(Version::Tombstone),
+        (&TAG_DELETE, []) => Some(VersionBody::Tombstone),
         _ => None,
     }
 }
@@ -152,7 +163,7 @@ fn decode_log_body(body: &[u8]) -> Option<LogEntry> {
 /// Re-encodes a format 1 `history` value (no checksum) of `key` at `revision` in this format;
 /// `None` if it is malformed.
 pub(super) fn upgrade_version(key: &[u8], revision: u64, raw: &[u8]) -> Option<Vec<u8>> {
-    decode_version_body(raw)?;
+    version_body(raw)?;
     Some(with_checksum(key, revision, raw))
 }
 
@@ -183,6 +194,13 @@ fn checksum(key: &[u8], revision: u64, body: &[u8]) -> u32 {
 fn verified<'a>(key: &[u8], revision: u64, raw: &'a [u8]) -> Option<&'a [u8]> {
     let (body, sum) = raw.split_at_checked(raw.len().checked_sub(4)?)?;
     (u32::from_le_bytes(sum.try_into().ok()?) == checksum(key, revision, body)).then_some(body)
+}
+
+/// The error of a value stored at a revision after the store's own.
+pub(super) fn after_revision(what: &str, at: u64, revision: u64) -> StorageError {
+    StorageError::Damaged(format!(
+        "the embedded store holds a {what} at revision {at}, after its revision {revision}"
+    ))
 }
 
 /// The error of a value that fails its checksum or does not decode.
