@@ -23,7 +23,10 @@ const LEGACY_JOB_NAME_LABEL: &str = "job-name";
 /// The largest CronJob name: the controller appends an 11-character suffix to job names.
 const MAX_CRON_JOB_NAME: usize = 52;
 
-/// Whether `zone` names a time zone of the system's database (or UTC).
+/// Whether `zone` names a time zone as Go's `time.LoadLocation` finds one in kube-apiserver,
+/// which embeds Go's time/tzdata: the system's database first, then the bundled copy, so
+/// validation does not depend on the machine having /usr/share/zoneinfo. Names match
+/// exactly (Go's lookups are case-sensitive where jiff's are not).
 pub(crate) fn known_time_zone(zone: &str) -> bool {
     if zone == "UTC" || zone.is_empty() {
         return true;
@@ -31,8 +34,30 @@ pub(crate) fn known_time_zone(zone: &str) -> bool {
     if zone.split('/').any(|part| part.is_empty() || part == "..") || zone.starts_with('/') {
         return false;
     }
-    let database = std::path::Path::new("/usr/share/zoneinfo");
-    !database.is_dir() || database.join(zone).is_file()
+    time_zone_databases()
+        .iter()
+        .any(|db| db.get(zone).is_ok_and(|tz| tz.iana_name() == Some(zone)))
+}
+
+/// The system's time-zone database and the bundled one, opened once.
+fn time_zone_databases() -> &'static [jiff::tz::TimeZoneDatabase; 2] {
+    static DATABASES: std::sync::OnceLock<[jiff::tz::TimeZoneDatabase; 2]> =
+        std::sync::OnceLock::new();
+    DATABASES.get_or_init(|| {
+        [
+            jiff::tz::TimeZoneDatabase::from_dir("/usr/share/zoneinfo")
+                .unwrap_or_else(|_| jiff::tz::TimeZoneDatabase::none()),
+            jiff::tz::TimeZoneDatabase::bundled(),
+        ]
+    })
+}
+
+/// Whether `zone` is in the bundled database alone (tests: a machine without the system's).
+#[cfg(test)]
+pub(crate) fn bundled_time_zone(zone: &str) -> bool {
+    time_zone_databases()[1]
+        .get(zone)
+        .is_ok_and(|tz| tz.iana_name() == Some(zone))
 }
 
 /// SetDefaults_Job and the pod template's defaults.

@@ -795,3 +795,28 @@ fn every_kind_has_hooks() {
     }
     assert!(super::hooks("", "Service").is_none());
 }
+
+/// CronJob time zones validate as kube-apiserver's (Go's `time.LoadLocation` with the
+/// embedded time/tzdata): the bundled database alone knows the IANA names, exactly as
+/// spelled, so a machine without /usr/share/zoneinfo validates the same.
+#[test]
+fn time_zones_without_a_system_database() {
+    for zone in [
+        "America/New_York",
+        "Europe/Warsaw",
+        "Asia/Kolkata",
+        "Etc/GMT+5",
+    ] {
+        assert!(super::batch::bundled_time_zone(zone), "{zone}");
+        assert!(super::batch::known_time_zone(zone), "{zone}");
+    }
+    for zone in [
+        "america/new_york",
+        "Mars/Olympus_Mons",
+        "zone.tab",
+        "Europe",
+    ] {
+        assert!(!super::batch::bundled_time_zone(zone), "{zone}");
+        assert!(!super::batch::known_time_zone(zone), "{zone}");
+    }
+}
