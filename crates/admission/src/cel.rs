@@ -126,32 +126,6 @@ pub struct Inputs {
     pub params_schema: Option<KindSchema>,
 }
 
-/// CEL's reserved words: a property so named is read as `__name__`, and (as Kubernetes
-/// recognises keywords as field names) also by its own name.
-const RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// A JSON value as CEL sees it. The properties of objects whose schema declares them get
 /// upstream's escaped names (`x-prop` is `x__dash__prop`; `namespace` is both `namespace`
 /// and `__namespace__`); map keys, and everything without a schema, stay as they are, so
@@ -175,7 +149,7 @@ pub fn to_cel(value: &Json, schema: Option<SchemaRef<'_>>) -> Value {
                 let converted = to_cel(item, child);
                 if declared.is_some() && child.is_some() {
                     let escaped = kapi_server::cel_fields::escape(key);
-                    if RESERVED.contains(&key.as_str()) {
+                    if kapi_server::cel_fields::is_reserved(key) {
                         map.insert(Key::from(key.as_str()), converted.clone());
                     }
                     map.insert(Key::from(escaped), converted);

@@ -153,7 +153,22 @@ fn leading_fraction(digits: &str) -> (u64, f64, usize) {
 
 /// Formats a duration as Go's `Duration.String`: `0s`, `300ms`, `1.5s`, `1m0s`, `2h0m0s`.
 pub fn format(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
+    format_magnitude(duration.as_nanos())
+}
+
+/// Formats signed nanoseconds as Go's `Duration.String` (`-1m30s`), as metav1.Duration
+/// writes a protobuf duration.
+pub fn format_nanos(nanos: i64) -> String {
+    let magnitude = format_magnitude(u128::from(nanos.unsigned_abs()));
+    if nanos < 0 {
+        format!("-{magnitude}")
+    } else {
+        magnitude
+    }
+}
+
+/// `Duration.String` of a magnitude in nanoseconds.
+fn format_magnitude(nanos: u128) -> String {
     if nanos == 0 {
         return "0s".into();
     }
@@ -257,5 +272,25 @@ mod tests {
         assert_eq!(f(300_000_000_000), "5m0s");
         assert_eq!(f(7_200_000_000_000), "2h0m0s");
         assert_eq!(f(3_723_000_000_000), "1h2m3s");
+    }
+
+    #[test]
+    fn formats_signed_nanos_as_go() {
+        let cases = [
+            (0, "0s"),
+            (1, "1ns"),
+            (1_100, "1.1\u{b5}s"),
+            (2_200_000, "2.2ms"),
+            (1_500_000_000, "1.5s"),
+            (60_000_000_000, "1m0s"),
+            (3_600_000_000_000, "1h0m0s"),
+            (3_723_000_000_000, "1h2m3s"),
+            (-90_000_000_000, "-1m30s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+            (i64::MAX, "2562047h47m16.854775807s"),
+        ];
+        for (nanos, want) in cases {
+            assert_eq!(format_nanos(nanos), want, "{nanos}");
+        }
     }
 }

@@ -7,8 +7,10 @@
 #![warn(missing_docs)]
 
 pub mod fields;
-mod gofmt;
+pub mod goduration;
+pub mod gofmt;
 pub mod gojson;
+pub mod gotime;
 pub mod labels;
 pub mod meta;
 pub mod request_info;

@@ -105,30 +105,14 @@ pub async fn ensure_system_namespaces(
     registry: &Registry,
     definition: &ResourceDefinition,
 ) -> Result<(), ApiError> {
-    let mut first_error = None;
-    for name in SYSTEM_NAMESPACES {
-        let namespace = json!({
+    let namespaces = SYSTEM_NAMESPACES.iter().map(|name| {
+        json!({
             "apiVersion": "v1",
             "kind": "Namespace",
             "metadata": { "name": name },
-        });
-        match registry
-            .create(
-                definition,
-                "",
-                namespace,
-                kapi_server::registry::Write::own(kapi_server::registry::KUBE_APISERVER),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(err) if err.is_already_exists() => {}
-            Err(err) => {
-                first_error.get_or_insert(err);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+        })
+    });
+    util::create_missing(registry, definition, namespaces.collect()).await
 }
 
 #[cfg(test)]

@@ -2,11 +2,11 @@
 //! fields (absent, `null` and the zero value are the same), the metav1 time formats, and the
 //! validation pieces core types add to the generic metadata checks.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use serde_json::{Map, Value};
+
+pub(crate) use kapi_apimachinery::gotime::{Timestamp, ZERO_TIME, parse_rfc3339};
 
 /// A string field, or "" when absent or not a string (Go's zero value).
 pub(crate) fn str_of<'a>(object: &'a Value, key: &str) -> &'a str {
@@ -121,122 +121,6 @@ pub(crate) fn immutable_rendered(path: &Path, rendered: String) -> FieldError {
     }
 }
 
-/// A point in time: seconds since the Unix epoch and nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Timestamp {
-    pub seconds: i64,
-    pub nanos: u32,
-}
-
-impl Timestamp {
-    /// The current time.
-    pub fn now() -> Timestamp {
-        match SystemTime::now().duration_since(UNIX_EPOCH) {
-            Ok(d) => Timestamp {
-                seconds: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-                nanos: d.subsec_nanos(),
-            },
-            Err(_) => Timestamp {
-                seconds: 0,
-                nanos: 0,
-            },
-        }
-    }
-
-    /// Nanoseconds from `earlier` to `self` (negative if `earlier` is later).
-    pub fn nanos_since(self, earlier: Timestamp) -> i128 {
-        let a = i128::from(self.seconds) * 1_000_000_000 + i128::from(self.nanos);
-        let b = i128::from(earlier.seconds) * 1_000_000_000 + i128::from(earlier.nanos);
-        a - b
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The number of days in a month.
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Parses an RFC 3339 timestamp as Go's `time.Parse(time.RFC3339, ...)` accepts it:
-/// `2006-01-02T15:04:05[.fraction](Z|±hh:mm)`.
-pub(crate) fn parse_rfc3339(text: &str) -> Option<Timestamp> {
-    let b = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(range)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        part.iter()
-            .try_fold(0i64, |n, d| Some(n * 10 + i64::from(d - b'0')))
-    };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
-        return None;
-    }
-    if hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let mut rest = &b[19..];
-    let mut nanos = 0u32;
-    if let Some(fraction) = rest.strip_prefix(b".") {
-        let count = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
-        if count == 0 || count > 9 {
-            return None;
-        }
-        for (i, d) in fraction[..count].iter().enumerate() {
-            nanos += u32::from(d - b'0') * 10u32.pow(8 - i as u32);
-        }
-        rest = &fraction[count..];
-    }
-    let offset = match rest {
-        b"Z" | b"z" => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let hh = i64::from(h1.checked_sub(b'0')?) * 10 + i64::from(h2.checked_sub(b'0')?);
-            let mm = i64::from(m1.checked_sub(b'0')?) * 10 + i64::from(m2.checked_sub(b'0')?);
-            if ![h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()) || hh > 23 || mm > 59 {
-                return None;
-            }
-            let total = hh * 3600 + mm * 60;
-            if *sign == b'-' { -total } else { total }
-        }
-        _ => return None,
-    };
-    let seconds =
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    Some(Timestamp { seconds, nanos })
-}
-
-/// Go's zero time (`0001-01-01T00:00:00Z`), which metav1 times write as `null`.
-pub(crate) const ZERO_TIME: Timestamp = Timestamp {
-    seconds: -62_135_596_800,
-    nanos: 0,
-};
-
 /// Whether a time field is unset: absent, `null`, empty or Go's zero time.
 pub(crate) fn is_zero_time(value: &Value) -> bool {
     match value {
@@ -253,7 +137,7 @@ pub(crate) fn go_json_string(text: &str) -> String {
 
 /// A metav1.Time as it is written: UTC, whole seconds.
 pub(crate) fn format_time(timestamp: Timestamp) -> String {
-    kapi_apimachinery::meta::format_rfc3339(timestamp.seconds)
+    kapi_apimachinery::gotime::format_rfc3339(timestamp.seconds)
 }
 
 /// A metav1.MicroTime as it is written: UTC, six fractional digits.
@@ -346,6 +230,31 @@ pub(crate) fn expect(want: &[(&str, &str, &str)]) -> Vec<(String, String, String
     want.iter()
         .map(|(f, r, m)| (f.to_string(), r.to_string(), m.to_string()))
         .collect()
+}
+
+/// Creates each of `objects` (cluster-scoped, of `definition`) that does not exist, as
+/// kube-apiserver's bootstrap post-start hooks do: existing objects are left alone, every
+/// object is attempted, and the first error is returned.
+pub(crate) async fn create_missing(
+    registry: &kapi_server::registry::Registry,
+    definition: &kapi_server::resource::ResourceDefinition,
+    objects: Vec<Value>,
+) -> Result<(), kapi_apimachinery::ApiError> {
+    use kapi_server::registry::{KUBE_APISERVER, Write};
+    let mut first_error = None;
+    for object in objects {
+        match registry
+            .create(definition, "", object, Write::own(KUBE_APISERVER))
+            .await
+        {
+            Ok(_) => {}
+            Err(err) if err.is_already_exists() => {}
+            Err(err) => {
+                first_error.get_or_insert(err);
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 #[cfg(test)]

@@ -208,7 +208,7 @@ fn configured(
 fn configured_webhook(webhook: &Value) -> Result<WebhookAuthorizer> {
     let duration = |field: &str, default: &str| -> Result<std::time::Duration> {
         let text = webhook[field].as_str().unwrap_or(default);
-        kapi_server::goduration::parse(text).with_context(|| format!("webhook.{field}"))
+        kapi_apimachinery::goduration::parse(text).with_context(|| format!("webhook.{field}"))
     };
     let connection = &webhook["connectionInfo"];
     if connection["type"] != "KubeConfigFile" {

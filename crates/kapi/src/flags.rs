@@ -357,7 +357,7 @@ fn port_range(value: &str) -> Result<kapi_builtin::PortRange, String> {
 
 /// Parses a flag value in Go's duration syntax (`60s`, `1m30s`).
 fn go_duration(value: &str) -> Result<Duration, String> {
-    kapi_server::goduration::parse(value).map_err(|err| err.to_string())
+    kapi_apimachinery::goduration::parse(value).map_err(|err| err.to_string())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::gofmt;
+use kapi_apimachinery::gofmt;
 
 /// The message upstream puts in the `Status` of every JSON patch application error (and of
 /// a few strategic merge patch errors): it answers with
@@ -136,7 +136,7 @@ pub(crate) mod smp {
     use serde_json::{Map, Value};
 
     use super::PatchError;
-    use crate::gofmt;
+    use kapi_apimachinery::gofmt;
 
     pub(crate) const BAD_JSON_DOC: &str = "invalid JSON document";
     pub(crate) const NO_LIST_OF_LISTS: &str = "lists of lists are not supported";

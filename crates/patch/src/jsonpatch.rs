@@ -18,7 +18,7 @@
 use serde_json::{Map, Value};
 
 use crate::error::PatchError;
-use crate::gofmt;
+use kapi_apimachinery::gofmt;
 
 /// How many operations upstream accepts in one JSON patch (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;

@@ -13,7 +13,6 @@
 //! Errors carry upstream's status code, reason and message: see [`PatchError`].
 
 mod error;
-mod gofmt;
 mod jsonpatch;
 mod mergepatch;
 mod schema;

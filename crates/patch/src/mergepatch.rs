@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 use crate::error::PatchError;
-use crate::gofmt;
+use kapi_apimachinery::gofmt;
 
 const BAD_PATCH: &str = "Invalid JSON Patch";
 

@@ -25,8 +25,8 @@
 use serde_json::{Map, Value};
 
 use crate::error::{PatchError, smp};
-use crate::gofmt;
 use crate::schema::{ListStrategy, MapStrategy, PatchSchema};
+use kapi_apimachinery::gofmt;
 
 const DIRECTIVE: &str = "$patch";
 const DELETE: &str = "delete";

@@ -288,7 +288,7 @@ fn special_value(kind: Kind, data: &[u8], path: &str, depth: usize) -> Result<Va
             format::timestamp(seconds, i64::from(nanos), matches!(kind, Kind::MicroTime))
                 .map_or(Value::Null, Value::String)
         }
-        Kind::Duration => Value::String(format::go_duration(
+        Kind::Duration => Value::String(kapi_apimachinery::goduration::format_nanos(
             small(data, path)?.ints[1].unwrap_or(0) as i64,
         )),
         Kind::IntOrString => {

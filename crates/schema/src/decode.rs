@@ -37,7 +37,7 @@ impl fmt::Display for StrictError {
             StrictKind::Unknown => "unknown field",
             StrictKind::Duplicate => "duplicate field",
         };
-        write!(f, "{kind} {}", quote(&self.path))
+        write!(f, "{kind} {}", kapi_apimachinery::quote(&self.path))
     }
 }
 
@@ -60,7 +60,7 @@ impl TypeError {
     fn go(value: &Value, go_type: &str, context: Option<(&str, &str)>) -> TypeError {
         let value = match value {
             Value::Number(n) if go_type.starts_with("int") => format!("number {n}"),
-            other => json_kind(other).to_string(),
+            other => kapi_apimachinery::gofmt::json_kind(other).to_string(),
         };
         let message = match context {
             Some((strukt, field)) => format!(
@@ -79,24 +79,6 @@ impl fmt::Display for TypeError {
 }
 
 impl std::error::Error for TypeError {}
-
-/// Go's name of a JSON value's kind in `cannot unmarshal` messages.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// Go's `strconv.Quote` for the paths of strict errors (JSON escaping matches it for the
-/// printable text field names are made of).
-fn quote(text: &str) -> String {
-    Value::from(text).to_string()
-}
 
 /// Decodes `object` against `schema`: removes the fields the schema does not know (also in
 /// nested objects and list items; not inside objects that preserve unknown fields) and
@@ -399,7 +381,7 @@ fn check_time(value: &Value) -> Result<(), TypeError> {
     match rfc3339_error(text) {
         None => Ok(()),
         Some(problem) => Err(TypeError {
-            message: format!("parsing time {}{problem}", quote(text)),
+            message: format!("parsing time {}{problem}", kapi_apimachinery::quote(text)),
         }),
     }
 }
@@ -423,8 +405,8 @@ fn rfc3339_error(text: &str) -> Option<String> {
         let Some(after) = rest.strip_prefix(literal) else {
             return Some(format!(
                 " as {LAYOUT}: cannot parse {} as {}",
-                quote(rest),
-                quote(literal)
+                kapi_apimachinery::quote(rest),
+                kapi_apimachinery::quote(literal)
             ));
         };
         let number = after
@@ -433,8 +415,8 @@ fn rfc3339_error(text: &str) -> Option<String> {
         let Some(number) = number else {
             return Some(format!(
                 " as {LAYOUT}: cannot parse {} as {}",
-                quote(after),
-                quote(element)
+                kapi_apimachinery::quote(after),
+                kapi_apimachinery::quote(element)
             ));
         };
         let n: u32 = number.parse().unwrap_or(0);
@@ -457,7 +439,12 @@ fn rfc3339_error(text: &str) -> Option<String> {
             && b[3] == b':'
             && b[4..6].iter().all(u8::is_ascii_digit)
     };
-    (!zone_ok).then(|| format!(" as {LAYOUT}: cannot parse {} as \"Z07:00\"", quote(rest)))
+    (!zone_ok).then(|| {
+        format!(
+            " as {LAYOUT}: cannot parse {} as \"Z07:00\"",
+            kapi_apimachinery::quote(rest)
+        )
+    })
 }
 
 /// Go's name of the type a schema node decodes into, for `cannot unmarshal` messages:

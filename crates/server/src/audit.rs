@@ -141,7 +141,7 @@ pub(crate) fn now_micro() -> String {
     let now = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
-    kapi_apimachinery::meta::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros())
+    kapi_apimachinery::gotime::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros())
 }
 
 /// The metadata of a JSON request body, without decoding the rest: what a Metadata-level

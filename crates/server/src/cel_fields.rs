@@ -61,32 +61,40 @@ pub fn undefined_field_message(source: &str, field: &str) -> String {
     )
 }
 
+/// CEL's reserved words: a property so named is read as `__name__` (upstream's escaping),
+/// and, as Kubernetes also recognises keywords as field names, by its own name.
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// Whether `name` is one of CEL's reserved words.
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED.contains(&name)
+}
+
 /// The CEL name of a property, as upstream escapes property names.
 pub fn escape(name: &str) -> String {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
-    if RESERVED.contains(&name) {
+    if is_reserved(name) {
         return format!("__{name}__");
     }
     let mut escaped = String::with_capacity(name.len());

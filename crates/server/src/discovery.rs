@@ -15,6 +15,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
 use crate::resource::{ResourceDefinition, Subresource, SubresourceKind};
@@ -314,7 +316,7 @@ pub fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
         &ring::digest::SHA256,
         format!("{group}/{version}/{kind}").as_bytes(),
     );
-    base64(&digest.as_ref()[..8], STANDARD_ALPHABET)
+    STANDARD.encode(&digest.as_ref()[..8])
 }
 
 /// The value of the `ETag` header of a discovery or OpenAPI document (quoted, as upstream
@@ -335,32 +337,6 @@ pub(crate) fn sha512_hex(bytes: &[u8]) -> String {
             let _ = write!(out, "{b:02X}");
             out
         })
-}
-
-pub(crate) const STANDARD_ALPHABET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-pub(crate) const URL_ALPHABET: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// Padded base64 with the given alphabet.
-pub(crate) fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1263,15 +1239,6 @@ pub(crate) mod tests {
                 },
             ]
         );
-    }
-
-    #[test]
-    fn base64_pads() {
-        assert_eq!(base64(b"", STANDARD_ALPHABET), "");
-        assert_eq!(base64(b"f", STANDARD_ALPHABET), "Zg==");
-        assert_eq!(base64(b"fo", STANDARD_ALPHABET), "Zm8=");
-        assert_eq!(base64(b"foo", STANDARD_ALPHABET), "Zm9v");
-        assert_eq!(base64(&[0xfb, 0xff], URL_ALPHABET), "-_8=");
     }
 
     #[test]

@@ -20,7 +20,6 @@ mod codec;
 pub mod config;
 pub mod endpoints;
 pub mod filters;
-pub mod goduration;
 pub mod healthz;
 pub mod informer;
 pub mod metrics;

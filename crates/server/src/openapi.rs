@@ -29,13 +29,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE;
 use serde_json::{Map, Value, json};
 
 mod v2proto;
 
+use kapi_apimachinery::gotime::{Timestamp, format_rfc1123_utc};
 use kapi_apimachinery::status::ApiError;
 
-use crate::discovery::{self, URL_ALPHABET};
+use crate::discovery;
 use crate::resource::{ResourceDefinition, Verbs};
 
 /// `info.title` of every document.
@@ -1849,39 +1852,10 @@ fn document_response<B>(
     if immutable {
         set(header::VARY, "Accept");
         set(header::CACHE_CONTROL, "public, immutable");
-        let year = std::time::SystemTime::now() + std::time::Duration::from_secs(365 * 24 * 3600);
-        set(header::EXPIRES, &httpdate(year));
+        let year = Timestamp::now().seconds.saturating_add(365 * 24 * 3600);
+        set(header::EXPIRES, &format_rfc1123_utc(year));
     }
     response
-}
-
-/// A time in Go's `time.RFC1123` layout, in UTC (`Mon, 02 Jan 2006 15:04:05 UTC`).
-fn httpdate(at: std::time::SystemTime) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{}, {day:02} {} {year} {:02}:{:02}:{:02} UTC",
-        DAYS[(days % 7) as usize],
-        MONTHS[(month - 1) as usize],
-        rest / 3600,
-        rest / 60 % 60,
-        rest % 60
-    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1968,7 +1942,7 @@ fn parameter_hash(s: &str) -> String {
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
         hash ^= u64::from(byte);
     }
-    discovery::base64(&hash.to_be_bytes()[..6], URL_ALPHABET)
+    URL_SAFE.encode(&hash.to_be_bytes()[..6])
 }
 
 /// `/openapi/v2`: the swagger 2.0 document of everything served.
@@ -2946,16 +2920,6 @@ mod tests {
         assert_eq!(
             response.headers()["content-type"],
             "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-        );
-    }
-
-    #[test]
-    fn http_dates_are_go_rfc1123() {
-        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
-        assert_eq!(httpdate(at), "Tue, 14 Nov 2023 22:13:20 UTC");
-        assert_eq!(
-            httpdate(std::time::UNIX_EPOCH),
-            "Thu, 01 Jan 1970 00:00:00 UTC"
         );
     }
 }

@@ -100,7 +100,7 @@ impl WebhookClient {
         let separator = if url.contains('?') { '&' } else { '?' };
         let url = format!(
             "{url}{separator}timeout={}",
-            crate::goduration::format(seconds)
+            kapi_apimachinery::goduration::format(seconds)
         );
         self.post_to(url, body, timeout).await
     }

@@ -116,6 +116,36 @@ pub fn is_dns1123_label(value: &str) -> Vec<String> {
     errs
 }
 
+/// The longest IANA service name (a port name).
+const IANA_SVC_NAME_MAX_LENGTH: usize = 15;
+
+/// Checks a port name (an IANA_SVC_NAME) as upstream's IsValidPortName does: at most 15
+/// lower-case alphanumerics and '-', with a letter, no "--", no '-' at either end. The empty
+/// name fails both the character and the letter rules; callers that allow no name check
+/// for it first, as upstream's do.
+pub fn is_valid_port_name(port: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if port.len() > IANA_SVC_NAME_MAX_LENGTH {
+        errs.push(max_len_characters(IANA_SVC_NAME_MAX_LENGTH));
+    }
+    let charset = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
+    if port.is_empty() || !port.bytes().all(charset) {
+        errs.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
+    }
+    if !port.bytes().any(|b| b.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".to_string());
+    }
+    if port.contains("--") {
+        errs.push("must not contain consecutive hyphens".to_string());
+    }
+    if port.starts_with('-') || port.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".to_string());
+    }
+    errs
+}
+
 /// Checks a DNS-1123 subdomain (at most 253 characters, dot-separated labels), the rule for
 /// most object names.
 pub fn is_dns1123_subdomain(value: &str) -> Vec<String> {

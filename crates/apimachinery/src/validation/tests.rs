@@ -764,3 +764,47 @@ fn label_selectors() {
     ));
     assert_eq!(msgs.len(), 6);
 }
+
+/// IsValidPortName, with upstream's own cases (validation_test.go TestIsValidPortName),
+/// including the empty name, which upstream refuses on two counts.
+#[test]
+fn port_names_as_upstream() {
+    for good in [
+        "telnet",
+        "re-mail-ck",
+        "pop3",
+        "a",
+        "a-1",
+        "1-a",
+        "a-1-b-2-c",
+        "1-a-2-b-3",
+    ] {
+        assert!(is_valid_port_name(good).is_empty(), "{good}");
+    }
+    assert_eq!(
+        is_valid_port_name(""),
+        [
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+            "must contain at least one letter (a-z)",
+        ]
+    );
+    for bad in [
+        "longerthan15characters",
+        "12345",
+        "1-2-3-4",
+        "-begin",
+        "end-",
+        "two--hyphens",
+        "whois++",
+    ] {
+        assert!(!is_valid_port_name(bad).is_empty(), "{bad}");
+    }
+    assert_eq!(
+        is_valid_port_name("-Ab--"),
+        [
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)",
+            "must not contain consecutive hyphens",
+            "must not begin or end with a hyphen",
+        ]
+    );
+}

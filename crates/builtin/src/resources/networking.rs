@@ -4,7 +4,7 @@
 
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
-    is_dns1035_label, is_dns1123_subdomain, validate_label_selector,
+    is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, validate_label_selector,
 };
 use kapi_server::resource::TableConvertor;
 use serde_json::{Value, json};
@@ -277,7 +277,7 @@ fn validate_service_backend(service: &Value, path: &Path) -> FieldErrors {
         (false, true) => errs.extend(invalid_each(
             &port_path.child("name"),
             port_name,
-            port_name_errors(port_name),
+            is_valid_port_name(port_name),
         )),
         (true, false) => {
             if !(1..=65535).contains(&port_number) {
@@ -292,32 +292,6 @@ fn validate_service_backend(service: &Value, path: &Path) -> FieldErrors {
             path,
             "port name or number is required",
         )),
-    }
-    errs
-}
-
-/// IsValidPortName: an IANA service name.
-pub(crate) fn port_name_errors(name: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if name.len() > 15 {
-        errs.push("must be no more than 15 characters".to_string());
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        errs.push(
-            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
-        );
-    }
-    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
-        errs.push("must contain at least one letter (a-z)".to_string());
-    }
-    if name.contains("--") {
-        errs.push("must not contain consecutive hyphens".to_string());
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        errs.push("must not begin or end with a hyphen".to_string());
     }
     errs
 }
@@ -623,7 +597,7 @@ fn validate_port(port: &Value, path: &Path) -> FieldErrors {
             errs.extend(invalid_each(
                 &path.child("port"),
                 name,
-                port_name_errors(name),
+                is_valid_port_name(name),
             ));
         }
         _ => {

@@ -200,32 +200,18 @@ pub async fn ensure_system_priority_classes(
     registry: &Registry,
     definition: &ResourceDefinition,
 ) -> Result<(), ApiError> {
-    let mut first_error = None;
-    for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
-        let class = json!({
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-            "description": description,
+    let classes = SYSTEM_PRIORITY_CLASSES
+        .iter()
+        .map(|(name, value, description)| {
+            json!({
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "description": description,
+            })
         });
-        match registry
-            .create(
-                definition,
-                "",
-                class,
-                kapi_server::registry::Write::own(kapi_server::registry::KUBE_APISERVER),
-            )
-            .await
-        {
-            Ok(_) => {}
-            Err(err) if err.is_already_exists() => {}
-            Err(err) => {
-                first_error.get_or_insert(err);
-            }
-        }
-    }
-    first_error.map_or(Ok(()), Err)
+    crate::util::create_missing(registry, definition, classes.collect()).await
 }
 
 #[cfg(test)]

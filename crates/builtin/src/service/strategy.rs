@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
-    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, name_is_dns1035_label,
-    validate_labels,
+    is_dns1123_label, is_dns1123_subdomain, is_qualified_name, is_valid_port_name,
+    name_is_dns1035_label, validate_labels,
 };
 use kapi_server::resource::{
     NameValidator, PrinterColumn, Strategy, SubresourceKind, TableConvertor,
@@ -674,30 +674,6 @@ pub(super) fn validate_port_num_or_name(port: &Value, path: &Path) -> FieldError
         }
     }
     errs
-}
-
-/// Upstream's IsValidPortName (an IANA_SVC_NAME).
-pub(super) fn is_valid_port_name(name: &str) -> Vec<String> {
-    let mut msgs = Vec::new();
-    if name.len() > 15 {
-        msgs.push("must be no more than 15 characters".to_string());
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        msgs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
-    }
-    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
-        msgs.push("must contain at least one letter (a-z)".into());
-    }
-    if name.contains("--") {
-        msgs.push("must not contain consecutive hyphens".into());
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        msgs.push("must not begin or end with a hyphen".into());
-    }
-    msgs
 }
 
 fn validate_session_affinity(spec: &Value, spec_path: &Path) -> FieldErrors {

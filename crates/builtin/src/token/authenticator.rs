@@ -136,7 +136,8 @@ impl ServiceAccountAuthenticator {
     /// background: authentication does not wait for the write).
     fn mark_used(&self, namespace: &str, secret: &str, last_used: Option<&str>) {
         let now = unix_now();
-        let day = |seconds: i64| kapi_apimachinery::meta::format_rfc3339(seconds)[..10].to_string();
+        let day =
+            |seconds: i64| kapi_apimachinery::gotime::format_rfc3339(seconds)[..10].to_string();
         let (today, tomorrow) = (day(now), day(now + 86_400));
         if last_used.is_some_and(|used| used == today || used == tomorrow) {
             return;

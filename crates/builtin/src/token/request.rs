@@ -6,7 +6,8 @@
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kapi_apimachinery::meta::{format_rfc3339, new_uid};
+use kapi_apimachinery::gotime::format_rfc3339;
+use kapi_apimachinery::meta::new_uid;
 use kapi_apimachinery::quote;
 use kapi_apimachinery::schema::{GroupKind, GroupResource};
 use kapi_apimachinery::status::ApiError;

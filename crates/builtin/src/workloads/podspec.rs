@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     IS_NEGATIVE_ERROR_MSG, is_config_map_key, is_dns1123_label, is_qualified_name,
-    is_valid_label_value, name_is_dns_subdomain, validate_annotations, validate_label_name,
-    validate_labels,
+    is_valid_label_value, is_valid_port_name, name_is_dns_subdomain, validate_annotations,
+    validate_label_name, validate_labels,
 };
 use serde_json::{Map, Value};
 
@@ -769,33 +769,6 @@ fn port_num_errors(port: i64) -> Vec<String> {
     }
 }
 
-/// IsValidPortName (IANA service names).
-pub(crate) fn port_name_errors(name: &str) -> Vec<String> {
-    let mut msgs = Vec::new();
-    if name.len() > 15 {
-        msgs.push("must be no more than 15 characters".to_string());
-    }
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        msgs.push(
-            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
-        );
-    }
-    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
-        msgs.push("must contain at least one letter (a-z)".to_string());
-    }
-    if name.contains("--") {
-        msgs.push("must not contain consecutive hyphens".to_string());
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        msgs.push("must not begin or end with a hyphen".to_string());
-    }
-    msgs
-}
-
 /// validateContainerPorts.
 fn validate_container_ports(ports: &[Value], path: &Path) -> FieldErrors {
     let mut errs = FieldErrors::new();
@@ -804,7 +777,7 @@ fn validate_container_ports(ports: &[Value], path: &Path) -> FieldErrors {
         let idx = path.index(i);
         let name = str_of(port, "name");
         if !name.is_empty() {
-            let msgs = port_name_errors(name);
+            let msgs = is_valid_port_name(name);
             if !msgs.is_empty() {
                 errs.extend(invalid_each(&idx.child("name"), name, msgs));
             } else if !names.insert(name) {
@@ -1302,7 +1275,7 @@ fn validate_action(kind: &str, action: &Value, path: &Path) -> FieldErrors {
 /// ValidatePortNumOrName.
 pub(crate) fn validate_port_num_or_name(port: &Value, path: &Path) -> FieldErrors {
     match port {
-        Value::String(name) => invalid_each(path, name, port_name_errors(name)),
+        Value::String(name) => invalid_each(path, name, is_valid_port_name(name)),
         other => {
             let number = other.as_i64().unwrap_or(0);
             port_num_errors(number)

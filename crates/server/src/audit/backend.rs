@@ -342,7 +342,7 @@ fn rotate(path: &Path, rotation: Rotation) -> io::Result<BufWriter<File>> {
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
     let stamp =
-        kapi_apimachinery::meta::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros());
+        kapi_apimachinery::gotime::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros());
     // lumberjack's 2006-01-02T15-04-05.000 layout: colons are not portable in file names.
     let stamp = stamp[..23].replace(':', "-");
     let backup = path.with_file_name(format!("{stem}-{stamp}{ext}"));

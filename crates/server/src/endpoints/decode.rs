@@ -163,7 +163,7 @@ pub(super) fn decode_patched(
     let invalid = |patched: &Value, reason: String| {
         let value = match patch_type {
             PatchType::StrategicMerge => {
-                go_value(&serde_json::from_slice(patch).unwrap_or(Value::Null))
+                kapi_apimachinery::gofmt::v(&serde_json::from_slice(patch).unwrap_or(Value::Null))
             }
             _ => serde_json::to_string(patched).unwrap_or_default(),
         };
@@ -195,42 +195,6 @@ fn warnings(errors: &[StrictError]) -> Vec<String> {
 /// `strconv.Quote`.
 pub(super) fn warning_header(text: &str) -> String {
     format!("299 - {}", kapi_apimachinery::quote(text))
-}
-
-/// Go's `%+v` of a decoded JSON value: `map[a:1 b:[x y]]`, keys sorted, strings bare,
-/// null as `<nil>`.
-fn go_value(value: &Value) -> String {
-    match value {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => go_float(n.as_f64().unwrap_or_default()),
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            let items: Vec<String> = items.iter().map(go_value).collect();
-            format!("[{}]", items.join(" "))
-        }
-        Value::Object(map) => {
-            let entries: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{k}:{}", go_value(v)))
-                .collect();
-            format!("map[{}]", entries.join(" "))
-        }
-    }
-}
-
-/// Go's `%v` of a float64: the shortest representation, with an exponent from 1e21 on.
-fn go_float(f: f64) -> String {
-    if f.abs() >= 1e21 || (f != 0.0 && f.abs() < 1e-4) {
-        let text = format!("{f:e}");
-        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
-        let (sign, digits) = match exponent.strip_prefix('-') {
-            Some(digits) => ('-', digits),
-            None => ('+', exponent),
-        };
-        return format!("{mantissa}e{sign}{digits:0>2}");
-    }
-    format!("{f}")
 }
 
 #[cfg(test)]
@@ -357,13 +321,7 @@ mod tests {
     }
 
     #[test]
-    fn go_formats() {
-        assert_eq!(
-            go_value(&json!({"b": [1, "x", null], "a": {"c": true}})),
-            "map[a:map[c:true] b:[1 x <nil>]]"
-        );
-        assert_eq!(go_float(1e21), "1e+21");
-        assert_eq!(go_float(0.5), "0.5");
+    fn warning_header_quotes_like_go() {
         assert_eq!(
             warning_header(r#"unknown field "a""#),
             r#"299 - "unknown field \"a\"""#

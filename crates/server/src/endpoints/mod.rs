@@ -37,7 +37,7 @@ use crate::registry::Registry;
 use crate::resource::ResourceDefinition;
 
 pub use decode::{BuiltinSchemas, SchemaProvider};
-pub use render::{NAME_DESCRIPTION, human_duration};
+pub use render::NAME_DESCRIPTION;
 
 /// The 503 of a request made before every known path was installed, as upstream words it.
 const PATHS_NOT_INSTALLED: &str =

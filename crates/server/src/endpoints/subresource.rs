@@ -9,6 +9,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode, header};
+use kapi_apimachinery::gotime::{Timestamp, human_duration, parse_rfc3339};
 use kapi_apimachinery::labels;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::schema::{GroupKind, GroupResource};
@@ -20,9 +21,7 @@ use super::decoded_type::ExpectedType;
 use super::handlers::{answer, content_type, patch_error, read_body};
 use super::negotiation;
 use super::params::{self, Query};
-use super::render::{
-    CREATED_AT_DESCRIPTION, IncludeObject, NAME_DESCRIPTION, Renderer, encode, human_duration,
-};
+use super::render::{CREATED_AT_DESCRIPTION, IncludeObject, NAME_DESCRIPTION, Renderer, encode};
 use super::{Apis, Served, header_str, response, router_error};
 use crate::admission::{Admission, Attributes, Operation, Warnings, WriteAdmission};
 use crate::audit::AuditAnnotations;
@@ -333,44 +332,19 @@ fn scale_table() -> TableConvertor {
                 scale["metadata"]["name"].clone(),
                 scale["spec"]["replicas"].as_i64().unwrap_or(0).into(),
                 scale["status"]["replicas"].as_i64().unwrap_or(0).into(),
-                age(created, unix_now()).into(),
+                age(created, Timestamp::now()).into(),
             ]
         }),
     }
 }
 
-/// Unix seconds now.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
-/// How long ago an RFC 3339 UTC timestamp was, as kubectl's AGE columns print it;
+/// How long ago an RFC 3339 timestamp was, as kubectl's AGE columns print it;
 /// `<unknown>` without one, as upstream's translateTimestampSince.
-fn age(timestamp: Option<&str>, now: i64) -> String {
-    match timestamp.and_then(unix_seconds) {
-        Some(then) => human_duration(now - then),
+fn age(timestamp: Option<&str>, now: Timestamp) -> String {
+    match timestamp.and_then(parse_rfc3339) {
+        Some(then) => human_duration(now.nanos_since(then)),
         None => "<unknown>".into(),
     }
-}
-
-/// The Unix seconds of `YYYY-MM-DDTHH:MM:SS[.frac]Z`.
-fn unix_seconds(timestamp: &str) -> Option<i64> {
-    let number = |range: std::ops::Range<usize>| timestamp.get(range)?.parse::<i64>().ok();
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !timestamp.ends_with('Z') || !(1..=12).contains(&month) {
-        return None;
-    }
-    // Days from the civil date (the proleptic Gregorian calendar, years from March).
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let day_of_year = (153 * ((month + 9) % 12) + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    let days = era * 146_097 + day_of_era - 719_468;
-    Some(days * 86_400 + hour * 3600 + minute * 60 + second)
 }
 
 /// `object` with the replicas `scale` asks for, its resourceVersion as the write's

@@ -31,10 +31,10 @@ use super::long_running::is_long_running;
 use super::request_log::RequestReceived;
 use super::{FilterFuture, call, request_info_of, request_uri, take_ready};
 use crate::body::{Body, BoxError};
-use crate::goduration;
 use crate::query;
 use crate::responses::{TEXT_PLAIN_UTF8, api_error, internal_error};
 use crate::serving::ResponseDeadline;
+use kapi_apimachinery::goduration;
 
 /// The start of the 400 for a malformed `timeout` parameter.
 const INVALID_TIMEOUT: &str = "invalid timeout specified in the request URL";
