@@ -220,6 +220,17 @@ impl Quantity {
             .unwrap_or(saturated)
     }
 
+    /// The value rounded up (away from zero) to a multiple of 10^`scale`, as upstream's
+    /// RoundUp (quota counts claims' storage in whole bytes this way).
+    pub fn round_up(&self, scale: i32) -> Quantity {
+        let scale = i64::from(scale);
+        if self.exponent >= scale {
+            return self.clone();
+        }
+        let (mantissa, exponent) = coarsen(self.parts(), scale);
+        Quantity::from_parts(mantissa, exponent, self.format)
+    }
+
     /// The value as a float, for ratios and display: the mantissa times Go's math.Pow10 of
     /// the exponent, as upstream's AsApproximateFloat64 computes it.
     pub fn as_approximate_f64(&self) -> f64 {
@@ -519,6 +530,17 @@ fn add_parts(mut a: (i128, i64), mut b: (i128, i64)) -> (i128, i64) {
     }
 }
 
+/// `a × factor`, exact when the product fits an i128; otherwise `a` gives up its lowest
+/// digits, rounded away from zero, until it does.
+fn mul_parts(mut a: (i128, i64), factor: i64) -> (i128, i64) {
+    loop {
+        if let Some(product) = a.0.checked_mul(factor.into()) {
+            return (product, a.1);
+        }
+        a = coarsen(a, a.1 + 1);
+    }
+}
+
 /// The magnitude order of two nonzero values `m × 10^e`.
 fn cmp_magnitude(a: (u128, i64), b: (u128, i64)) -> Ordering {
     let scaled = |(m, e): (u128, i64), to: i64| {
@@ -662,13 +684,8 @@ impl Mul<i64> for &Quantity {
     type Output = Quantity;
 
     fn mul(self, factor: i64) -> Quantity {
-        let mut parts = self.parts();
-        loop {
-            if let Some(product) = parts.0.checked_mul(factor.into()) {
-                return Quantity::from_parts(product, parts.1, self.format);
-            }
-            parts = coarsen(parts, parts.1 + 1);
-        }
+        let (mantissa, exponent) = mul_parts(self.parts(), factor);
+        Quantity::from_parts(mantissa, exponent, self.format)
     }
 }
 

@@ -644,6 +644,23 @@ fn values_round_up() {
             "{from}->{to}"
         );
     }
+    // TestQuantityRoundUp.
+    for (text, scale, want) in [
+        ("9.01", -3, "9010m"),
+        ("9.01", -2, "9010m"),
+        ("9.01", -1, "9100m"),
+        ("9.01", 0, "10"),
+        ("9.01", 1, "10"),
+        ("9.01", 2, "100"),
+        ("-9.01", -1, "-9100m"),
+        ("-9.01", 0, "-10"),
+        ("-9.01", 2, "-100"),
+        ("1.5Gi", 0, "1536Mi"),
+        ("0.5Ki", 0, "512"),
+    ] {
+        assert_eq!(q(text).round_up(scale).to_string(), want, "{text} {scale}");
+    }
+    assert_eq!(q("1.1").round_up(0).format(), DecimalSI);
     assert_eq!(q("1e30").value(), i64::MAX);
     assert_eq!(q("-1e30").milli_value(), i64::MIN);
 }

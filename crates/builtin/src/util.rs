@@ -4,9 +4,19 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use serde_json::{Map, Value};
+
+/// A quantity field's exact value (`resource.Quantity`), a string (spaces trimmed) or a
+/// number as JSON decoding reads it; `None` when it is neither or does not parse.
+pub(crate) fn quantity(value: &Value) -> Option<Quantity> {
+    match value {
+        Value::String(_) | Value::Number(_) => Quantity::from_json(value).ok(),
+        _ => None,
+    }
+}
 
 /// A string field, or "" when absent or not a string (Go's zero value).
 pub(crate) fn str_of<'a>(object: &'a Value, key: &str) -> &'a str {
