@@ -1,6 +1,7 @@
 //! kapi's object model, the equivalent of k8s.io/apimachinery plus the apiserver's request
 //! info: `Status` errors, group/version/kind names, label and field selectors, name and
-//! metadata validation, and RequestInfo. It knows nothing of storage or HTTP.
+//! metadata validation, resource quantities, and RequestInfo. It knows nothing of storage
+//! or HTTP.
 //!
 //! Messages, reasons and codes are upstream's exactly: clients and tests compare them.
 
@@ -13,6 +14,7 @@ pub mod gojson;
 pub mod gotime;
 pub mod labels;
 pub mod meta;
+pub mod quantity;
 pub mod request_info;
 pub mod schema;
 pub mod selection;
@@ -20,4 +22,5 @@ pub mod status;
 pub mod validation;
 
 pub use gofmt::{json as go_json, quote};
+pub use quantity::{Format, Quantity, QuantityError};
 pub use status::{ApiError, Status, StatusCause, StatusDetails};

@@ -3,15 +3,17 @@
 //! and bound containers, pods and PersistentVolumeClaims by min, max and
 //! maxLimitRequestRatio (validating phase), with upstream's messages.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
+use kapi_apimachinery::{Format, Quantity};
 use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
 use serde_json::{Value, json};
 
-use super::quantity::{Amount, amounts};
+use super::quantity::amounts;
+use crate::util::quantity;
 
 /// The annotation LimitRanger leaves on pods it defaulted.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
@@ -105,39 +107,69 @@ fn apply_defaults(pod: &mut Value, limits: &[Value]) -> Vec<String> {
     set
 }
 
-/// One bound check: `value` (a request or limit, if given) against the limit's `bound`.
+/// Upstream's MaxMilliValue: the largest value whose thousandths fit an int64.
+const MAX_MILLI_VALUE: i64 = i64::MAX / 1000;
+
+/// The values upstream compares (requestLimitEnforcedValues): thousandths, rounded up, when
+/// none of the quantities is too large for them, whole units (rounded up) otherwise; an
+/// absent quantity is zero.
+fn enforced_values<const N: usize>(quantities: [Option<&Quantity>; N]) -> [i64; N] {
+    let value = |q: Option<&Quantity>| q.map_or(0, Quantity::value);
+    let milli = quantities.iter().all(|q| value(*q) <= MAX_MILLI_VALUE);
+    quantities.map(|q| match milli {
+        true => q.map_or(0, Quantity::milli_value),
+        false => value(q),
+    })
+}
+
+/// One bound check: the request (for `min`) or the limit (for `max`), if given, against
+/// the limit item's `bound`, compared at upstream's precision.
 fn check(
     errors: &mut Vec<String>,
     kind: &str,
     resource: &str,
     bound: &str,
     limit: &Value,
-    request: Option<Amount>,
-    maximum: Option<Amount>,
+    observed: Option<&Quantity>,
 ) {
-    let Some(bound_value) = limit[bound][resource].as_str().and_then(Amount::parse) else {
+    let Some(bound_value) = quantity(&limit[bound][resource]) else {
         return;
     };
-    match bound {
-        "min" => match request {
-            None => errors.push(format!(
-                "minimum {resource} usage per {kind} is {bound_value}.  No request is specified"
-            )),
-            Some(request) if request < bound_value => errors.push(format!(
-                "minimum {resource} usage per {kind} is {bound_value}, but request is {request}"
-            )),
-            _ => {}
-        },
-        _ => match maximum {
-            None => errors.push(format!(
-                "maximum {resource} usage per {kind} is {bound_value}.  No limit is specified"
-            )),
-            Some(maximum) if maximum > bound_value => errors.push(format!(
-                "maximum {resource} usage per {kind} is {bound_value}, but limit is {maximum}"
-            )),
-            _ => {}
-        },
+    let [observed_value, enforced] = enforced_values([observed, Some(&bound_value)]);
+    match (bound, observed) {
+        ("min", None) => errors.push(format!(
+            "minimum {resource} usage per {kind} is {bound_value}.  No request is specified"
+        )),
+        ("min", Some(request)) if observed_value < enforced => errors.push(format!(
+            "minimum {resource} usage per {kind} is {bound_value}, but request is {request}"
+        )),
+        ("max", None) => errors.push(format!(
+            "maximum {resource} usage per {kind} is {bound_value}.  No limit is specified"
+        )),
+        ("max", Some(maximum)) if observed_value > enforced => errors.push(format!(
+            "maximum {resource} usage per {kind} is {bound_value}, but limit is {maximum}"
+        )),
+        _ => {}
     }
+}
+
+/// Whether limit / request exceeds the enforced ratio, as upstream's
+/// limitRequestRatioConstraint decides it (on thousandths when they fit), but with exact
+/// integer products instead of its float division; and the ratio as upstream displays it.
+fn ratio_exceeded(request: &Quantity, maximum: &Quantity, ratio: &Quantity) -> Option<f64> {
+    let [request_value, limit_value, _] =
+        enforced_values([Some(request), Some(maximum), Some(ratio)]);
+    if request_value == 0 {
+        return None;
+    }
+    let displayed = limit_value as f64 / request_value as f64;
+    let (limit_value, request_value) = (i128::from(limit_value), i128::from(request_value));
+    let exceeded = if ratio.value() <= MAX_MILLI_VALUE {
+        limit_value * 1000 > i128::from(ratio.milli_value()) * request_value
+    } else {
+        limit_value > i128::from(ratio.value()) * request_value
+    };
+    exceeded.then_some(displayed)
 }
 
 /// The min/max errors of one set of requests and limits against one limit item.
@@ -145,8 +177,8 @@ fn bounds(
     errors: &mut Vec<String>,
     kind: &str,
     limit: &Value,
-    requests: &BTreeMap<String, Amount>,
-    limits: &BTreeMap<String, Amount>,
+    requests: &BTreeMap<String, Quantity>,
+    limits: &BTreeMap<String, Quantity>,
 ) {
     let resources: Vec<String> = ["min", "max", "maxLimitRequestRatio"]
         .iter()
@@ -170,29 +202,52 @@ fn bounds(
             &resource,
             "min",
             limit,
-            requests.get(&resource).copied(),
-            None,
+            requests.get(&resource),
         );
-        check(
-            errors,
-            kind,
-            &resource,
-            "max",
-            limit,
-            None,
-            limits.get(&resource).copied(),
-        );
-        if let Some(ratio) = limit["maxLimitRequestRatio"][&resource]
-            .as_str()
-            .and_then(Amount::parse)
+        check(errors, kind, &resource, "max", limit, limits.get(&resource));
+        if let Some(ratio) = quantity(&limit["maxLimitRequestRatio"][&resource])
             && let (Some(request), Some(maximum)) = (requests.get(&resource), limits.get(&resource))
+            && let Some(actual) = ratio_exceeded(request, maximum, &ratio)
         {
-            let actual = maximum.as_f64() / request.as_f64();
-            if actual > ratio.as_f64() {
-                errors.push(format!("{resource} max limit to request ratio per {kind} is {ratio}, but provided ratio is {actual:.6}"));
+            errors.push(format!("{resource} max limit to request ratio per {kind} is {ratio}, but provided ratio is {actual:.6}"));
+        }
+    }
+}
+
+/// A pod's requests or limits as upstream's LimitRanger totals them: per resource present
+/// in every container, the sum of thousandths (cpu) or rounded-up units (the rest), in
+/// decimal; then any init container's own amount when larger.
+fn pod_total(pod: &Value, kind: &str) -> BTreeMap<String, Quantity> {
+    let list = |name: &str| pod["spec"][name].as_array().map_or(&[][..], Vec::as_slice);
+    let containers: Vec<_> = list("containers")
+        .iter()
+        .map(|c| amounts(&c["resources"][kind]))
+        .collect();
+    let names: BTreeSet<&String> = containers.iter().flat_map(|c| c.keys()).collect();
+    let mut total = BTreeMap::new();
+    for name in names {
+        let cpu = name == "cpu";
+        let values = containers.iter().map(|c| {
+            c.get(name)
+                .map(|q| if cpu { q.milli_value() } else { q.value() })
+        });
+        let Some(sum) = values.sum::<Option<i64>>() else {
+            continue;
+        };
+        let sum = match cpu {
+            true => Quantity::new_milli(sum, Format::DecimalSI),
+            false => Quantity::new(sum, Format::DecimalSI),
+        };
+        total.insert(name.clone(), sum);
+    }
+    for init in list("initContainers") {
+        for (name, own) in amounts(&init["resources"][kind]) {
+            if total.get(&name).is_none_or(|sum| own > *sum) {
+                total.insert(name, own);
             }
         }
     }
+    total
 }
 
 /// The errors of a pod or PVC against the limit items.
@@ -215,21 +270,9 @@ fn violations(plural: &str, object: &Value, limits: &[Value]) -> Vec<String> {
                 }
             }
             ("pods", Some("Pod")) => {
-                let sum = |kind: &str| {
-                    let mut total: BTreeMap<String, Amount> = BTreeMap::new();
-                    for container in object["spec"]["containers"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                    {
-                        for (k, v) in amounts(&container["resources"][kind]) {
-                            let entry = total.entry(k).or_insert(Amount::zero_like(&v));
-                            *entry = *entry + v;
-                        }
-                    }
-                    total
-                };
-                bounds(&mut errors, "Pod", limit, &sum("requests"), &sum("limits"));
+                let (requests, limits) =
+                    (pod_total(object, "requests"), pod_total(object, "limits"));
+                bounds(&mut errors, "Pod", limit, &requests, &limits);
             }
             ("persistentvolumeclaims", Some("PersistentVolumeClaim")) => {
                 let requests = amounts(&object["spec"]["resources"]["requests"]);
@@ -356,6 +399,48 @@ mod tests {
             [
                 "minimum cpu usage per Container is 50m.  No request is specified",
                 "maximum cpu usage per Container is 1.  No limit is specified"
+            ]
+        );
+    }
+
+    #[test]
+    fn bounds_compare_at_upstream_precision() {
+        let limits = vec![json!({"type": "Container", "min": {"cpu": "1m"},
+            "maxLimitRequestRatio": {"cpu": "4"}})];
+        let pod = |request: &str, limit: &str| {
+            json!({"spec": {"containers": [{"name": "a",
+            "resources": {"requests": {"cpu": request}, "limits": {"cpu": limit}}}]}})
+        };
+        // Upstream compares thousandths rounded up: 1n counts as 1m.
+        assert!(violations("pods", &pod("1n", "4m"), &limits).is_empty());
+        // A ratio of exactly 4 is allowed, a hair more is not.
+        assert!(violations("pods", &pod("250m", "1"), &limits).is_empty());
+        assert_eq!(
+            violations("pods", &pod("250m", "1001m"), &limits),
+            ["cpu max limit to request ratio per Container is 4, but provided ratio is 4.004000"]
+        );
+    }
+
+    #[test]
+    fn pod_totals_sum_as_upstream() {
+        let limits = vec![json!({"type": "Pod", "max": {"cpu": "300m", "memory": "200Mi"}})];
+        let container = |cpu: &str, memory: &str| {
+            json!({"name": "a",
+            "resources": {"limits": {"cpu": cpu, "memory": memory}}})
+        };
+        let pod = json!({"spec": {"containers": [container("100m", "128Mi"), container("0.2", "128Mi")]}});
+        assert_eq!(
+            violations("pods", &pod, &limits),
+            ["maximum memory usage per Pod is 200Mi, but limit is 268435456"]
+        );
+        // An init container larger than the sum counts instead.
+        let mut with_init = pod.clone();
+        with_init["spec"]["initContainers"] = json!([container("301m", "1Mi")]);
+        assert_eq!(
+            violations("pods", &with_init, &limits),
+            [
+                "maximum cpu usage per Pod is 300m, but limit is 301m",
+                "maximum memory usage per Pod is 200Mi, but limit is 268435456"
             ]
         );
     }

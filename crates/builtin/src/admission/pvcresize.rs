@@ -8,7 +8,9 @@ use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::endpoints::Served;
 use serde_json::Value;
 
-use super::quantity::Amount;
+use kapi_apimachinery::Quantity;
+
+use crate::util::quantity;
 
 /// The PersistentVolumeClaimResize admission plugin.
 pub struct PersistentVolumeClaimResize {
@@ -23,10 +25,8 @@ impl PersistentVolumeClaimResize {
 }
 
 /// The storage a claim requests.
-fn requested(claim: &Value) -> Option<Amount> {
-    claim["spec"]["resources"]["requests"]["storage"]
-        .as_str()
-        .and_then(Amount::parse)
+fn requested(claim: &Value) -> Option<Quantity> {
+    quantity(&claim["spec"]["resources"]["requests"]["storage"])
 }
 
 /// Why growing `old` into `new` is refused, if it is; `expandable(class)` says whether a

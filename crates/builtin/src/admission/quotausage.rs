@@ -7,7 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::quantity::{Amount, amounts};
+use kapi_apimachinery::Quantity;
+
+use super::quantity::{amounts, count};
+use crate::util::quantity;
 
 /// The prefix of the quota names of what pods request.
 const REQUESTS: &str = "requests.";
@@ -18,9 +21,9 @@ const STORAGE_CLASS: &str = ".storageclass.storage.k8s.io/";
 const STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
 
 /// What one object uses of each quota resource name.
-pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Amount> {
+pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Quantity> {
     let mut used = BTreeMap::new();
-    let one = || Amount::count(1);
+    let one = || count(1);
     let count_name = if group.is_empty() {
         format!("count/{plural}")
     } else {
@@ -41,7 +44,7 @@ pub fn usage(group: &str, plural: &str, object: &Value) -> BTreeMap<String, Amou
             }
             if kind == "NodePort" || kind == "LoadBalancer" {
                 let ports = object["spec"]["ports"].as_array().map_or(0, Vec::len);
-                used.insert("services.nodeports".into(), Amount::count(ports as i128));
+                used.insert("services.nodeports".into(), count(ports as i64));
             }
         }
         "persistentvolumeclaims" => used.extend(claim_usage(object)),
@@ -65,13 +68,13 @@ fn finished(pod: &Value) -> bool {
 /// podComputeUsageHelper names them (`cpu` and `requests.cpu`, `limits.cpu`, the same for
 /// memory and ephemeral-storage; hugepages requests under both names; extended resources
 /// under `requests.` only).
-fn pod_usage(pod: &Value) -> BTreeMap<String, Amount> {
-    let mut used = BTreeMap::from([("pods".to_string(), Amount::count(1))]);
+fn pod_usage(pod: &Value) -> BTreeMap<String, Quantity> {
+    let mut used = BTreeMap::from([("pods".to_string(), count(1))]);
     for (resource, amount) in pod_resources(pod, "requests") {
         let plain = ["cpu", "memory", "ephemeral-storage"].contains(&resource.as_str())
             || resource.starts_with("hugepages-");
         if plain {
-            used.insert(resource.clone(), amount);
+            used.insert(resource.clone(), amount.clone());
         }
         if plain || extended(&resource) {
             used.insert(format!("{REQUESTS}{resource}"), amount);
@@ -98,7 +101,7 @@ fn extended(resource: &str) -> bool {
 /// containers that restart always), or more if an init container (with the sidecars started
 /// before it) needs more; the pod-level cpu and memory instead when set; plus the overhead
 /// (for limits, of what is limited).
-fn pod_resources(pod: &Value, kind: &str) -> BTreeMap<String, Amount> {
+fn pod_resources(pod: &Value, kind: &str) -> BTreeMap<String, Quantity> {
     let spec = &pod["spec"];
     let list = |name: &str| spec[name].as_array().map_or(&[][..], Vec::as_slice);
     let mut total = BTreeMap::new();
@@ -133,27 +136,31 @@ fn pod_resources(pod: &Value, kind: &str) -> BTreeMap<String, Amount> {
     total
 }
 
-fn add(into: &mut BTreeMap<String, Amount>, from: &BTreeMap<String, Amount>) {
+fn add(into: &mut BTreeMap<String, Quantity>, from: &BTreeMap<String, Quantity>) {
     for (resource, amount) in from {
         into.entry(resource.clone())
-            .and_modify(|total| *total = *total + *amount)
-            .or_insert(*amount);
+            .and_modify(|total| *total += amount)
+            .or_insert_with(|| amount.clone());
     }
 }
 
-fn keep_max(into: &mut BTreeMap<String, Amount>, from: &BTreeMap<String, Amount>) {
+fn keep_max(into: &mut BTreeMap<String, Quantity>, from: &BTreeMap<String, Quantity>) {
     for (resource, amount) in from {
         into.entry(resource.clone())
-            .and_modify(|most| *most = (*most).max(*amount))
-            .or_insert(*amount);
+            .and_modify(|most| {
+                if *most <= *amount {
+                    *most = amount.clone();
+                }
+            })
+            .or_insert_with(|| amount.clone());
     }
 }
 
 /// A claim's usage: `persistentvolumeclaims` and `requests.storage` (the larger of the
 /// request and what was allocated, in whole bytes), each also under its storage class.
-fn claim_usage(claim: &Value) -> BTreeMap<String, Amount> {
-    let mut used = BTreeMap::from([("persistentvolumeclaims".to_string(), Amount::count(1))]);
-    let storage = |resources: &Value| resources["storage"].as_str().and_then(Amount::parse);
+fn claim_usage(claim: &Value) -> BTreeMap<String, Quantity> {
+    let mut used = BTreeMap::from([("persistentvolumeclaims".to_string(), count(1))]);
+    let storage = |resources: &Value| quantity(&resources["storage"]);
     let requested = storage(&claim["spec"]["resources"]["requests"]);
     let allocated = storage(&claim["status"]["allocatedResources"]);
     let storage = match (requested, allocated) {
@@ -161,16 +168,16 @@ fn claim_usage(claim: &Value) -> BTreeMap<String, Amount> {
         (requested, _) => requested,
     };
     if let Some(storage) = storage {
-        used.insert("requests.storage".into(), storage.round_up());
+        used.insert("requests.storage".into(), storage.round_up(0));
     }
     let class = claim["metadata"]["annotations"][STORAGE_CLASS_ANNOTATION]
         .as_str()
         .or(claim["spec"]["storageClassName"].as_str())
         .unwrap_or_default();
     if !class.is_empty() {
-        let by_class: Vec<(String, Amount)> = used
+        let by_class: Vec<(String, Quantity)> = used
             .iter()
-            .map(|(name, amount)| (format!("{class}{STORAGE_CLASS}{name}"), *amount))
+            .map(|(name, amount)| (format!("{class}{STORAGE_CLASS}{name}"), amount.clone()))
             .collect();
         used.extend(by_class);
     }
@@ -178,7 +185,7 @@ fn claim_usage(claim: &Value) -> BTreeMap<String, Amount> {
 }
 
 /// The (group, plural) collections a quota's resource names count.
-pub fn counted_resources(hard: &BTreeMap<String, Amount>) -> BTreeSet<(String, String)> {
+pub fn counted_resources(hard: &BTreeMap<String, Quantity>) -> BTreeSet<(String, String)> {
     hard.keys().map(|name| counted_by(name)).collect()
 }
 
@@ -208,7 +215,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pretty(used: &BTreeMap<String, Amount>) -> String {
+    fn pretty(used: &BTreeMap<String, Quantity>) -> String {
         let parts: Vec<String> = used.iter().map(|(k, v)| format!("{k}={v}")).collect();
         parts.join(",")
     }

@@ -23,7 +23,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::quantity::{Amount, amounts};
+use kapi_apimachinery::Quantity;
+
+use super::quantity::amounts;
 use super::quotascope::{self, ScopeSelector};
 use super::quotausage::{counted_by, counted_resources, usage};
 
@@ -55,11 +57,11 @@ const COMPUTE: [&str; 6] = [
 ];
 
 /// The quota's `spec.hard`, parsed.
-fn hard(quota: &Value) -> BTreeMap<String, Amount> {
+fn hard(quota: &Value) -> BTreeMap<String, Quantity> {
     amounts(&quota["spec"]["hard"])
 }
 
-fn to_json(amounts: &BTreeMap<String, Amount>) -> Value {
+fn to_json(amounts: &BTreeMap<String, Quantity>) -> Value {
     Value::Object(
         amounts
             .iter()
@@ -69,7 +71,7 @@ fn to_json(amounts: &BTreeMap<String, Amount>) -> Value {
 }
 
 /// `k=v,k=v` in key order, as upstream prints quota lists.
-fn pretty(amounts: &BTreeMap<String, Amount>) -> String {
+fn pretty(amounts: &BTreeMap<String, Quantity>) -> String {
     amounts
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -141,13 +143,13 @@ impl ResourceQuotaConfiguration {
         &self,
         group: &str,
         plural: &str,
-        used: &BTreeMap<String, Amount>,
+        used: &BTreeMap<String, Quantity>,
     ) -> BTreeSet<String> {
         let entries = self.limited_resources.iter();
         let entries = entries.filter(|l| l.api_group == group && l.resource == plural);
         let mut names = BTreeSet::new();
         for entry in entries {
-            let positive = used.iter().filter(|(_, amount)| amount.as_f64() > 0.0);
+            let positive = used.iter().filter(|(_, amount)| amount.signum() > 0);
             names.extend(
                 positive
                     .map(|(name, _)| name)
@@ -193,7 +195,7 @@ impl ResourceQuota {
         &self,
         attributes: &Attributes<'_>,
         name: &str,
-        delta: &BTreeMap<String, Amount>,
+        delta: &BTreeMap<String, Quantity>,
     ) -> Result<(), ApiError> {
         let resource = attributes.definition.group_resource();
         let write = Write {
@@ -221,17 +223,17 @@ impl ResourceQuota {
                         let Some(limit) = hard.get(resource_name) else {
                             continue;
                         };
-                        let Some(current) = used.get(resource_name).copied() else {
+                        let Some(current) = used.get(resource_name).cloned() else {
                             return Err(forbidden(status_unknown(name, hard.keys())));
                         };
-                        let after = current + *amount;
+                        let after = &current + amount;
                         if after > *limit {
-                            let limited: BTreeMap<String, Amount> =
-                                BTreeMap::from([(resource_name.clone(), *limit)]);
-                            let was: BTreeMap<String, Amount> =
+                            let limited: BTreeMap<String, Quantity> =
+                                BTreeMap::from([(resource_name.clone(), limit.clone())]);
+                            let was: BTreeMap<String, Quantity> =
                                 BTreeMap::from([(resource_name.clone(), current)]);
-                            let asked: BTreeMap<String, Amount> =
-                                BTreeMap::from([(resource_name.clone(), *amount)]);
+                            let asked: BTreeMap<String, Quantity> =
+                                BTreeMap::from([(resource_name.clone(), amount.clone())]);
                             return Err(forbidden(format!(
                                 "exceeded quota: {name}, requested: {}, used: {}, limited: {}",
                                 pretty(&asked),
@@ -279,7 +281,7 @@ impl AdmissionPlugin for ResourceQuota {
 }
 
 /// What a request charges to one quota: its name and the amounts.
-type Charge<'q> = (&'q str, BTreeMap<String, Amount>);
+type Charge<'q> = (&'q str, BTreeMap<String, Quantity>);
 
 impl ResourceQuota {
     /// What the request charges to each quota of the namespace (by name), after upstream's
@@ -410,16 +412,16 @@ fn charged(attributes: &Attributes<'_>) -> bool {
 /// What `used` has beyond `before`, the names that grew (upstream's
 /// SubtractWithNonNegativeResult without its zeros).
 fn growth(
-    used: &BTreeMap<String, Amount>,
-    before: &BTreeMap<String, Amount>,
-) -> BTreeMap<String, Amount> {
+    used: &BTreeMap<String, Quantity>,
+    before: &BTreeMap<String, Quantity>,
+) -> BTreeMap<String, Quantity> {
     used.iter()
         .filter_map(|(resource, amount)| {
             let grown = match before.get(resource) {
-                Some(before) => *amount - *before,
-                None => *amount,
+                Some(before) => amount - before,
+                None => amount.clone(),
             };
-            (grown.as_f64() > 0.0).then(|| (resource.clone(), grown))
+            (grown.signum() > 0).then(|| (resource.clone(), grown))
         })
         .collect()
 }
@@ -575,9 +577,9 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
             .unwrap_or_default()
             .to_string();
         let hard = hard(&quota);
-        let mut used: BTreeMap<String, Amount> = hard
+        let mut used: BTreeMap<String, Quantity> = hard
             .keys()
-            .map(|k| (k.clone(), Amount::zero_like(&hard[k])))
+            .map(|k| (k.clone(), Quantity::zero(hard[k].format())))
             .collect();
         for (group, plural) in counted_resources(&hard) {
             let Some(served) = api.served_storage(&group, &plural) else {
@@ -598,7 +600,7 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
             for object in objects.filter(|o| quotascope::matches(&quota, &group, &plural, o)) {
                 for (resource_name, amount) in usage(&group, &plural, &object) {
                     if let Some(total) = used.get_mut(&resource_name) {
-                        *total = *total + amount;
+                        *total += &amount;
                     }
                 }
             }

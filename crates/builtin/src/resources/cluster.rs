@@ -6,6 +6,7 @@ use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, P
 use kapi_apimachinery::validation::{
     IS_NEGATIVE_ERROR_MSG, is_qualified_name, is_valid_label_value, validate_label_selector,
 };
+use kapi_apimachinery::{Format, Quantity};
 use kapi_server::resource::TableConvertor;
 use serde_json::{Map, Value, json};
 
@@ -414,7 +415,7 @@ fn validate_non_negative(value: &Value, path: &Path) -> FieldErrors {
     let text = value
         .as_str()
         .map_or_else(|| value.to_string(), str::to_string);
-    if quantity(&text).is_some_and(|q| q < 0.0) {
+    if quantity(value).is_some_and(|q| q.signum() < 0) {
         errs.push(FieldError::invalid(path, text, IS_NEGATIVE_ERROR_MSG));
     }
     errs
@@ -559,7 +560,7 @@ fn validate_pvc(pvc: &Value) -> FieldErrors {
             let text = value
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_string);
-            if quantity(&text).is_none_or(|q| q <= 0.0) {
+            if quantity(value).is_none_or(|q| q.signum() <= 0) {
                 errs.push(FieldError::invalid(
                     &storage_path,
                     text,
@@ -607,7 +608,8 @@ fn validate_pvc_update(new: &Value, old: &Value) -> FieldErrors {
     }
     let new_size = quantity_at(new, "/spec/resources/requests/storage");
     let old_size = quantity_at(old, "/spec/resources/requests/storage");
-    let status_size = quantity_at(old, "/status/capacity/storage").unwrap_or(0.0);
+    let status_size = quantity_at(old, "/status/capacity/storage")
+        .unwrap_or_else(|| Quantity::zero(Format::DecimalSI));
     if let (Some(new_size), Some(old_size)) = (new_size, old_size)
         && new_size < old_size
         && new_size <= status_size

@@ -1,6 +1,7 @@
 //! What the kinds of this module share: printer cells as upstream's printers format them,
 //! quantities compared as `resource.Quantity` does, defaulting and validation shorthands.
 
+use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::resource::{PrinterColumn, TableConvertor};
 use serde_json::{Map, Value};
@@ -153,17 +154,11 @@ pub(crate) fn enum_field(
     }
 }
 
-/// A quantity's value as a number (`resource.Quantity`), for comparisons; `None` when it
-/// does not parse.
-pub(crate) use crate::workloads::qos::parse_quantity as quantity;
+pub(crate) use crate::util::quantity;
 
 /// The quantity at a JSON pointer (`None` when absent or unreadable).
-pub(crate) fn quantity_at(object: &Value, pointer: &str) -> Option<f64> {
-    match object.pointer(pointer)? {
-        Value::String(s) => quantity(s),
-        Value::Number(n) => n.as_f64(),
-        _ => None,
-    }
+pub(crate) fn quantity_at(object: &Value, pointer: &str) -> Option<Quantity> {
+    quantity(object.pointer(pointer)?)
 }
 
 /// A quantity as printed in a cell: as stored, `0` when absent.
@@ -220,7 +215,8 @@ mod tests {
             ("", None),
         ];
         for (text, want) in cases {
-            assert_eq!(quantity(text), want, "{text}");
+            let value = quantity(&json!(text)).map(|q| q.as_approximate_f64());
+            assert_eq!(value, want, "{text}");
         }
     }
 

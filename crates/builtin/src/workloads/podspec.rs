@@ -14,8 +14,8 @@ use kapi_apimachinery::validation::{
 use serde_json::{Map, Value};
 
 use super::defaults::volume_sources;
-use super::qos::parse_quantity;
 use super::security::{validate_container_security_context, validate_pod_security_context};
+use crate::util::quantity;
 use crate::util::{int_of, map_value, str_of};
 
 /// The largest value of an int32 field.
@@ -1107,12 +1107,11 @@ fn validate_resources(resources: &Value, path: &Path) -> FieldErrors {
     let limits = map_value(resources, "limits");
     let requests = map_value(resources, "requests");
     for (kind, quantities) in [("limits", &limits), ("requests", &requests)] {
-        for (name, quantity) in quantities {
-            let value = quantity_text(quantity);
-            if parse_quantity(&value).is_some_and(|q| q < 0.0) {
+        for (name, value) in quantities {
+            if quantity(value).is_some_and(|q| q.signum() < 0) {
                 errs.push(FieldError::invalid(
                     &path.child(kind).key(name),
-                    value,
+                    quantity_text(value),
                     IS_NEGATIVE_ERROR_MSG,
                 ));
             }
@@ -1123,7 +1122,7 @@ fn validate_resources(resources: &Value, path: &Path) -> FieldErrors {
             continue;
         };
         let (request_text, limit_text) = (quantity_text(request), quantity_text(limit));
-        if let (Some(r), Some(l)) = (parse_quantity(&request_text), parse_quantity(&limit_text)) {
+        if let (Some(r), Some(l)) = (quantity(request), quantity(limit)) {
             let overcommit = !name.starts_with("hugepages-")
                 && (!name.contains('/') || name.starts_with("kubernetes.io/"));
             if r != l && !overcommit {

@@ -5,65 +5,38 @@
 
 use std::collections::BTreeMap;
 
+use kapi_apimachinery::Quantity;
 use serde_json::Value;
+
+use crate::util::quantity;
 
 /// The resources whose requests and limits decide the class.
 const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
 
-/// Parses a resource.Quantity (`100m`, `1.5Gi`, `2e3`) into its value, or `None` when it
-/// does not parse.
-pub(crate) fn parse_quantity(text: &str) -> Option<f64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let factor = match suffix {
-        "" => 1.0,
-        "n" => 1e-9,
-        "u" => 1e-6,
-        "m" => 1e-3,
-        "k" => 1e3,
-        "M" => 1e6,
-        "G" => 1e9,
-        "T" => 1e12,
-        "P" => 1e15,
-        "E" => 1e18,
-        "Ki" => 1024.0,
-        "Mi" => 1024f64.powi(2),
-        "Gi" => 1024f64.powi(3),
-        "Ti" => 1024f64.powi(4),
-        "Pi" => 1024f64.powi(5),
-        "Ei" => 1024f64.powi(6),
-        exponent if exponent.starts_with(['e', 'E']) => {
-            10f64.powi(exponent[1..].parse::<i32>().ok()?)
-        }
-        _ => return None,
-    };
-    Some(number * factor)
-}
-
-/// The value of a quantity field (a string or a number).
-fn quantity_of(value: &Value) -> Option<f64> {
-    match value {
-        Value::String(text) => parse_quantity(text),
-        Value::Number(n) => n.as_f64(),
-        _ => None,
-    }
-}
-
-/// The cpu and memory quantities of a container's `requests` or `limits` that are not zero.
-fn nonzero(container: &Value, kind: &str) -> BTreeMap<&'static str, f64> {
+/// The cpu and memory quantities of a container's `requests` or `limits` that are above
+/// zero (upstream counts only those).
+fn positive(container: &Value, kind: &str) -> BTreeMap<&'static str, Quantity> {
     let mut found = BTreeMap::new();
     for name in QOS_RESOURCES {
-        if let Some(quantity) = quantity_of(&container["resources"][kind][name])
-            && quantity != 0.0
+        if let Some(quantity) = quantity(&container["resources"][kind][name])
+            && quantity.signum() > 0
         {
             found.insert(name, quantity);
         }
     }
     found
+}
+
+/// Adds each quantity into the running totals.
+fn add_into(totals: &mut BTreeMap<&'static str, Quantity>, from: BTreeMap<&'static str, Quantity>) {
+    for (name, quantity) in from {
+        match totals.get_mut(name) {
+            Some(total) => *total += &quantity,
+            None => {
+                totals.insert(name, quantity);
+            }
+        }
+    }
 }
 
 /// The pod's QOS class: `Guaranteed`, `Burstable` or `BestEffort`.
@@ -72,20 +45,16 @@ pub(crate) fn pod_qos(pod: &Value) -> &'static str {
         .iter()
         .filter_map(|key| pod["spec"][*key].as_array())
         .flatten();
-    let mut requests: BTreeMap<&str, f64> = BTreeMap::new();
-    let mut limits: BTreeMap<&str, f64> = BTreeMap::new();
+    let mut requests = BTreeMap::new();
+    let mut limits = BTreeMap::new();
     let mut guaranteed = true;
     for container in containers {
-        for (name, quantity) in nonzero(container, "requests") {
-            *requests.entry(name).or_default() += quantity;
-        }
-        let container_limits = nonzero(container, "limits");
+        add_into(&mut requests, positive(container, "requests"));
+        let container_limits = positive(container, "limits");
         if container_limits.len() != QOS_RESOURCES.len() {
             guaranteed = false;
         }
-        for (name, quantity) in container_limits {
-            *limits.entry(name).or_default() += quantity;
-        }
+        add_into(&mut limits, container_limits);
     }
     if requests.is_empty() && limits.is_empty() {
         return "BestEffort";
@@ -103,12 +72,29 @@ mod tests {
 
     #[test]
     fn quantities() {
+        let parse_quantity = |text: &str| quantity(&json!(text)).map(|q| q.as_approximate_f64());
         assert_eq!(parse_quantity("100m"), Some(0.1));
         assert_eq!(parse_quantity("1Gi"), Some(1073741824.0));
         assert_eq!(parse_quantity("2e3"), Some(2000.0));
         assert_eq!(parse_quantity("1.5"), Some(1.5));
         assert_eq!(parse_quantity("abc"), None);
         assert_eq!(parse_quantity("1Qi"), None);
+    }
+
+    #[test]
+    fn classes_compare_exact_sums() {
+        // 100m + 200m requests against a 300m limit: equal exactly (not in floats).
+        let container = |cpu: &str| {
+            json!({"name": "a", "resources": {
+            "requests": {"cpu": cpu, "memory": "1Gi"},
+            "limits": {"cpu": cpu, "memory": "1Gi"}}})
+        };
+        let pod = json!({"spec": {"containers": [container("100m"), container("200m")]}});
+        assert_eq!(pod_qos(&pod), "Guaranteed");
+        let uneven = json!({"spec": {"containers": [{"name": "a", "resources": {
+            "requests": {"cpu": "0.1", "memory": "1Gi"},
+            "limits": {"cpu": "100m", "memory": "1073741824"}}}]}});
+        assert_eq!(pod_qos(&uneven), "Guaranteed");
     }
 
     #[test]
