@@ -14,8 +14,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-/// The kubectl the tests drive.
-const KUBECTL: &str = "/usr/bin/kubectl";
+use crate::common::KUBECTL;
 
 /// A running `kapi serve`.
 struct Kapi {
