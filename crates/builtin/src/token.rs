@@ -17,8 +17,9 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kapi_server::UserInfo;
+use kapi_server::authn::jws::{Algorithm, Jws, VerifyingKey};
 use ring::rand::SystemRandom;
-use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey};
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 
 pub use authenticator::ServiceAccountAuthenticator;
@@ -78,21 +79,6 @@ struct PublicKey {
     key: Vec<u8>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Algorithm {
-    Es256,
-    Rs256,
-}
-
-impl Algorithm {
-    fn name(self) -> &'static str {
-        match self {
-            Algorithm::Es256 => "ES256",
-            Algorithm::Rs256 => "RS256",
-        }
-    }
-}
-
 impl PublicKey {
     /// The key ID upstream puts in the `kid` header: the unpadded base64url SHA-256 of the
     /// key's SubjectPublicKeyInfo DER.
@@ -122,14 +108,12 @@ impl PublicKey {
         }
     }
 
-    fn verify(&self, message: &[u8], signature: &[u8]) -> bool {
-        let algorithm: &dyn signature::VerificationAlgorithm = match self.algorithm {
-            Algorithm::Es256 => &signature::ECDSA_P256_SHA256_FIXED,
-            Algorithm::Rs256 => &signature::RSA_PKCS1_2048_8192_SHA256,
-        };
-        UnparsedPublicKey::new(algorithm, &self.key)
-            .verify(message, signature)
-            .is_ok()
+    /// The key as the JWS verifier takes it.
+    fn verifying_key(&self) -> VerifyingKey {
+        match self.algorithm {
+            Algorithm::Es256 => VerifyingKey::P256(self.key.clone()),
+            Algorithm::Rs256 => VerifyingKey::Rsa(self.key.clone()),
+        }
     }
 }
 
@@ -367,31 +351,15 @@ impl ServiceAccountTokens {
 
     /// The claims of a token whose signature one of the keys verifies.
     fn verified_claims(&self, token: &str) -> Result<Value, TokenError> {
-        let mut parts = token.split('.');
-        let (Some(header), Some(claims), Some(signature), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(TokenError::Malformed);
-        };
-        let decode = |part: &str| {
-            URL_SAFE_NO_PAD
-                .decode(part)
-                .map_err(|_| TokenError::Malformed)
-        };
-        let header: Value =
-            serde_json::from_slice(&decode(header)?).map_err(|_| TokenError::Malformed)?;
-        let signature = decode(signature)?;
-        let message = &token[..token.len() - token.rsplit('.').next().map_or(0, str::len) - 1];
-        let algorithm = header["alg"].as_str().unwrap_or_default();
+        let jws = Jws::parse(token).ok_or(TokenError::Malformed)?;
         let verified = self
             .verifying
             .iter()
-            .filter(|key| key.algorithm.name() == algorithm)
-            .any(|key| key.verify(message.as_bytes(), &signature));
+            .any(|key| jws.verified_by(&key.verifying_key()));
         if !verified {
             return Err(TokenError::Signature);
         }
-        serde_json::from_slice(&decode(claims)?).map_err(|_| TokenError::Malformed)
+        jws.claims().ok_or(TokenError::Malformed)
     }
 }
 

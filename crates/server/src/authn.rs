@@ -6,6 +6,7 @@
 //! `system:unauthenticated` when anonymous requests are allowed, but a request whose
 //! credentials failed (an authenticator returned an error) is rejected, not downgraded.
 
+pub mod jws;
 pub mod oidc;
 pub mod request_header;
 pub mod token;

@@ -11,13 +11,11 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kapi_apimachinery::validation::field::{self, FieldError, FieldErrors};
 use parking_lot::Mutex;
-use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
 use serde_json::Value;
 
+use super::jws::{Jws, VerifyingKey};
 use super::token::TokenAuthenticator;
 use super::{AuthenticationError, UserInfo};
 use crate::webhook_client;
@@ -428,74 +426,30 @@ fn strings(value: &Value) -> Vec<String> {
     }
 }
 
-/// Whether `signature` over `message` verifies with the JWK `key` for algorithm `alg`.
-fn verifies(key: &Value, alg: &str, message: &[u8], signature: &[u8]) -> bool {
-    let decode = |field: &str| {
-        URL_SAFE_NO_PAD
-            .decode(key[field].as_str().unwrap_or_default())
-            .ok()
-    };
-    match (alg, key["kty"].as_str()) {
-        ("RS256", Some("RSA")) => {
-            let (Some(n), Some(e)) = (decode("n"), decode("e")) else {
-                return false;
-            };
-            RsaPublicKeyComponents { n, e }
-                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, message, signature)
-                .is_ok()
-        }
-        ("ES256", Some("EC")) => {
-            let (Some(x), Some(y)) = (decode("x"), decode("y")) else {
-                return false;
-            };
-            let point = [&[4u8][..], &x, &y].concat();
-            UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
-                .verify(message, signature)
-                .is_ok()
-        }
-        _ => false,
-    }
-}
-
-/// The header and claims of a JWT, not verified yet, and the signed part and signature.
-fn split(token: &str) -> Option<(Value, Value, &str, Vec<u8>)> {
-    let mut parts = token.split('.');
-    let (header, claims, signature) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
-    }
-    let json =
-        |part: &str| serde_json::from_slice::<Value>(&URL_SAFE_NO_PAD.decode(part).ok()?).ok();
-    let signed = &token[..header.len() + 1 + claims.len()];
-    Some((
-        json(header)?,
-        json(claims)?,
-        signed,
-        URL_SAFE_NO_PAD.decode(signature).ok()?,
-    ))
-}
-
 #[async_trait]
 impl TokenAuthenticator for JwtAuthenticator {
     async fn authenticate_token(
         &self,
         token: &str,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
-        let Some((header, claims, signed, signature)) = split(token) else {
+        let Some((jws, claims)) = Jws::parse(token).and_then(|jws| {
+            let claims = jws.claims()?;
+            Some((jws, claims))
+        }) else {
             return Ok(None);
         };
         if claims["iss"] != self.issuer.as_str() {
             return Ok(None);
         }
         let fail = |message: String| AuthenticationError(message);
-        let alg = header["alg"].as_str().unwrap_or_default();
         let keys = self
-            .key(header["kid"].as_str().unwrap_or_default())
+            .key(jws.header["kid"].as_str().unwrap_or_default())
             .await
             .map_err(fail)?;
         if !keys
             .iter()
-            .any(|key| verifies(key, alg, signed.as_bytes(), &signature))
+            .filter_map(VerifyingKey::from_jwk)
+            .any(|key| jws.verified_by(&key))
         {
             return Err(fail(
                 "oidc: verify token: failed to verify signature".into(),
