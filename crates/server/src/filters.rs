@@ -35,16 +35,88 @@ pub mod request_log;
 pub mod timeout;
 
 use std::convert::Infallible;
+use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
-use http::Response;
+use http::{Request, Response};
 use kapi_apimachinery::request_info::RequestInfo;
-use tower::Service;
+use tower::{Layer, Service};
 
 use crate::body::Body;
 
 /// The future of every filter.
 pub type FilterFuture = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+/// What one filter does with a request, given the inner service (polled ready) to pass it
+/// on to. Each filter is its configuration plus this method; [`FilterLayer`] and
+/// [`Filtered`] are the tower layer and service around every one of them.
+pub trait Filter: Clone + Send + Sync + 'static {
+    /// Answers `request`, calling `inner` (with [`call`]) to let it through.
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture;
+}
+
+/// The rest of the chain, as a filter sees it: a service that answers with [`Body`], never
+/// fails, and can be moved into a `'static` future.
+pub trait Next<B>:
+    Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send> + Send + 'static
+{
+}
+
+impl<T, B> Next<B> for T where
+    T: Service<Request<B>, Response = Response<Body>, Error = Infallible, Future: Send>
+        + Send
+        + 'static
+{
+}
+
+/// The tower layer of a [`Filter`].
+#[derive(Clone, Debug, Default)]
+pub struct FilterLayer<F>(F);
+
+impl<F> FilterLayer<F> {
+    /// The layer of `filter`.
+    pub(crate) fn of(filter: F) -> Self {
+        FilterLayer(filter)
+    }
+}
+
+impl<F: Clone, S> Layer<S> for FilterLayer<F> {
+    type Service = Filtered<F, S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Filtered {
+            filter: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// The tower service of a [`Filter`] in front of `inner`.
+#[derive(Clone, Debug)]
+pub struct Filtered<F, S> {
+    filter: F,
+    inner: S,
+}
+
+impl<F, S, B> Service<Request<B>> for Filtered<F, S>
+where
+    F: Filter,
+    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = FilterFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> FilterFuture {
+        self.filter.filter(take_ready(&mut self.inner), request)
+    }
+}
 
 /// Takes the service that was polled ready out of `slot`, leaving a fresh clone behind: the
 /// usual tower pattern for calling an inner service from a `'static` future.

@@ -1,17 +1,14 @@
 //! The end of the chain: the non-resource endpoints this crate serves (`/healthz`, `/livez`,
 //! `/readyz` and their checks, `/version`, `/metrics`), and the route for everything else.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{Request, Response};
 use kapi_apimachinery::request_info::RequestInfo;
-use tower::Service;
 
 use crate::body::Body;
-use crate::filters::{FilterFuture, call, take_ready};
+use crate::filters::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::healthz::HealthEndpoint;
 use crate::metrics::Metrics;
 use crate::version::VersionInfo;
@@ -26,20 +23,18 @@ pub(crate) struct Endpoints {
     pub(crate) documents: Vec<(String, &'static str, bytes::Bytes)>,
 }
 
-/// Serves [`Endpoints`], and passes other requests to the route.
+/// Serves [`Endpoints`], and passes other requests to the route: the chain's last filter.
 #[derive(Clone, Debug)]
-pub(crate) struct NonResourceRouter<R> {
+pub(crate) struct NonResourceRouter {
     endpoints: Arc<Endpoints>,
-    route: R,
 }
 
-impl<R> NonResourceRouter<R> {
-    /// Serves `endpoints` in front of `route`.
-    pub(crate) fn new(endpoints: Endpoints, route: R) -> Self {
-        NonResourceRouter {
+impl NonResourceRouter {
+    /// Serves `endpoints` in front of the route the layer wraps.
+    pub(crate) fn layer(endpoints: Endpoints) -> FilterLayer<NonResourceRouter> {
+        FilterLayer::of(NonResourceRouter {
             endpoints: Arc::new(endpoints),
-            route,
-        }
+        })
     }
 }
 
@@ -67,22 +62,8 @@ impl Endpoints {
     }
 }
 
-impl<R, B> Service<Request<B>> for NonResourceRouter<R>
-where
-    R: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    R::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.route.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let route = take_ready(&mut self.route);
+impl Filter for NonResourceRouter {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, route: S, request: Request<B>) -> FilterFuture {
         let endpoints = self.endpoints.clone();
         Box::pin(async move {
             // Only the head is borrowed across awaits: bodies need not be Sync.

@@ -244,10 +244,10 @@ impl GenericApiServer {
         };
         let config = &self.config;
         let chain = ServiceBuilder::new()
-            .layer(RequestLogLayer)
-            .layer(PanicRecoveryLayer)
+            .layer(RequestLogLayer::default())
+            .layer(PanicRecoveryLayer::default())
             .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
-            .layer(PrettyJsonLayer)
+            .layer(PrettyJsonLayer::default())
             .layer(AuthenticationLayer::new(
                 self.authentication,
                 self.auditor.clone(),
@@ -262,7 +262,8 @@ impl GenericApiServer {
             .layer(AuthorizationLayer::new(self.authorizer))
             .layer(MetricsLayer::new(metrics))
             .layer(TimeoutLayer::new(config.request_timeout, drain))
-            .service(NonResourceRouter::new(endpoints, self.route));
+            .layer(NonResourceRouter::layer(endpoints))
+            .service(self.route);
         (BoxCloneService::new(chain), hooks)
     }
 }

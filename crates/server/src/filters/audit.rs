@@ -7,9 +7,7 @@
 //! Error responses are read back for their `Status` (recorded at every level, as
 //! upstream), and every response at `RequestResponse`, to record the object.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::header::USER_AGENT;
 use http::request::Parts;
@@ -18,11 +16,10 @@ use http_body_util::BodyExt;
 use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::RequestInfo;
 use serde_json::{Map, Value, json};
-use tower::{Layer, Service};
 
 use super::long_running::is_long_running;
 use super::request_log::AuditId;
-use super::{FilterFuture, call, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::{AuditContext, Auditor, EventMetadata, Level, RequestAttributes};
 use crate::audit::{now_micro, user_json};
 use crate::authn::{AuthenticationNotes, UserInfo};
@@ -30,52 +27,23 @@ use crate::body::{self, Body};
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
 
-/// Adds [`Audit`]; without an auditor, requests pass untouched.
+/// The layer that adds [`Audit`].
+pub type AuditLayer = FilterLayer<Audit>;
+
+/// The filter: records requests with the auditor; without one, requests pass untouched.
 #[derive(Clone)]
-pub struct AuditLayer {
+pub struct Audit {
     auditor: Option<Arc<Auditor>>,
 }
 
 impl AuditLayer {
     pub fn new(auditor: Option<Arc<Auditor>>) -> Self {
-        AuditLayer { auditor }
+        FilterLayer(Audit { auditor })
     }
 }
 
-impl<S> Layer<S> for AuditLayer {
-    type Service = Audit<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Audit {
-            inner,
-            auditor: self.auditor.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone)]
-pub struct Audit<S> {
-    inner: S,
-    auditor: Option<Arc<Auditor>>,
-}
-
-impl<S, B> Service<Request<B>> for Audit<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for Audit {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let (mut parts, body) = request.into_parts();
         let context = self.auditor.as_ref().and_then(|auditor| {
             let info = parts.extensions.get::<RequestInfo>()?;

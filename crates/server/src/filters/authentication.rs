@@ -7,25 +7,25 @@
 //! connection after the response (the HTTP/2 denial-of-service mitigation), so anonymous
 //! clients cannot hold many streams open.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::header::WARNING;
 use http::{HeaderValue, Request, Response, Version};
 use kapi_apimachinery::ApiError;
-use tower::{Layer, Service};
 
-use super::{FilterFuture, call, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::Auditor;
 use crate::authn::{Authentication, with_notes};
 use crate::body::Body;
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
 
-/// Adds [`Authenticate`].
+/// The layer that adds [`Authenticate`].
+pub type AuthenticationLayer = FilterLayer<Authenticate>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone)]
-pub struct AuthenticationLayer {
+pub struct Authenticate {
     authentication: Arc<Authentication>,
     auditor: Option<Arc<Auditor>>,
 }
@@ -33,49 +33,15 @@ pub struct AuthenticationLayer {
 impl AuthenticationLayer {
     /// Authenticates with `authentication`.
     pub fn new(authentication: Authentication, auditor: Option<Arc<Auditor>>) -> Self {
-        AuthenticationLayer {
+        FilterLayer(Authenticate {
             authentication: Arc::new(authentication),
             auditor,
-        }
+        })
     }
 }
 
-impl<S> Layer<S> for AuthenticationLayer {
-    type Service = Authenticate<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Authenticate {
-            inner,
-            authentication: self.authentication.clone(),
-            auditor: self.auditor.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone)]
-pub struct Authenticate<S> {
-    inner: S,
-    authentication: Arc<Authentication>,
-    auditor: Option<Arc<Auditor>>,
-}
-
-impl<S, B> Service<Request<B>> for Authenticate<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for Authenticate {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let authentication = self.authentication.clone();
         let auditor = self.auditor.clone();
         Box::pin(async move {

@@ -2,18 +2,15 @@
 //! [`Authorizer`] allows it; answers 403 `Forbidden` with upstream's message otherwise, and
 //! 500 when the authorizer failed.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderValue, Request, Response};
 use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_apimachinery::schema::GroupResource;
-use tower::{Layer, Service};
 
-use super::{FilterFuture, call, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::AuditAnnotations;
 use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorizer, Decision};
@@ -24,53 +21,24 @@ use crate::responses::{X_CONTENT_TYPE_OPTIONS, api_error, internal_error, saniti
 const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
 
-/// Adds [`Authorize`].
+/// The layer that adds [`Authorize`].
+pub type AuthorizationLayer = FilterLayer<Authorize>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone)]
-pub struct AuthorizationLayer {
+pub struct Authorize {
     authorizer: Arc<dyn Authorizer>,
 }
 
 impl AuthorizationLayer {
     /// Authorizes with `authorizer`.
     pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
-        AuthorizationLayer { authorizer }
+        FilterLayer(Authorize { authorizer })
     }
 }
 
-impl<S> Layer<S> for AuthorizationLayer {
-    type Service = Authorize<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Authorize {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone)]
-pub struct Authorize<S> {
-    inner: S,
-    authorizer: Arc<dyn Authorizer>,
-}
-
-impl<S, B> Service<Request<B>> for Authorize<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for Authorize {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let authorizer = self.authorizer.clone();
         Box::pin(async move {
             // Only the head is borrowed across the authorizer's await: bodies need not be Sync.

@@ -4,18 +4,15 @@
 //! them; otherwise 403 with upstream's message. The headers are removed afterwards.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use http::request::Parts;
 use http::{HeaderMap, Request, Response};
 use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::path_unescape;
-use tower::{Layer, Service};
 
 use super::authorization::forbidden;
-use super::{FilterFuture, call, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::AuditContext;
 use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
 use crate::authz::{Attributes, Authorizer, Decision};
@@ -29,53 +26,24 @@ const EXTRA_PREFIX: &str = "impersonate-extra-";
 /// The prefix of service accounts' user names.
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 
-/// Adds [`Impersonate`].
+/// The layer that adds [`Impersonate`].
+pub type ImpersonationLayer = FilterLayer<Impersonate>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone)]
-pub struct ImpersonationLayer {
+pub struct Impersonate {
     authorizer: Arc<dyn Authorizer>,
 }
 
 impl ImpersonationLayer {
     /// Asks `authorizer` whether the requester may impersonate.
     pub fn new(authorizer: Arc<dyn Authorizer>) -> Self {
-        ImpersonationLayer { authorizer }
+        FilterLayer(Impersonate { authorizer })
     }
 }
 
-impl<S> Layer<S> for ImpersonationLayer {
-    type Service = Impersonate<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Impersonate {
-            inner,
-            authorizer: self.authorizer.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone)]
-pub struct Impersonate<S> {
-    inner: S,
-    authorizer: Arc<dyn Authorizer>,
-}
-
-impl<S, B> Service<Request<B>> for Impersonate<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for Impersonate {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let authorizer = self.authorizer.clone();
         Box::pin(async move {
             let (mut parts, body) = request.into_parts();

@@ -8,17 +8,14 @@
 //! A request holds its slot until its response body has been sent, as upstream holds it
 //! until the handler has written everything.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 
 use http::header::RETRY_AFTER;
 use http::{HeaderValue, Request, Response, StatusCode};
-use tower::{Layer, Service};
 
 use super::long_running::is_long_running;
-use super::{FilterFuture, call, request_info_of, request_uri, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
 use crate::metrics::{Metrics, RequestLabels};
@@ -66,9 +63,12 @@ impl Slots {
     }
 }
 
-/// Adds [`MaxInFlight`].
+/// The layer that adds [`MaxInFlight`].
+pub type MaxInFlightLayer = FilterLayer<MaxInFlight>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Debug)]
-pub struct MaxInFlightLayer {
+pub struct MaxInFlight {
     read_only: Option<Arc<Slots>>,
     mutating: Option<Arc<Slots>>,
     metrics: Arc<Metrics>,
@@ -77,30 +77,12 @@ pub struct MaxInFlightLayer {
 impl MaxInFlightLayer {
     /// Limits read-only and mutating requests separately; 0 disables a limit.
     pub fn new(read_only: usize, mutating: usize, metrics: Arc<Metrics>) -> Self {
-        MaxInFlightLayer {
+        FilterLayer(MaxInFlight {
             read_only: Slots::new(read_only),
             mutating: Slots::new(mutating),
             metrics,
-        }
+        })
     }
-}
-
-impl<S> Layer<S> for MaxInFlightLayer {
-    type Service = MaxInFlight<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        MaxInFlight {
-            inner,
-            limits: self.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone, Debug)]
-pub struct MaxInFlight<S> {
-    inner: S,
-    limits: MaxInFlightLayer,
 }
 
 /// What the limit decided for a request.
@@ -113,23 +95,9 @@ enum Admission {
     Refused(Response<Body>),
 }
 
-impl<S, B> Service<Request<B>> for MaxInFlight<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let admission = self.limits.admit(&request);
-        let inner = take_ready(&mut self.inner);
+impl Filter for MaxInFlight {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
+        let admission = self.admit(&request);
         Box::pin(async move {
             match admission {
                 Admission::Free => Ok(call(inner, request).await),
@@ -142,7 +110,7 @@ where
     }
 }
 
-impl MaxInFlightLayer {
+impl MaxInFlight {
     /// Decides whether `request` runs now.
     fn admit<B>(&self, request: &Request<B>) -> Admission {
         let Some(info) = request_info_of(request) else {

@@ -2,67 +2,35 @@
 //! received until its response body has been sent (upstream's instrumentation of routes).
 //! Responses marked [`Unrouted`] are not counted.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use http::{Request, Response};
-use tower::{Layer, Service};
+use http::Request;
 
 use super::request_log::RequestReceived;
-use super::{FilterFuture, call, request_info_of, take_ready};
-use crate::body::{Body, with_guard};
+use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
+use crate::body::with_guard;
 use crate::metrics::{Metrics, RequestLabels};
 use crate::responses::Unrouted;
 
-/// Adds [`RecordMetrics`].
+/// The layer that adds [`RecordMetrics`].
+pub type MetricsLayer = FilterLayer<RecordMetrics>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Debug)]
-pub struct MetricsLayer {
+pub struct RecordMetrics {
     metrics: Arc<Metrics>,
 }
 
 impl MetricsLayer {
     /// Records into `metrics`.
     pub fn new(metrics: Arc<Metrics>) -> Self {
-        MetricsLayer { metrics }
+        FilterLayer(RecordMetrics { metrics })
     }
 }
 
-impl<S> Layer<S> for MetricsLayer {
-    type Service = RecordMetrics<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RecordMetrics {
-            inner,
-            metrics: self.metrics.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone, Debug)]
-pub struct RecordMetrics<S> {
-    inner: S,
-    metrics: Arc<Metrics>,
-}
-
-impl<S, B> Service<Request<B>> for RecordMetrics<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for RecordMetrics {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let query = request.uri().query().unwrap_or("");
         let labels = request_info_of(&request)
             .and_then(|info| RequestLabels::of(request.method(), query, request.headers(), info));

@@ -2,56 +2,27 @@
 //! upstream's plain-text message, the panic is logged, and the server goes on serving.
 
 use std::any::Any;
-use std::convert::Infallible;
 use std::panic::AssertUnwindSafe;
-use std::task::{Context, Poll};
 
 use futures::FutureExt;
-use http::{Request, Response, StatusCode};
-use tower::{Layer, Service};
+use http::{Request, StatusCode};
 
 use super::request_log::AuditId;
-use super::{FilterFuture, call, take_ready};
-use crate::body::Body;
+use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::responses::text_error;
 
 /// The body of the 500 a panic answers, word for word upstream's.
 const PANIC_MESSAGE: &str = "This request caused apiserver to panic. Look in the logs for details.";
 
-/// Adds [`PanicRecovery`].
+/// The layer that adds [`PanicRecovery`].
+pub type PanicRecoveryLayer = FilterLayer<PanicRecovery>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PanicRecoveryLayer;
+pub struct PanicRecovery;
 
-impl<S> Layer<S> for PanicRecoveryLayer {
-    type Service = PanicRecovery<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        PanicRecovery { inner }
-    }
-}
-
-/// Turns a panic while producing the response into a 500.
-#[derive(Clone, Debug)]
-pub struct PanicRecovery<S> {
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for PanicRecovery<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for PanicRecovery {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let method = request.method().clone();
         let uri = request.uri().clone();
         let audit_id = request.extensions().get::<AuditId>().cloned();

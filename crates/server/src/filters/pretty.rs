@@ -6,52 +6,23 @@
 //! Watches and proxied responses are never indented, as upstream's stream serializer and
 //! proxy are not. The body is re-indented as it streams, so a LIST stays streamed.
 
-use std::convert::Infallible;
-use std::task::{Context, Poll};
-
 use http::{HeaderMap, Request, Response, header};
 use http_body_util::BodyExt;
 use kapi_apimachinery::gojson::Indenter;
 use kapi_apimachinery::request_info::RequestInfo;
-use tower::{Layer, Service};
 
-use super::{FilterFuture, call, request_info_of, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::body::Body;
 
-/// Adds [`PrettyJson`].
+/// The layer that adds [`PrettyJson`].
+pub type PrettyJsonLayer = FilterLayer<PrettyJson>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PrettyJsonLayer;
+pub struct PrettyJson;
 
-impl<S> Layer<S> for PrettyJsonLayer {
-    type Service = PrettyJson<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        PrettyJson { inner }
-    }
-}
-
-/// Indents the JSON answers of requests that ask for it.
-#[derive(Clone, Debug)]
-pub struct PrettyJson<S> {
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for PrettyJson<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for PrettyJson {
+    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let pretty = request_info_of(&request).is_some_and(|info| {
             negotiated(info) && wants_pretty(request.uri().query(), request.headers())
         });

@@ -5,17 +5,13 @@
 //! The access log is at debug level and names the method, URI, status, latency, request id,
 //! user agent and client address; never headers that could carry credentials.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use http::header::{CACHE_CONTROL, USER_AGENT};
-use http::{HeaderValue, Request, Response};
-use tower::{Layer, Service};
+use http::{HeaderValue, Request};
 
-use super::{FilterFuture, call, request_uri, take_ready};
-use crate::body::Body;
+use super::{Filter, FilterFuture, FilterLayer, Next, call, request_uri};
 use crate::serving::ConnectionInfo;
 
 /// The request and response header carrying the request id.
@@ -37,40 +33,19 @@ impl AuditId {
 #[derive(Clone, Copy, Debug)]
 pub struct RequestReceived(pub Instant);
 
-/// Adds [`RequestLog`].
+/// The layer that adds [`RequestLog`].
+pub type RequestLogLayer = FilterLayer<RequestLog>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RequestLogLayer;
+pub struct RequestLog;
 
-impl<S> Layer<S> for RequestLogLayer {
-    type Service = RequestLog<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestLog { inner }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone, Debug)]
-pub struct RequestLog<S> {
-    inner: S,
-}
-
-impl<S, B> Service<Request<B>> for RequestLog<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for RequestLog {
+    fn filter<S: Next<B>, B: Send + 'static>(
+        &self,
+        inner: S,
+        mut request: Request<B>,
+    ) -> FilterFuture {
         let received = Instant::now();
         let (id_header, audit_id) = audit_id(&request);
         let entry = AccessLogEntry::of(&request, &audit_id);

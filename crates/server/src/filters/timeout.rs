@@ -11,7 +11,6 @@
 //! A long-running request (watch, ...) has no deadline, but its response ends cleanly when the
 //! server drains at shutdown, so clients re-establish it elsewhere.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -25,11 +24,10 @@ use http_body_util::BodyExt;
 use kapi_apimachinery::ApiError;
 use tokio::time::{Instant, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
-use tower::{Layer, Service};
 
 use super::long_running::is_long_running;
 use super::request_log::RequestReceived;
-use super::{FilterFuture, call, request_info_of, request_uri, take_ready};
+use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::body::{Body, BoxError};
 use crate::query;
 use crate::responses::{TEXT_PLAIN_UTF8, api_error, internal_error};
@@ -45,9 +43,12 @@ const TIMEOUT_MESSAGE: &str = "request did not complete within the allotted time
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestDeadline(pub std::time::Instant);
 
-/// Adds [`Timeout`].
+/// The layer that adds [`Timeout`].
+pub type TimeoutLayer = FilterLayer<Timeout>;
+
+/// The filter: its configuration, shared by every request (see the module documentation).
 #[derive(Clone, Debug)]
-pub struct TimeoutLayer {
+pub struct Timeout {
     request_timeout: Duration,
     drain: CancellationToken,
 }
@@ -55,47 +56,19 @@ pub struct TimeoutLayer {
 impl TimeoutLayer {
     /// Bounds requests by `request_timeout`, and long-running ones by `drain`.
     pub fn new(request_timeout: Duration, drain: CancellationToken) -> Self {
-        TimeoutLayer {
+        FilterLayer(Timeout {
             request_timeout,
             drain,
-        }
+        })
     }
 }
 
-impl<S> Layer<S> for TimeoutLayer {
-    type Service = Timeout<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Timeout {
-            inner,
-            layer: self.clone(),
-        }
-    }
-}
-
-/// See the module documentation.
-#[derive(Clone, Debug)]
-pub struct Timeout<S> {
-    inner: S,
-    layer: TimeoutLayer,
-}
-
-impl<S, B> Service<Request<B>> for Timeout<S>
-where
-    S: Service<Request<B>, Response = Response<Body>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: Send + 'static,
-{
-    type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = FilterFuture;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<B>) -> FilterFuture {
-        let inner = take_ready(&mut self.inner);
+impl Filter for Timeout {
+    fn filter<S: Next<B>, B: Send + 'static>(
+        &self,
+        inner: S,
+        mut request: Request<B>,
+    ) -> FilterFuture {
         let Some(info) = request_info_of(&request) else {
             let response = internal_error(
                 request_uri(&request),
@@ -104,7 +77,7 @@ where
             return Box::pin(async move { Ok(response) });
         };
         if is_long_running(info) {
-            let drain = self.layer.drain.clone();
+            let drain = self.drain.clone();
             return Box::pin(async move {
                 let response = call(inner, request).await;
                 Ok(response
@@ -137,10 +110,10 @@ where
     }
 }
 
-impl<S> Timeout<S> {
+impl Timeout {
     /// The request's deadline, or the 400 for a malformed `timeout` parameter.
     fn deadline<B>(&self, request: &Request<B>) -> Result<Instant, ApiError> {
-        let maximum = self.layer.request_timeout;
+        let maximum = self.request_timeout;
         let timeout = match query::first(request.uri().query().unwrap_or(""), "timeout") {
             Some(value) if !value.is_empty() => {
                 let nanos = goduration::parse_nanos(&value)
