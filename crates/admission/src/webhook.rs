@@ -12,6 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use base64::Engine;
 use kapi_apimachinery::status::{ApiError, Status};
+use kapi_patch::JsonPatch;
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use kapi_server::audit::Level;
 use kapi_server::authz::Authorizer;
@@ -461,14 +462,21 @@ impl MutatingWebhook {
             mutation(false);
             return Ok(false);
         };
-        // Upstream reports a patch that does not decode or apply as a bare internal error.
-        let operations: json_patch::Patch =
-            serde_json::from_slice(&patch).map_err(ApiError::internal)?;
-        if operations.0.is_empty() {
+        // A patch that does not decode is a failure to call the webhook (its failure policy
+        // applies); one that does not apply is an internal error.
+        let patch = match JsonPatch::decode(&patch) {
+            Ok(patch) => patch,
+            Err(err) => {
+                mutation(false);
+                let err = format!("received undecodable patch in webhook response: {err}");
+                return failure(hook, err).map_or(Ok(false), Err);
+            }
+        };
+        if patch.is_empty() {
             mutation(false);
             return Ok(false);
         }
-        let Some(mut object) = invocation.object().cloned() else {
+        let Some(object) = invocation.object() else {
             // A delete has no object to change.
             mutation(false);
             return Err(ApiError::internal(format!(
@@ -476,7 +484,7 @@ impl MutatingWebhook {
                 hook.name
             )));
         };
-        json_patch::patch(&mut object, &operations).map_err(ApiError::internal)?;
+        let object = patch.apply(object).map_err(ApiError::internal)?;
         let changed = Some(&object) != invocation.object();
         mutation(changed);
         if changed {
@@ -484,7 +492,7 @@ impl MutatingWebhook {
         }
         if attributes.audit.level() >= Level::Request {
             let value = json!({"configuration": hook.configuration, "webhook": hook.name,
-                "patch": operations, "patchType": "JSONPatch"});
+                "patch": patch.operations(), "patchType": "JSONPatch"});
             let key = format!("patch.webhook.admission.k8s.io/{suffix}");
             attributes.audit.add(&key, &value.to_string());
         }

@@ -12,8 +12,9 @@
 //! - `test` of a missing member or a `null` passes when the value is `null` or absent;
 //! - a missing `value` means `null`; unknown members of an operation are ignored.
 //!
-//! Any failure while applying is answered with upstream's fixed 422 message, so the error
-//! texts here only need to be helpful in logs.
+//! The PATCH endpoint answers any failure while applying with upstream's fixed 422 message,
+//! but admission webhooks' patches ([`JsonPatch`]) report the library's error text itself,
+//! so the texts here are the library's.
 
 use serde_json::{Map, Value};
 
@@ -26,6 +27,41 @@ pub const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 /// How many bytes `copy` operations may add to a document, in total (kube-apiserver's
 /// default `JSONPatchMaxCopyBytes`, 3 MiB).
 pub const MAX_JSON_PATCH_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// A JSON patch as upstream's mutating admission webhooks apply theirs: decoded with
+/// `jsonpatch.DecodePatch` and applied with `Patch.Apply`, under the server's copy limit
+/// ([`MAX_JSON_PATCH_COPY_BYTES`]) but no limit on the number of operations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonPatch(Value);
+
+impl JsonPatch {
+    /// Decodes a patch; the error is Go's (`invalid character ...`, `json: cannot unmarshal
+    /// object into Go value of type jsonpatch.Patch`, ...).
+    pub fn decode(body: &[u8]) -> Result<JsonPatch, PatchError> {
+        kapi_apimachinery::gojson::check_valid(body).map_err(PatchError::BadRequest)?;
+        let body: Value =
+            serde_json::from_slice(body).map_err(|err| PatchError::BadRequest(err.to_string()))?;
+        decode(&body)?;
+        Ok(JsonPatch(body))
+    }
+
+    /// Whether the patch has no operations (it is `[]` or `null`).
+    pub fn is_empty(&self) -> bool {
+        self.0.as_array().is_none_or(Vec::is_empty)
+    }
+
+    /// The operations as decoded: what upstream's audit annotation of the patch holds.
+    pub fn operations(&self) -> &Value {
+        &self.0
+    }
+
+    /// `doc` patched; [`PatchError::Unprocessable`] with the library's message when an
+    /// operation does not apply.
+    pub fn apply(&self, doc: &Value) -> Result<Value, PatchError> {
+        let ops = decode(&self.0)?;
+        apply_ops(doc, &ops, MAX_JSON_PATCH_COPY_BYTES).map_err(PatchError::Unprocessable)
+    }
+}
 
 /// Checks the shape the apiserver's strict decoding (`fieldValidation=Strict|Warn`)
 /// requires before it decodes the patch again for applying.

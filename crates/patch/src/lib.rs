@@ -21,7 +21,7 @@ mod strategic;
 use serde_json::Value;
 
 pub use error::{Cause, PatchError, UNPROCESSABLE_MESSAGE};
-pub use jsonpatch::{MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
+pub use jsonpatch::{JsonPatch, MAX_JSON_PATCH_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS};
 pub use schema::{ListStrategy, MapStrategy, MetadataSchema, NoSchema, PatchSchema};
 
 /// The patch formats of `PATCH` requests handled here. Server-side apply

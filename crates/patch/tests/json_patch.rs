@@ -432,3 +432,44 @@ fn a_patched_array_is_not_an_object() {
         ("FieldValueInvalid", "patch", cause.as_str())
     );
 }
+
+/// Admission webhooks' patches: decoded and applied as upstream's mutating webhook
+/// dispatcher does, their errors in the library's words (which reach the client).
+#[test]
+fn webhook_patches_report_the_library_s_errors() {
+    use kapi_patch::JsonPatch;
+    let decode_error = |body: &str| JsonPatch::decode(body.as_bytes()).unwrap_err().to_string();
+    assert_eq!(
+        decode_error(r#"{"op": "add"}"#),
+        "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+    );
+    assert_eq!(
+        decode_error("[1]"),
+        "json: cannot unmarshal number into Go value of type jsonpatch.Operation"
+    );
+    assert_eq!(
+        decode_error("[x"),
+        "invalid character 'x' looking for beginning of value"
+    );
+    assert!(JsonPatch::decode(b"null").unwrap().is_empty());
+    assert!(JsonPatch::decode(b"[]").unwrap().is_empty());
+
+    let doc = json!({"metadata": {"name": "a"}, "spec": {"items": [1, 2]}});
+    let patch = |body: Value| JsonPatch::decode(body.to_string().as_bytes()).unwrap();
+    let added = patch(json!([{"op": "add", "path": "/spec/items/-1", "value": 3},
+        {"op": "replace", "path": "/metadata/labels", "value": {"a": "b"}}]));
+    assert_eq!(
+        added.apply(&doc).unwrap(),
+        json!({"metadata": {"name": "a", "labels": {"a": "b"}}, "spec": {"items": [1, 2, 3]}})
+    );
+    let missing = patch(json!([{"op": "add", "path": "/status/phase", "value": "x"}]));
+    assert_eq!(
+        missing.apply(&doc).unwrap_err().to_string(),
+        r#"add operation does not apply: doc is missing path: "/status/phase": missing value"#
+    );
+    let failed = patch(json!([{"op": "test", "path": "/metadata/name", "value": "b"}]));
+    assert_eq!(
+        failed.apply(&doc).unwrap_err().to_string(),
+        "testing value /metadata/name failed: test failed"
+    );
+}

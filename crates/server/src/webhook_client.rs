@@ -1,19 +1,21 @@
 //! The client side of webhooks (admission webhooks, conversion webhooks, ...): a JSON body
-//! POSTed over HTTPS to a `clientConfig` (a URL, or a Service resolved to one of its
+//! POSTed over HTTPS to a `clientConfig` (a URL, or a Service reached at one of its
 //! endpoints), verified with its `caBundle` (the system roots without one), within a timeout.
+//! Each client keeps its connections open for its next calls (see [`Https`]).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use http_body_util::{BodyExt, Full};
+use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
-use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
+mod https;
 mod trust;
+
+pub use https::Https;
+use https::{Dial, Tls};
 
 /// Resolves a Service reference (`clientConfig.service`) to `https://host:port`.
 #[async_trait::async_trait]
@@ -21,25 +23,15 @@ pub trait ServiceResolver: Send + Sync {
     async fn resolve(&self, namespace: &str, name: &str, port: i32) -> Result<String, String>;
 }
 
-/// Where a webhook is.
-enum Target {
-    Url(String),
-    Service {
-        namespace: String,
-        name: String,
-        path: String,
-        port: i32,
-    },
-}
-
-/// A webhook's `clientConfig`, ready to call.
+/// A webhook's `clientConfig`, ready to call. Its TLS configuration is built once, here,
+/// and its connections are reused from call to call.
 pub struct WebhookClient {
-    target: Target,
-    /// PEM certificates from `caBundle`; the system roots when empty.
-    ca_bundle: Vec<u8>,
-    /// How kapi proves itself to the webhook (a webhook kubeconfig's user).
-    credentials: Credentials,
-    resolver: Arc<dyn ServiceResolver>,
+    /// The URL called: the configured one, or for a Service upstream's
+    /// `https://<name>.<namespace>.svc:<port><path>`, whose host the TLS handshake verifies.
+    url: String,
+    https: Https,
+    /// A bearer token to send (a webhook kubeconfig's user's).
+    token: Option<String>,
 }
 
 /// The credentials of a webhook kubeconfig's user: a client certificate (PEM chain and key)
@@ -53,37 +45,48 @@ struct Credentials {
 impl WebhookClient {
     /// The client of `client_config` (`url`, or `service` with namespace, name, path and
     /// port (443 by default), and `caBundle`); Services are resolved with `resolver`.
+    ///
+    /// As upstream's webhook clients, it offers HTTP/2 only to a URL on the local host:
+    /// elsewhere HTTP/2's single connection would send every request to one backend of a
+    /// load-balanced webhook (kubernetes issue 75791).
     pub fn new(client_config: &Value, resolver: Arc<dyn ServiceResolver>) -> WebhookClient {
-        let target = match client_config["url"].as_str() {
-            Some(url) => Target::Url(url.to_string()),
-            None => {
-                let service = &client_config["service"];
-                let text = |key: &str| service[key].as_str().unwrap_or_default().to_string();
-                Target::Service {
-                    namespace: text("namespace"),
-                    name: text("name"),
-                    path: text("path"),
-                    port: service["port"].as_i64().unwrap_or(443) as i32,
-                }
-            }
-        };
         let ca_bundle = client_config["caBundle"]
             .as_str()
             .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
             .unwrap_or_default();
+        let (url, dial) = match client_config["url"].as_str() {
+            Some(url) => (url.to_string(), Dial::Direct),
+            None => {
+                let service = &client_config["service"];
+                let text = |key: &str| service[key].as_str().unwrap_or_default().to_string();
+                let (namespace, name) = (text("namespace"), text("name"));
+                let port = service["port"].as_i64().unwrap_or(443) as i32;
+                let url = format!("https://{name}.{namespace}.svc:{port}{}", text("path"));
+                let dial = Dial::Service {
+                    namespace,
+                    name,
+                    port,
+                    resolver,
+                };
+                (url, dial)
+            }
+        };
+        let tls = Tls {
+            ca_bundle: &ca_bundle,
+            client_cert: None,
+            http2: matches!(dial, Dial::Direct) && is_local_host(&url),
+        };
         WebhookClient {
-            target,
-            ca_bundle,
-            credentials: Credentials::default(),
-            resolver,
+            https: Https::build(&tls, dial),
+            url,
+            token: None,
         }
     }
 
     /// POSTs `body` (JSON) and returns the response body; an error in Go's client's words
     /// (`Post "url": ...`, `context deadline exceeded` after `timeout`).
     pub async fn post(&self, body: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, String> {
-        let url = self.url().await?;
-        self.post_to(url, body, timeout).await
+        self.post_to(&self.url, body, timeout).await
     }
 
     /// POSTs `body` as [`post`](Self::post) does, telling the webhook its deadline in the
@@ -94,230 +97,42 @@ impl WebhookClient {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, String> {
-        let url = self.url().await?;
         let seconds =
             Duration::from_secs(timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0));
-        let separator = if url.contains('?') { '&' } else { '?' };
+        let separator = if self.url.contains('?') { '&' } else { '?' };
         let url = format!(
-            "{url}{separator}timeout={}",
+            "{}{separator}timeout={}",
+            self.url,
             kapi_apimachinery::goduration::format(seconds)
         );
-        self.post_to(url, body, timeout).await
+        self.post_to(&url, body, timeout).await
     }
 
     async fn post_to(
         &self,
-        url: String,
+        url: &str,
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, String> {
-        let tls = Tls {
-            ca_bundle: &self.ca_bundle,
-            credentials: &self.credentials,
-        };
-        let sent = send(http::Method::POST, &url, &tls, body);
+        let token = self.token.as_deref();
+        let sent = self.https.send(http::Method::POST, url, token, body);
         tokio::time::timeout(timeout, sent)
             .await
             .map_err(|_| format!("Post {url:?}: context deadline exceeded"))?
     }
-
-    /// The URL to call, resolving a Service reference.
-    async fn url(&self) -> Result<String, String> {
-        match &self.target {
-            Target::Url(url) => Ok(url.clone()),
-            Target::Service {
-                namespace,
-                name,
-                path,
-                port,
-            } => {
-                let base = self.resolver.resolve(namespace, name, *port).await?;
-                Ok(format!("{base}{path}"))
-            }
-        }
-    }
 }
 
-/// How a request is secured: the CA to trust and the credentials to present.
-struct Tls<'a> {
-    ca_bundle: &'a [u8],
-    credentials: &'a Credentials,
-}
-
-/// GETs an `https://` URL (a JSON document such as an OpenID configuration or a key set),
-/// trusting `ca_bundle` (the system roots when empty); the response body.
-pub async fn get(url: &str, ca_bundle: &[u8], timeout: Duration) -> Result<Vec<u8>, String> {
-    let credentials = Credentials::default();
-    let tls = Tls {
-        ca_bundle,
-        credentials: &credentials,
+/// Whether `url`'s host is `localhost` or a loopback address (upstream's `isLocalHost`).
+fn is_local_host(url: &str) -> bool {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return false;
     };
-    tokio::time::timeout(timeout, send(http::Method::GET, url, &tls, Vec::new()))
-        .await
-        .map_err(|_| format!("Get {url:?}: context deadline exceeded"))?
-}
-
-/// Sends one request with a JSON body to an `https://` URL; errors in Go's client's words.
-async fn send(
-    method: http::Method,
-    url: &str,
-    tls: &Tls<'_>,
-    body: Vec<u8>,
-) -> Result<Vec<u8>, String> {
-    let verb = if method == http::Method::GET {
-        "Get"
-    } else {
-        "Post"
-    };
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("{verb} {url:?}: unsupported protocol scheme"))?;
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let path = if path.is_empty() { "/" } else { path };
-    let (host, port) = split_host_port(authority)?;
-    let failed = |err: &dyn std::fmt::Display| format!("{verb} {url:?}: {err}");
-    let tcp = TcpStream::connect((host.as_str(), port))
-        .await
-        .map_err(|e| failed(&e))?;
-    let server_name = ServerName::try_from(host.clone()).map_err(|e| failed(&e))?;
-    let config = client_config(tls.ca_bundle, tls.credentials.client_cert.as_ref())?;
-    let token = tls.credentials.token.as_ref();
-    let tls = TlsConnector::from(Arc::new(config))
-        .connect(server_name, tcp)
-        .await
-        .map_err(|e| failed(&e))?;
-    let io = hyper_util::rt::TokioIo::new(EofAsClose(tls));
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| failed(&e))?;
-    tokio::spawn(connection);
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header(http::header::HOST, authority)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::ACCEPT, "application/json");
-    if let Some(token) = token {
-        request = request.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
-    }
-    let request = request
-        .body(Full::new(bytes::Bytes::from(body)))
-        .map_err(|e| failed(&e))?;
-    let response = sender.send_request(request).await.map_err(|e| failed(&e))?;
-    let status = response.status();
-    let text_response = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|content_type| content_type.starts_with("text/"));
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| failed(&e))?
-        .to_bytes();
-    if !status.is_success() {
-        return Err(unsuccessful(status.as_u16(), &body, text_response));
-    }
-    Ok(body.to_vec())
-}
-
-/// What client-go makes of a response that is not a success: the message of a Status
-/// body, or its generic message for the code (naming the body of a text response, else
-/// "unknown").
-fn unsuccessful(code: u16, body: &[u8], text_response: bool) -> String {
-    let status: Option<Value> = serde_json::from_slice(body).ok();
-    if let Some(status) = status.filter(|s| s["kind"] == "Status")
-        && let Some(message) = status["message"].as_str().filter(|m| !m.is_empty())
-    {
-        return message.to_string();
-    }
-    const MAX: usize = 1024;
-    let server_message = match text_response {
-        true => String::from_utf8_lossy(&body[..body.len().min(MAX)])
-            .trim()
-            .to_string(),
-        false => "unknown".to_string(),
-    };
-    match code {
-        400 => "the server rejected our request for an unknown reason".into(),
-        401 => "the server has asked for the client to provide credentials".into(),
-        403 => "the server does not allow access to the requested resource".into(),
-        404 => "the server could not find the requested resource".into(),
-        409 => "the server reported a conflict".into(),
-        422 => "the server rejected our request due to an error in our request".into(),
-        429 => "the server has received too many requests and has asked us to try again later"
-            .into(),
-        503 => "the server is currently unable to handle the request".into(),
-        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
-        code if code >= 500 => format!(
-            "an error on the server ({}) has prevented the request from succeeding",
-            kapi_apimachinery::quote(&server_message)
-        ),
-        code => format!("the server responded with the status code {code} but did not return more information"),
-    }
-}
-
-/// A TLS stream whose peer may close the connection without TLS's close_notify, as many
-/// simple webhook servers do after a response delimited by the close: like Go's TLS client,
-/// such an end of the stream is read as the end of the data.
-struct EofAsClose<S>(S);
-
-impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EofAsClose<S> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match std::pin::Pin::new(&mut self.0).poll_read(cx, buf) {
-            std::task::Poll::Ready(Err(err)) if err.kind() == std::io::ErrorKind::UnexpectedEof => {
-                std::task::Poll::Ready(Ok(()))
-            }
-            other => other,
-        }
-    }
-}
-
-impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for EofAsClose<S> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
-fn split_host_port(authority: &str) -> Result<(String, u16), String> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (host, rest) = v6.split_once(']').ok_or("invalid IPv6 host")?;
-            (host, rest.strip_prefix(':'))
-        }
-        None => match authority.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port)),
-            None => (authority, None),
-        },
-    };
-    let port = match port {
-        Some(port) => port.parse().map_err(|_| format!("invalid port {port:?}"))?,
-        None => 443,
-    };
-    Ok((host.to_string(), port))
+    let host = uri.host().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The certificates of a PEM `ca_bundle`, as client-go loads CA data: certificates that do
@@ -349,20 +164,11 @@ pub fn trusted_roots(ca_bundle: &[u8]) -> Result<rustls::RootCertStore, String> 
     Err(format!("unable to load root certificates: {reason}"))
 }
 
-/// Refuses Service references: a kubeconfig names URLs only.
-struct NoServices;
-
-#[async_trait::async_trait]
-impl ServiceResolver for NoServices {
-    async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
-        Err("a webhook of a kubeconfig is addressed by URL".into())
-    }
-}
-
 impl WebhookClient {
     /// The client of a webhook kubeconfig (`--authorization-webhook-config-file`,
-    /// `--authentication-token-webhook-config-file`): its first cluster's server and CA (data
-    /// or file), and its first user's client certificate and token.
+    /// `--authentication-token-webhook-config-file`, `--audit-webhook-config-file`): its
+    /// first cluster's server and CA (data or file), and its first user's client certificate
+    /// and token. HTTP/2 is offered, as client-go offers it.
     pub fn from_kubeconfig(path: &std::path::Path) -> Result<WebhookClient, String> {
         let text = std::fs::read_to_string(path).map_err(|err| err.to_string())?;
         let config: Value = serde_yaml_ng::from_str(&text).map_err(|err| err.to_string())?;
@@ -373,18 +179,22 @@ impl WebhookClient {
             cluster["certificate-authority-data"].as_str(),
             cluster["certificate-authority"].as_str(),
         ) {
-            (Some(data), _) => data.to_string(),
-            (None, Some(file)) => {
-                use base64::Engine;
-                let pem = std::fs::read(file).map_err(|err| format!("{file}: {err}"))?;
-                base64::engine::general_purpose::STANDARD.encode(pem)
-            }
-            (None, None) => String::new(),
+            (Some(data), _) => base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .unwrap_or_default(),
+            (None, Some(file)) => std::fs::read(file).map_err(|err| format!("{file}: {err}"))?,
+            (None, None) => Vec::new(),
         };
-        let client_config = serde_json::json!({"url": server, "caBundle": ca_bundle});
-        let mut client = WebhookClient::new(&client_config, Arc::new(NoServices));
-        client.credentials = credentials;
-        Ok(client)
+        let tls = Tls {
+            ca_bundle: &ca_bundle,
+            client_cert: credentials.client_cert.as_ref(),
+            http2: true,
+        };
+        Ok(WebhookClient {
+            url: server.to_string(),
+            https: Https::build(&tls, Dial::Direct),
+            token: credentials.token,
+        })
     }
 }
 
@@ -444,54 +254,15 @@ fn credentials(user: &Value) -> Result<Credentials, String> {
     Ok(Credentials { client_cert, token })
 }
 
-/// TLS trusting `ca_bundle`'s certificates, or the system's roots without one, presenting
-/// `client_cert` (PEM chain and key) if given.
-fn client_config(
-    ca_bundle: &[u8],
-    client_cert: Option<&(Vec<u8>, Vec<u8>)>,
-) -> Result<rustls::ClientConfig, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|err| err.to_string())?;
-    let builder = if ca_bundle.is_empty() {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_native_certs::load_native_certs().certs {
-            let _ = roots.add(cert);
-        }
-        builder.with_root_certificates(roots)
-    } else {
-        let store = trusted_roots(ca_bundle)?;
-        let certs = CertificateDer::pem_slice_iter(ca_bundle).filter_map(Result::ok);
-        let verifier = trust::TrustedRoots::new(store, certs.collect())?;
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-    };
-    let Some((chain, key)) = client_cert else {
-        return Ok(builder.with_no_client_auth());
-    };
-    let chain = CertificateDer::pem_slice_iter(chain)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|err| format!("client certificate: {err}"))?;
-    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key)
-        .map_err(|err| format!("client key: {err}"))?;
-    builder
-        .with_client_auth_cert(chain, key)
-        .map_err(|err| format!("client certificate: {err}"))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
-    #[test]
-    fn hosts_and_ports_split_like_urls() {
-        assert_eq!(split_host_port("a.b:8443").unwrap(), ("a.b".into(), 8443));
-        assert_eq!(split_host_port("a.b").unwrap(), ("a.b".into(), 443));
-        assert_eq!(split_host_port("[::1]:9443").unwrap(), ("::1".into(), 9443));
-        assert!(split_host_port("a:b").is_err());
-    }
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    use super::*;
 
     #[test]
     fn kubeconfig_users_give_client_certificates_and_tokens() {
@@ -506,8 +277,7 @@ mod tests {
             "client-key-data": encode(&key.serialize_pem()), "token": "secret"});
         let found = credentials(&user).unwrap();
         assert_eq!(found.token.as_deref(), Some("secret"));
-        let (chain, key) = found.client_cert.as_ref().unwrap();
-        assert!(client_config(&[], Some(&(chain.clone(), key.clone()))).is_ok());
+        assert!(found.client_cert.is_some());
         let half = serde_json::json!({"client-certificate-data": encode(&cert.pem())});
         assert!(credentials(&half).is_err());
         let exec = serde_json::json!({"exec": {"command": "get-token"}});
@@ -549,21 +319,156 @@ mod tests {
     }
 
     #[test]
-    fn unsuccessful_responses_read_as_client_go_reads_them() {
-        assert_eq!(
-            unsuccessful(500, br#"{"x": "err"}"#, false),
-            r#"an error on the server ("unknown") has prevented the request from succeeding"#
-        );
-        assert_eq!(
-            unsuccessful(500, b"boom\n", true),
-            r#"an error on the server ("boom") has prevented the request from succeeding"#
-        );
-        let status = br#"{"kind": "Status", "apiVersion": "v1", "message": "my status msg"}"#;
-        assert_eq!(unsuccessful(500, status, false), "my status msg");
-        assert_eq!(
-            unsuccessful(418, b"", false),
-            "the server responded with the status code 418 but did not return more information"
-        );
+    fn services_are_called_at_their_dns_names() {
+        let config = serde_json::json!({"service": {"namespace": "ns", "name": "hook",
+            "path": "/mutate"}});
+        let client = WebhookClient::new(&config, Arc::new(Nowhere));
+        assert_eq!(client.url, "https://hook.ns.svc:443/mutate");
+    }
+
+    #[test]
+    fn local_hosts_are_told_apart() {
+        assert!(is_local_host("https://localhost:8443/x"));
+        assert!(is_local_host("https://127.0.0.1/x"));
+        assert!(is_local_host("https://[::1]:9443/x"));
+        assert!(!is_local_host("https://10.0.0.1/x"));
+        assert!(!is_local_host("https://webhook.example.com/x"));
+    }
+
+    /// A self-signed certificate for `localhost`, 127.0.0.1 and the Service `hook` in `ns`:
+    /// its PEM, and a TLS server offering `alpn` with it.
+    fn server_tls(alpn: &[&[u8]]) -> (String, rustls::ServerConfig) {
+        let names = ["localhost", "127.0.0.1", "hook.ns.svc"].map(String::from);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(names.to_vec())
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let der_key =
+            rustls::pki_types::PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
+                .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], der_key)
+            .unwrap();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        (cert.pem(), config)
+    }
+
+    /// A webhook on a loopback port answering every request with the HTTP version it was
+    /// made in (`{"version": "HTTP/1.1"}`): its port, its CA, and how many TCP connections
+    /// it accepted.
+    async fn serve(alpn: &[&[u8]]) -> (u16, String, Arc<AtomicUsize>) {
+        let (ca, config) = server_tls(alpn);
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counted = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let tls = acceptor.accept(tcp).await.unwrap();
+                    let answer = hyper::service::service_fn(|request: http::Request<_>| {
+                        let version = format!("{:?}", request.version());
+                        let body = serde_json::json!({ "version": version }).to_string();
+                        let response = http::Response::new(Full::new(Bytes::from(body)));
+                        async move { Ok::<_, std::convert::Infallible>(response) }
+                    });
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), answer)
+                        .await;
+                });
+            }
+        });
+        (port, ca, accepted)
+    }
+
+    /// The client of the URL `https://<host>:<port>/hook` trusting `ca`.
+    fn client_of(host: &str, port: u16, ca: &str) -> WebhookClient {
+        let config = serde_json::json!({"url": format!("https://{host}:{port}/hook"),
+            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)});
+        WebhookClient::new(&config, Arc::new(Nowhere))
+    }
+
+    /// Resolves every Service to one endpoint.
+    struct Endpoint(String);
+
+    #[async_trait::async_trait]
+    impl ServiceResolver for Endpoint {
+        async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
+            Ok(self.0.clone())
+        }
+    }
+
+    /// Resolves no Service.
+    struct Nowhere;
+
+    #[async_trait::async_trait]
+    impl ServiceResolver for Nowhere {
+        async fn resolve(&self, _: &str, _: &str, _: i32) -> Result<String, String> {
+            Err("no endpoints".into())
+        }
+    }
+
+    /// The HTTP version a call was answered in.
+    async fn version(client: &WebhookClient) -> String {
+        let body = client.post(b"{}".to_vec(), Duration::from_secs(10)).await;
+        let body: Value = serde_json::from_slice(&body.unwrap()).unwrap();
+        body["version"].as_str().unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn calls_reuse_one_connection() {
+        let (port, ca, accepted) = serve(&[b"http/1.1"]).await;
+        let client = client_of("127.0.0.1", port, &ca);
+        assert_eq!(version(&client).await, "HTTP/1.1");
+        assert_eq!(version(&client).await, "HTTP/1.1");
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn http2_is_spoken_to_a_local_webhook_that_offers_it() {
+        let (port, ca, accepted) = serve(&[b"h2", b"http/1.1"]).await;
+        let client = client_of("localhost", port, &ca);
+        assert_eq!(version(&client).await, "HTTP/2.0");
+        // Concurrent calls share the connection.
+        let (first, second) = tokio::join!(version(&client), version(&client));
+        assert_eq!((first.as_str(), second.as_str()), ("HTTP/2.0", "HTTP/2.0"));
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    /// A Service is dialled at its resolved endpoint, verified as `<name>.<namespace>.svc`,
+    /// and spoken to in HTTP/1.1 even when it offers HTTP/2, as upstream does.
+    #[tokio::test]
+    async fn services_are_reached_at_their_endpoints_and_verified_by_service_name() {
+        let (port, ca, accepted) = serve(&[b"h2", b"http/1.1"]).await;
+        let ca = base64::engine::general_purpose::STANDARD.encode(&ca);
+        let service = |namespace: &str, resolver: Arc<dyn ServiceResolver>| {
+            let config = serde_json::json!({"caBundle": ca, "service":
+                {"namespace": namespace, "name": "hook", "port": 443, "path": "/hook"}});
+            WebhookClient::new(&config, resolver)
+        };
+        let endpoint = || Arc::new(Endpoint(format!("https://127.0.0.1:{port}")));
+        let client = service("ns", endpoint());
+        assert_eq!(version(&client).await, "HTTP/1.1");
+        assert_eq!(version(&client).await, "HTTP/1.1");
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        let stranger = service("other", endpoint());
+        let err = stranger.post(b"{}".to_vec(), Duration::from_secs(10)).await;
+        let err = err.unwrap_err();
+        let refused = r#"Post "https://hook.other.svc:443/hook": invalid peer certificate"#;
+        assert!(err.starts_with(refused), "{err}");
+        let unresolved = service("ns", Arc::new(Nowhere));
+        let err = unresolved
+            .post(b"{}".to_vec(), Duration::from_secs(10))
+            .await;
+        assert_eq!(err.unwrap_err(), "no endpoints");
     }
 
     /// A webhook that answers HTTP/1.0 with a body delimited by closing the connection,
@@ -571,18 +476,7 @@ mod tests {
     #[tokio::test]
     async fn bodies_ended_by_a_bare_close_are_read() {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let key = rcgen::KeyPair::generate().unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["localhost".into()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
-        let der_key =
-            rustls::pki_types::PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes())
-                .unwrap();
-        let config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
-            .with_single_cert(vec![cert.der().clone()], der_key)
-            .unwrap();
+        let (ca, config) = server_tls(&[]);
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -599,14 +493,8 @@ mod tests {
             let (tcp, _) = tls.into_inner();
             drop(tcp);
         });
-        let ca = cert.pem();
-        let credentials = Credentials::default();
-        let tls = Tls {
-            ca_bundle: ca.as_bytes(),
-            credentials: &credentials,
-        };
-        let url = format!("https://localhost:{port}/hook");
-        let body = send(http::Method::POST, &url, &tls, b"{}".to_vec()).await;
+        let client = client_of("localhost", port, &ca);
+        let body = client.post(b"{}".to_vec(), Duration::from_secs(10)).await;
         assert_eq!(body.unwrap(), br#"{"ok":true}"#);
     }
 }

@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::jws::{Jws, VerifyingKey};
 use super::token::TokenAuthenticator;
 use super::{AuthenticationError, UserInfo};
-use crate::webhook_client;
+use crate::webhook_client::Https;
 
 /// How long fetching the discovery document or the keys may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,8 +85,9 @@ enum ClaimRule {
 pub struct JwtAuthenticator {
     issuer: String,
     discovery_url: String,
-    /// PEM certificates to trust for the issuer (the system roots when empty).
-    certificate_authority: Vec<u8>,
+    /// The client of the issuer's discovery document and keys, trusting its
+    /// `certificateAuthority` (the system roots without one).
+    https: Https,
     audiences: Vec<String>,
     claim_rules: Vec<ClaimRule>,
     username: Mapping,
@@ -279,7 +280,7 @@ impl JwtAuthenticator {
         Ok(JwtAuthenticator {
             issuer: url,
             discovery_url,
-            certificate_authority: text(&issuer["certificateAuthority"]).into_bytes(),
+            https: Https::new(text(&issuer["certificateAuthority"]).as_bytes()),
             audiences,
             claim_rules,
             username,
@@ -293,8 +294,7 @@ impl JwtAuthenticator {
 
     /// Fetches the issuer's keys through its discovery document.
     async fn fetch_keys(&self) -> Result<Vec<Value>, String> {
-        let ca = &self.certificate_authority;
-        let discovery = webhook_client::get(&self.discovery_url, ca, FETCH_TIMEOUT).await?;
+        let discovery = self.https.get(&self.discovery_url, FETCH_TIMEOUT).await?;
         let discovery: Value = serde_json::from_slice(&discovery).map_err(|err| err.to_string())?;
         if discovery["issuer"] != self.issuer.as_str() {
             return Err(format!(
@@ -304,7 +304,7 @@ impl JwtAuthenticator {
             ));
         }
         let jwks_uri = text(&discovery["jwks_uri"]);
-        let jwks = webhook_client::get(&jwks_uri, ca, FETCH_TIMEOUT).await?;
+        let jwks = self.https.get(&jwks_uri, FETCH_TIMEOUT).await?;
         let jwks: Value = serde_json::from_slice(&jwks).map_err(|err| err.to_string())?;
         Ok(jwks["keys"].as_array().cloned().unwrap_or_default())
     }
