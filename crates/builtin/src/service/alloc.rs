@@ -21,8 +21,9 @@ use super::ipallocator::{Cidr, IpAllocator, IpError, Owner};
 use super::portallocator::{PortAllocator, PortError, PortRange};
 use super::strategy::{
     LOAD_BALANCER, NODE_PORT, is_headless, needs_cluster_ip, needs_health_check, needs_node_port,
-    ports, validate_cluster_ips_related,
+    ports,
 };
+use super::validation::validate_cluster_ips_related;
 use crate::util::{str_of, strings_of};
 
 /// The ranges Services are allocated from (`--service-cluster-ip-range`,

@@ -11,7 +11,8 @@ use kapi_apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
 use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
-use super::strategy::{INVALID_IP, ports};
+use super::strategy::ports;
+use super::validation::INVALID_IP;
 use crate::hooks::TypeHooks;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{str_of, strings_of};

@@ -20,6 +20,7 @@ mod masterleases;
 mod networking;
 mod portallocator;
 mod strategy;
+mod validation;
 
 pub use alloc::{ServiceAllocator, ServiceRanges};
 pub use bootstrap::{KubernetesService, leave_kubernetes_endpoints, reconcile_kubernetes_service};

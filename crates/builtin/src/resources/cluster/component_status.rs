@@ -1,0 +1,51 @@
+//! ComponentStatus's printer (kubernetes/pkg/printers/internalversion/printers.go).
+
+use kapi_server::resource::TableConvertor;
+use serde_json::Value;
+
+use crate::printers::name_cell;
+use crate::resources::common::{col, items, text};
+use crate::util::str_of;
+
+pub(super) fn component_status_table() -> TableConvertor {
+    TableConvertor {
+        columns: vec![
+            crate::printers::name_column(0),
+            col("Status", "Status of the component conditions"),
+            col("Message", "Message of the component conditions"),
+            col("Error", "Error of the component conditions"),
+        ],
+        cells: std::sync::Arc::new(component_status_cells),
+    }
+}
+
+/// NAME, STATUS (`Healthy`, `Unhealthy` or `Unknown`), MESSAGE, ERROR of the Healthy
+/// condition.
+fn component_status_cells(status: &Value) -> Vec<Value> {
+    let healthy = items(status, "/conditions")
+        .iter()
+        .find(|c| str_of(c, "type") == "Healthy");
+    let (state, message, error) = match healthy {
+        Some(c) if str_of(c, "status") == "True" => {
+            ("Healthy", str_of(c, "message"), str_of(c, "error"))
+        }
+        Some(c) => ("Unhealthy", str_of(c, "message"), str_of(c, "error")),
+        None => ("Unknown", "", ""),
+    };
+    vec![name_cell(status), text(state), text(message), text(error)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn component_status_printer() {
+        let healthy = json!({"metadata": {"name": "etcd-0"}, "conditions": [{"type": "Healthy", "status": "True", "message": "ok"}]});
+        assert_eq!(
+            component_status_cells(&healthy)[1..],
+            [json!("Healthy"), json!("ok"), json!("")]
+        );
+    }
+}
