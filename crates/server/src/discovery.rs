@@ -10,6 +10,12 @@
 //! serves `/apis` and `/apis/<group>` from its aggregator, so groups and versions are ordered by
 //! APIService priority (the built-in table in [`PRIORITIES`], then `1000`/`100` for anything
 //! else, as for CRDs), and `apiregistration.k8s.io` comes first.
+//!
+//! The module's files: this one holds what both kinds of discovery share (APIService
+//! priorities and the kube-aware version order, the kinds subresources report, the index of
+//! served group versions, storage version hashes and ETags) and the served bytes of every
+//! document; `meta_v1` the meta.k8s.io/v1 documents of `/api`, `/apis` and below; `aggregated`
+//! the apidiscovery.k8s.io documents.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -17,7 +23,21 @@ use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
+
+mod aggregated;
+mod meta_v1;
+
+pub use aggregated::{
+    AggregatedVersion, ApiGroupDiscovery, ApiGroupDiscoveryList, ApiResourceDiscovery,
+    ApiSubresourceDiscovery, ApiVersionDiscovery, DiscoveryMeta, EmptyListMeta, ResponseKind,
+    aggregated_document,
+};
+pub use meta_v1::{
+    ApiGroup, ApiGroupList, ApiResource, ApiResourceList, ApiVersions, GroupVersionForDiscovery,
+    ServerAddressByClientCidr, api_group_document, api_group_list_document,
+    api_resource_list_document, api_versions_document,
+};
 
 use crate::resource::{ResourceDefinition, Subresource, SubresourceKind};
 
@@ -226,6 +246,44 @@ fn listed_subresource_kind(def: &ResourceDefinition, sub: &Subresource) -> Respo
     }
 }
 
+fn strings(values: &[&str]) -> Vec<String> {
+    values.iter().map(|v| v.to_string()).collect()
+}
+
+/// The verbs discovery lists for a resource: in name order for built-in resources, in the
+/// CRD handler's order for custom resources.
+fn discovery_verbs(def: &ResourceDefinition) -> Vec<String> {
+    if !def.custom_resource {
+        return strings(&def.verbs.names());
+    }
+    const CUSTOM_RESOURCE_ORDER: [&str; 8] = [
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "create",
+        "update",
+        "watch",
+    ];
+    let names = def.verbs.names();
+    let listed = CUSTOM_RESOURCE_ORDER
+        .iter()
+        .filter(|verb| names.contains(verb));
+    listed.map(|verb| verb.to_string()).collect()
+}
+
+/// A resource's subresources in discovery's order: by name for built-in resources, status
+/// then scale for custom resources (as the CRD discovery controller adds them).
+fn discovery_subresources(def: &ResourceDefinition) -> Vec<&Subresource> {
+    let mut subresources: Vec<&Subresource> = def.subresources.iter().collect();
+    match def.custom_resource {
+        true => subresources.sort_by_key(|sub| sub.name != "status"),
+        false => subresources.sort_by(|a, b| a.name.cmp(b.name)),
+    }
+    subresources
+}
+
 /// The definitions indexed by group, then version, each version's definitions sorted by plural.
 type Index<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<&'a ResourceDefinition>>>;
 
@@ -337,502 +395,6 @@ pub(crate) fn sha512_hex(bytes: &[u8]) -> String {
             let _ = write!(out, "{b:02X}");
             out
         })
-}
-
-// ---------------------------------------------------------------------------------------------
-// meta.k8s.io/v1 discovery documents
-
-/// `ServerAddressByClientCIDR`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerAddressByClientCidr {
-    #[serde(rename = "clientCIDR")]
-    pub client_cidr: String,
-    #[serde(rename = "serverAddress")]
-    pub server_address: String,
-}
-
-/// `/api`: the legacy APIVersions (served without `apiVersion`, as upstream strips it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiVersions {
-    pub kind: String,
-    pub versions: Vec<String>,
-    #[serde(rename = "serverAddressByClientCIDRs")]
-    pub server_address_by_client_cidrs: Vec<ServerAddressByClientCidr>,
-}
-
-/// `GroupVersionForDiscovery`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct GroupVersionForDiscovery {
-    #[serde(rename = "groupVersion")]
-    pub group_version: String,
-    pub version: String,
-}
-
-/// `APIGroup`: standalone at `/apis/<group>` (with `kind` and `apiVersion`) or an item of
-/// `/apis` (without).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiGroup {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kind: String,
-    #[serde(
-        rename = "apiVersion",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub api_version: String,
-    pub name: String,
-    pub versions: Vec<GroupVersionForDiscovery>,
-    #[serde(rename = "preferredVersion")]
-    pub preferred_version: GroupVersionForDiscovery,
-    #[serde(
-        rename = "serverAddressByClientCIDRs",
-        default,
-        skip_serializing_if = "Vec::is_empty"
-    )]
-    pub server_address_by_client_cidrs: Vec<ServerAddressByClientCidr>,
-}
-
-/// `/apis`: the APIGroupList.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiGroupList {
-    pub kind: String,
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub groups: Vec<ApiGroup>,
-}
-
-/// `APIResource`: one resource or subresource of an APIResourceList.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiResource {
-    pub name: String,
-    #[serde(rename = "singularName")]
-    pub singular_name: String,
-    pub namespaced: bool,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub group: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub version: String,
-    pub kind: String,
-    pub verbs: Vec<String>,
-    #[serde(rename = "shortNames", default, skip_serializing_if = "Vec::is_empty")]
-    pub short_names: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub categories: Vec<String>,
-    #[serde(
-        rename = "storageVersionHash",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub storage_version_hash: String,
-}
-
-/// `/api/v1`, `/apis/<group>/<version>`: the APIResourceList (without `apiVersion` for the
-/// core group, as upstream strips it there).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiResourceList {
-    pub kind: String,
-    #[serde(
-        rename = "apiVersion",
-        default,
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub api_version: String,
-    #[serde(rename = "groupVersion")]
-    pub group_version: String,
-    pub resources: Vec<ApiResource>,
-}
-
-fn strings(values: &[&str]) -> Vec<String> {
-    values.iter().map(|v| v.to_string()).collect()
-}
-
-fn group_version_string(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    }
-}
-
-fn group_version_for_discovery(group: &str, version: &str) -> GroupVersionForDiscovery {
-    GroupVersionForDiscovery {
-        group_version: group_version_string(group, version),
-        version: version.to_string(),
-    }
-}
-
-/// `/api`, typed (fields in upstream's order).
-pub fn api_versions_document(server_address: &str) -> ApiVersions {
-    ApiVersions {
-        kind: "APIVersions".into(),
-        versions: vec!["v1".into()],
-        server_address_by_client_cidrs: vec![ServerAddressByClientCidr {
-            client_cidr: ALL_CLIENTS_CIDR.into(),
-            server_address: server_address.into(),
-        }],
-    }
-}
-
-fn group_entry(group: &str, versions: &BTreeMap<&str, Vec<&ResourceDefinition>>) -> ApiGroup {
-    let mut ordered: Vec<&str> = versions.keys().copied().collect();
-    order_versions(group, &mut ordered);
-    let versions: Vec<GroupVersionForDiscovery> = ordered
-        .iter()
-        .map(|version| group_version_for_discovery(group, version))
-        .collect();
-    ApiGroup {
-        kind: String::new(),
-        api_version: String::new(),
-        name: group.to_string(),
-        preferred_version: versions[0].clone(),
-        versions,
-        server_address_by_client_cidrs: Vec::new(),
-    }
-}
-
-/// `/apis`, typed: every named group, in the aggregator's order.
-pub fn api_group_list_document(defs: &[Arc<ResourceDefinition>]) -> ApiGroupList {
-    let index = index(defs);
-    let groups = legacy_group_order(&index)
-        .into_iter()
-        .map(|group| group_entry(group, &index[group]))
-        .collect();
-    ApiGroupList {
-        kind: "APIGroupList".into(),
-        api_version: "v1".into(),
-        groups,
-    }
-}
-
-/// `/apis/<group>`; `None` when no version of the group is served (or for the core group,
-/// which has no such document).
-pub fn api_group_document(defs: &[Arc<ResourceDefinition>], group: &str) -> Option<ApiGroup> {
-    if group.is_empty() {
-        return None;
-    }
-    let index = index(defs);
-    let versions = index.get(group)?;
-    Some(ApiGroup {
-        kind: "APIGroup".into(),
-        api_version: "v1".into(),
-        ..group_entry(group, versions)
-    })
-}
-
-/// The APIResourceList entries of one definition: the resource, then its subresources by name.
-fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
-    let storage = &def.storage.storage_version;
-    let mut out = vec![(
-        def.plural.to_string(),
-        ApiResource {
-            name: def.plural.to_string(),
-            singular_name: def.singular.to_string(),
-            namespaced: def.namespaced,
-            group: String::new(),
-            version: String::new(),
-            kind: def.kind.to_string(),
-            verbs: discovery_verbs(def),
-            short_names: strings(def.short_names),
-            categories: strings(def.categories),
-            // Resources computed per request (no key prefix) have no storage version.
-            storage_version_hash: if def.storage.key_prefix.is_empty() {
-                String::new()
-            } else {
-                storage_version_hash(&storage.group, &storage.version, &storage.kind)
-            },
-        },
-    )];
-    for sub in discovery_subresources(def) {
-        let name = format!("{}/{}", def.plural, sub.name);
-        let kind = listed_subresource_kind(def, sub);
-        out.push((
-            name.clone(),
-            ApiResource {
-                name,
-                singular_name: String::new(),
-                namespaced: def.namespaced,
-                group: kind.group,
-                version: kind.version,
-                kind: kind.kind,
-                verbs: strings(&sub.verbs.names()),
-                short_names: Vec::new(),
-                categories: Vec::new(),
-                storage_version_hash: String::new(),
-            },
-        ));
-    }
-    out
-}
-
-/// `/api/v1` (group `""`) or `/apis/<group>/<version>`; `None` when that group version is not
-/// served. Resources are sorted by name, each followed by its subresources (`namespaces`,
-/// `namespaces/finalize`, `namespaces/status`, `nodes`, ...; a custom resource's status
-/// before its scale), as upstream registers them.
-pub fn api_resource_list_document(
-    defs: &[Arc<ResourceDefinition>],
-    group: &str,
-    version: &str,
-) -> Option<ApiResourceList> {
-    let index = index(defs);
-    let resources = index.get(group)?.get(version)?;
-    let mut entries: Vec<(String, ApiResource)> = resources
-        .iter()
-        .flat_map(|def| api_resources(def))
-        .collect();
-    // By resource; each resource's subresources stay in discovery's order.
-    entries.sort_by(|a, b| a.0.split('/').next().cmp(&b.0.split('/').next()));
-    Some(ApiResourceList {
-        kind: "APIResourceList".into(),
-        api_version: if group.is_empty() {
-            String::new()
-        } else {
-            "v1".into()
-        },
-        group_version: group_version_string(group, version),
-        resources: entries.into_iter().map(|(_, resource)| resource).collect(),
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Aggregated discovery (apidiscovery.k8s.io)
-
-/// The apidiscovery.k8s.io version a client negotiated. kube-apiserver 1.35 only serves `V2`
-/// (its `AggregatedDiscoveryRemoveBetaType` gate is locked on, so a request that accepts only
-/// v2beta1 gets 404); `V2Beta1` has the same shape and is here for completeness.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AggregatedVersion {
-    V2,
-    V2Beta1,
-}
-
-/// `"v2beta1"` is [`AggregatedVersion::V2Beta1`]; anything else (`"v2"`) is `V2`.
-impl From<&str> for AggregatedVersion {
-    fn from(version: &str) -> Self {
-        match version {
-            "v2beta1" => AggregatedVersion::V2Beta1,
-            _ => AggregatedVersion::V2,
-        }
-    }
-}
-
-impl AggregatedVersion {
-    pub fn api_version(self) -> &'static str {
-        match self {
-            AggregatedVersion::V2 => "apidiscovery.k8s.io/v2",
-            AggregatedVersion::V2Beta1 => "apidiscovery.k8s.io/v2beta1",
-        }
-    }
-}
-
-/// An empty ListMeta, written as `{}`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EmptyListMeta {}
-
-/// The ObjectMeta of an APIGroupDiscovery: only the group name (an unset
-/// `creationTimestamp` is left out, as upstream writes it since 1.34).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DiscoveryMeta {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(
-        rename = "creationTimestamp",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub creation_timestamp: Option<String>,
-}
-
-/// `GroupVersionKind` of a discovery `responseKind`. Upstream leaves group and version empty
-/// when they are the containing group version's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResponseKind {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-}
-
-/// `APISubresourceDiscovery`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiSubresourceDiscovery {
-    pub subresource: String,
-    #[serde(rename = "responseKind")]
-    pub response_kind: ResponseKind,
-    pub verbs: Vec<String>,
-}
-
-/// `APIResourceDiscovery`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiResourceDiscovery {
-    pub resource: String,
-    #[serde(rename = "responseKind")]
-    pub response_kind: ResponseKind,
-    pub scope: String,
-    #[serde(rename = "singularResource")]
-    pub singular_resource: String,
-    pub verbs: Vec<String>,
-    #[serde(rename = "shortNames", default, skip_serializing_if = "Vec::is_empty")]
-    pub short_names: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub categories: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub subresources: Vec<ApiSubresourceDiscovery>,
-}
-
-/// `APIVersionDiscovery`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiVersionDiscovery {
-    pub version: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub resources: Vec<ApiResourceDiscovery>,
-    pub freshness: String,
-}
-
-/// `APIGroupDiscovery`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiGroupDiscovery {
-    pub metadata: DiscoveryMeta,
-    pub versions: Vec<ApiVersionDiscovery>,
-}
-
-/// `APIGroupDiscoveryList`: aggregated discovery of `/api` or `/apis`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ApiGroupDiscoveryList {
-    pub kind: String,
-    #[serde(rename = "apiVersion")]
-    pub api_version: String,
-    pub metadata: EmptyListMeta,
-    pub items: Vec<ApiGroupDiscovery>,
-}
-
-/// The verbs discovery lists for a resource: in name order for built-in resources, in the
-/// CRD handler's order for custom resources.
-fn discovery_verbs(def: &ResourceDefinition) -> Vec<String> {
-    if !def.custom_resource {
-        return strings(&def.verbs.names());
-    }
-    const CUSTOM_RESOURCE_ORDER: [&str; 8] = [
-        "delete",
-        "deletecollection",
-        "get",
-        "list",
-        "patch",
-        "create",
-        "update",
-        "watch",
-    ];
-    let names = def.verbs.names();
-    let listed = CUSTOM_RESOURCE_ORDER
-        .iter()
-        .filter(|verb| names.contains(verb));
-    listed.map(|verb| verb.to_string()).collect()
-}
-
-/// A resource's subresources in discovery's order: by name for built-in resources, status
-/// then scale for custom resources (as the CRD discovery controller adds them).
-fn discovery_subresources(def: &ResourceDefinition) -> Vec<&Subresource> {
-    let mut subresources: Vec<&Subresource> = def.subresources.iter().collect();
-    match def.custom_resource {
-        true => subresources.sort_by_key(|sub| sub.name != "status"),
-        false => subresources.sort_by(|a, b| a.name.cmp(b.name)),
-    }
-    subresources
-}
-
-/// The response kind aggregated discovery names: built-in resources leave the group and
-/// version of their own group version out; the CRD discovery controller names them.
-fn aggregated_response_kind(def: &ResourceDefinition, kind: ResponseKind) -> ResponseKind {
-    match def.custom_resource && kind.group.is_empty() && kind.version.is_empty() {
-        true => ResponseKind {
-            group: def.group_version.group.clone(),
-            version: def.group_version.version.clone(),
-            kind: kind.kind,
-        },
-        false => kind,
-    }
-}
-
-fn resource_discovery(def: &ResourceDefinition) -> ApiResourceDiscovery {
-    let own = ResponseKind {
-        group: String::new(),
-        version: String::new(),
-        kind: def.kind.to_string(),
-    };
-    let kind = aggregated_response_kind(def, own);
-    let subresources = discovery_subresources(def);
-    ApiResourceDiscovery {
-        resource: def.plural.to_string(),
-        response_kind: kind.clone(),
-        scope: if def.namespaced {
-            "Namespaced"
-        } else {
-            "Cluster"
-        }
-        .to_string(),
-        singular_resource: def.singular.to_string(),
-        verbs: discovery_verbs(def),
-        short_names: strings(def.short_names),
-        categories: strings(def.categories),
-        subresources: subresources
-            .into_iter()
-            .map(|sub| ApiSubresourceDiscovery {
-                subresource: sub.name.to_string(),
-                response_kind: aggregated_response_kind(def, listed_subresource_kind(def, sub)),
-                verbs: strings(&sub.verbs.names()),
-            })
-            .collect(),
-    }
-}
-
-fn group_discovery(
-    group: &str,
-    versions: &BTreeMap<&str, Vec<&ResourceDefinition>>,
-) -> ApiGroupDiscovery {
-    let mut ordered: Vec<&str> = versions.keys().copied().collect();
-    order_versions(group, &mut ordered);
-    ApiGroupDiscovery {
-        metadata: DiscoveryMeta {
-            name: group.to_string(),
-            creation_timestamp: None,
-        },
-        versions: ordered
-            .into_iter()
-            .map(|version| ApiVersionDiscovery {
-                version: version.to_string(),
-                resources: versions[version]
-                    .iter()
-                    .map(|def| resource_discovery(def))
-                    .collect(),
-                freshness: "Current".into(),
-            })
-            .collect(),
-    }
-}
-
-/// Aggregated discovery: of `/api` (`legacy`: the core group only) or of `/apis` (every named
-/// group, `apiregistration.k8s.io` first, then by group priority and name).
-pub fn aggregated_document(
-    defs: &[Arc<ResourceDefinition>],
-    legacy: bool,
-    version: impl Into<AggregatedVersion>,
-) -> ApiGroupDiscoveryList {
-    let index = index(defs);
-    let items = if legacy {
-        index
-            .get("")
-            .map(|versions| vec![group_discovery("", versions)])
-            .unwrap_or_default()
-    } else {
-        aggregated_group_order(&index)
-            .into_iter()
-            .map(|group| group_discovery(group, &index[group]))
-            .collect()
-    };
-    ApiGroupDiscoveryList {
-        kind: "APIGroupDiscoveryList".into(),
-        api_version: version.into().api_version().into(),
-        metadata: EmptyListMeta {},
-        items,
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1067,11 +629,11 @@ pub(crate) mod tests {
         ]
     }
 
-    fn json(value: &impl Serialize) -> String {
+    pub(super) fn json(value: &impl Serialize) -> String {
         serde_json::to_string(value).unwrap()
     }
 
-    const ALL_VERBS: &str =
+    pub(super) const ALL_VERBS: &str =
         r#"["create","delete","deletecollection","get","list","patch","update","watch"]"#;
 
     #[test]
@@ -1242,99 +804,6 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn api_versions_matches_upstream() {
-        assert_eq!(
-            json(&api_versions_document("10.0.0.1:6443")),
-            r#"{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]}"#
-        );
-    }
-
-    #[test]
-    fn core_resource_list_matches_upstream() {
-        let list = api_resource_list_document(&builtin(), "", "v1").unwrap();
-        let expected = format!(
-            concat!(
-                r#"{{"kind":"APIResourceList","groupVersion":"v1","resources":["#,
-                r#"{{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":{all},"shortNames":["cm"],"storageVersionHash":"qFsyl6wFWjQ="}},"#,
-                r#"{{"name":"events","singularName":"event","namespaced":true,"kind":"Event","verbs":{all},"shortNames":["ev"],"storageVersionHash":"r2yiGXH7wu8="}},"#,
-                r#"{{"name":"namespaces","singularName":"namespace","namespaced":false,"kind":"Namespace","verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["ns"],"storageVersionHash":"Q3oi5N2YM8M="}},"#,
-                r#"{{"name":"namespaces/finalize","singularName":"","namespaced":false,"kind":"Namespace","verbs":["update"]}},"#,
-                r#"{{"name":"namespaces/status","singularName":"","namespaced":false,"kind":"Namespace","verbs":["get","patch","update"]}}"#,
-                "]}}"
-            ),
-            all = ALL_VERBS
-        );
-        assert_eq!(json(&list), expected);
-    }
-
-    #[test]
-    fn named_group_resource_list_has_api_version_and_shared_storage_hash() {
-        let list = api_resource_list_document(&builtin(), "events.k8s.io", "v1").unwrap();
-        assert_eq!(
-            json(&list),
-            format!(
-                r#"{{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"events.k8s.io/v1","resources":[{{"name":"events","singularName":"event","namespaced":true,"kind":"Event","verbs":{ALL_VERBS},"shortNames":["ev"],"storageVersionHash":"r2yiGXH7wu8="}}]}}"#
-            )
-        );
-        assert!(api_resource_list_document(&builtin(), "events.k8s.io", "v1beta1").is_none());
-        assert!(api_resource_list_document(&builtin(), "nope", "v1").is_none());
-    }
-
-    #[test]
-    fn group_documents() {
-        let mut defs = builtin();
-        defs.push(def(
-            "stable.example.com",
-            "v1beta1",
-            "CronTab",
-            "crontabs",
-            true,
-            &["ct"],
-            &[],
-            Verbs::ALL,
-            vec![],
-        ));
-        defs.push(def(
-            "stable.example.com",
-            "v1",
-            "CronTab",
-            "crontabs",
-            true,
-            &["ct"],
-            &[],
-            Verbs::ALL,
-            vec![],
-        ));
-        defs.push(def(
-            "stable.example.com",
-            "v2alpha1",
-            "CronTab",
-            "crontabs",
-            true,
-            &["ct"],
-            &[],
-            Verbs::ALL,
-            vec![],
-        ));
-        assert_eq!(
-            json(&api_group_document(&defs, "stable.example.com").unwrap()),
-            concat!(
-                r#"{"kind":"APIGroup","apiVersion":"v1","name":"stable.example.com","versions":["#,
-                r#"{"groupVersion":"stable.example.com/v1","version":"v1"},"#,
-                r#"{"groupVersion":"stable.example.com/v1beta1","version":"v1beta1"},"#,
-                r#"{"groupVersion":"stable.example.com/v2alpha1","version":"v2alpha1"}],"#,
-                r#""preferredVersion":{"groupVersion":"stable.example.com/v1","version":"v1"}}"#
-            )
-        );
-        assert!(api_group_document(&defs, "").is_none());
-        assert!(api_group_document(&defs, "batch").is_none());
-        assert_eq!(
-            group_versions(&defs, "stable.example.com"),
-            ["v1", "v1beta1", "v2alpha1"]
-        );
-    }
-
-    #[test]
     fn version_priorities_beat_kube_order() {
         let defs: Vec<_> = ["v1", "v2", "v2beta2", "v2beta1"]
             .into_iter()
@@ -1379,7 +848,7 @@ pub(crate) mod tests {
         );
     }
 
-    fn group_defs(groups: &[(&str, &str)]) -> Vec<Arc<ResourceDefinition>> {
+    pub(super) fn group_defs(groups: &[(&str, &str)]) -> Vec<Arc<ResourceDefinition>> {
         groups
             .iter()
             .map(|(g, v)| def(g, v, "Thing", "things", false, &[], &[], Verbs::ALL, vec![]))
@@ -1441,80 +910,6 @@ pub(crate) mod tests {
         let legacy_aggregated = aggregated_document(&defs, true, AggregatedVersion::V2);
         assert_eq!(legacy_aggregated.items.len(), 1);
         assert_eq!(json(&legacy_aggregated.items[0].metadata), r#"{}"#);
-    }
-
-    #[test]
-    fn api_group_list_matches_upstream() {
-        let defs = group_defs(&[
-            ("apps", "v1"),
-            ("", "v1"),
-            ("events.k8s.io", "v1beta1"),
-            ("events.k8s.io", "v1"),
-        ]);
-        assert_eq!(
-            json(&api_group_list_document(&defs)),
-            concat!(
-                r#"{"kind":"APIGroupList","apiVersion":"v1","groups":["#,
-                r#"{"name":"apps","versions":[{"groupVersion":"apps/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apps/v1","version":"v1"}},"#,
-                r#"{"name":"events.k8s.io","versions":[{"groupVersion":"events.k8s.io/v1","version":"v1"},{"groupVersion":"events.k8s.io/v1beta1","version":"v1beta1"}],"preferredVersion":{"groupVersion":"events.k8s.io/v1","version":"v1"}}"#,
-                "]}"
-            )
-        );
-    }
-
-    #[test]
-    fn aggregated_entries_match_upstream() {
-        let doc = aggregated_document(&builtin(), false, AggregatedVersion::V2);
-        assert_eq!(
-            doc.items
-                .iter()
-                .map(|g| g.metadata.name.as_str())
-                .collect::<Vec<_>>(),
-            ["apps", "events.k8s.io", "coordination.k8s.io"]
-        );
-        let text = json(&doc);
-        assert!(text.starts_with(
-            r#"{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[{"metadata":{"name":"apps"},"versions":[{"version":"v1","resources":["#
-        ));
-        assert_eq!(
-            json(&doc.items[0].versions[0]),
-            format!(
-                concat!(
-                    r#"{{"version":"v1","resources":[{{"resource":"deployments","responseKind":{{"group":"","version":"","kind":"Deployment"}},"#,
-                    r#""scope":"Namespaced","singularResource":"deployment","verbs":{all},"shortNames":["deploy"],"categories":["all"],"#,
-                    r#""subresources":[{{"subresource":"status","responseKind":{{"group":"","version":"","kind":"Deployment"}},"verbs":["get","patch","update"]}}]}}],"#,
-                    r#""freshness":"Current"}}"#
-                ),
-                all = ALL_VERBS
-            )
-        );
-
-        let core = aggregated_document(&builtin(), true, AggregatedVersion::V2Beta1);
-        assert_eq!(core.api_version, "apidiscovery.k8s.io/v2beta1");
-        let resources = &core.items[0].versions[0].resources;
-        assert_eq!(
-            resources
-                .iter()
-                .map(|r| r.resource.as_str())
-                .collect::<Vec<_>>(),
-            ["configmaps", "events", "namespaces"]
-        );
-        assert_eq!(
-            json(&resources[2]),
-            concat!(
-                r#"{"resource":"namespaces","responseKind":{"group":"","version":"","kind":"Namespace"},"scope":"Cluster","#,
-                r#""singularResource":"namespace","verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["ns"],"#,
-                r#""subresources":[{"subresource":"finalize","responseKind":{"group":"","version":"","kind":"Namespace"},"verbs":["update"]},"#,
-                r#"{"subresource":"status","responseKind":{"group":"","version":"","kind":"Namespace"},"verbs":["get","patch","update"]}]}"#
-            )
-        );
-        let lease = &doc.items[2].versions[0].resources[0];
-        assert_eq!(
-            json(lease),
-            format!(
-                r#"{{"resource":"leases","responseKind":{{"group":"","version":"","kind":"Lease"}},"scope":"Namespaced","singularResource":"lease","verbs":{ALL_VERBS}}}"#
-            )
-        );
     }
 
     #[test]

@@ -6,6 +6,9 @@
 //! graceful deletion with finalizers, and reads served from the watch cache or from storage
 //! according to the request's resourceVersion semantics. Per-type behaviour comes from the
 //! resource's [`Strategy`](crate::resource::Strategy). Objects here are in the stored version.
+//!
+//! The delete path (preconditions, graceful deletion, finalizers, propagation policy) is in
+//! `delete`.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -27,6 +30,11 @@ use crate::codec;
 use crate::object;
 use crate::resource::{ResourceDefinition, StorageDefinition, SubresourceKind};
 use crate::write_hooks::{self, WriteHooks};
+
+mod delete;
+
+use delete::should_delete_during_update;
+pub use delete::{DeleteOutcome, DeleteParams};
 
 /// How long a read waits for the watch cache to reach a requested revision.
 const CACHE_WAIT: Duration = Duration::from_secs(3);
@@ -122,15 +130,6 @@ pub struct ListResult {
     pub remaining: Option<u64>,
 }
 
-/// How a DELETE ended.
-#[derive(Debug)]
-pub enum DeleteOutcome {
-    /// The object is gone; this was its last state.
-    Deleted(Value),
-    /// The object stays until its finalizers are removed; this is its state now.
-    Pending(Value),
-}
-
 /// The field manager of kube-apiserver's own writes (its loopback client's user agent):
 /// bootstrap objects, the CRD and system controllers.
 pub const KUBE_APISERVER: &str = "kube-apiserver";
@@ -202,18 +201,6 @@ fn record_own_write(
     );
     let fields = if typed { fields.typed() } else { fields };
     fields.update(old, new, manager, &meta::now_rfc3339());
-}
-
-/// The options of a DELETE.
-#[derive(Clone, Debug, Default)]
-pub struct DeleteParams {
-    /// The DeleteOptions as the request gave them (body, then query), for admission.
-    pub options: Value,
-    pub precondition_uid: Option<String>,
-    pub precondition_resource_version: Option<String>,
-    /// Orphan, Background or Foreground.
-    pub propagation_policy: Option<String>,
-    pub dry_run: bool,
 }
 
 /// The registry of one stored collection.
@@ -645,75 +632,6 @@ impl Registry {
             Err(err) => Err(err),
         }
     }
-
-    /// DELETE: removes the object, or marks it deleted and keeps it while finalizers remain.
-    /// `admission` (the request's) validates the deletion of the stored object.
-    pub async fn delete(
-        &self,
-        definition: &ResourceDefinition,
-        namespace: &str,
-        name: &str,
-        params: &DeleteParams,
-        admission: Option<&dyn WriteAdmission>,
-    ) -> Result<DeleteOutcome, ApiError> {
-        let resource = definition.group_resource();
-        let key = self.key(namespace, name);
-        loop {
-            let current = self
-                .store
-                .get(&key, None)
-                .await
-                .map_err(|err| storage_error(err, &resource, name))?
-                .kv
-                .ok_or_else(|| ApiError::not_found(&resource, name))?;
-            let object = Item::from(current.clone()).decode()?;
-            check_delete_preconditions(definition, params, &object, name)?;
-            if let Some(admission) = admission {
-                admission.mutate_delete(&object).await?;
-                admission
-                    .validate(Operation::Delete, None, Some(&object))
-                    .await?;
-            }
-            let Some(pending) = pending_deletion(definition, &object, params) else {
-                if !params.dry_run {
-                    match self.delete_now(&key, current.mod_revision, false).await {
-                        Err(StorageError::Conflict { .. }) => continue,
-                        Err(err) => return Err(storage_error(err, &resource, name)),
-                        Ok(_) => {}
-                    }
-                    if let Some(hooks) = self.write_hooks.get() {
-                        hooks.after_delete(&object).await;
-                    }
-                }
-                return Ok(DeleteOutcome::Deleted(object));
-            };
-            if pending == object || params.dry_run {
-                return Ok(DeleteOutcome::Pending(pending));
-            }
-            let encoded = codec::encode(&pending);
-            match self.store.update(&key, encoded, current.mod_revision).await {
-                Ok(revision) => {
-                    let mut pending = pending;
-                    codec::set_resource_version(&mut pending, revision);
-                    return Ok(DeleteOutcome::Pending(pending));
-                }
-                Err(StorageError::Conflict { .. }) => continue,
-                Err(err) => return Err(storage_error(err, &resource, name)),
-            }
-        }
-    }
-
-    async fn delete_now(
-        &self,
-        key: &str,
-        revision: Revision,
-        dry_run: bool,
-    ) -> Result<(), StorageError> {
-        if dry_run {
-            return Ok(());
-        }
-        self.store.delete(key, Some(revision)).await.map(drop)
-    }
 }
 
 /// Rejects an update whose resourceVersion precondition does not hold, or that has none
@@ -748,104 +666,12 @@ fn check_update_precondition(
     Ok(())
 }
 
-/// Checks the uid and resourceVersion preconditions of a delete, worded as upstream's
-/// rest.BeforeDelete (the conflict names the kind), or as its storage's precondition check
-/// for resources whose strategy keeps that wording (namespaces).
-fn check_delete_preconditions(
-    definition: &ResourceDefinition,
-    params: &DeleteParams,
-    object: &Value,
-    name: &str,
-) -> Result<(), ApiError> {
-    let storage_wording = definition.strategy.storage_precondition_messages();
-    let failed = |what: &str, wanted: &str, actual: &str, consequence: &str| {
-        if storage_wording {
-            return ApiError::conflict(
-                &definition.group_resource(),
-                name,
-                format!(
-                    "Precondition failed: {what} in precondition: {wanted}, {what} in object meta: {actual}"
-                ),
-            );
-        }
-        let kind = GroupResource::new(definition.group_version.group.clone(), definition.kind);
-        ApiError::conflict(
-            &kind,
-            name,
-            format!(
-                "the {what} in the precondition ({wanted}) does not match the {what} in record ({actual}). The object might have been {consequence}"
-            ),
-        )
-    };
-    if let Some(uid) = &params.precondition_uid
-        && uid != object::uid(object)
-    {
-        return Err(failed(
-            "UID",
-            uid,
-            object::uid(object),
-            "deleted and then recreated",
-        ));
-    }
-    if let Some(rv) = &params.precondition_resource_version
-        && rv != object::resource_version(object)
-    {
-        let actual = object::resource_version(object);
-        return Err(failed("ResourceVersion", rv, actual, "modified"));
-    }
-    Ok(())
-}
-
-/// The object as a pending deletion leaves it, or `None` when it can go at once.
-fn pending_deletion(
-    definition: &ResourceDefinition,
-    object: &Value,
-    params: &DeleteParams,
-) -> Option<Value> {
-    let mut pending = object.clone();
-    match params.propagation_policy.as_deref() {
-        Some("Orphan") => object::add_finalizer(&mut pending, "orphan"),
-        Some("Foreground") => object::add_finalizer(&mut pending, "foregroundDeletion"),
-        _ => {}
-    }
-    let strategy = &definition.strategy;
-    if !object::has_finalizers(&pending) && !strategy.has_pending_finalizers(&pending) {
-        return None;
-    }
-    if !object::is_deleting(&pending) {
-        // Marking an object deleted is a change its controllers see: a generation the
-        // object keeps grows (upstream's markAsDeleting).
-        if let Some(generation) = pending["metadata"]["generation"]
-            .as_i64()
-            .filter(|g| *g > 0)
-        {
-            object::set_meta(&mut pending, "generation", Value::from(generation + 1));
-        }
-        object::set_meta(
-            &mut pending,
-            "deletionTimestamp",
-            Value::String(meta::now_rfc3339()),
-        );
-        object::set_meta(&mut pending, "deletionGracePeriodSeconds", Value::from(0));
-    }
-    strategy.prepare_for_pending_deletion(&mut pending);
-    Some(pending)
-}
-
-/// Whether an update ends a pending deletion: the object is being deleted and nothing keeps
-/// it any more.
 /// Refuses an object that mutating admission turned into another type than the stored one
 /// (a webhook's patch of `kind`, say); see [`crate::type_meta`].
 fn check_stored_type(definition: &ResourceDefinition, object: &mut Value) -> Result<(), ApiError> {
     let stored = &definition.storage.storage_version;
     let group_version = GroupVersion::new(stored.group.clone(), stored.version.clone());
     definition.check_type(&group_version, object)
-}
-
-fn should_delete_during_update(definition: &ResourceDefinition, new: &Value) -> bool {
-    object::is_deleting(new)
-        && !object::has_finalizers(new)
-        && !definition.strategy.has_pending_finalizers(new)
 }
 
 /// kube-apiserver's rest.BeforeCreate up to validation: namespace, system fields, strategy.
