@@ -34,9 +34,12 @@ pub(crate) fn known_time_zone(zone: &str) -> bool {
     if zone.split('/').any(|part| part.is_empty() || part == "..") || zone.starts_with('/') {
         return false;
     }
-    time_zone_databases()
-        .iter()
-        .any(|db| db.get(zone).is_ok_and(|tz| tz.iana_name() == Some(zone)))
+    time_zone_databases().iter().any(|db| has_zone(db, zone))
+}
+
+/// Whether `db` holds `zone` under exactly that name.
+fn has_zone(db: &jiff::tz::TimeZoneDatabase, zone: &str) -> bool {
+    db.get(zone).is_ok_and(|tz| tz.iana_name() == Some(zone))
 }
 
 /// The system's time-zone database and the bundled one, opened once.
@@ -55,9 +58,7 @@ fn time_zone_databases() -> &'static [jiff::tz::TimeZoneDatabase; 2] {
 /// Whether `zone` is in the bundled database alone (tests: a machine without the system's).
 #[cfg(test)]
 pub(crate) fn bundled_time_zone(zone: &str) -> bool {
-    time_zone_databases()[1]
-        .get(zone)
-        .is_ok_and(|tz| tz.iana_name() == Some(zone))
+    has_zone(&time_zone_databases()[1], zone)
 }
 
 /// SetDefaults_Job and the pod template's defaults.
