@@ -6,7 +6,7 @@ kapi-schema takes the structure and descriptions of the built-in types from k8s-
 (list and map types, strategic merge patch metadata, group-version-kinds, ...). This tool
 reads the OpenAPI v2 document of a kube-apiserver (`/openapi/v2`, e.g. saved as
 swagger-1.35.json) and writes only those facts, as compact JSON, to
-crates/schema/src/extensions.json:
+crates/api/src/extensions.json:
 
     {
       "definitions": {
@@ -23,7 +23,7 @@ Property-level extensions of array items and map values (`items` / `additionalPr
 are recorded under the property with the keys "items" and "additionalProperties".
 No descriptions or other text are copied.
 
-It also writes crates/schema/src/roots.rs: the k8s-openapi type of every definition that
+It also writes crates/api/src/roots.rs: the k8s-openapi type of every definition that
 is not an XList kind, so that kapi-schema generates every definition upstream serves.
 
 Usage: tools/gen_openapi_extensions.py [swagger.json] [output.json] [roots.rs]
@@ -45,8 +45,8 @@ EXTENSIONS = (
 )
 
 DEFAULT_INPUT = "/work/upstream/swagger-1.35.json"
-DEFAULT_OUTPUT = "crates/schema/src/extensions.json"
-DEFAULT_ROOTS = "crates/schema/src/roots.rs"
+DEFAULT_OUTPUT = "crates/api/src/extensions.json"
+DEFAULT_ROOTS = "crates/api/src/roots.rs"
 
 
 def extensions_of(schema):

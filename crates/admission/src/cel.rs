@@ -336,7 +336,7 @@ mod tests {
             "labels": {"app.kubernetes.io/name": "web"}}, "data": {"namespace": "x", "a-b": "y"}});
         let typed = Inputs {
             object: Some(object.clone()),
-            object_schema: KindSchema::builtin("", "v1", "ConfigMap"),
+            object_schema: kapi_api::kind_schema("", "v1", "ConfigMap"),
             ..Inputs::default()
         };
         let untyped = Inputs {

@@ -1,12 +1,12 @@
 //! The schemas the apiextensions handler decodes with: custom resources' from their CRDs
 //! (pruned by their structural schemas, never refused for a field's type), the built-in
-//! catalog's for the CustomResourceDefinition kind itself.
+//! catalog's (kapi-api) for the CustomResourceDefinition kind itself.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use kapi_schema::KindSchema;
-use kapi_server::endpoints::{BuiltinSchemas, SchemaProvider};
+use kapi_server::endpoints::SchemaProvider;
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
 
@@ -63,11 +63,11 @@ impl SchemaProvider for CrdSchemas {
         let key = (group.to_string(), version.to_string(), kind.to_string());
         match self.kinds.read().get(&key) {
             Some(schema) => Some(schema.kind.clone()),
-            None => BuiltinSchemas.kind_schema(group, version, kind),
+            None => kapi_api::kind_schema(group, version, kind),
         }
     }
 
     fn definitions(&self) -> &Map<String, Value> {
-        kapi_schema::Catalog::builtin().definitions_json()
+        kapi_api::catalog().definitions_json()
     }
 }

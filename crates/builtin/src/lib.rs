@@ -28,6 +28,7 @@ mod protection;
 pub mod rbac;
 mod resources;
 mod review;
+mod schemas;
 pub mod secret;
 mod service;
 pub mod serviceaccount;
@@ -66,6 +67,7 @@ pub use cluster_authentication::{
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use protection::{ProtectedStorage, start_protection_controllers};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
+pub use schemas::BuiltinSchemas;
 pub use service::{
     Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,
     leave_kubernetes_endpoints, reconcile_kubernetes_service,

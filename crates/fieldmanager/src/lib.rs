@@ -10,12 +10,12 @@
 //!   the last-applied annotation).
 //!
 //! Types are described by the [`Schema`] trait (struct or map, list types, map types),
-//! implemented for `kapi-schema`'s nodes ([`builtin_schema`] finds a built-in kind's);
+//! implemented for `kapi-schema`'s nodes (from the catalog of a server's schemas);
 //! without a schema, objects are granular maps and lists atomic, as upstream's deduced
 //! type. Objects are compared and merged in the version of the request; managers whose
 //! entries are in another version are compared in that same form.
 
-mod builtin;
+mod catalog;
 pub mod fieldpath;
 mod lastapplied;
 pub mod managed;
@@ -23,7 +23,6 @@ mod manager;
 pub mod schema;
 pub mod typed;
 
-pub use builtin::{CatalogFieldManager, builtin_schema};
 pub use fieldpath::{FieldsError, Path, PathElement, Set};
 pub use lastapplied::LAST_APPLIED_ANNOTATION;
 pub use managed::{Manager, Operation};

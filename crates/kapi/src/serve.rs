@@ -106,7 +106,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .resources(kapi_builtin::resources())
         .delegate(apiextensions.handler())
         .service(tokens.clone())
-        .schemas(Arc::new(kapi_server::endpoints::BuiltinSchemas))
+        .schemas(Arc::new(kapi_builtin::BuiltinSchemas))
         .server_address(SocketAddr::new(advertise, options.secure_port).to_string())
         .build();
     resolver.set_api(&api);

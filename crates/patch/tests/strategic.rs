@@ -15,7 +15,7 @@ fn smp(original: &Value, patch: &Value, schema: &dyn PatchSchema) -> Result<Valu
 
 /// The schema of the core/v1 kind `kind`, as the server patches it.
 fn core_v1(kind: &str) -> KindSchema {
-    KindSchema::builtin("", "v1", kind).unwrap_or_else(|| panic!("core/v1 {kind} has a schema"))
+    kapi_api::kind_schema("", "v1", kind).unwrap_or_else(|| panic!("core/v1 {kind} has a schema"))
 }
 
 /// (name, original, patch, expected result).

@@ -94,11 +94,6 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The catalog of every built-in definition of Kubernetes 1.35, built once.
-    pub fn builtin() -> &'static Catalog {
-        crate::builtin::catalog()
-    }
-
     /// A catalog of OpenAPI v2 style definitions (`$ref: #/definitions/<name>`; v3's
     /// `#/components/schemas/<name>` works too).
     pub fn from_definitions(defs: &Map<String, Value>) -> Catalog {

@@ -902,7 +902,7 @@ mod tests {
     /// The full schema set of the built-in kinds (the server's schema provider), for the tests
     /// of the documents that embed it.
     pub(super) fn full() -> &'static Map<String, Value> {
-        crate::endpoints::SchemaProvider::definitions(&crate::endpoints::BuiltinSchemas)
+        kapi_api::catalog().definitions_json()
     }
 
     #[test]

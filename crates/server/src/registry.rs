@@ -27,6 +27,7 @@ use serde_json::Value;
 use crate::admission::{Operation, WriteAdmission};
 use crate::cacher::{CacheError, CachedObject, Cacher};
 use crate::codec;
+use crate::endpoints::SchemaProvider;
 use crate::object;
 use crate::resource::{ResourceDefinition, StorageDefinition, SubresourceKind};
 use crate::write_hooks::{self, WriteHooks};
@@ -171,9 +172,10 @@ impl Write<'_> {
 }
 
 /// Records a write of the server's own in `new`'s managedFields (over `old`; `None` for a
-/// create), with the built-in kind's schema, in the stored version (the server writes its
-/// objects in it); `new` is defaulted first, as a decoded request body is.
+/// create), with the stored kind's schema from `schemas`, in the stored version (the server
+/// writes its objects in it); `new` is defaulted first, as a decoded request body is.
 fn record_own_write(
+    schemas: Option<&dyn SchemaProvider>,
     definition: &ResourceDefinition,
     write: &Write<'_>,
     old: Option<&Value>,
@@ -191,10 +193,10 @@ fn record_own_write(
     // recorded.
     definition.strategy.default(new);
     let gvk = &definition.storage.storage_version;
-    let schema = kapi_fieldmanager::builtin_schema(&gvk.group, &gvk.version, &gvk.kind);
-    let typed = schema.is_some();
+    let kind = schemas.and_then(|schemas| schemas.kind_schema(&gvk.group, &gvk.version, &gvk.kind));
+    let typed = kind.as_ref().is_some_and(|kind| kind.is_typed());
     let fields = kapi_fieldmanager::FieldManager::new(
-        schema,
+        kind.as_ref().map(|kind| kind.schema()),
         &gvk.group_version().api_version(),
         &gvk.kind,
         subresource,
@@ -212,15 +214,19 @@ pub struct Registry {
     prefix: String,
     /// Steps around writes, for objects holding claims outside themselves (services).
     write_hooks: OnceLock<Arc<dyn WriteHooks>>,
+    /// The server's schemas, for the managed fields of its own writes.
+    schemas: Option<Arc<dyn SchemaProvider>>,
 }
 
 impl Registry {
-    /// The registry of `storage` under the key prefix `storage_prefix` (e.g. `/registry`).
+    /// The registry of `storage` under the key prefix `storage_prefix` (e.g. `/registry`);
+    /// `schemas` type the managed fields of the server's own writes.
     pub fn new(
         storage: Arc<StorageDefinition>,
         store: Arc<dyn Store>,
         storage_prefix: &str,
         fields: crate::cacher::FieldsFn,
+        schemas: Option<Arc<dyn SchemaProvider>>,
     ) -> Registry {
         let prefix = format!(
             "{}/{}/",
@@ -234,7 +240,12 @@ impl Registry {
             cacher,
             prefix,
             write_hooks: OnceLock::new(),
+            schemas,
         }
+    }
+
+    fn schemas(&self) -> Option<&dyn SchemaProvider> {
+        self.schemas.as_deref()
     }
 
     /// Sets the collection's write hooks, once, before serving; false if set already.
@@ -416,7 +427,7 @@ impl Registry {
         let dry_run = write.dry_run;
         // As upstream's handlers: admission sees the object in the request's namespace.
         check_namespace(definition, namespace, &mut object)?;
-        record_own_write(definition, &write, None, &mut object);
+        record_own_write(self.schemas(), definition, &write, None, &mut object);
         if let Some(admission) = write.admission {
             admission
                 .mutate(Operation::Create, &mut object, None)
@@ -550,7 +561,7 @@ impl Registry {
             let old = Item::from(current.clone()).decode()?;
             let mut new = change(Some(&old))?;
             check_namespace(definition, namespace, &mut new)?;
-            record_own_write(definition, &write, Some(&old), &mut new);
+            record_own_write(self.schemas(), definition, &write, Some(&old), &mut new);
             if let Some(admission) = write.admission {
                 admission
                     .mutate(Operation::Update, &mut new, Some(&old))

@@ -30,6 +30,7 @@ async fn fixture() -> Fixture {
         store,
         "/registry",
         Arc::new(move |object: &Value| strategy.selectable_fields(object)),
+        Some(Arc::new(crate::BuiltinSchemas)),
     );
     let plugin = NamespaceLifecycle::new(registry.cacher().clone());
     Fixture {

@@ -3,14 +3,15 @@
 //! fields) cost: nothing (`Ignore`), a `Warning` header each (`Warn`, the default) or a 400
 //! (`Strict`). Values of the wrong JSON type fail the request whatever the directive.
 //!
-//! The schemas come from a [`SchemaProvider`] the server is given: [`BuiltinSchemas`] for
-//! the built-in kinds; custom resources will add their own.
+//! The schemas come from a [`SchemaProvider`] the server is given by whoever assembles it
+//! (kapi-builtin's for the built-in kinds, apiextensions' for custom resources); the generic
+//! server knows no kinds of its own.
 
 use kapi_apimachinery::schema::GroupKind;
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_patch::PatchType;
-use kapi_schema::{Catalog, KindSchema, StrictError};
+use kapi_schema::{KindSchema, StrictError};
 use serde_json::{Map, Value};
 
 use super::params::Query;
@@ -23,20 +24,24 @@ pub trait SchemaProvider: Send + Sync {
     /// Every definition the provider knows, in OpenAPI v2 form (`#/definitions/<name>`
     /// references), for the OpenAPI documents.
     fn definitions(&self) -> &Map<String, Value>;
+
+    /// Decodes a Kubernetes protobuf body (`application/vnd.kubernetes.protobuf`: the
+    /// `k8s\0` magic and a `runtime.Unknown` envelope) into the JSON object of its kind. The
+    /// default decodes none: protobuf is then refused as upstream refuses it for custom
+    /// resources.
+    fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
+        let _ = body;
+        Err(ProtobufError::Unsupported)
+    }
 }
 
-/// The schemas of the built-in kinds of Kubernetes 1.35.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct BuiltinSchemas;
-
-impl SchemaProvider for BuiltinSchemas {
-    fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema> {
-        KindSchema::builtin(group, version, kind)
-    }
-
-    fn definitions(&self) -> &Map<String, Value> {
-        Catalog::builtin().definitions_json()
-    }
+/// Why a protobuf body was not decoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProtobufError {
+    /// A kind or envelope encoding the provider does not decode: a 415.
+    Unsupported,
+    /// Bytes that are not a valid encoding: a 400 with this message.
+    Malformed(String),
 }
 
 /// The `fieldValidation` directive of a write.
@@ -203,9 +208,7 @@ mod tests {
     use serde_json::json;
 
     fn deployment() -> KindSchema {
-        BuiltinSchemas
-            .kind_schema("apps", "v1", "Deployment")
-            .unwrap()
+        kapi_api::kind_schema("apps", "v1", "Deployment").unwrap()
     }
 
     #[test]

@@ -212,35 +212,65 @@ where
             "create" => {
                 create(
                     &context,
-                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                    read_body(
+                        body,
+                        context.apis.schemas(),
+                        context.content_type.as_deref(),
+                        &context.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
             "update" => {
                 update(
                     &context,
-                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                    read_body(
+                        body,
+                        context.apis.schemas(),
+                        context.content_type.as_deref(),
+                        &context.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
             "patch" => {
                 patch(
                     &context,
-                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                    read_body(
+                        body,
+                        context.apis.schemas(),
+                        context.content_type.as_deref(),
+                        &context.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
             "delete" => {
                 delete(
                     &context,
-                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                    read_body(
+                        body,
+                        context.apis.schemas(),
+                        context.content_type.as_deref(),
+                        &context.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
             "deletecollection" => {
                 delete_collection(
                     &context,
-                    read_body(body, context.content_type.as_deref(), &context.audit).await?,
+                    read_body(
+                        body,
+                        context.apis.schemas(),
+                        context.content_type.as_deref(),
+                        &context.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
@@ -336,6 +366,7 @@ fn verb_flag(verb: &str) -> Option<Verbs> {
 /// Reads a request body, at most 3 MiB.
 pub(super) async fn read_body<B>(
     body: B,
+    schemas: Option<&dyn super::SchemaProvider>,
     content_type: Option<&str>,
     audit: &AuditAnnotations,
 ) -> Result<Bytes, ApiError>
@@ -354,7 +385,8 @@ where
                 } else {
                     serde_json::from_slice(&bytes).ok()
                 };
-                let object = object.or_else(|| negotiation::decode_body(content_type, &bytes).ok());
+                let object =
+                    object.or_else(|| negotiation::decode_body(schemas, content_type, &bytes).ok());
                 if let Some(object) = object {
                     audit.log_request_object(object);
                 }
@@ -456,7 +488,11 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
     if json && let Some(err) = negotiation::malformed_json(context.definition().kind, body) {
         return Err(err);
     }
-    let mut object = negotiation::decode_body(context.content_type.as_deref(), body)?;
+    let mut object = negotiation::decode_body(
+        context.apis.schemas(),
+        context.content_type.as_deref(),
+        body,
+    )?;
     let definition = context.definition();
     decoded_type::ExpectedType::of(definition).check_body(context.apis, &mut object)?;
     let expected_kind = definition.kind;
@@ -959,7 +995,12 @@ pub(super) fn patch_error(err: &kapi_patch::PatchError) -> ApiError {
 }
 
 async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
-    let params = params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
+    let params = params::delete_params(
+        &context.query,
+        context.apis.schemas(),
+        context.content_type.as_deref(),
+        &body,
+    )?;
     let definition = context.definition();
     let name = context.info.name.clone();
     let mut admission = context.admission(&name);
@@ -1007,8 +1048,12 @@ async fn delete(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, Ap
 const DELETE_COLLECTION_WORKERS: usize = 32;
 
 async fn delete_collection(context: &Context<'_>, body: Bytes) -> Result<Response<Body>, ApiError> {
-    let delete_params =
-        params::delete_params(&context.query, context.content_type.as_deref(), &body)?;
+    let delete_params = params::delete_params(
+        &context.query,
+        context.apis.schemas(),
+        context.content_type.as_deref(),
+        &body,
+    )?;
     let definition = context.definition();
     let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
     let mut list_params = params::list_params(&context.query, definition, namespace, false)?;

@@ -36,7 +36,7 @@ use crate::openapi;
 use crate::registry::Registry;
 use crate::resource::ResourceDefinition;
 
-pub use decode::{BuiltinSchemas, SchemaProvider};
+pub use decode::{ProtobufError, SchemaProvider};
 pub use render::NAME_DESCRIPTION;
 
 /// The 503 of a request made before every known path was installed, as upstream words it.
@@ -123,6 +123,7 @@ impl ApiHandlerBuilder {
         let storage = StorageFactory {
             store: self.store,
             prefix: self.storage_prefix,
+            schemas: self.schemas.clone(),
         };
         let definitions: Vec<Arc<ResourceDefinition>> =
             self.definitions.into_iter().map(Arc::new).collect();
@@ -153,6 +154,7 @@ impl ApiHandlerBuilder {
 struct StorageFactory {
     store: Arc<dyn Store>,
     prefix: String,
+    schemas: Option<Arc<dyn SchemaProvider>>,
 }
 
 impl StorageFactory {
@@ -170,6 +172,7 @@ impl StorageFactory {
                         self.store.clone(),
                         &self.prefix,
                         fields,
+                        self.schemas.clone(),
                     ))
                 })
                 .clone();
@@ -272,6 +275,11 @@ struct Apis {
 }
 
 impl Apis {
+    /// The schemas (and protobuf decoding) the server was given, if any.
+    fn schemas(&self) -> Option<&dyn SchemaProvider> {
+        self.schemas.as_deref()
+    }
+
     fn admission(&self) -> &[Arc<dyn AdmissionPlugin>] {
         self.admission.get().map(Vec::as_slice).unwrap_or_default()
     }

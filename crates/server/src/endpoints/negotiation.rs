@@ -8,14 +8,12 @@
 use kapi_apimachinery::status::ApiError;
 use serde_json::Value;
 
+use super::{ProtobufError, SchemaProvider};
+
 /// The media types kapi can answer with, for 406 messages.
 const SERVED: [&str; 2] = ["application/json", "application/yaml"];
 /// The media types of request bodies kapi decodes, for 415 messages.
-const ACCEPTED_BODIES: [&str; 3] = [
-    "application/json",
-    "application/yaml",
-    kapi_protobuf::MEDIA_TYPE,
-];
+const ACCEPTED_BODIES: [&str; 3] = ["application/json", "application/yaml", PROTOBUF];
 
 /// What a response to a resource request looks like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,19 +157,31 @@ pub enum BodyFormat {
     Protobuf,
 }
 
-/// Decodes an object body (create, update) as JSON or YAML per its Content-Type.
-pub fn decode_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+/// The media type of Kubernetes protobuf bodies.
+pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// Decodes an object body (create, update) as JSON, YAML or, through `schemas`, protobuf per
+/// its Content-Type.
+pub fn decode_body(
+    schemas: Option<&dyn SchemaProvider>,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let format = match content_type.map(essence) {
         None | Some("application/json") => BodyFormat::Json,
         Some("application/yaml") => BodyFormat::Yaml,
-        Some(kapi_protobuf::MEDIA_TYPE) => BodyFormat::Protobuf,
+        Some(PROTOBUF) => BodyFormat::Protobuf,
         Some(_) => return Err(ApiError::unsupported_media_type(ACCEPTED_BODIES)),
     };
-    decode(format, body)
+    decode(schemas, format, body)
 }
 
 /// Decodes a body in `format` into a JSON value.
-pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
+pub fn decode(
+    schemas: Option<&dyn SchemaProvider>,
+    format: BodyFormat,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let decoded = match format {
         BodyFormat::Json => match std::str::from_utf8(body) {
             Ok(text) => serde_json::from_str(text).map_err(|err| err.to_string()),
@@ -181,7 +191,7 @@ pub fn decode(format: BodyFormat, body: &[u8]) -> Result<Value, ApiError> {
             }
         },
         BodyFormat::Yaml => serde_yaml_ng::from_slice(body).map_err(|err| err.to_string()),
-        BodyFormat::Protobuf => return decode_protobuf(body),
+        BodyFormat::Protobuf => return decode_protobuf(schemas, body),
     };
     match decoded {
         Ok(value @ Value::Object(_)) => Ok(value),
@@ -219,11 +229,18 @@ fn summarize(body: &[u8]) -> String {
     }
 }
 
-/// Decodes a protobuf body: malformed bodies are 400, kinds kapi cannot decode 415.
-fn decode_protobuf(body: &[u8]) -> Result<Value, ApiError> {
-    kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
-        415 => ApiError::unsupported_media_type(["application/json", "application/yaml"]),
-        _ => ApiError::bad_request(err.to_string()),
+/// Decodes a protobuf body with the server's schemas: malformed bodies are 400, kinds they
+/// cannot decode 415.
+fn decode_protobuf(schemas: Option<&dyn SchemaProvider>, body: &[u8]) -> Result<Value, ApiError> {
+    let decoded = match schemas {
+        Some(schemas) => schemas.decode_protobuf(body),
+        None => Err(ProtobufError::Unsupported),
+    };
+    decoded.map_err(|err| match err {
+        ProtobufError::Unsupported => {
+            ApiError::unsupported_media_type(["application/json", "application/yaml"])
+        }
+        ProtobufError::Malformed(message) => ApiError::bad_request(message),
     })
 }
 
@@ -317,7 +334,7 @@ mod properties {
             body in prop::collection::vec(any::<u8>(), 0..256),
             content_type in prop::sample::select(CONTENT_TYPES.to_vec()),
         ) {
-            if let Err(err) = decode_body(Some(content_type), &body) {
+            if let Err(err) = decode_body(None, Some(content_type), &body) {
                 prop_assert!(matches!(err.code(), 400 | 415), "{}", err.code());
             }
         }
@@ -325,9 +342,9 @@ mod properties {
         #[test]
         fn object_text_decodes_to_the_object(object in object()) {
             let json = serde_json::to_vec(&object).unwrap();
-            prop_assert_eq!(decode_body(Some("application/json"), &json).unwrap(), object.clone());
+            prop_assert_eq!(decode_body(None, Some("application/json"), &json).unwrap(), object.clone());
             let yaml = serde_yaml_ng::to_string(&object).unwrap();
-            prop_assert_eq!(decode_body(Some("application/yaml"), yaml.as_bytes()).unwrap(), object);
+            prop_assert_eq!(decode_body(None, Some("application/yaml"), yaml.as_bytes()).unwrap(), object);
         }
     }
 }

@@ -404,14 +404,16 @@ pub fn write_options(
 /// The delete options from the query and the optional DeleteOptions body.
 pub fn delete_params(
     query: &Query,
+    schemas: Option<&dyn super::SchemaProvider>,
     content_type: Option<&str>,
     body: &[u8],
 ) -> Result<DeleteParams, ApiError> {
-    let protobuf = content_type.map(super::negotiation::essence) == Some(kapi_protobuf::MEDIA_TYPE);
+    let protobuf =
+        content_type.map(super::negotiation::essence) == Some(super::negotiation::PROTOBUF);
     let options: Value = if body.iter().all(u8::is_ascii_whitespace) {
         Value::Null
     } else if protobuf {
-        super::negotiation::decode_body(content_type, body)?
+        super::negotiation::decode_body(schemas, content_type, body)?
     } else {
         serde_json::from_slice(body).map_err(|err| {
             ApiError::bad_request(format!("unable to decode DeleteOptions: {err}"))

@@ -201,7 +201,13 @@ where
                 scale_update(
                     &call,
                     &paths,
-                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                    read_body(
+                        body,
+                        call.apis.schemas(),
+                        call.content_type.as_deref(),
+                        &call.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
@@ -209,7 +215,13 @@ where
                 scale_patch(
                     &call,
                     &paths,
-                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                    read_body(
+                        body,
+                        call.apis.schemas(),
+                        call.content_type.as_deref(),
+                        &call.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
@@ -217,7 +229,13 @@ where
                 create(
                     &call,
                     hook.as_ref(),
-                    read_body(body, call.content_type.as_deref(), &call.audit).await?,
+                    read_body(
+                        body,
+                        call.apis.schemas(),
+                        call.content_type.as_deref(),
+                        &call.audit,
+                    )
+                    .await?,
                 )
                 .await
             }
@@ -505,7 +523,8 @@ fn decode_as(
     body: &[u8],
     (group, version, kind): (&str, &str, &str),
 ) -> Result<Value, ApiError> {
-    let mut object = negotiation::decode_body(call.content_type.as_deref(), body)?;
+    let mut object =
+        negotiation::decode_body(call.apis.schemas(), call.content_type.as_deref(), body)?;
     let definition = &call.served.definition;
     let expected = ExpectedType {
         group,

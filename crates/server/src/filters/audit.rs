@@ -108,7 +108,7 @@ async fn finish(
             return Response::from_parts(parts, body::empty());
         }
     };
-    if let Some(mut object) = decoded(&parts, &bytes) {
+    if let Some(mut object) = decoded(&bytes) {
         if object.get("kind").and_then(Value::as_str) == Some("Status") {
             context.set_response_status(response_status(&object, code));
         }
@@ -121,18 +121,9 @@ async fn finish(
     Response::from_parts(parts, body::full(bytes))
 }
 
-/// A response body as JSON, whether it was written as JSON or protobuf.
-fn decoded(parts: &http::response::Parts, bytes: &[u8]) -> Option<Map<String, Value>> {
-    let content_type = parts.headers.get(http::header::CONTENT_TYPE);
-    let content_type = content_type
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default();
-    let object = if content_type.starts_with(kapi_protobuf::MEDIA_TYPE) {
-        kapi_protobuf::decode(bytes).ok()?
-    } else {
-        serde_json::from_slice(bytes).ok()?
-    };
-    match object {
+/// A JSON response body as its object (kapi answers resource requests in JSON only).
+fn decoded(bytes: &[u8]) -> Option<Map<String, Value>> {
+    match serde_json::from_slice(bytes).ok()? {
         Value::Object(object) => Some(object),
         _ => None,
     }

@@ -1,17 +1,9 @@
-//! The schemas of the built-in kinds, from `kapi-schema`'s catalog.
+//! `kapi-schema`'s catalog nodes as the field manager's schemas (the built-in kinds', and a
+//! CRD's).
 
-use kapi_schema::{Catalog, ListType, MapType, NodeType, SchemaRef};
+use kapi_schema::{ListType, MapType, NodeType, SchemaRef};
 
-use crate::manager::FieldManager;
 use crate::schema::{ListShape, Schema, Shape};
-
-/// The field manager of kinds described by the catalog (or of deduced ones).
-pub type CatalogFieldManager = FieldManager<SchemaRef<'static>>;
-
-/// The root schema of a built-in kind, if the catalog has it.
-pub fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<SchemaRef<'static>> {
-    Catalog::builtin().kind(group, version, kind)
-}
 
 /// A list-map's key fields with the defaults their schemas declare (upstream's OpenAPI
 /// defaults `protocol` to TCP in container and service ports, so an applied port without
@@ -78,6 +70,11 @@ impl Schema for SchemaRef<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// A built-in kind's root schema, from kapi-api's catalog.
+    fn builtin_schema(group: &str, version: &str, kind: &str) -> Option<SchemaRef<'static>> {
+        kapi_api::catalog().kind(group, version, kind)
+    }
+
     use serde_json::json;
 
     use super::*;

@@ -1,0 +1,28 @@
+//! The schemas of the built-in kinds as the server of the built-in API is given them:
+//! kapi-api's catalog for decoding, strategic merge patch and OpenAPI, and kapi-protobuf's
+//! table for protobuf request bodies.
+
+use kapi_schema::KindSchema;
+use kapi_server::endpoints::{ProtobufError, SchemaProvider};
+use serde_json::{Map, Value};
+
+/// The schemas and protobuf decoding of the built-in kinds of Kubernetes 1.35.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuiltinSchemas;
+
+impl SchemaProvider for BuiltinSchemas {
+    fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema> {
+        kapi_api::kind_schema(group, version, kind)
+    }
+
+    fn definitions(&self) -> &Map<String, Value> {
+        kapi_api::catalog().definitions_json()
+    }
+
+    fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
+        kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
+            415 => ProtobufError::Unsupported,
+            _ => ProtobufError::Malformed(err.to_string()),
+        })
+    }
+}
