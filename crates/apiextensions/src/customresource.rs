@@ -12,8 +12,8 @@ use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, P
 use kapi_schema::{Catalog, KindSchema};
 use kapi_server::object;
 use kapi_server::resource::{
-    Converter, ResourceDefinition, ScalePaths, ScaleSelector, StorageDefinition, Strategy,
-    Subresource, SubresourceKind, Verbs,
+    Capabilities, Converter, ResourceDefinition, ScalePaths, ScaleSelector, StorageDefinition,
+    Strategy, Subresource, SubresourceKind, Verbs,
 };
 use serde_json::{Map, Value};
 
@@ -241,7 +241,7 @@ impl ServedVersion<'_> {
             storage: self.storage.clone(),
             converter,
             deprecation: deprecation(&names.group, version, names.kind, self.version),
-            custom_resource: true,
+            capabilities: Capabilities::CUSTOM_RESOURCE,
         }
     }
 }

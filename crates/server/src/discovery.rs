@@ -253,7 +253,7 @@ fn strings(values: &[&str]) -> Vec<String> {
 /// The verbs discovery lists for a resource: in name order for built-in resources, in the
 /// CRD handler's order for custom resources.
 fn discovery_verbs(def: &ResourceDefinition) -> Vec<String> {
-    if !def.custom_resource {
+    if !def.capabilities.dynamic {
         return strings(&def.verbs.names());
     }
     const CUSTOM_RESOURCE_ORDER: [&str; 8] = [
@@ -277,7 +277,7 @@ fn discovery_verbs(def: &ResourceDefinition) -> Vec<String> {
 /// then scale for custom resources (as the CRD discovery controller adds them).
 fn discovery_subresources(def: &ResourceDefinition) -> Vec<&Subresource> {
     let mut subresources: Vec<&Subresource> = def.subresources.iter().collect();
-    match def.custom_resource {
+    match def.capabilities.dynamic {
         true => subresources.sort_by_key(|sub| sub.name != "status"),
         false => subresources.sort_by(|a, b| a.name.cmp(b.name)),
     }
@@ -534,7 +534,7 @@ pub(crate) mod tests {
             storage,
             converter: None,
             deprecation: None,
-            custom_resource: false,
+            capabilities: crate::resource::Capabilities::TYPED,
         })
     }
 

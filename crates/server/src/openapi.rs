@@ -438,7 +438,7 @@ fn resource_routes(def: &ResourceDefinition) -> Vec<Route> {
         action: Some(action),
         gvk: gvk.clone(),
         consumes: match method {
-            "PATCH" if !def.custom_resource => PATCH_TYPES,
+            "PATCH" if def.capabilities.strategic_merge_patch => PATCH_TYPES,
             "PATCH" => CUSTOM_PATCH_TYPES,
             _ => ANY_TYPE,
         },
@@ -796,7 +796,7 @@ fn document_routes(defs: &[Arc<ResourceDefinition>], key: &DocumentKey) -> Optio
             }
             served.sort_by(|a, b| a.plural.cmp(b.plural));
             // The CRD OpenAPI builder publishes the resources' routes only.
-            let mut routes = match served.iter().all(|def| def.custom_resource) {
+            let mut routes = match served.iter().all(|def| def.capabilities.dynamic) {
                 true => Vec::new(),
                 false => vec![discovery_route(
                     format!("{}/", group_version_prefix(group, version)),

@@ -395,11 +395,45 @@ pub struct ResourceDefinition {
     /// The `Warning` every request to this version gets when it is deprecated (a CRD
     /// version's `deprecationWarning`, or upstream's default wording).
     pub deprecation: Option<String>,
-    /// Whether this is a custom resource, served as the apiextensions server serves them:
-    /// strategic merge patches answer 415 (only built-in kinds' schemas carry patch
-    /// strategies) and the OpenAPI does not list them, and discovery names the response
-    /// kinds' group and version and lists the verbs in the CRD handler's order.
-    pub custom_resource: bool,
+    /// What the resource's endpoints can do where kube-apiserver's servers differ.
+    pub capabilities: Capabilities,
+}
+
+/// What a resource's endpoints can do where kube-apiserver's two ways of serving resources
+/// differ: its REST installer serves typed kinds from routes installed at start (the
+/// built-in API; an extension server of typed kinds is served alike), the apiextensions
+/// server's CRD handler serves unstructured objects it looks up per request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Objects are of a registered Go type: a body without apiVersion or kind has them filled
+    /// in, a body of another registered type fails as an unknown conversion. Untyped
+    /// (unstructured) objects must name their kind and apiVersion exactly.
+    pub typed: bool,
+    /// Strategic merge patches are accepted: the kind's schema carries patch strategies.
+    /// Without it they answer 415, as for custom resources.
+    pub strategic_merge_patch: bool,
+    /// Served by a handler that finds the resource per request, as the CRD handler: an
+    /// unknown resource or subresource of its group version passes on to the final plain
+    /// 404; discovery lists its verbs and subresources in that handler's order and names its
+    /// response kinds' group and version; a group version of such resources only has the CRD
+    /// OpenAPI builder's document (no discovery route, its title).
+    pub dynamic: bool,
+}
+
+impl Capabilities {
+    /// A kind of kube-apiserver's own API (or of any server of typed kinds).
+    pub const TYPED: Capabilities = Capabilities {
+        typed: true,
+        strategic_merge_patch: true,
+        dynamic: false,
+    };
+
+    /// A custom resource, as the apiextensions server serves it.
+    pub const CUSTOM_RESOURCE: Capabilities = Capabilities {
+        typed: false,
+        strategic_merge_patch: false,
+        dynamic: true,
+    };
 }
 
 impl ResourceDefinition {
@@ -437,7 +471,7 @@ impl ResourceDefinition {
         group_version: &GroupVersion,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        crate::type_meta::check(group_version, self.kind, self.custom_resource, object)
+        crate::type_meta::check(group_version, self.kind, self.capabilities.typed, object)
     }
 
     /// The served form of a stored object.

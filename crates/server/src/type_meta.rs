@@ -42,11 +42,11 @@ pub fn internal_type_name(group: &str, kind: &str) -> String {
 }
 
 /// Checks that `object` is a `kind` of `group_version`, as described in the module
-/// documentation; `custom_resource` selects the custom resources' answer.
+/// documentation; untyped (unstructured) objects get the custom resources' answer.
 pub fn check(
     group_version: &GroupVersion,
     kind: &str,
-    custom_resource: bool,
+    typed: bool,
     object: &mut Value,
 ) -> Result<(), ApiError> {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
@@ -56,7 +56,7 @@ pub fn check(
     if version_matches && object_kind == kind {
         return Ok(());
     }
-    if custom_resource {
+    if !typed {
         return Err(invalid_type_meta(group_version, kind, object));
     }
     // Here at least one of them is missing or wrong: only missing ones are filled in.
@@ -121,14 +121,14 @@ mod tests {
     #[test]
     fn built_in_objects_of_another_type_fail_to_convert() {
         let mut secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "a"}});
-        let err = check(&core_v1(), "ConfigMap", false, &mut secret).unwrap_err();
+        let err = check(&core_v1(), "ConfigMap", true, &mut secret).unwrap_err();
         assert_eq!((err.code(), err.reason()), (500, ""));
         assert_eq!(
             err.message(),
             "converting (v1.Secret) to (core.ConfigMap): unknown conversion"
         );
         let mut pod = json!({"apiVersion": "apps/v1", "kind": "ConfigMap", "metadata": {}});
-        let err = check(&core_v1(), "ConfigMap", false, &mut pod).unwrap_err();
+        let err = check(&core_v1(), "ConfigMap", true, &mut pod).unwrap_err();
         assert_eq!(
             err.message(),
             "converting (v1.ConfigMap) to (core.ConfigMap): unknown conversion"
@@ -138,16 +138,16 @@ mod tests {
     #[test]
     fn built_in_objects_without_a_type_get_their_resource_s() {
         let mut object = json!({"metadata": {"name": "a"}});
-        check(&core_v1(), "ConfigMap", false, &mut object).unwrap();
+        check(&core_v1(), "ConfigMap", true, &mut object).unwrap();
         assert_eq!(
             (object["apiVersion"].as_str(), object["kind"].as_str()),
             (Some("v1"), Some("ConfigMap"))
         );
         let mut object = json!({"apiVersion": "v1", "metadata": {"name": "a"}});
-        check(&core_v1(), "ConfigMap", false, &mut object).unwrap();
+        check(&core_v1(), "ConfigMap", true, &mut object).unwrap();
         assert_eq!(object["kind"], "ConfigMap");
         let mut object = json!({"kind": "Secret", "metadata": {"name": "a"}});
-        assert!(check(&core_v1(), "ConfigMap", false, &mut object).is_err());
+        assert!(check(&core_v1(), "ConfigMap", true, &mut object).is_err());
     }
 
     #[test]
@@ -155,14 +155,14 @@ mod tests {
         let gv = GroupVersion::new("stable.example.com", "v1");
         let mut object =
             json!({"apiVersion": "apps/v1", "kind": "Pod", "metadata": {"name": "my-cr"}});
-        let err = check(&gv, "CronTab", true, &mut object).unwrap_err();
+        let err = check(&gv, "CronTab", false, &mut object).unwrap_err();
         assert_eq!(err.code(), 422);
         assert_eq!(
             err.message(),
             r#"Pod.apps "my-cr" is invalid: [kind: Invalid value: "Pod": must be CronTab, apiVersion: Invalid value: "apps/v1": must be stable.example.com/v1]"#
         );
         let mut object = json!({"apiVersion": "stable.example.com/v1", "kind": "Foo", "metadata": {"name": "my-cr"}});
-        let err = check(&gv, "CronTab", true, &mut object).unwrap_err();
+        let err = check(&gv, "CronTab", false, &mut object).unwrap_err();
         assert_eq!(
             err.message(),
             r#"Foo.stable.example.com "my-cr" is invalid: kind: Invalid value: "Foo": must be CronTab"#

@@ -26,7 +26,8 @@ use std::sync::Arc;
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::FieldErrors;
 use kapi_server::resource::{
-    ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind, Verbs,
+    Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind,
+    Verbs,
 };
 use serde_json::{Value, json};
 
@@ -70,7 +71,7 @@ pub fn definition() -> ResourceDefinition {
         }),
         converter: None,
         deprecation: None,
-        custom_resource: false,
+        capabilities: Capabilities::TYPED,
     }
 }
 

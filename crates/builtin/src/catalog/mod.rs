@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::resource::{
-    Converter, ResourceDefinition, StorageDefinition, Subresource, TableConvertor, Verbs,
+    Capabilities, Converter, ResourceDefinition, StorageDefinition, Subresource, TableConvertor,
+    Verbs,
 };
 
 use crate::hooks::TypeHooks;
@@ -226,7 +227,7 @@ fn build(
         storage: storage(entry, shared),
         converter,
         deprecation: None,
-        custom_resource: false,
+        capabilities: Capabilities::TYPED,
     })
 }
 

@@ -125,7 +125,7 @@ pub struct ApiGroupDiscoveryList {
 /// The response kind aggregated discovery names: built-in resources leave the group and
 /// version of their own group version out; the CRD discovery controller names them.
 fn aggregated_response_kind(def: &ResourceDefinition, kind: ResponseKind) -> ResponseKind {
-    match def.custom_resource && kind.group.is_empty() && kind.version.is_empty() {
+    match def.capabilities.dynamic && kind.group.is_empty() && kind.version.is_empty() {
         true => ResponseKind {
             group: def.group_version.group.clone(),
             version: def.group_version.version.clone(),

@@ -101,7 +101,7 @@ pub(super) fn resolve_patched(
         .unwrap_or_default()
         .to_string();
     let kind = patched["kind"].as_str().unwrap_or_default().to_string();
-    if definition.custom_resource {
+    if !definition.capabilities.typed {
         if kind.is_empty() {
             let json = go_json(&patched);
             let reason = format!("Object 'Kind' is missing in '{json}'");
@@ -148,9 +148,9 @@ pub(super) struct ExpectedType<'a> {
     pub group: &'a str,
     pub version: &'a str,
     pub kind: &'a str,
-    /// A custom resource's body of another kind is decoded as it is (the custom resource
-    /// validator refuses it), not refused here.
-    pub custom_resource: bool,
+    /// Whether bodies are of registered types; an untyped (custom resource's) body of another
+    /// kind is decoded as it is (the custom resource validator refuses it), not refused here.
+    pub typed: bool,
     /// Other apiVersions of the kind a body may be in (upstream's `AcceptsGroupVersion`:
     /// pods/eviction takes policy/v1beta1 Evictions too).
     pub also_accepted: &'a [&'a str],
@@ -163,7 +163,7 @@ impl<'a> ExpectedType<'a> {
             group: &definition.group_version.group,
             version: &definition.group_version.version,
             kind: definition.kind,
-            custom_resource: definition.custom_resource,
+            typed: definition.capabilities.typed,
             also_accepted: &[],
         }
     }
@@ -207,13 +207,13 @@ impl<'a> ExpectedType<'a> {
             return None;
         }
         let (group, version) = split_api_version(api_version);
-        let registered = self.custom_resource || apis.registered(group, version, kind);
+        let registered = !self.typed || apis.registered(group, version, kind);
         if kind == self.kind && registered {
             return Some(ApiError::bad_request(format!(
                 "the API version in the data ({api_version}) does not match the expected API version ({expected_version})"
             )));
         }
-        if self.custom_resource {
+        if !self.typed {
             return None;
         }
         let reason = if registered {

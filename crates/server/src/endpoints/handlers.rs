@@ -144,7 +144,7 @@ where
         "" => None,
         name => Some(definition.subresource(name).cloned().ok_or_else(|| {
             // The CRD handler names the object; the router knows no such route.
-            match definition.custom_resource {
+            match definition.capabilities.dynamic {
                 true => ApiError::not_found(&definition.group_resource(), &info.name),
                 false => not_found(),
             }
@@ -153,7 +153,7 @@ where
     let namespace = match scoped_namespace(&definition, info) {
         Ok(namespace) => namespace,
         // The CRD handler passes a request of the wrong scope on, to the final 404.
-        Err(_) if definition.custom_resource => return Ok(crate::responses::not_found()),
+        Err(_) if definition.capabilities.dynamic => return Ok(crate::responses::not_found()),
         Err(err) => return Err(err),
     };
     let verbs = subresource
@@ -322,7 +322,7 @@ fn method_not_allowed() -> ApiError {
 fn unknown_resource(apis: &Apis, info: &RequestInfo) -> Result<Response<Body>, ApiError> {
     let resources = apis.resources();
     let custom = resources.definitions.iter().any(|d| {
-        d.custom_resource
+        d.capabilities.dynamic
             && d.group_version.group == info.api_group
             && d.group_version.version == info.api_version
     });
@@ -816,7 +816,7 @@ pub(super) fn patch_type(
     definition: &ResourceDefinition,
     content_type: &str,
 ) -> Result<PatchType, ApiError> {
-    let custom_resource_types = || {
+    let merge_patch_types = || {
         ApiError::unsupported_media_type([
             "application/json-patch+json",
             "application/merge-patch+json",
@@ -824,11 +824,11 @@ pub(super) fn patch_type(
         ])
     };
     match PatchType::from_content_type(content_type) {
-        Some(PatchType::StrategicMerge) if definition.custom_resource => {
-            Err(custom_resource_types())
+        Some(PatchType::StrategicMerge) if !definition.capabilities.strategic_merge_patch => {
+            Err(merge_patch_types())
         }
         Some(patch_type) => Ok(patch_type),
-        None if definition.custom_resource => Err(custom_resource_types()),
+        None if definition.capabilities.dynamic => Err(merge_patch_types()),
         None => Err(router_error(
             415,
             "UnsupportedMediaType",

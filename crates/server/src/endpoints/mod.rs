@@ -603,7 +603,7 @@ impl ApiHandler {
             .resources()
             .definitions
             .iter()
-            .any(|d| !d.custom_resource && d.group_version.group == group)
+            .any(|d| !d.capabilities.dynamic && d.group_version.group == group)
     }
 
     /// Discovery and OpenAPI documents.

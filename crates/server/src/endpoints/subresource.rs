@@ -530,7 +530,9 @@ fn decode_as(
         group,
         version,
         kind,
-        custom_resource: definition.custom_resource && kind == definition.kind,
+        // A subresource of its own kind (autoscaling/v1 Scale, ...) is typed whatever the
+        // parent is.
+        typed: definition.capabilities.typed || kind != definition.kind,
         also_accepted: ALSO_ACCEPTED
             .iter()
             .find(|(accepting, _)| *accepting == kind)

@@ -45,7 +45,7 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
         }),
         converter: None,
         deprecation: None,
-        custom_resource: false,
+        capabilities: crate::resource::Capabilities::TYPED,
     }
 }
 

@@ -143,7 +143,7 @@ fn custom_resources_only(defs: &[Arc<ResourceDefinition>], group: &str, version:
         .iter()
         .filter(|d| d.group_version.group == group && d.group_version.version == version)
         .peekable();
-    served.peek().is_some() && served.all(|d| d.custom_resource)
+    served.peek().is_some() && served.all(|d| d.capabilities.dynamic)
 }
 
 /// The OpenAPI v3 document of a group version (`group` empty for the core group); `None` when
