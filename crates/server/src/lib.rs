@@ -36,6 +36,11 @@ pub mod version;
 pub mod webhook_client;
 pub mod write_hooks;
 
+/// The Kubernetes API machinery and the schema machinery a server built on this crate
+/// names its types with.
+pub use kapi_apimachinery as apimachinery;
+pub use kapi_schema as schema;
+
 pub use authn::{Authentication, Authenticator, UserInfo};
 pub use authz::{Attributes, Authorizer, Decision};
 pub use body::{Body, BoxError};
