@@ -227,7 +227,7 @@ pub fn authorizer_variable(
         attributes.user,
         [
             &definition.group_version.group,
-            definition.plural,
+            &definition.plural,
             attributes.subresource,
             attributes.namespace,
             attributes.name,

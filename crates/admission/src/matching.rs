@@ -48,7 +48,7 @@ pub fn rule_matches(rule: &Value, attributes: &Attributes<'_>) -> bool {
         && has_or_all(&rule["apiVersions"], &gv.version)
         && resource_matches(
             &rule["resources"],
-            definition.plural,
+            &definition.plural,
             attributes.subresource,
         )
         && scope_matches(rule["scope"].as_str().unwrap_or("*"), attributes)

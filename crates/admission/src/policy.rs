@@ -637,7 +637,7 @@ impl ValidatingAdmissionPolicy {
         let schema = self
             .api
             .upgrade()?
-            .kind_schema(&gv.group, &gv.version, definition.kind)?;
+            .kind_schema(&gv.group, &gv.version, &definition.kind)?;
         schema.is_typed().then_some(schema)
     }
 

@@ -12,15 +12,14 @@ use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, P
 use kapi_schema::{Catalog, KindSchema};
 use kapi_server::object;
 use kapi_server::resource::{
-    Capabilities, Converter, ResourceDefinition, ScalePaths, ScaleSelector, StorageDefinition,
-    Strategy, Subresource, SubresourceKind, Verbs,
+    Capabilities, Converter, Name, ResourceDefinition, ScalePaths, ScaleSelector,
+    StorageDefinition, Strategy, Subresource, SubresourceKind, Verbs,
 };
 use serde_json::{Map, Value};
 
 use crate::cel;
 use crate::conversion::{self, ServiceResolver};
 use crate::crd::access::{CrdNames, served_versions, storage_version};
-use crate::intern::{intern, intern_all};
 use crate::printer;
 use crate::schema::{self as structural, Structural};
 
@@ -40,44 +39,18 @@ pub(crate) struct CustomResources {
     pub schemas: HashMap<String, Arc<VersionSchema>>,
 }
 
-/// The names the CRD's resources are served under: its accepted names.
-struct Names {
-    group: String,
-    plural: &'static str,
-    singular: &'static str,
-    kind: &'static str,
-    list_kind: &'static str,
-    short_names: &'static [&'static str],
-    categories: &'static [&'static str],
-}
-
-impl Names {
-    fn of(crd: &Value) -> Names {
-        let accepted = CrdNames::accepted(crd);
-        Names {
-            group: accepted.group,
-            plural: intern(&accepted.plural),
-            singular: intern(&accepted.singular),
-            kind: intern(&accepted.kind),
-            list_kind: intern(&accepted.list_kind),
-            short_names: intern_all(&accepted.short_names),
-            categories: intern_all(&accepted.categories),
-        }
-    }
-}
-
 /// Builds what `crd` serves. Fails (with the reason, for the CRD's status) if one of its
 /// schemas cannot be used.
 pub(crate) fn build(
     crd: &Value,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Result<CustomResources, String> {
-    let names = Names::of(crd);
+    let names = CrdNames::accepted(crd);
     let storage_version = storage_version(crd).ok_or("no storage version")?;
     let namespaced = crd["spec"]["scope"].as_str() == Some("Namespaced");
     let storage = Arc::new(StorageDefinition {
-        key_prefix: intern(&format!("{}/{}", names.group, names.plural)),
-        storage_version: GroupVersionKind::new(names.group.clone(), storage_version, names.kind),
+        key_prefix: format!("{}/{}", names.group, names.plural).into(),
+        storage_version: GroupVersionKind::new(names.group.clone(), storage_version, &names.kind),
         namespaced,
     });
     let mut built = CustomResources {
@@ -88,7 +61,7 @@ pub(crate) fn build(
     for version in served_versions(crd) {
         let name = version["name"].as_str().unwrap_or_default();
         let schema = Arc::new(version_schema(crd, version)?);
-        let kinds = (names.kind, names.list_kind, names.plural);
+        let kinds = (&*names.kind, &*names.list_kind, &*names.plural);
         let published = &version["schema"]["openAPIV3Schema"];
         let published = published.is_object().then_some(published);
         built.openapi.extend(kapi_server::openapi::kind_definitions(
@@ -153,13 +126,13 @@ fn field_schema(
     schema: &Value,
     pruner: kapi_schema::Pruner,
 ) -> Option<KindSchema> {
-    let names = Names::of(crd);
+    let names = CrdNames::accepted(crd);
     let version = version["name"].as_str().unwrap_or_default();
-    let kinds = (names.kind, names.list_kind, names.plural);
+    let kinds = (&*names.kind, &*names.list_kind, &*names.plural);
     let mut definitions =
         kapi_server::openapi::kind_definitions(&names.group, version, kinds, Some(schema), &[]);
     add_referenced(&mut definitions, kapi_api::catalog().definitions_json());
-    let name = kapi_server::openapi::definition_name(&names.group, version, names.kind);
+    let name = kapi_server::openapi::definition_name(&names.group, version, &names.kind);
     let catalog = Arc::new(Catalog::from_definitions(&definitions));
     KindSchema::untyped(catalog, &name, pruner)
 }
@@ -203,7 +176,8 @@ fn collect_refs(schema: &Value, into: &mut Vec<String>) {
 
 /// One served version of a CRD.
 struct ServedVersion<'a> {
-    names: &'a Names,
+    /// The accepted names the resources are served under.
+    names: &'a CrdNames,
     version: &'a Value,
     storage: Arc<StorageDefinition>,
     schema: Arc<VersionSchema>,
@@ -222,13 +196,13 @@ impl ServedVersion<'_> {
         }));
         ResourceDefinition {
             group_version: GroupVersion::new(names.group.clone(), version),
-            kind: names.kind,
-            list_kind: names.list_kind,
-            plural: names.plural,
-            singular: names.singular,
+            kind: names.kind.clone().into(),
+            list_kind: names.list_kind.clone().into(),
+            plural: names.plural.clone().into(),
+            singular: names.singular.clone().into(),
             namespaced: self.storage.namespaced,
-            short_names: names.short_names,
-            categories: names.categories,
+            short_names: owned(&names.short_names),
+            categories: owned(&names.categories),
             verbs: Verbs::ALL,
             subresources,
             table: Some(printer::table(self.version)),
@@ -240,7 +214,7 @@ impl ServedVersion<'_> {
             }),
             storage: self.storage.clone(),
             converter,
-            deprecation: deprecation(&names.group, version, names.kind, self.version),
+            deprecation: deprecation(&names.group, version, &names.kind, self.version),
             capabilities: Capabilities::CUSTOM_RESOURCE,
         }
     }
@@ -257,6 +231,11 @@ fn deprecation(group: &str, version: &str, kind: &str, declared: &Value) -> Opti
     })
 }
 
+/// A CRD's names as a definition's.
+fn owned(names: &[String]) -> Vec<Name> {
+    names.iter().map(|name| Name::from(name.clone())).collect()
+}
+
 /// The status and scale subresources a version declares.
 fn subresources(declared: &Value) -> Vec<Subresource> {
     let mut subresources = Vec::new();
@@ -268,14 +247,14 @@ fn subresources(declared: &Value) -> Vec<Subresource> {
         });
     }
     if let Some(scale) = declared.get("scale") {
-        let pointer = |key: &str| intern(&json_pointer(scale[key].as_str().unwrap_or_default()));
+        let pointer = |key: &str| json_pointer(scale[key].as_str().unwrap_or_default()).into();
         let selector = scale["labelSelectorPath"].as_str().unwrap_or_default();
         subresources.push(Subresource {
             name: "scale",
             kind: SubresourceKind::Scale(ScalePaths {
                 spec_replicas: pointer("specReplicasPath"),
                 status_replicas: pointer("statusReplicasPath"),
-                selector: ScaleSelector::String(intern(&json_pointer(selector))),
+                selector: ScaleSelector::String(json_pointer(selector).into()),
             }),
             verbs: Verbs::GET_UPDATE_PATCH,
         });
@@ -339,7 +318,7 @@ struct CustomResourceStrategy {
     conversion: Option<Arc<dyn Converter>>,
     /// Whether the status subresource is enabled (then the main resource ignores `status`).
     status: bool,
-    selectable: Vec<(&'static str, printer::SelectableField)>,
+    selectable: Vec<(String, printer::SelectableField)>,
 }
 
 impl CustomResourceStrategy {
@@ -437,10 +416,10 @@ impl Strategy for CustomResourceStrategy {
         self.validate_against(new, Some(old))
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         self.selectable
             .iter()
-            .filter_map(|(name, field)| Some((*name, field.value(object)?)))
+            .filter_map(|(name, field)| Some((name.clone().into(), field.value(object)?)))
             .collect()
     }
 

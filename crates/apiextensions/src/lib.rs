@@ -13,7 +13,6 @@ mod controller;
 pub mod conversion;
 pub mod crd;
 mod customresource;
-pub mod intern;
 pub mod jsonpath;
 mod printer;
 pub mod schema;

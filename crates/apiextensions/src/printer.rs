@@ -10,7 +10,6 @@ use kapi_server::endpoints::NAME_DESCRIPTION;
 use kapi_server::resource::{PrinterColumn, TableConvertor};
 use serde_json::{Value, json};
 
-use crate::intern::intern;
 use crate::jsonpath::JsonPath;
 
 /// The description upstream gives the default Age column (creationTimestamp's).
@@ -29,10 +28,10 @@ pub(crate) fn table(version: &Value) -> TableConvertor {
         false => declared,
     };
     let mut columns = vec![PrinterColumn {
-        name: "Name",
-        type_: "string",
-        format: "name",
-        description: NAME_DESCRIPTION,
+        name: "Name".into(),
+        type_: "string".into(),
+        format: "name".into(),
+        description: NAME_DESCRIPTION.into(),
         priority: 0,
     }];
     let mut paths = Vec::new();
@@ -44,13 +43,13 @@ pub(crate) fn table(version: &Value) -> TableConvertor {
             given => given.to_string(),
         };
         columns.push(PrinterColumn {
-            name: intern(text("name")),
-            type_: intern(text("type")),
-            format: intern(text("format")),
-            description: intern(&description),
+            name: text("name").to_string().into(),
+            type_: text("type").to_string().into(),
+            format: text("format").to_string().into(),
+            description: description.into(),
             priority: column["priority"].as_i64().unwrap_or(0) as i32,
         });
-        paths.push((JsonPath::parse(json_path).ok(), intern(text("type"))));
+        paths.push((JsonPath::parse(json_path).ok(), text("type").to_string()));
     }
     TableConvertor {
         columns,
@@ -104,7 +103,7 @@ impl SelectableField {
 
 /// The `selectableFields` of a CRD version, by field selector name (`spec.color` for the
 /// path `.spec.color`).
-pub(crate) fn selectable_fields(version: &Value) -> Vec<(&'static str, SelectableField)> {
+pub(crate) fn selectable_fields(version: &Value) -> Vec<(String, SelectableField)> {
     version["selectableFields"]
         .as_array()
         .into_iter()
@@ -113,7 +112,7 @@ pub(crate) fn selectable_fields(version: &Value) -> Vec<(&'static str, Selectabl
             let path = field["jsonPath"].as_str()?;
             let parsed = JsonPath::parse(path).ok()?;
             Some((
-                intern(path.trim_start_matches('.')),
+                path.trim_start_matches('.').to_string(),
                 SelectableField(parsed),
             ))
         })
@@ -134,7 +133,7 @@ mod tests {
             {"name": "Missing", "type": "boolean", "jsonPath": ".spec.nope"},
         ]});
         let table = table(&version);
-        let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+        let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
         assert_eq!(names, ["Name", "Replicas", "Ready", "Spec", "Missing"]);
         assert_eq!(table.columns[2].priority, 1);
         assert_eq!(
@@ -175,8 +174,10 @@ mod tests {
             {"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.on"}]});
         let fields = selectable_fields(&version);
         let object = json!({"spec": {"color": "blue", "size": 3, "on": true}});
-        let values: Vec<(&str, Option<String>)> =
-            fields.iter().map(|(n, f)| (*n, f.value(&object))).collect();
+        let values: Vec<(&str, Option<String>)> = fields
+            .iter()
+            .map(|(n, f)| (n.as_str(), f.value(&object)))
+            .collect();
         assert_eq!(
             values,
             [

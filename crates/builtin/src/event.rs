@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
-use kapi_server::resource::{Converter, NameValidator, PrinterColumn, Strategy, TableConvertor};
+use kapi_server::resource::{
+    Converter, Name, NameValidator, PrinterColumn, Strategy, TableConvertor,
+};
 use serde_json::{Map, Value};
 
 use crate::hooks::TypeHooks;
@@ -78,7 +80,7 @@ pub(crate) fn hooks(strict: bool) -> TypeHooks {
 /// The printer columns of events (the same for both versions, as upstream's shared storage
 /// prints them).
 fn table() -> TableConvertor {
-    const fn wide(column: PrinterColumn) -> PrinterColumn {
+    fn wide(column: PrinterColumn) -> PrinterColumn {
         PrinterColumn {
             priority: 1,
             ..column
@@ -128,10 +130,10 @@ fn table() -> TableConvertor {
                 0,
             )),
             PrinterColumn {
-                name: "Name",
-                type_: "string",
-                format: "name",
-                description: NAME_DESCRIPTION,
+                name: "Name".into(),
+                type_: "string".into(),
+                format: "name".into(),
+                description: NAME_DESCRIPTION.into(),
                 priority: 1,
             },
         ],
@@ -376,7 +378,7 @@ impl Strategy for EventStrategy {
 
     /// Both versions' field names: the stored collection has one set of selectable fields
     /// and each version accepts its own names ([`Strategy::supports_field`]).
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(Name, String)> {
         let reference = |key: &str| str_at(object, &["involvedObject", key]).to_string();
         let mut source = str_at(object, &["source", "component"]);
         if source.is_empty() {
@@ -385,15 +387,18 @@ impl Strategy for EventStrategy {
         let mut fields = Vec::with_capacity(CORE_FIELDS.len() + 8);
         for (core, events) in CORE_FIELDS.iter().zip(EVENTS_FIELDS).take(7) {
             let value = reference(&core["involvedObject.".len()..]);
-            fields.push((*core, value.clone()));
-            fields.push((events, value));
+            fields.push((Name::Borrowed(*core), value.clone()));
+            fields.push((Name::Borrowed(events), value));
         }
         let reporting = str_of(object, "reportingComponent").to_string();
-        fields.push(("reason", str_of(object, "reason").to_string()));
-        fields.push(("reportingComponent", reporting.clone()));
-        fields.push(("reportingController", reporting));
-        fields.push(("source", source.to_string()));
-        fields.push(("type", str_of(object, "type").to_string()));
+        fields.push((
+            Name::Borrowed("reason"),
+            str_of(object, "reason").to_string(),
+        ));
+        fields.push((Name::Borrowed("reportingComponent"), reporting.clone()));
+        fields.push((Name::Borrowed("reportingController"), reporting));
+        fields.push((Name::Borrowed("source"), source.to_string()));
+        fields.push((Name::Borrowed("type"), str_of(object, "type").to_string()));
         fields
     }
 

@@ -256,7 +256,7 @@ mod tests {
             .unwrap()
             .columns
             .iter()
-            .map(|c| c.name)
+            .map(|c| &*c.name)
             .collect();
         assert_eq!(names, ["Name", "Holder", "Age"]);
         assert!(def.strategy.allow_create_on_update());

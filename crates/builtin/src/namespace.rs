@@ -140,9 +140,9 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         vec![(
-            "status.phase",
+            "status.phase".into(),
             str_at(object, &["status", "phase"]).to_string(),
         )]
     }

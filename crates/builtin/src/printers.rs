@@ -3,6 +3,7 @@
 
 use kapi_server::resource::PrinterColumn;
 use serde_json::Value;
+use std::borrow::Cow;
 
 use crate::util::{Timestamp, parse_rfc3339};
 
@@ -19,10 +20,10 @@ pub(crate) const fn column(
     priority: i32,
 ) -> PrinterColumn {
     PrinterColumn {
-        name,
-        type_: "string",
-        format: "",
-        description,
+        name: Cow::Borrowed(name),
+        type_: Cow::Borrowed("string"),
+        format: Cow::Borrowed(""),
+        description: Cow::Borrowed(description),
         priority,
     }
 }
@@ -30,10 +31,10 @@ pub(crate) const fn column(
 /// The NAME column: format `name`.
 pub(crate) const fn name_column(priority: i32) -> PrinterColumn {
     PrinterColumn {
-        name: "Name",
-        type_: "string",
-        format: "name",
-        description: NAME_DESCRIPTION,
+        name: Cow::Borrowed("Name"),
+        type_: Cow::Borrowed("string"),
+        format: Cow::Borrowed("name"),
+        description: Cow::Borrowed(NAME_DESCRIPTION),
         priority,
     }
 }

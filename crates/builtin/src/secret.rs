@@ -124,8 +124,8 @@ impl Strategy for SecretStrategy {
         errs
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
-        vec![("type", str_of(object, "type").to_string())]
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
+        vec![("type".into(), str_of(object, "type").to_string())]
     }
 
     fn supports_field(&self, field: &str) -> bool {

@@ -6,6 +6,8 @@ mod connect;
 mod csr;
 mod pod;
 
+use std::borrow::Cow;
+
 use std::sync::Arc;
 
 use kapi_server::resource::{
@@ -17,16 +19,16 @@ pub(crate) use pod::BindingCreater;
 /// The scale of the apps/v1 workloads: `spec.replicas`, `status.replicas`, and the
 /// `spec.selector` label selector.
 const WORKLOAD_SCALE: ScalePaths = ScalePaths {
-    spec_replicas: "/spec/replicas",
-    status_replicas: "/status/replicas",
-    selector: ScaleSelector::LabelSelector("/spec/selector"),
+    spec_replicas: Cow::Borrowed("/spec/replicas"),
+    status_replicas: Cow::Borrowed("/status/replicas"),
+    selector: ScaleSelector::LabelSelector(Cow::Borrowed("/spec/selector")),
 };
 
 /// The scale of ReplicationControllers, whose selector is a map of labels.
 const CONTROLLER_SCALE: ScalePaths = ScalePaths {
-    spec_replicas: "/spec/replicas",
-    status_replicas: "/status/replicas",
-    selector: ScaleSelector::Map("/spec/selector"),
+    spec_replicas: Cow::Borrowed("/spec/replicas"),
+    status_replicas: Cow::Borrowed("/status/replicas"),
+    selector: ScaleSelector::Map(Cow::Borrowed("/spec/selector")),
 };
 
 /// The served subresource `name` of `resource` in `group`, or `None` if kapi does not serve it.

@@ -1,5 +1,7 @@
 use std::collections::HashSet;
 
+use kapi_server::resource::Name;
+
 use super::*;
 
 /// group/version, plural, kind, namespaced, short names, number of verbs.
@@ -30,10 +32,10 @@ fn the_first_resources_as_discovery_lists_them() {
             let r = find(group, plural);
             (
                 r.group_version.to_string(),
-                r.plural,
-                r.kind,
+                &*r.plural,
+                &*r.kind,
                 r.namespaced,
-                r.short_names.to_vec(),
+                names(&r.short_names),
                 r.verbs.names().len(),
             )
         })
@@ -85,7 +87,7 @@ fn the_first_resources_as_discovery_lists_them() {
     }
     let prefixes: HashSet<&str> = first
         .iter()
-        .map(|(group, plural)| find(group, plural).storage.key_prefix)
+        .map(|(group, plural)| &*find(group, plural).storage.key_prefix)
         .collect();
     let want: HashSet<&str> = [
         "namespaces",
@@ -102,7 +104,20 @@ fn the_first_resources_as_discovery_lists_them() {
 #[test]
 fn definitions_are_found_by_group_version_and_plural() {
     let pods = definition("", "v1", "pods").expect("pods are served");
-    assert_eq!((pods.kind, pods.storage.key_prefix), ("Pod", "pods"));
+    assert_eq!((&*pods.kind, &*pods.storage.key_prefix), ("Pod", "pods"));
     assert!(definition("apps", "v1beta1", "deployments").is_none());
     assert!(definition("apiextensions.k8s.io", "v1", "customresourcedefinitions").is_none());
+}
+
+/// Selectable fields as (name, value) pairs of plain strings, to compare with literals.
+pub(crate) fn pairs(fields: &[(Name, String)]) -> Vec<(&str, String)> {
+    fields
+        .iter()
+        .map(|(name, value)| (&**name, value.clone()))
+        .collect()
+}
+
+/// A definition's names (short names, categories) as plain strings.
+pub(crate) fn names(names: &[Name]) -> Vec<&str> {
+    names.iter().map(|name| &**name).collect()
 }

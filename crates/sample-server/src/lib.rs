@@ -70,25 +70,19 @@ fn definition(
     };
     ResourceDefinition {
         group_version: GroupVersion::new(GROUP, VERSION),
-        kind,
-        list_kind: match kind {
-            "Flunder" => "FlunderList",
-            _ => "FischerList",
-        },
-        plural,
-        singular: match kind {
-            "Flunder" => "flunder",
-            _ => "fischer",
-        },
+        kind: kind.into(),
+        list_kind: format!("{kind}List").into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase().into(),
         namespaced,
-        short_names: &[],
-        categories: &[],
+        short_names: Vec::new(),
+        categories: Vec::new(),
         verbs: Verbs::ALL,
         subresources,
         table: None,
         strategy,
         storage: Arc::new(StorageDefinition {
-            key_prefix: plural,
+            key_prefix: plural.into(),
             storage_version: GroupVersionKind::new(GROUP, VERSION, kind),
             namespaced,
         }),

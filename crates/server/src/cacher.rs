@@ -36,7 +36,7 @@ const WATCHER_BUFFER: usize = 1024;
 const LIST_PAGE: usize = 10_000;
 
 /// Returns an object's selectable fields (besides name and namespace).
-pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(&'static str, String)> + Send + Sync>;
+pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(crate::resource::Name, String)> + Send + Sync>;
 
 /// One object as the cache holds it.
 #[derive(Debug)]
@@ -50,7 +50,7 @@ pub struct CachedObject {
     pub namespace: String,
     pub labels: BTreeMap<String, String>,
     /// Selectable fields besides metadata.name and metadata.namespace.
-    pub fields: Vec<(&'static str, String)>,
+    pub fields: Vec<(crate::resource::Name, String)>,
 }
 
 impl CachedObject {

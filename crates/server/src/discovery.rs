@@ -216,7 +216,7 @@ pub(crate) fn subresource_kind(
     sub: &Subresource,
 ) -> (String, String, String) {
     let gv = &def.group_version;
-    let key = (gv.group.as_str(), def.kind, sub.name);
+    let key = (gv.group.as_str(), &*def.kind, sub.name);
     if let Some((_, (group, version, kind))) = SUBRESOURCE_KINDS.iter().find(|(k, _)| *k == key) {
         return (group.to_string(), version.to_string(), kind.to_string());
     }
@@ -246,8 +246,8 @@ fn listed_subresource_kind(def: &ResourceDefinition, sub: &Subresource) -> Respo
     }
 }
 
-fn strings(values: &[&str]) -> Vec<String> {
-    values.iter().map(|v| v.to_string()).collect()
+fn strings(values: &[impl AsRef<str>]) -> Vec<String> {
+    values.iter().map(|v| v.as_ref().to_string()).collect()
 }
 
 /// The verbs discovery lists for a resource: in name order for built-in resources, in the
@@ -299,7 +299,7 @@ fn index(defs: &[Arc<ResourceDefinition>]) -> Index<'_> {
     }
     for versions in index.values_mut() {
         for resources in versions.values_mut() {
-            resources.sort_by(|a, b| a.plural.cmp(b.plural));
+            resources.sort_by(|a, b| a.plural.cmp(&b.plural));
         }
     }
     index
@@ -443,6 +443,7 @@ pub fn aggregated(
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::borrow::Cow;
     use std::sync::Arc;
 
     use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
@@ -485,7 +486,7 @@ pub(crate) mod tests {
         subresources: Vec<Subresource>,
     ) -> Arc<ResourceDefinition> {
         let storage = Arc::new(StorageDefinition {
-            key_prefix: plural,
+            key_prefix: plural.into(),
             storage_version: GroupVersionKind::new(group, version, kind),
             namespaced,
         });
@@ -516,17 +517,18 @@ pub(crate) mod tests {
         subresources: Vec<Subresource>,
         storage: Arc<StorageDefinition>,
     ) -> Arc<ResourceDefinition> {
-        let list_kind: &'static str = Box::leak(format!("{kind}List").into_boxed_str());
-        let singular: &'static str = Box::leak(kind.to_lowercase().into_boxed_str());
         Arc::new(ResourceDefinition {
             group_version: GroupVersion::new(group, version),
-            kind,
-            list_kind,
-            plural,
-            singular,
+            kind: kind.into(),
+            list_kind: format!("{kind}List").into(),
+            plural: plural.into(),
+            singular: kind.to_lowercase().into(),
             namespaced,
-            short_names,
-            categories,
+            short_names: short_names
+                .iter()
+                .map(|name| Cow::Borrowed(*name))
+                .collect(),
+            categories: categories.iter().map(|name| Cow::Borrowed(*name)).collect(),
             verbs,
             subresources,
             table: None,
@@ -694,9 +696,9 @@ pub(crate) mod tests {
         let scale = Subresource {
             name: "scale",
             kind: SubresourceKind::Scale(crate::resource::ScalePaths {
-                spec_replicas: "/spec/replicas",
-                status_replicas: "/status/replicas",
-                selector: crate::resource::ScaleSelector::LabelSelector("/spec/selector"),
+                spec_replicas: "/spec/replicas".into(),
+                status_replicas: "/status/replicas".into(),
+                selector: crate::resource::ScaleSelector::LabelSelector("/spec/selector".into()),
             }),
             verbs: Verbs::GET_UPDATE_PATCH,
         };
@@ -734,7 +736,7 @@ pub(crate) mod tests {
             vec![eviction, exec, status()],
         );
         let reviews = Arc::new(StorageDefinition {
-            key_prefix: "",
+            key_prefix: "".into(),
             storage_version: GroupVersionKind::new("authentication.k8s.io", "v1", "TokenReview"),
             namespaced: false,
         });

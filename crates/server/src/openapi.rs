@@ -395,9 +395,9 @@ fn resource_routes(def: &ResourceDefinition) -> Vec<Route> {
     let group = def.group_version.group.as_str();
     let version = def.group_version.version.as_str();
     let prefix = group_version_prefix(group, version);
-    let kind = def.kind;
+    let kind = &def.kind;
     let object = definition_name(group, version, kind);
-    let list = definition_name(group, version, def.list_kind);
+    let list = definition_name(group, version, &def.list_kind);
     let gvk = Some((group.to_string(), version.to_string(), kind.to_string()));
     let namespaced_op = if def.namespaced { "Namespaced" } else { "" };
     let verbs = def.verbs;
@@ -794,7 +794,7 @@ fn document_routes(defs: &[Arc<ResourceDefinition>], key: &DocumentKey) -> Optio
             if served.is_empty() {
                 return None;
             }
-            served.sort_by(|a, b| a.plural.cmp(b.plural));
+            served.sort_by(|a, b| a.plural.cmp(&b.plural));
             // The CRD OpenAPI builder publishes the resources' routes only.
             let mut routes = match served.iter().all(|def| def.capabilities.dynamic) {
                 true => Vec::new(),

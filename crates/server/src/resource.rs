@@ -5,6 +5,7 @@
 //! its strategy. Here they are data: one [`ResourceDefinition`] per served group-version-
 //! resource, so discovery, routing and the handlers all read the same source and cannot drift.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupResource, GroupVersion, GroupVersionKind};
@@ -121,25 +122,25 @@ pub type ConnectFn = fn(request: &ConnectRequest<'_>, object: &Value) -> Result<
 
 /// Where a resource keeps what its Scale shows, as JSON pointers (the same data a CRD's
 /// scale subresource gives as specReplicasPath, statusReplicasPath and labelSelectorPath).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScalePaths {
     /// The desired replicas (`/spec/replicas`).
-    pub spec_replicas: &'static str,
+    pub spec_replicas: Name,
     /// The observed replicas (`/status/replicas`).
-    pub status_replicas: &'static str,
+    pub status_replicas: Name,
     /// Where the selector is and in which form.
     pub selector: ScaleSelector,
 }
 
 /// The form of the selector a Scale's `status.selector` shows as a string.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScaleSelector {
     /// A metav1.LabelSelector (matchLabels, matchExpressions), e.g. `/spec/selector`.
-    LabelSelector(&'static str),
+    LabelSelector(Name),
     /// A map of labels (ReplicationControllers' `/spec/selector`).
-    Map(&'static str),
+    Map(Name),
     /// Already a string (CRDs' labelSelectorPath, e.g. `/status/selector`).
-    String(&'static str),
+    String(Name),
 }
 
 /// A [`Creater`] as subresource data.
@@ -186,6 +187,10 @@ pub trait Creater: Send + Sync + 'static {
     async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError>;
 }
 
+/// A name in a definition: borrowed for the built-in API's (known at compile time), owned for
+/// what is learnt at run time (a CRD's names, columns and paths), so nothing is leaked.
+pub type Name = Cow<'static, str>;
+
 /// A subresource of a resource, e.g. `namespaces/status`.
 #[derive(Clone, Debug)]
 pub struct Subresource {
@@ -197,11 +202,11 @@ pub struct Subresource {
 /// One column of `kubectl get` output (a meta.k8s.io/v1 TableColumnDefinition).
 #[derive(Clone, Debug)]
 pub struct PrinterColumn {
-    pub name: &'static str,
+    pub name: Name,
     /// OpenAPI type: string, integer, number, boolean, date.
-    pub type_: &'static str,
-    pub format: &'static str,
-    pub description: &'static str,
+    pub type_: Name,
+    pub format: Name,
+    pub description: Name,
     /// 0 for the default columns, higher for `-o wide` only.
     pub priority: i32,
 }
@@ -288,7 +293,7 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// The resource-specific fields a field selector may use and their values for `object`
     /// (`metadata.name` and `metadata.namespace` are always supported).
-    fn selectable_fields(&self, _object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, _object: &Value) -> Vec<(Name, String)> {
         Vec::new()
     }
 
@@ -367,7 +372,7 @@ pub trait Converter: Send + Sync + 'static {
 #[derive(Debug)]
 pub struct StorageDefinition {
     /// The key path under the storage prefix (`configmaps`, `events`, ...).
-    pub key_prefix: &'static str,
+    pub key_prefix: Name,
     /// The version objects are written in.
     pub storage_version: GroupVersionKind,
     pub namespaced: bool,
@@ -377,14 +382,14 @@ pub struct StorageDefinition {
 #[derive(Clone)]
 pub struct ResourceDefinition {
     pub group_version: GroupVersion,
-    pub kind: &'static str,
-    pub list_kind: &'static str,
+    pub kind: Name,
+    pub list_kind: Name,
     /// The plural name, as in the URL path.
-    pub plural: &'static str,
-    pub singular: &'static str,
+    pub plural: Name,
+    pub singular: Name,
     pub namespaced: bool,
-    pub short_names: &'static [&'static str],
-    pub categories: &'static [&'static str],
+    pub short_names: Vec<Name>,
+    pub categories: Vec<Name>,
     pub verbs: Verbs,
     pub subresources: Vec<Subresource>,
     pub table: Option<TableConvertor>,
@@ -438,14 +443,14 @@ impl Capabilities {
 
 impl ResourceDefinition {
     pub fn group_resource(&self) -> GroupResource {
-        GroupResource::new(self.group_version.group.clone(), self.plural)
+        GroupResource::new(self.group_version.group.clone(), &*self.plural)
     }
 
     pub fn group_version_kind(&self) -> GroupVersionKind {
         GroupVersionKind::new(
             self.group_version.group.clone(),
             self.group_version.version.clone(),
-            self.kind,
+            &*self.kind,
         )
     }
 
@@ -471,7 +476,7 @@ impl ResourceDefinition {
         group_version: &GroupVersion,
         object: &mut Value,
     ) -> Result<(), ApiError> {
-        crate::type_meta::check(group_version, self.kind, self.capabilities.typed, object)
+        crate::type_meta::check(group_version, &self.kind, self.capabilities.typed, object)
     }
 
     /// The served form of a stored object.

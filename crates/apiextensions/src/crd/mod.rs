@@ -49,13 +49,13 @@ pub fn definition() -> ResourceDefinition {
     let kind = "CustomResourceDefinition";
     ResourceDefinition {
         group_version: GroupVersion::new(GROUP, "v1"),
-        kind,
-        list_kind: "CustomResourceDefinitionList",
-        plural: "customresourcedefinitions",
-        singular: "customresourcedefinition",
+        kind: kind.into(),
+        list_kind: "CustomResourceDefinitionList".into(),
+        plural: "customresourcedefinitions".into(),
+        singular: "customresourcedefinition".into(),
         namespaced: false,
-        short_names: &["crd", "crds"],
-        categories: &["api-extensions"],
+        short_names: vec!["crd".into(), "crds".into()],
+        categories: vec!["api-extensions".into()],
         verbs: Verbs::ALL,
         subresources: vec![Subresource {
             name: "status",
@@ -65,7 +65,7 @@ pub fn definition() -> ResourceDefinition {
         table: None,
         strategy: Arc::new(CrdStrategy),
         storage: Arc::new(StorageDefinition {
-            key_prefix: KEY_PREFIX,
+            key_prefix: KEY_PREFIX.into(),
             storage_version: GroupVersionKind::new(GROUP, "v1", kind),
             namespaced: false,
         }),

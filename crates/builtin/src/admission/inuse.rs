@@ -39,7 +39,7 @@ impl AdmissionPlugin for StorageObjectInUseProtection {
         object: Option<&mut Value>,
         _old: Option<&Value>,
     ) -> Result<(), ApiError> {
-        let plural = attributes.definition.plural;
+        let plural: &str = &attributes.definition.plural;
         let finalizer = match plural {
             "persistentvolumeclaims" => PVC_PROTECTION,
             "persistentvolumes" => PV_PROTECTION,

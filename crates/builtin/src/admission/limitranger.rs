@@ -49,7 +49,7 @@ fn handled(attributes: &Attributes<'_>) -> Option<&'static str> {
     if !definition.group_version.group.is_empty() || !attributes.subresource.is_empty() {
         return None;
     }
-    match (definition.plural, attributes.operation) {
+    match (&*definition.plural, attributes.operation) {
         ("pods", Operation::Create) => Some("pods"),
         ("persistentvolumeclaims", Operation::Create | Operation::Update) => {
             Some("persistentvolumeclaims")

@@ -342,7 +342,7 @@ impl AdmissionPlugin for NodeRestriction {
             return Ok(());
         };
         let definition = a.definition;
-        let result = match (definition.group_version.group.as_str(), definition.plural) {
+        let result = match (definition.group_version.group.as_str(), &*definition.plural) {
             ("", "pods") => self.pods(node, a, object, old),
             ("", "nodes") if matches!(a.subresource, "" | "status") => {
                 node_object(node, a, object, old)

@@ -552,13 +552,13 @@ impl AdmissionPlugin for PodSecurity {
         }
         let definition = attributes.definition;
         let group = definition.group_version.group.as_str();
-        match (group, definition.plural) {
+        match (group, &*definition.plural) {
             ("", "namespaces") if attributes.subresource.is_empty() => {
                 self.namespace(attributes, object, old)
             }
             ("", "pods") => self.pod(attributes, object, old),
             _ if attributes.subresource.is_empty() => {
-                if let Some(template) = pod_template(group, definition.plural, object) {
+                if let Some(template) = pod_template(group, &definition.plural, object) {
                     if let Some(why) = self.exemption(attributes, &template["spec"]) {
                         attributes.audit.add(EXEMPT_ANNOTATION, why);
                         return Ok(());

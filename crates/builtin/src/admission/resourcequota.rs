@@ -295,7 +295,7 @@ impl ResourceQuota {
         old: Option<&Value>,
     ) -> Result<Vec<Charge<'q>>, ApiError> {
         let definition = attributes.definition;
-        let (group, plural) = (definition.group_version.group.as_str(), definition.plural);
+        let (group, plural) = (definition.group_version.group.as_str(), &*definition.plural);
         let forbidden = |message: String| {
             ApiError::forbidden(&definition.group_resource(), attributes.name, message)
         };
@@ -400,7 +400,7 @@ fn charged(attributes: &Attributes<'_>) -> bool {
         Operation::Update => matches!(
             (
                 definition.group_version.group.as_str(),
-                definition.plural,
+                &*definition.plural,
                 attributes.subresource
             ),
             ("", "persistentvolumeclaims" | "services", "") | ("", "pods", "resize")
@@ -507,9 +507,9 @@ pub async fn run_quota_controller(
 /// Sends the namespace of every change of one collection that calls for a recount.
 async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: CancellationToken) {
     let group = served.definition.group_version.group.clone();
-    let plural = served.definition.plural;
+    let plural = served.definition.plural.clone();
     kapi_server::informer::follow(served, stopping, |change| match change {
-        kapi_server::informer::Change::Event(event) if needs_recount(&group, plural, event) => {
+        kapi_server::informer::Change::Event(event) if needs_recount(&group, &plural, event) => {
             dirty.send(event.object.namespace.clone()).is_ok()
         }
         _ => true,

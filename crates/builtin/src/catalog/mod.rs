@@ -12,13 +12,14 @@
 mod generated;
 mod generic;
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::resource::{
-    Capabilities, Converter, ResourceDefinition, StorageDefinition, Subresource, TableConvertor,
-    Verbs,
+    Capabilities, Converter, Name, ResourceDefinition, StorageDefinition, Subresource,
+    TableConvertor, Verbs,
 };
 
 use crate::hooks::TypeHooks;
@@ -48,6 +49,11 @@ pub(crate) struct CatalogEntry {
     /// The group and version objects are written in (the kind is the same).
     pub storage_group: &'static str,
     pub storage_version: &'static str,
+}
+
+/// Names of the catalog as a definition's.
+fn names(names: &'static [&'static str]) -> Vec<Name> {
+    names.iter().copied().map(Cow::Borrowed).collect()
 }
 
 /// A subresource of a [`CatalogEntry`] with upstream's verbs.
@@ -178,7 +184,7 @@ fn storage(
         .entry(key)
         .or_insert_with(|| {
             Arc::new(StorageDefinition {
-                key_prefix: entry.key_prefix,
+                key_prefix: Cow::Borrowed(entry.key_prefix),
                 storage_version: GroupVersionKind::new(
                     entry.storage_group,
                     entry.storage_version,
@@ -213,13 +219,13 @@ fn build(
     };
     Ok(ResourceDefinition {
         group_version: GroupVersion::new(entry.group, entry.version),
-        kind: entry.kind,
-        list_kind: entry.list_kind,
-        plural: entry.plural,
-        singular: entry.singular,
+        kind: Cow::Borrowed(entry.kind),
+        list_kind: Cow::Borrowed(entry.list_kind),
+        plural: Cow::Borrowed(entry.plural),
+        singular: Cow::Borrowed(entry.singular),
         namespaced: entry.namespaced,
-        short_names: entry.short_names,
-        categories: entry.categories,
+        short_names: names(entry.short_names),
+        categories: names(entry.categories),
         verbs: verbs_of(entry.verbs),
         subresources: subresources(entry),
         table: Some(hooks.table.unwrap_or_else(default_table)),

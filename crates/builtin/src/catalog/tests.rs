@@ -160,14 +160,14 @@ fn definitions_follow_their_entries() {
     assert_eq!(served.len() + unserved.len(), CATALOG.len());
     let served_keys: HashSet<(String, &str)> = served
         .iter()
-        .map(|d| (d.group_version.to_string(), d.plural))
+        .map(|d| (d.group_version.to_string(), &*d.plural))
         .collect();
     for (definition, e) in served.iter().zip(CATALOG.iter().filter(|e| {
         let gv = GroupVersion::new(e.group, e.version).to_string();
         served_keys.contains(&(gv, e.plural))
     })) {
         assert_eq!(
-            (definition.kind, definition.namespaced, definition.verbs),
+            (&*definition.kind, definition.namespaced, definition.verbs),
             (e.kind, e.namespaced, verbs_of(e.verbs)),
             "{}",
             e.plural
@@ -216,7 +216,7 @@ fn versions_of_a_resource_share_their_storage() {
     let (served, _) = build_all();
     let mut by_prefix: HashMap<&str, Vec<&ResourceDefinition>> = HashMap::new();
     for d in served.iter().filter(|d| !d.storage.key_prefix.is_empty()) {
-        by_prefix.entry(d.storage.key_prefix).or_default().push(d);
+        by_prefix.entry(&d.storage.key_prefix).or_default().push(d);
     }
     let events = &by_prefix["events"];
     assert_eq!(events.len(), 2);
@@ -241,15 +241,15 @@ fn own_modules_provide_their_kinds() {
             .find(|d| d.group_version.group == group && d.plural == plural)
             .expect("served")
     };
-    let columns = |d: &ResourceDefinition| -> Vec<&str> {
+    fn columns(d: &ResourceDefinition) -> Vec<&str> {
         d.table
             .as_ref()
             .unwrap()
             .columns
             .iter()
-            .map(|c| c.name)
+            .map(|c| &*c.name)
             .collect()
-    };
+    }
     assert_eq!(columns(find("", "namespaces")), ["Name", "Status", "Age"]);
     assert_eq!(columns(find("", "configmaps")), ["Name", "Data", "Age"]);
     assert_eq!(
@@ -282,7 +282,7 @@ fn own_modules_provide_their_kinds() {
 #[test]
 fn kinds_without_hooks_print_name_and_age() {
     let table = default_table();
-    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["Name", "Age"]);
     let object = serde_json::json!({"metadata": {"name": "x"}});
     assert_eq!((table.cells)(&object)[0], "x");
@@ -326,17 +326,17 @@ fn scaled_resources_use_upstreams_scale_paths() {
     // Upstream's Scale of the apps workloads formats spec.selector (a LabelSelector); that of
     // ReplicationControllers turns spec.selector (a label map) into a selector string.
     let label_selector = ScalePaths {
-        spec_replicas: "/spec/replicas",
-        status_replicas: "/status/replicas",
-        selector: ScaleSelector::LabelSelector("/spec/selector"),
+        spec_replicas: "/spec/replicas".into(),
+        status_replicas: "/status/replicas".into(),
+        selector: ScaleSelector::LabelSelector("/spec/selector".into()),
     };
     let label_map = ScalePaths {
-        selector: ScaleSelector::Map("/spec/selector"),
-        ..label_selector
+        selector: ScaleSelector::Map("/spec/selector".into()),
+        ..label_selector.clone()
     };
     let want: HashMap<(&str, &str), ScalePaths> = HashMap::from([
-        (("apps", "deployments"), label_selector),
-        (("apps", "replicasets"), label_selector),
+        (("apps", "deployments"), label_selector.clone()),
+        (("apps", "replicasets"), label_selector.clone()),
         (("apps", "statefulsets"), label_selector),
         (("", "replicationcontrollers"), label_map),
     ]);
@@ -344,7 +344,7 @@ fn scaled_resources_use_upstreams_scale_paths() {
     let mut scaled: HashMap<(&str, &str), ScalePaths> = HashMap::new();
     for d in &served {
         for sub in d.subresources.iter().filter(|s| s.name == "scale") {
-            let SubresourceKind::Scale(paths) = sub.kind else {
+            let SubresourceKind::Scale(paths) = &sub.kind else {
                 panic!("{}/scale is {:?}", d.plural, sub.kind);
             };
             assert_eq!(
@@ -353,7 +353,7 @@ fn scaled_resources_use_upstreams_scale_paths() {
                 "{}",
                 d.plural
             );
-            scaled.insert((d.group_version.group.as_str(), d.plural), paths);
+            scaled.insert((d.group_version.group.as_str(), &*d.plural), paths.clone());
         }
     }
     assert_eq!(scaled, want);
@@ -450,7 +450,7 @@ fn computed_resources_are_create_only_and_never_stored() {
     let computed: HashSet<(&str, &str)> = definitions
         .iter()
         .filter(|d| d.storage.key_prefix.is_empty())
-        .map(|d| (d.group_version.group.as_str(), d.plural))
+        .map(|d| (d.group_version.group.as_str(), &*d.plural))
         .collect();
     assert_eq!(computed, want);
     for (group, plural) in want {

@@ -1,3 +1,4 @@
+use crate::tests::names;
 use base64::Engine as _;
 use serde_json::json;
 
@@ -139,14 +140,14 @@ fn empty_maps_read_back_absent() {
 fn definition_and_cells() {
     let def = crate::definition("", "v1", "configmaps").unwrap();
     assert_eq!(
-        (def.plural, def.singular, def.short_names),
+        (&*def.plural, &*def.singular, &names(&def.short_names)[..]),
         ("configmaps", "configmap", &["cm"][..])
     );
     assert_eq!(def.verbs.names().len(), 8);
     assert_eq!(def.storage.key_prefix, "configmaps");
     assert!(!def.strategy.supports_field("data"));
     let table = def.table.unwrap();
-    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["Name", "Data", "Age"]);
     let object = cm(json!({"data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}}));
     assert_eq!((table.cells)(&object)[..2], [json!("c"), json!(3)]);

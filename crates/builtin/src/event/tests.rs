@@ -1,3 +1,4 @@
+use crate::tests::{names, pairs};
 use serde_json::json;
 
 use super::*;
@@ -363,10 +364,11 @@ fn strict_update_immutability() {
 
 #[test]
 fn table_cells() {
-    let columns: Vec<(&str, &str, i32)> = table()
+    let table = table();
+    let columns: Vec<(&str, &str, i32)> = table
         .columns
         .iter()
-        .map(|c| (c.name, c.format, c.priority))
+        .map(|c| (&*c.name, &*c.format, c.priority))
         .collect();
     assert_eq!(
         columns,
@@ -438,7 +440,10 @@ fn field_selectors() {
     assert_eq!(core.storage.key_prefix, "events");
     assert_eq!(events.group_version.to_string(), "events.k8s.io/v1");
     assert_eq!(
-        (core.short_names, events.short_names),
+        (
+            &names(&core.short_names)[..],
+            &names(&events.short_names)[..]
+        ),
         (&["ev"][..], &["ev"][..])
     );
     assert!(core.strategy.allow_create_on_update() && events.strategy.allow_create_on_update());
@@ -468,5 +473,5 @@ fn field_selectors() {
     assert_eq!(get("reason"), Some("Scheduled"));
     let legacy = core_v1();
     let fields = core.strategy.selectable_fields(&legacy);
-    assert!(fields.contains(&("source", "kubelet".to_string())));
+    assert!(pairs(&fields).contains(&("source", "kubelet".to_string())));
 }

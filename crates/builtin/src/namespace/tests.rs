@@ -1,3 +1,4 @@
+use crate::tests::pairs;
 use serde_json::json;
 
 use super::*;
@@ -173,14 +174,14 @@ fn definition_matches_upstream() {
     assert!(!def.strategy.supports_field("spec.finalizers"));
     let ns = json!({"metadata": {"name": "a", "creationTimestamp": "2020-01-01T00:00:00Z"}, "status": {"phase": "Active"}});
     assert_eq!(
-        def.strategy.selectable_fields(&ns),
+        pairs(&def.strategy.selectable_fields(&ns)),
         [("status.phase", "Active".to_string())]
     );
     let table = def.table.unwrap();
     let columns: Vec<(&str, &str, i32)> = table
         .columns
         .iter()
-        .map(|c| (c.name, c.format, c.priority))
+        .map(|c| (&*c.name, &*c.format, c.priority))
         .collect();
     assert_eq!(
         columns,

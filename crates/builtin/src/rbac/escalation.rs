@@ -102,7 +102,7 @@ impl EscalationCheck {
         role: &Value,
         old: Option<&Value>,
     ) -> Result<(), String> {
-        let resource = attributes.definition.plural;
+        let resource = &attributes.definition.plural;
         let user = attributes.user;
         if self
             .allowed(
@@ -235,7 +235,7 @@ impl AdmissionPlugin for EscalationCheck {
         {
             return Ok(());
         }
-        match definition.plural {
+        match &*definition.plural {
             "roles" | "clusterroles" => self
                 .check_role(attributes, object, old)
                 .await

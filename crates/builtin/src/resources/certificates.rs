@@ -355,7 +355,7 @@ mod tests {
         rules.prepare_for_update(&mut update, &csr);
         assert_eq!(update["spec"]["signerName"], "example.com/signer");
         assert_eq!(
-            rules.selectable_fields(&csr),
+            crate::tests::pairs(&rules.selectable_fields(&csr)),
             vec![("spec.signerName", "example.com/signer".to_string())]
         );
     }

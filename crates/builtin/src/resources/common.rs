@@ -5,6 +5,7 @@ use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::resource::{PrinterColumn, TableConvertor};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 use crate::printers::{age_column, column, name_column};
 
@@ -30,10 +31,10 @@ pub(crate) const fn typed(
     description: &'static str,
 ) -> PrinterColumn {
     PrinterColumn {
-        name,
-        type_,
-        format: "",
-        description,
+        name: Cow::Borrowed(name),
+        type_: Cow::Borrowed(type_),
+        format: Cow::Borrowed(""),
+        description: Cow::Borrowed(description),
         priority: 0,
     }
 }

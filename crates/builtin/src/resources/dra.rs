@@ -211,7 +211,7 @@ mod tests {
             json!({"spec": {"driver": "gpu.example.com", "pool": {"name": "p"}, "nodeName": "n1"}});
         assert!(slices.validate(&slice).is_empty());
         assert_eq!(
-            slices.selectable_fields(&slice)[0],
+            crate::tests::pairs(&slices.selectable_fields(&slice))[0],
             ("spec.nodeName", "n1".to_string())
         );
         assert_eq!(

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::FieldErrors;
 use kapi_server::UserInfo;
-use kapi_server::resource::{NameValidator, Strategy, TableConvertor};
+use kapi_server::resource::{Name, NameValidator, Strategy, TableConvertor};
 use serde_json::Value;
 
 use crate::hooks::TypeHooks;
@@ -192,10 +192,10 @@ impl Strategy for Rules {
         self.unconditional_update
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(Name, String)> {
         self.fields
             .iter()
-            .map(|(name, read)| (*name, read(object)))
+            .map(|(name, read)| (Name::Borrowed(*name), read(object)))
             .collect()
     }
 

@@ -461,7 +461,7 @@ fn volume_attachment_table() -> TableConvertor {
     table(
         vec![
             kapi_server::resource::PrinterColumn {
-                format: "name",
+                format: "name".into(),
                 ..col(
                     "Attacher",
                     "Attacher indicates the name of the volume driver that MUST handle this request. This is the name returned by GetPluginName().",

@@ -1,3 +1,4 @@
+use crate::tests::pairs;
 use base64::Engine as _;
 use serde_json::json;
 
@@ -188,18 +189,18 @@ fn updates() {
 #[test]
 fn definition_fields_and_cells() {
     let def = crate::definition("", "v1", "secrets").unwrap();
-    assert_eq!((def.plural, def.short_names.len()), ("secrets", 0));
+    assert_eq!((&*def.plural, def.short_names.len()), ("secrets", 0));
     assert_eq!(def.storage.key_prefix, "secrets");
     assert!(def.strategy.supports_field("type"));
     assert!(!def.strategy.supports_field("data"));
     let object =
         secret(json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}}));
     assert_eq!(
-        def.strategy.selectable_fields(&object),
+        pairs(&def.strategy.selectable_fields(&object)),
         [("type", "kubernetes.io/tls".to_string())]
     );
     let table = def.table.unwrap();
-    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["Name", "Type", "Data", "Age"]);
     assert_eq!(
         (table.cells)(&object)[..3],

@@ -210,11 +210,14 @@ impl Strategy for ServiceStrategy {
         validate_load_balancer_status(new)
     }
 
-    fn selectable_fields(&self, service: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, service: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         let spec = &service["spec"];
         vec![
-            ("spec.clusterIP", str_of(spec, "clusterIP").to_string()),
-            ("spec.type", str_of(spec, "type").to_string()),
+            (
+                "spec.clusterIP".into(),
+                str_of(spec, "clusterIP").to_string(),
+            ),
+            ("spec.type".into(), str_of(spec, "type").to_string()),
         ]
     }
 

@@ -1,6 +1,7 @@
 //! Unit tests of Services: defaulting, validation tables with upstream's causes, update
 //! rules, printers, CIDR arithmetic, and the allocator against a real embedded store.
 
+use crate::tests::pairs;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -254,7 +255,7 @@ fn updates_keep_allocated_values_and_reject_changed_cluster_ips() {
     assert!(external["spec"]["ports"][0].get("nodePort").is_none());
     let fields = ServiceStrategy.selectable_fields(&old);
     assert_eq!(
-        fields,
+        pairs(&fields),
         vec![
             ("spec.clusterIP", "10.0.0.1".to_string()),
             ("spec.type", "NodePort".to_string())
@@ -266,7 +267,7 @@ fn updates_keep_allocated_values_and_reject_changed_cluster_ips() {
 fn service_rows_as_upstream_prints_them() {
     let hooks = hooks("", "Service").unwrap();
     let table = hooks.table.unwrap();
-    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(
         names,
         [

@@ -428,7 +428,7 @@ impl Strategy for ReplicaSetStrategy {
         errs
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         selectable_replicas(object)
     }
 
@@ -530,7 +530,7 @@ impl Strategy for ReplicationControllerStrategy {
         Self::validate_spec(&object["spec"])
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         selectable_replicas(object)
     }
 

@@ -398,9 +398,9 @@ impl Strategy for JobStrategy {
         errs
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         vec![(
-            "status.successful",
+            "status.successful".into(),
             int_of(&object["status"], "succeeded").to_string(),
         )]
     }

@@ -79,9 +79,9 @@ fn bump_generation(new: &mut Value, old: &Value) {
 }
 
 /// The `status.replicas` field selector of ReplicaSets and ReplicationControllers.
-fn selectable_replicas(object: &Value) -> Vec<(&'static str, String)> {
+fn selectable_replicas(object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
     vec![(
-        "status.replicas",
+        "status.replicas".into(),
         int_of(&object["status"], "replicas").to_string(),
     )]
 }

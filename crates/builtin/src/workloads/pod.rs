@@ -105,31 +105,31 @@ impl Strategy for PodStrategy {
         errs
     }
 
-    fn selectable_fields(&self, object: &Value) -> Vec<(&'static str, String)> {
+    fn selectable_fields(&self, object: &Value) -> Vec<(kapi_server::resource::Name, String)> {
         let (spec, status) = (&object["spec"], &object["status"]);
         let host_network = spec["hostNetwork"].as_bool().unwrap_or(false);
         vec![
-            ("spec.nodeName", str_of(spec, "nodeName").to_string()),
+            ("spec.nodeName".into(), str_of(spec, "nodeName").to_string()),
             (
-                "spec.restartPolicy",
+                "spec.restartPolicy".into(),
                 str_of(spec, "restartPolicy").to_string(),
             ),
             (
-                "spec.schedulerName",
+                "spec.schedulerName".into(),
                 str_of(spec, "schedulerName").to_string(),
             ),
             (
-                "spec.serviceAccountName",
+                "spec.serviceAccountName".into(),
                 str_of(spec, "serviceAccountName").to_string(),
             ),
-            ("spec.hostNetwork", host_network.to_string()),
-            ("status.phase", str_of(status, "phase").to_string()),
+            ("spec.hostNetwork".into(), host_network.to_string()),
+            ("status.phase".into(), str_of(status, "phase").to_string()),
             (
-                "status.podIP",
+                "status.podIP".into(),
                 str_of(&status["podIPs"][0], "ip").to_string(),
             ),
             (
-                "status.nominatedNodeName",
+                "status.nominatedNodeName".into(),
                 str_of(status, "nominatedNodeName").to_string(),
             ),
         ]

@@ -5,6 +5,7 @@
 use kapi_apimachinery::labels::from_label_selector;
 use kapi_server::resource::{PrinterColumn, TableConvertor};
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 use crate::printers::{age_cell, age_column, column, human_duration, name_cell, name_column};
 use crate::util::{Timestamp, int_of, parse_rfc3339, str_of};
@@ -21,10 +22,10 @@ const fn typed(
     priority: i32,
 ) -> PrinterColumn {
     PrinterColumn {
-        name,
-        type_,
-        format: "",
-        description,
+        name: Cow::Borrowed(name),
+        type_: Cow::Borrowed(type_),
+        format: Cow::Borrowed(""),
+        description: Cow::Borrowed(description),
         priority,
     }
 }
@@ -741,8 +742,8 @@ fn controller_name(object: &Value) -> String {
 mod tests {
     use super::*;
 
-    fn names(table: &TableConvertor) -> Vec<&'static str> {
-        table.columns.iter().map(|c| c.name).collect()
+    fn names(table: &TableConvertor) -> Vec<&str> {
+        table.columns.iter().map(|c| &*c.name).collect()
     }
 
     #[test]

@@ -154,8 +154,8 @@ fn resource_discovery(def: &ResourceDefinition) -> ApiResourceDiscovery {
         .to_string(),
         singular_resource: def.singular.to_string(),
         verbs: discovery_verbs(def),
-        short_names: strings(def.short_names),
-        categories: strings(def.categories),
+        short_names: strings(&def.short_names),
+        categories: strings(&def.categories),
         subresources: subresources
             .into_iter()
             .map(|sub| ApiSubresourceDiscovery {

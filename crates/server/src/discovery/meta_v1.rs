@@ -200,8 +200,8 @@ fn api_resources(def: &ResourceDefinition) -> Vec<(String, ApiResource)> {
             version: String::new(),
             kind: def.kind.to_string(),
             verbs: discovery_verbs(def),
-            short_names: strings(def.short_names),
-            categories: strings(def.categories),
+            short_names: strings(&def.short_names),
+            categories: strings(&def.categories),
             // Resources computed per request (no key prefix) have no storage version.
             storage_version_hash: if def.storage.key_prefix.is_empty() {
                 String::new()

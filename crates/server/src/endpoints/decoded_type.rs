@@ -93,7 +93,7 @@ pub(super) fn resolve_patched(
     let expected_version = definition.group_version.api_version();
     if patch_type == PatchType::StrategicMerge {
         patched["apiVersion"] = Value::from(expected_version);
-        patched["kind"] = Value::from(definition.kind);
+        patched["kind"] = Value::from(&*definition.kind);
         return Ok(PatchedType::Same(patched));
     }
     let api_version = patched["apiVersion"]
@@ -118,7 +118,7 @@ pub(super) fn resolve_patched(
         return Err(internal_type(&patched, directive, url_name, warn));
     }
     let kind = if kind.is_empty() {
-        patched["kind"] = Value::from(definition.kind);
+        patched["kind"] = Value::from(&*definition.kind);
         definition.kind.to_string()
     } else {
         kind
@@ -135,7 +135,7 @@ pub(super) fn resolve_patched(
         return Ok(PatchedType::OtherVersion(patched, other));
     }
     let reason = if apis.registered(group, version, &kind) {
-        unknown_conversion(version, &kind, &group_version.group, definition.kind)
+        unknown_conversion(version, &kind, &group_version.group, &definition.kind)
     } else {
         not_registered(&kind, &api_version)
     };
@@ -162,7 +162,7 @@ impl<'a> ExpectedType<'a> {
         ExpectedType {
             group: &definition.group_version.group,
             version: &definition.group_version.version,
-            kind: definition.kind,
+            kind: &definition.kind,
             typed: definition.capabilities.typed,
             also_accepted: &[],
         }

@@ -96,7 +96,7 @@ impl Context<'_> {
         self.apis
             .schemas
             .as_ref()?
-            .kind_schema(&gv.group, &gv.version, definition.kind)
+            .kind_schema(&gv.group, &gv.version, &definition.kind)
     }
 
     /// The server's admission plugins bound to this request, on the object `name` ("" when
@@ -485,7 +485,7 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
         .content_type
         .as_deref()
         .is_none_or(|ct| negotiation::essence(ct) == "application/json");
-    if json && let Some(err) = negotiation::malformed_json(context.definition().kind, body) {
+    if json && let Some(err) = negotiation::malformed_json(&context.definition().kind, body) {
         return Err(err);
     }
     let mut object = negotiation::decode_body(
@@ -495,14 +495,14 @@ fn decode_object(context: &Context<'_>, body: &[u8]) -> Result<Value, ApiError> 
     )?;
     let definition = context.definition();
     decoded_type::ExpectedType::of(definition).check_body(context.apis, &mut object)?;
-    let expected_kind = definition.kind;
+    let expected_kind = &definition.kind;
     if let Some(schema) = context.kind_schema() {
         let options = match context.info.verb.as_str() {
             "create" => "CreateOptions",
             _ => "UpdateOptions",
         };
         let directive = super::decode::directive(&context.query, options)?;
-        let kind = (expected_kind, definition.group_version.version.as_str());
+        let kind = (&**expected_kind, definition.group_version.version.as_str());
         let yaml = context
             .content_type
             .as_deref()
@@ -543,7 +543,7 @@ impl Context<'_> {
         let typed = schema.is_some_and(KindSchema::is_typed);
         let schema = schema.map(KindSchema::schema);
         let manager =
-            FieldManager::new(schema, &api_version, definition.kind, subresource).ignoring(resets);
+            FieldManager::new(schema, &api_version, &definition.kind, subresource).ignoring(resets);
         if typed { manager.typed() } else { manager }
     }
 
@@ -568,12 +568,12 @@ pub(super) fn track_subresource_update(
     let schema = apis
         .schemas
         .as_ref()
-        .and_then(|schemas| schemas.kind_schema(&gv.group, &gv.version, definition.kind));
+        .and_then(|schemas| schemas.kind_schema(&gv.group, &gv.version, &definition.kind));
     let typed = schema.as_ref().is_some_and(KindSchema::is_typed);
     let field_manager = FieldManager::new(
         schema.as_ref().map(KindSchema::schema),
         &gv.api_version(),
-        definition.kind,
+        &definition.kind,
         subresource,
     );
     let field_manager = if typed {

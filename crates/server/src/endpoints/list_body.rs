@@ -174,7 +174,7 @@ fn envelope(
     Ok(match renderer.output {
         Output::Json => json_envelope(
             vec![
-                ("kind", Value::from(definition.list_kind)),
+                ("kind", Value::from(&*definition.list_kind)),
                 ("apiVersion", api_version),
                 ("metadata", meta),
             ],

@@ -34,7 +34,7 @@ use crate::body::{Body, BoxError};
 use crate::discovery;
 use crate::openapi;
 use crate::registry::Registry;
-use crate::resource::ResourceDefinition;
+use crate::resource::{Name, ResourceDefinition};
 
 pub use decode::{ProtobufError, SchemaProvider};
 pub use render::NAME_DESCRIPTION;
@@ -160,11 +160,11 @@ struct StorageFactory {
 impl StorageFactory {
     /// The served resources of `definitions`, one registry per stored collection.
     fn serve(&self, definitions: &[Arc<ResourceDefinition>]) -> HashMap<ServedKey, Served> {
-        let mut registries: HashMap<&'static str, Arc<Registry>> = HashMap::new();
+        let mut registries: HashMap<&str, Arc<Registry>> = HashMap::new();
         let mut served = HashMap::new();
         for definition in definitions {
             let registry = registries
-                .entry(definition.storage.key_prefix)
+                .entry(&definition.storage.key_prefix)
                 .or_insert_with(|| {
                     let fields = storage_fields(definition, definitions);
                     Arc::new(Registry::new(
@@ -421,7 +421,7 @@ impl ApiHandler {
             d.group_version.group == group && d.group_version.version == version && d.kind == kind
         });
         match found {
-            Some(definition) => self.served(group, version, definition.plural),
+            Some(definition) => self.served(group, version, &definition.plural),
             None => self.0.delegate.as_ref()?.served_kind(group, version, kind),
         }
     }
@@ -433,7 +433,7 @@ impl ApiHandler {
         group: &str,
         version: &str,
         plural: &str,
-    ) -> Option<(&'static str, Option<KindSchema>)> {
+    ) -> Option<(Name, Option<KindSchema>)> {
         let Some(served) = self.served(group, version, plural) else {
             return self
                 .0
@@ -441,8 +441,9 @@ impl ApiHandler {
                 .as_ref()?
                 .resource_schema(group, version, plural);
         };
-        let kind = served.definition.kind;
-        Some((kind, self.kind_schema(group, version, kind)))
+        let kind = served.definition.kind.clone();
+        let schema = self.kind_schema(group, version, &kind);
+        Some((kind, schema))
     }
 
     /// The other served versions of `definition`'s resource, here or down the chain: the

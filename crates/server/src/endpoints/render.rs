@@ -4,6 +4,7 @@
 
 use kapi_apimachinery::status::ApiError;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
 use super::negotiation::Output;
 use crate::codec;
@@ -125,17 +126,17 @@ impl Renderer<'_> {
 /// The columns of a resource without printer columns, as upstream's default table convertor.
 const DEFAULT_COLUMNS: [PrinterColumn; 2] = [
     PrinterColumn {
-        name: "Name",
-        type_: "string",
-        format: "name",
-        description: NAME_DESCRIPTION,
+        name: Cow::Borrowed("Name"),
+        type_: Cow::Borrowed("string"),
+        format: Cow::Borrowed("name"),
+        description: Cow::Borrowed(NAME_DESCRIPTION),
         priority: 0,
     },
     PrinterColumn {
-        name: "Created At",
-        type_: "date",
-        format: "",
-        description: CREATED_AT_DESCRIPTION,
+        name: Cow::Borrowed("Created At"),
+        type_: Cow::Borrowed("date"),
+        format: Cow::Borrowed(""),
+        description: Cow::Borrowed(CREATED_AT_DESCRIPTION),
         priority: 0,
     },
 ];

@@ -57,7 +57,7 @@ impl Special {
         info: &RequestInfo,
     ) -> Option<Special> {
         match subresource.map(|sub| &sub.kind) {
-            Some(SubresourceKind::Scale(paths)) => Some(Special::Scale(*paths)),
+            Some(SubresourceKind::Scale(paths)) => Some(Special::Scale(paths.clone())),
             Some(SubresourceKind::Create(hook)) => Some(Special::Create {
                 hook: hook.0.clone(),
                 on_object: true,
@@ -276,15 +276,15 @@ pub fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
     }
     let replicas = |pointer: &str| object.pointer(pointer).and_then(Value::as_i64);
     let mut spec = Map::new();
-    if let Some(desired) = replicas(paths.spec_replicas).filter(|n| *n != 0) {
+    if let Some(desired) = replicas(&paths.spec_replicas).filter(|n| *n != 0) {
         spec.insert("replicas".into(), desired.into());
     }
     let mut status = Map::new();
     status.insert(
         "replicas".into(),
-        replicas(paths.status_replicas).unwrap_or(0).into(),
+        replicas(&paths.status_replicas).unwrap_or(0).into(),
     );
-    let selector = selector_string(object, paths.selector);
+    let selector = selector_string(object, &paths.selector);
     if !selector.is_empty() {
         status.insert("selector".into(), selector.into());
     }
@@ -298,7 +298,7 @@ pub fn scale_of(object: &Value, paths: &ScalePaths) -> Value {
 }
 
 /// The selector of `object` in the string form of a Scale's `status.selector`.
-fn selector_string(object: &Value, selector: ScaleSelector) -> String {
+fn selector_string(object: &Value, selector: &ScaleSelector) -> String {
     match selector {
         ScaleSelector::LabelSelector(pointer) => {
             let selector = object.pointer(pointer).unwrap_or(&Value::Null);
@@ -322,13 +322,14 @@ fn selector_string(object: &Value, selector: ScaleSelector) -> String {
 
 /// The columns upstream prints a Scale with: Name, Desired, Available and Age.
 fn scale_table() -> TableConvertor {
-    let column = |name, type_, description| PrinterColumn {
-        name,
-        type_,
-        format: "",
-        description,
-        priority: 0,
-    };
+    let column =
+        |name: &'static str, type_: &'static str, description: &'static str| PrinterColumn {
+            name: name.into(),
+            type_: type_.into(),
+            format: "".into(),
+            description: description.into(),
+            priority: 0,
+        };
     TableConvertor {
         columns: vec![
             column("Name", "string", NAME_DESCRIPTION),
@@ -385,7 +386,7 @@ pub fn apply_scale(
     }
     let mut updated = object.clone();
     let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
-    set_pointer(&mut updated, paths.spec_replicas, replicas.into());
+    set_pointer(&mut updated, &paths.spec_replicas, replicas.into());
     let version = object::resource_version(scale).to_string();
     object::set_meta(&mut updated, "resourceVersion", version.into());
     Ok(updated)
@@ -639,7 +640,7 @@ async fn create(
         }
         None => {
             let gv = &definition.group_version;
-            decode_as(call, &body, (&gv.group, &gv.version, definition.kind))?
+            decode_as(call, &body, (&gv.group, &gv.version, &definition.kind))?
         }
     };
     let name = if call.info.name.is_empty() {

@@ -41,7 +41,7 @@ pub(super) fn kind_prop() -> Value {
 fn kind_schemas(def: &ResourceDefinition, out: &mut BTreeMap<String, Value>) {
     let group = def.group_version.group.as_str();
     let version = def.group_version.version.as_str();
-    let kinds = (def.kind, def.list_kind, def.plural);
+    let kinds = (&*def.kind, &*def.list_kind, &*def.plural);
     out.extend(kind_definitions(group, version, kinds, None, &[]));
 }
 
@@ -176,7 +176,7 @@ pub fn schemas(
     }
     for def in defs {
         let gv = &def.group_version;
-        if !schemas.contains_key(&definition_name(&gv.group, &gv.version, def.kind)) {
+        if !schemas.contains_key(&definition_name(&gv.group, &gv.version, &def.kind)) {
             kind_schemas(def, &mut schemas);
         }
     }

@@ -254,7 +254,7 @@ mod tests {
             let gv = &d.group_version;
             let doc =
                 v3_group_version(&defs, &gv.group, &gv.version, &schemas(&defs, None)).unwrap();
-            supports_field_validation(&doc, &gv.group, &gv.version, d.kind).unwrap();
+            supports_field_validation(&doc, &gv.group, &gv.version, &d.kind).unwrap();
         }
     }
 

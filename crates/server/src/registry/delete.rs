@@ -128,7 +128,7 @@ fn check_delete_preconditions(
                 ),
             );
         }
-        let kind = GroupResource::new(definition.group_version.group.clone(), definition.kind);
+        let kind = GroupResource::new(definition.group_version.group.clone(), &*definition.kind);
         ApiError::conflict(
             &kind,
             name,

@@ -228,7 +228,7 @@ mod tests {
         assert_eq!(cells[7], "<unknown>");
         let rules = node_rules();
         assert_eq!(
-            rules.selectable_fields(&node),
+            crate::tests::pairs(&rules.selectable_fields(&node)),
             vec![("spec.unschedulable", "true".to_string())]
         );
         assert_eq!(node_status(&json!({})), "Unknown");

@@ -1,17 +1,18 @@
 use serde_json::json;
+use std::borrow::Cow;
 
 use super::*;
 
 const DEPLOYMENT: ScalePaths = ScalePaths {
-    spec_replicas: "/spec/replicas",
-    status_replicas: "/status/replicas",
-    selector: ScaleSelector::LabelSelector("/spec/selector"),
+    spec_replicas: Cow::Borrowed("/spec/replicas"),
+    status_replicas: Cow::Borrowed("/status/replicas"),
+    selector: ScaleSelector::LabelSelector(Cow::Borrowed("/spec/selector")),
 };
 
 const CONTROLLER: ScalePaths = ScalePaths {
-    spec_replicas: "/spec/replicas",
-    status_replicas: "/status/replicas",
-    selector: ScaleSelector::Map("/spec/selector"),
+    spec_replicas: Cow::Borrowed("/spec/replicas"),
+    status_replicas: Cow::Borrowed("/status/replicas"),
+    selector: ScaleSelector::Map(Cow::Borrowed("/spec/selector")),
 };
 
 fn deployment() -> Value {
@@ -51,9 +52,9 @@ fn scale_shows_replicas_and_the_selector_string() {
         (
             json!({"metadata": {"name": "c"}, "spec": {"n": 3}, "status": {"s": "k=v"}}),
             ScalePaths {
-                spec_replicas: "/spec/n",
-                status_replicas: "/status/n",
-                selector: ScaleSelector::String("/status/s"),
+                spec_replicas: "/spec/n".into(),
+                status_replicas: "/status/n".into(),
+                selector: ScaleSelector::String("/status/s".into()),
             },
             json!({"replicas": 3}),
             json!({"replicas": 0, "selector": "k=v"}),
@@ -205,7 +206,7 @@ fn scales_print_as_upstream_prints_them() {
     assert_eq!(age(None, Timestamp::now()), "<unknown>");
 
     let table = scale_table();
-    let names: Vec<&str> = table.columns.iter().map(|c| c.name).collect();
+    let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["Name", "Desired", "Available", "Age"]);
     let scale = scale_of(&deployment(), &DEPLOYMENT);
     let cells = (table.cells)(&scale);
