@@ -244,6 +244,7 @@ fn subresources(declared: &Value) -> Vec<Subresource> {
             name: "status",
             kind: SubresourceKind::Status,
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         });
     }
     if let Some(scale) = declared.get("scale") {
@@ -257,6 +258,7 @@ fn subresources(declared: &Value) -> Vec<Subresource> {
                 selector: ScaleSelector::String(json_pointer(selector).into()),
             }),
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         });
     }
     subresources

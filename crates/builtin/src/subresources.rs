@@ -7,9 +7,9 @@ mod csr;
 mod pod;
 
 use std::borrow::Cow;
-
 use std::sync::Arc;
 
+use kapi_apimachinery::schema::GroupVersionKind;
 use kapi_server::resource::{
     CreateHook, ScalePaths, ScaleSelector, Subresource, SubresourceKind, Verbs,
 };
@@ -72,7 +72,31 @@ pub(crate) fn subresource(group: &str, resource: &str, name: &'static str) -> Op
         ("", "services", "proxy") => (SubresourceKind::Connect(connect::service), PROXY_VERBS),
         _ => return None,
     };
-    Some(Subresource { name, kind, verbs })
+    Some(Subresource {
+        name,
+        kind,
+        verbs,
+        response_kind: response_kind(group, resource, name),
+    })
+}
+
+/// The kinds the built-in subresources read and write when they are not the parent's: the
+/// create subresources' request kinds and the connect subresources' options kinds, as
+/// upstream's storage of each makes them.
+fn response_kind(group: &str, resource: &str, name: &str) -> Option<GroupVersionKind> {
+    let (group, kind) = match (group, resource, name) {
+        ("", "pods", "binding") => ("", "Binding"),
+        ("", "pods", "eviction") => ("policy", "Eviction"),
+        ("", "pods", "attach") => ("", "PodAttachOptions"),
+        ("", "pods", "exec") => ("", "PodExecOptions"),
+        ("", "pods", "portforward") => ("", "PodPortForwardOptions"),
+        ("", "pods", "proxy") => ("", "PodProxyOptions"),
+        ("", "nodes", "proxy") => ("", "NodeProxyOptions"),
+        ("", "services", "proxy") => ("", "ServiceProxyOptions"),
+        ("", "serviceaccounts", "token") => ("authentication.k8s.io", "TokenRequest"),
+        _ => return None,
+    };
+    Some(GroupVersionKind::new(group, "v1", kind))
 }
 
 /// The verbs of the proxy subresources (every method is proxied).

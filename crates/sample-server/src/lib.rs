@@ -65,6 +65,7 @@ fn definition(
             name: "status",
             kind: SubresourceKind::Status,
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         }],
         false => Vec::new(),
     };

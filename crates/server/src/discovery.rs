@@ -183,42 +183,15 @@ fn order_versions(group: &str, versions: &mut [&str]) {
     });
 }
 
-/// (parent group, parent kind, subresource name).
-type SubresourceKey = (&'static str, &'static str, &'static str);
-/// (group, version, kind).
-type Gvk = (&'static str, &'static str, &'static str);
-
-/// The kinds upstream's built-in subresources read and write when they are not the parent's
-/// (parent group, parent kind, subresource) -> (group, version, kind): the create
-/// subresources' request kinds and the connect subresources' options kinds.
-const SUBRESOURCE_KINDS: &[(SubresourceKey, Gvk)] = &[
-    (("", "Pod", "binding"), ("", "v1", "Binding")),
-    (("", "Pod", "eviction"), ("policy", "v1", "Eviction")),
-    (("", "Pod", "attach"), ("", "v1", "PodAttachOptions")),
-    (("", "Pod", "exec"), ("", "v1", "PodExecOptions")),
-    (
-        ("", "Pod", "portforward"),
-        ("", "v1", "PodPortForwardOptions"),
-    ),
-    (("", "Pod", "proxy"), ("", "v1", "PodProxyOptions")),
-    (("", "Node", "proxy"), ("", "v1", "NodeProxyOptions")),
-    (("", "Service", "proxy"), ("", "v1", "ServiceProxyOptions")),
-    (
-        ("", "ServiceAccount", "token"),
-        ("authentication.k8s.io", "v1", "TokenRequest"),
-    ),
-];
-
-/// The (group, version, kind) a subresource of `def` reads and writes: a scale subresource's
-/// autoscaling/v1 Scale, a built-in subresource's own kind, else the parent's kind.
+/// The (group, version, kind) a subresource of `def` reads and writes: the one its definition
+/// declares, else a scale subresource's autoscaling/v1 Scale, else the parent's kind.
 pub(crate) fn subresource_kind(
     def: &ResourceDefinition,
     sub: &Subresource,
 ) -> (String, String, String) {
     let gv = &def.group_version;
-    let key = (gv.group.as_str(), &*def.kind, sub.name);
-    if let Some((_, (group, version, kind))) = SUBRESOURCE_KINDS.iter().find(|(k, _)| *k == key) {
-        return (group.to_string(), version.to_string(), kind.to_string());
+    if let Some(kind) = &sub.response_kind {
+        return (kind.group.clone(), kind.version.clone(), kind.kind.clone());
     }
     match sub.kind {
         SubresourceKind::Scale(_) => ("autoscaling".into(), "v1".into(), "Scale".into()),
@@ -545,6 +518,7 @@ pub(crate) mod tests {
             name: "status",
             kind: SubresourceKind::Status,
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         }
     }
 
@@ -553,6 +527,7 @@ pub(crate) mod tests {
             name: "finalize",
             kind: SubresourceKind::Finalize,
             verbs: Verbs::UPDATE,
+            response_kind: None,
         }
     }
 
@@ -701,17 +676,20 @@ pub(crate) mod tests {
                 selector: crate::resource::ScaleSelector::LabelSelector("/spec/selector".into()),
             }),
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         };
-        // The kind of a connect subresource comes from the table, whatever serves it.
+        // The kind of a subresource is the one its definition declares, whatever serves it.
         let exec = Subresource {
             name: "exec",
             kind: SubresourceKind::Status,
             verbs: Verbs::CREATE | Verbs::GET,
+            response_kind: Some(GroupVersionKind::new("", "v1", "PodExecOptions")),
         };
         let eviction = Subresource {
             name: "eviction",
             kind: SubresourceKind::Status,
             verbs: Verbs::CREATE,
+            response_kind: Some(GroupVersionKind::new("policy", "v1", "Eviction")),
         };
         let deployments = def(
             "apps",

@@ -197,6 +197,11 @@ pub struct Subresource {
     pub name: &'static str,
     pub kind: SubresourceKind,
     pub verbs: Verbs,
+    /// The kind the subresource reads and writes when it is not the parent's (pods/binding's
+    /// v1 Binding, pods/exec's v1 PodExecOptions, ...), as upstream's storage of it makes
+    /// them and discovery lists them. `None`: the parent's kind, or autoscaling/v1 Scale for a
+    /// scale subresource.
+    pub response_kind: Option<GroupVersionKind>,
 }
 
 /// One column of `kubectl get` output (a meta.k8s.io/v1 TableColumnDefinition).

@@ -61,6 +61,7 @@ pub fn definition() -> ResourceDefinition {
             name: "status",
             kind: SubresourceKind::Status,
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         }],
         table: None,
         strategy: Arc::new(CrdStrategy),

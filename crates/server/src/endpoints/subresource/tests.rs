@@ -139,21 +139,25 @@ fn special_requests_are_recognized_from_the_subresource_kind() {
             name: "scale",
             kind: SubresourceKind::Scale(DEPLOYMENT),
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         },
         Subresource {
             name: "eviction",
             kind: SubresourceKind::Create(CreateHook(Arc::new(Echo))),
             verbs: Verbs::CREATE,
+            response_kind: None,
         },
         Subresource {
             name: "proxy",
             kind: SubresourceKind::Connect(connect),
             verbs: Verbs::GET,
+            response_kind: None,
         },
         Subresource {
             name: "status",
             kind: SubresourceKind::Status,
             verbs: Verbs::GET_UPDATE_PATCH,
+            response_kind: None,
         },
     ];
     let pods = def(
