@@ -1,15 +1,8 @@
-//! kapi, a Kubernetes API server, as a library: the binary (`src/main.rs`) parses its flags
-//! and calls [`serve::run`]; integration tests start servers in-process with [`serve::start`].
+//! kapi, a Kubernetes API server: the binary (`src/main.rs`) parses its [`flags`] and calls
+//! the control plane ([`kapi_controlplane`]), which integration tests also start in-process
+//! through [`serve`].
 
-mod admission;
-mod audit;
-mod authentication;
-pub mod authorization;
-mod data_dir;
 pub mod flags;
 pub mod logging;
-mod pki;
-mod resolver;
-pub mod serve;
-mod storage;
-pub mod store_command;
+
+pub use kapi_controlplane::{serve, store_command};

@@ -9,7 +9,16 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// kapi's own crates, which `--v` raises; dependencies stay at info until `--v=5`.
-const KAPI_TARGETS: [&str; 4] = ["kapi", "kapi_server", "kapi_storage", "kapi_apimachinery"];
+const KAPI_TARGETS: [&str; 8] = [
+    "kapi",
+    "kapi_controlplane",
+    "kapi_server",
+    "kapi_storage",
+    "kapi_apimachinery",
+    "kapi_builtin",
+    "kapi_apiextensions",
+    "kapi_admission",
+];
 
 /// Installs the global subscriber.
 pub fn init(verbosity: u8) {

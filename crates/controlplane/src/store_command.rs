@@ -17,7 +17,7 @@ use kapi_storage::{EMBEDDED_DB_FILE, EmbeddedStore, SnapshotInfo};
 use tokio::task::JoinHandle;
 
 use crate::data_dir;
-use crate::flags::{SnapshotOptions, StoreCommand, StoreOptions};
+use crate::options::{SnapshotOptions, StoreCommand, StoreOptions};
 use crate::storage::{
     IDENTITY_FILE, check_identity, open_embedded, read_identity, record_identity, store_dir,
 };

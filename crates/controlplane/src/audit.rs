@@ -11,7 +11,7 @@ use kapi_server::audit::{
 };
 use kapi_server::webhook_client::WebhookClient;
 
-use crate::flags::ServeOptions as Options;
+use crate::options::ServeOptions as Options;
 
 /// The auditor the flags ask for; `None` without a policy file or a backend.
 pub fn auditor(options: &Options) -> anyhow::Result<Option<Arc<Auditor>>> {

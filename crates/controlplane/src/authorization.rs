@@ -16,7 +16,7 @@ use kapi_server::authz::{
 };
 use serde_json::Value;
 
-use crate::flags::ServeOptions;
+use crate::options::ServeOptions;
 use kapi_server::{ApiHandler, Authorizer};
 
 /// One authorization mode, as `--authorization-mode` spells it.

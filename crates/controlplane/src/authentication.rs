@@ -12,7 +12,7 @@ use kapi_server::ApiHandler;
 use kapi_server::authn::webhook::WebhookTokenAuthenticator;
 use kapi_server::authn::{BearerToken, RequestHeaderConfig, TokenAuthenticator, TokenFile, oidc};
 
-use crate::flags::ServeOptions;
+use crate::options::ServeOptions;
 
 /// The bearer-token authenticator: the token file (if any), service-account tokens (whose
 /// bound objects are looked up in `api`'s core collections), the configured JWT issuers,

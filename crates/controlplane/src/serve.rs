@@ -19,7 +19,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::data_dir;
-use crate::flags::ServeOptions;
+use crate::options::ServeOptions;
 use crate::pki::{self, PkiFiles};
 use crate::resolver::EndpointsResolver;
 use crate::storage::Storage;

@@ -22,7 +22,7 @@ use kapi_server::webhook_client::ServiceResolver;
 use serde_json::Value;
 
 use crate::authorization::Authorization;
-use crate::flags::ServeOptions;
+use crate::options::ServeOptions;
 
 /// Every plugin kube-apiserver 1.35 knows, in the order they run (upstream's
 /// `AllOrderedPlugins`).

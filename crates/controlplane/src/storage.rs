@@ -10,7 +10,7 @@ use kapi_storage::{
     Compactor, EmbeddedConfig, EmbeddedStore, EtcdConfig, EtcdStore, StorageError, Store,
 };
 
-use crate::flags::ServeOptions;
+use crate::options::ServeOptions;
 
 /// The store the server runs on, the key prefix resources live under, and the compactor
 /// (compacting for as long as this lives).
