@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::endpoints::{ApiHandler, Served};
-use kapi_server::server::PostStartHookContext;
+use kapi_server::{PostStartHooks, ServerError};
 use kapi_storage::Store;
 use tokio::sync::watch;
 
@@ -81,30 +81,27 @@ impl ApiExtensionsServer {
         self.handler.set_admission(plugins);
     }
 
-    /// The post-start hook `start-apiextensions-controllers`: starts the CRD controllers.
-    pub fn start_controllers(
-        &self,
-        context: PostStartHookContext,
-    ) -> impl Future<Output = Result<(), kapi_server::BoxError>> + Send + use<> {
+    /// This server's post-start hooks, with upstream's names: `start-apiextensions-controllers`
+    /// starts the CRD controllers; `crd-informer-synced` finishes once the CRDs stored at
+    /// start are served (so `/readyz` waits for them, and unknown paths stop answering 503).
+    pub fn post_start_hooks(&self) -> Result<PostStartHooks, ServerError> {
+        let mut hooks = PostStartHooks::default();
         let controllers = self.controllers.clone();
-        async move {
-            tokio::spawn(controllers.run(context.stopping.clone()));
-            Ok(())
-        }
-    }
-
-    /// The post-start hook `crd-informer-synced`: returns once the CRDs stored at start are
-    /// served (so `/readyz` waits for them, and unknown paths stop answering 503).
-    pub fn informer_synced(
-        &self,
-    ) -> impl Future<Output = Result<(), kapi_server::BoxError>> + Send + use<> {
+        hooks.add(
+            "start-apiextensions-controllers",
+            move |context| async move {
+                tokio::spawn(controllers.run(context.stopping.clone()));
+                Ok(())
+            },
+        )?;
         let mut synced = self.synced.clone();
-        async move {
+        hooks.add("crd-informer-synced", move |_| async move {
             synced
                 .wait_for(|synced| *synced)
                 .await
                 .map_err(|_| "the CRD controllers stopped before syncing")?;
             Ok(())
-        }
+        })?;
+        Ok(hooks)
     }
 }

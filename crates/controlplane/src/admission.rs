@@ -22,6 +22,7 @@ use kapi_server::webhook_client::ServiceResolver;
 use serde_json::Value;
 
 use crate::authorization::Authorization;
+use crate::builtin_resources::BuiltinResources;
 use crate::options::ServeOptions;
 
 /// Every plugin kube-apiserver 1.35 knows, in the order they run (upstream's
@@ -96,6 +97,7 @@ const DEFAULT_ON: [&str; 22] = [
 pub fn chain(
     options: &ServeOptions,
     api: &ApiHandler,
+    resources: &BuiltinResources,
     authorization: &Authorization,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Result<Vec<Arc<dyn AdmissionPlugin>>> {
@@ -107,7 +109,7 @@ pub fn chain(
     let mut chain = plugins(
         &names,
         enable,
-        available(options, api, authorization, resolver)?,
+        available(options, api, resources, authorization, resolver)?,
     )?;
     chain.push(Arc::new(EscalationCheck::new(
         authorization.rules.clone(),
@@ -178,26 +180,22 @@ impl AdmissionConfiguration {
 fn available(
     options: &ServeOptions,
     api: &ApiHandler,
+    resources: &BuiltinResources,
     authorization: &Authorization,
     resolver: Arc<dyn ServiceResolver>,
 ) -> Result<HashMap<&'static str, Arc<dyn AdmissionPlugin>>> {
-    let served = |group: &str, plural: &str| {
-        api.served(group, "v1", plural)
-            .with_context(|| format!("the built-in resources have no {plural}"))
-    };
-    let namespaces = served("", "namespaces")?;
+    let namespaces = resources.namespaces.clone();
     let lifecycle = NamespaceLifecycle::new(namespaces.registry.cacher().clone());
-    let admission = "admissionregistration.k8s.io";
     let authorizer = &authorization.authorizer;
     let mutating = MutatingWebhook::new(
-        served(admission, "mutatingwebhookconfigurations")?,
+        resources.mutating_webhook_configurations.clone(),
         namespaces.clone(),
         resolver.clone(),
         authorizer.clone(),
         api.downgrade(),
     );
     let validating = ValidatingWebhook::new(
-        served(admission, "validatingwebhookconfigurations")?,
+        resources.validating_webhook_configurations.clone(),
         namespaces.clone(),
         resolver,
         authorizer.clone(),
@@ -210,10 +208,10 @@ fn available(
             .context("--admission-control-config-file: PodSecurity")?,
         None => PodSecurityConfiguration::default(),
     };
-    let pod_security = PodSecurity::new(namespaces.clone(), served("", "pods")?, pod_security);
+    let pod_security = PodSecurity::new(namespaces.clone(), resources.pods.clone(), pod_security);
     let policies = ValidatingAdmissionPolicy::new(
-        served(admission, "validatingadmissionpolicies")?,
-        served(admission, "validatingadmissionpolicybindings")?,
+        resources.validating_admission_policies.clone(),
+        resources.validating_admission_policy_bindings.clone(),
         namespaces,
         api.downgrade(),
         authorizer.clone(),
@@ -224,13 +222,13 @@ fn available(
             .context("--admission-control-config-file: ResourceQuota")?,
         None => ResourceQuotaConfiguration::default(),
     };
-    let quota = ResourceQuota::new(served("", "resourcequotas")?, quota);
-    let limit_ranger = LimitRanger::new(served("", "limitranges")?);
-    let priority = Priority::new(served("scheduling.k8s.io", "priorityclasses")?);
-    let storage_classes = served("storage.k8s.io", "storageclasses")?;
+    let quota = ResourceQuota::new(resources.resource_quotas.clone(), quota);
+    let limit_ranger = LimitRanger::new(resources.limit_ranges.clone());
+    let priority = Priority::new(resources.priority_classes.clone());
+    let storage_classes = resources.storage_classes.clone();
     let pvc_resize = PersistentVolumeClaimResize::new(storage_classes.clone());
     let storage_class = DefaultClass::storage(storage_classes);
-    let ingress_class = DefaultClass::ingress(served("networking.k8s.io", "ingressclasses")?);
+    let ingress_class = DefaultClass::ingress(resources.ingress_classes.clone());
     let tolerations = DefaultTolerationSeconds::new(
         options.default_not_ready_toleration_seconds,
         options.default_unreachable_toleration_seconds,
@@ -238,16 +236,16 @@ fn available(
     let all: Vec<Arc<dyn AdmissionPlugin>> = vec![
         Arc::new(lifecycle),
         Arc::new(limit_ranger),
-        Arc::new(ServiceAccount::new(served("", "serviceaccounts")?)),
+        Arc::new(ServiceAccount::new(resources.service_accounts.clone())),
         Arc::new(priority),
         Arc::new(pvc_resize),
         Arc::new(NodeRestriction::new(
-            served("", "pods")?,
-            served("", "nodes")?,
+            resources.pods.clone(),
+            resources.nodes.clone(),
         )),
         Arc::new(TaintNodesByCondition),
         Arc::new(pod_security),
-        Arc::new(RuntimeClass::new(served("node.k8s.io", "runtimeclasses")?)),
+        Arc::new(RuntimeClass::new(resources.runtime_classes.clone())),
         Arc::new(CertificateAuthority::approval(
             authorization.authorizer.clone(),
         )),
@@ -255,7 +253,7 @@ fn available(
             authorization.authorizer.clone(),
         )),
         Arc::new(CertificateSubjectRestriction),
-        Arc::new(PodTopologyLabels::new(served("", "nodes")?)),
+        Arc::new(PodTopologyLabels::new(resources.nodes.clone())),
         Arc::new(storage_class),
         Arc::new(StorageObjectInUseProtection),
         Arc::new(ingress_class),

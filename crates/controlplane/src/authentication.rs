@@ -8,35 +8,31 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use kapi_builtin::token::{ServiceAccountAuthenticator, ServiceAccountTokens};
-use kapi_server::ApiHandler;
 use kapi_server::authn::webhook::WebhookTokenAuthenticator;
 use kapi_server::authn::{BearerToken, RequestHeaderConfig, TokenAuthenticator, TokenFile, oidc};
 
+use crate::builtin_resources::BuiltinResources;
 use crate::options::ServeOptions;
 
 /// The bearer-token authenticator: the token file (if any), service-account tokens (whose
-/// bound objects are looked up in `api`'s core collections), the configured JWT issuers,
+/// bound objects are looked up in the built-in collections), the configured JWT issuers,
 /// then the token webhook (if any).
 pub fn bearer_tokens(
     options: &ServeOptions,
     tokens: Arc<ServiceAccountTokens>,
-    api: &ApiHandler,
+    resources: &BuiltinResources,
 ) -> Result<BearerToken> {
     let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     let audiences = tokens.api_audiences().to_vec();
     if let Some(path) = options.token_auth_file.as_deref() {
         authenticators.push(Arc::new(TokenFile::read(path)?));
     }
-    let served = |plural: &str| {
-        api.served("", "v1", plural)
-            .with_context(|| format!("the built-in resources have no {plural}"))
-    };
     let tokens_issuer = tokens.issuer().to_string();
     authenticators.push(Arc::new(ServiceAccountAuthenticator::new(
         tokens,
-        served("serviceaccounts")?,
-        served("pods")?,
-        served("secrets")?,
+        resources.service_accounts.clone(),
+        resources.pods.clone(),
+        resources.secrets.clone(),
     )));
     if let Some(path) = options.authentication_config.as_deref() {
         // A JWT issuer may not be the service-account issuer, whose tokens are checked above.

@@ -16,8 +16,9 @@ use kapi_server::authz::{
 };
 use serde_json::Value;
 
+use crate::builtin_resources::BuiltinResources;
 use crate::options::ServeOptions;
-use kapi_server::{ApiHandler, Authorizer};
+use kapi_server::Authorizer;
 
 /// One authorization mode, as `--authorization-mode` spells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,11 +90,11 @@ pub struct Authorization {
 }
 
 /// Builds the authorizer chain of `--authorization-mode` (or `--authorization-config`) over
-/// the RBAC objects `api` serves.
-pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> {
+/// the served RBAC objects.
+pub fn build(options: &ServeOptions, resources: &BuiltinResources) -> Result<Authorization> {
     let mut authorizers: Vec<Arc<dyn Authorizer>> =
         vec![Arc::new(PrivilegedGroups::new(&[SYSTEM_PRIVILEGED_GROUP]))];
-    let rbac = rbac_resources(api)?;
+    let rbac = rbac_resources(resources);
     let rules = RuleResolver::start(
         rbac.roles.clone(),
         rbac.cluster_roles.clone(),
@@ -107,7 +108,7 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
                     "--authorization-config can not be specified when --authorization-mode is specified"
                 );
             }
-            authorizers.extend(configured(path, &rules, api)?);
+            authorizers.extend(configured(path, &rules, resources)?);
         }
         None => {
             let modes = match options.authorization_mode.as_slice() {
@@ -119,7 +120,7 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
                 let authorizer: Arc<dyn Authorizer> = match mode {
                     Mode::AlwaysAllow => Arc::new(AlwaysAllow),
                     Mode::AlwaysDeny => Arc::new(AlwaysDeny),
-                    Mode::Node => Arc::new(node(api)?),
+                    Mode::Node => Arc::new(node(resources)),
                     Mode::Rbac => Arc::new(RbacAuthorizer::new(rules.clone())),
                     Mode::Webhook => Arc::new(webhook(options)?),
                 };
@@ -134,17 +135,13 @@ pub fn build(options: &ServeOptions, api: &ApiHandler) -> Result<Authorization> 
     })
 }
 
-/// The Node authorizer over the pods, claims and volume attachments `api` serves.
-fn node(api: &ApiHandler) -> Result<NodeAuthorizer> {
-    let served = |group: &str, plural: &str| {
-        api.served(group, "v1", plural)
-            .with_context(|| format!("the built-in resources have no {plural}"))
-    };
-    Ok(NodeAuthorizer::new(NodeResources {
-        pods: served("", "pods")?,
-        claims: served("", "persistentvolumeclaims")?,
-        attachments: served("storage.k8s.io", "volumeattachments")?,
-    }))
+/// The Node authorizer over the served pods, claims and volume attachments.
+fn node(resources: &BuiltinResources) -> NodeAuthorizer {
+    NodeAuthorizer::new(NodeResources {
+        pods: resources.pods.clone(),
+        claims: resources.persistent_volume_claims.clone(),
+        attachments: resources.volume_attachments.clone(),
+    })
 }
 
 /// The Webhook authorizer of `--authorization-webhook-config-file`.
@@ -164,7 +161,7 @@ fn webhook(options: &ServeOptions) -> Result<WebhookAuthorizer> {
 fn configured(
     path: &std::path::Path,
     rules: &Arc<RuleResolver>,
-    api: &ApiHandler,
+    resources: &BuiltinResources,
 ) -> Result<Vec<Arc<dyn Authorizer>>> {
     let name = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {name}"))?;
@@ -196,7 +193,7 @@ fn configured(
             "AlwaysAllow" => Arc::new(AlwaysAllow),
             "AlwaysDeny" => Arc::new(AlwaysDeny),
             "RBAC" => Arc::new(RbacAuthorizer::new(rules.clone())),
-            "Node" => Arc::new(node(api)?),
+            "Node" => Arc::new(node(resources)),
             "Webhook" => Arc::new(configured_webhook(&entry["webhook"]).with_context(|| at.clone())?),
             other => anyhow::bail!("{at}.type: {other:?} is not supported by kapi (AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook)"),
         });
@@ -250,17 +247,13 @@ fn configured_webhook(webhook: &Value) -> Result<WebhookAuthorizer> {
 }
 
 /// The served rbac.authorization.k8s.io/v1 collections.
-fn rbac_resources(api: &ApiHandler) -> Result<RbacResources> {
-    let served = |plural: &str| {
-        api.served("rbac.authorization.k8s.io", "v1", plural)
-            .with_context(|| format!("the built-in resources have no {plural}"))
-    };
-    Ok(RbacResources {
-        roles: served("roles")?,
-        cluster_roles: served("clusterroles")?,
-        role_bindings: served("rolebindings")?,
-        cluster_role_bindings: served("clusterrolebindings")?,
-    })
+fn rbac_resources(resources: &BuiltinResources) -> RbacResources {
+    RbacResources {
+        roles: resources.roles.clone(),
+        cluster_roles: resources.cluster_roles.clone(),
+        role_bindings: resources.role_bindings.clone(),
+        cluster_role_bindings: resources.cluster_role_bindings.clone(),
+    }
 }
 
 #[cfg(test)]

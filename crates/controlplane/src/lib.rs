@@ -6,11 +6,17 @@
 //! ([`serve::start`], [`serve::run`]). The `kapi` binary parses flags and calls it; tests
 //! start servers in-process with it.
 
+mod addresses;
 mod admission;
 mod audit;
 mod authentication;
-pub mod authorization;
+mod authorization;
+mod builtin_resources;
+mod chain;
+mod config;
+mod controllers;
 mod data_dir;
+mod kube_apiserver;
 pub mod options;
 mod pki;
 mod resolver;

@@ -5,18 +5,22 @@
 use std::sync::{Arc, OnceLock};
 
 use kapi_apiextensions::ServiceResolver;
-use kapi_apimachinery::schema::GroupResource;
-use kapi_server::ApiHandler;
-use kapi_server::endpoints::WeakApiHandler;
+use kapi_server::endpoints::Served;
 use kapi_server::registry::ReadVersion;
 use serde_json::Value;
 
-/// Resolves Service references through the built-in API's Services and Endpoints. The API
-/// is set once the built-in handler exists (it is built after the servers it delegates to);
-/// it is held weakly, as the handler's own webhooks hold the resolver.
+/// Resolves Service references through the built-in API's Services and Endpoints, set once
+/// the built-in handler exists (it is built after the servers it delegates to, which hold
+/// the resolver already).
 #[derive(Default)]
 pub struct EndpointsResolver {
-    api: OnceLock<WeakApiHandler>,
+    collections: OnceLock<Collections>,
+}
+
+/// The served Services and Endpoints.
+struct Collections {
+    services: Served,
+    endpoints: Served,
 }
 
 impl EndpointsResolver {
@@ -24,18 +28,23 @@ impl EndpointsResolver {
         Arc::new(EndpointsResolver::default())
     }
 
-    /// Sets the built-in API that Services and Endpoints are read from.
-    pub fn set_api(&self, api: &ApiHandler) {
-        let _ = self.api.set(api.downgrade());
+    /// Sets the served Services and Endpoints that references are resolved through.
+    pub fn set_collections(&self, services: Served, endpoints: Served) {
+        let _ = self.collections.set(Collections {
+            services,
+            endpoints,
+        });
     }
 
     /// The `https://host:port` of the Service `namespace`/`name`'s port `port`: an
     /// ExternalName's host, else the first ready address of its Endpoints with the port's
     /// target port.
     async fn endpoint(&self, namespace: &str, name: &str, port: i32) -> Result<String, String> {
-        let api = self.api.get().and_then(WeakApiHandler::upgrade);
-        let api = &api.ok_or("the built-in API is not ready")?;
-        let service = read(api, "services", namespace, name).await?;
+        let served = self
+            .collections
+            .get()
+            .ok_or("the built-in API is not ready")?;
+        let service = read(&served.services, namespace, name).await?;
         let spec = &service["spec"];
         if spec["type"] == "ExternalName" {
             let host = spec["externalName"].as_str().unwrap_or_default();
@@ -48,7 +57,7 @@ impl EndpointsResolver {
             .find(|p| p["port"].as_i64() == Some(i64::from(port)))
             .ok_or_else(|| format!("no service port {port} found for service {name:?}"))?;
         let port_name = service_port["name"].as_str().unwrap_or_default();
-        let endpoints = read(api, "endpoints", namespace, name)
+        let endpoints = read(&served.endpoints, namespace, name)
             .await
             .map_err(|_| format!("no endpoints available for service {name:?}"))?;
         endpoint_url(&endpoints, port_name)
@@ -79,20 +88,16 @@ fn endpoint_url(endpoints: &Value, port_name: &str) -> Option<String> {
     })
 }
 
-/// The core/v1 object `plural` `namespace`/`name`.
-async fn read(
-    api: &ApiHandler,
-    plural: &str,
-    namespace: &str,
-    name: &str,
-) -> Result<Value, String> {
-    let served = api
-        .served("", "v1", plural)
-        .ok_or_else(|| format!("{plural} are not served"))?;
-    let resource = GroupResource::new("", plural);
+/// The object `namespace`/`name` of `served`, from its watch cache.
+async fn read(served: &Served, namespace: &str, name: &str) -> Result<Value, String> {
     let item = served
         .registry
-        .get(&resource, namespace, name, &ReadVersion::Any)
+        .get(
+            &served.definition.group_resource(),
+            namespace,
+            name,
+            &ReadVersion::Any,
+        )
         .await
         .map_err(|err| err.to_string())?;
     item.decode().map_err(|err| err.to_string())

@@ -50,7 +50,8 @@ pub use filters::request_log::{AuditId, RequestReceived};
 pub use filters::timeout::RequestDeadline;
 pub use healthz::{HealthCheck, HealthChecks};
 pub use server::{
-    GenericApiServer, ListeningServer, PostStartHookContext, Route, ServerError, not_found_route,
+    GenericApiServer, ListeningServer, PostStartHookContext, PostStartHooks, Route, ServerError,
+    not_found_route,
 };
 pub use serving::{ConnectionInfo, TlsConfig};
 pub mod discovery;

@@ -89,6 +89,42 @@ struct PostStartHook {
     run: HookFn,
 }
 
+/// Post-start hooks gathered before the server that runs them exists: each server of a
+/// delegation chain collects its own, and the server at the head of the chain runs them all,
+/// as upstream's delegation merges its servers' hooks.
+#[derive(Default)]
+pub struct PostStartHooks(Vec<PostStartHook>);
+
+impl PostStartHooks {
+    /// Adds a hook (see [`GenericApiServer::add_post_start_hook`]); a name may be used once.
+    pub fn add<F, Fut>(&mut self, name: &str, hook: F) -> Result<(), ServerError>
+    where
+        F: FnOnce(PostStartHookContext) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
+    {
+        if self.0.iter().any(|h| h.name == name) {
+            return Err(ServerError::DuplicatePostStartHook(name.into()));
+        }
+        let run: HookFn = Box::new(move |context| Box::pin(hook(context)));
+        self.0.push(PostStartHook {
+            name: name.into(),
+            run,
+        });
+        Ok(())
+    }
+
+    /// Adds every hook of `other`, failing on a name used twice.
+    pub fn extend(&mut self, other: PostStartHooks) -> Result<(), ServerError> {
+        for hook in other.0 {
+            if self.0.iter().any(|h| h.name == hook.name) {
+                return Err(ServerError::DuplicatePostStartHook(hook.name));
+            }
+            self.0.push(hook);
+        }
+        Ok(())
+    }
+}
+
 /// A generic API server; see the module documentation.
 pub struct GenericApiServer {
     config: ServerConfig,
@@ -98,7 +134,7 @@ pub struct GenericApiServer {
     authorizer: Arc<dyn Authorizer>,
     auditor: Option<Arc<Auditor>>,
     health: HealthChecks,
-    hooks: Vec<PostStartHook>,
+    hooks: PostStartHooks,
     metrics: Metrics,
     version: VersionInfo,
     documents: Vec<(String, &'static str, bytes::Bytes)>,
@@ -136,7 +172,7 @@ impl GenericApiServer {
             authorizer: Arc::new(AuthenticatedAuthorizer),
             auditor: None,
             health: HealthChecks::default(),
-            hooks: Vec::new(),
+            hooks: PostStartHooks::default(),
             metrics: Metrics::new(),
             version: VersionInfo::current(),
             documents: Vec::new(),
@@ -188,15 +224,12 @@ impl GenericApiServer {
         F: FnOnce(PostStartHookContext) -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
-        if self.hooks.iter().any(|h| h.name == name) {
-            return Err(ServerError::DuplicatePostStartHook(name.into()));
-        }
-        let run: HookFn = Box::new(move |context| Box::pin(hook(context)));
-        self.hooks.push(PostStartHook {
-            name: name.into(),
-            run,
-        });
-        Ok(())
+        self.hooks.add(name, hook)
+    }
+
+    /// Adds the hooks gathered for this server (see [`PostStartHooks`]).
+    pub fn add_post_start_hooks(&mut self, hooks: PostStartHooks) -> Result<(), ServerError> {
+        self.hooks.extend(hooks)
     }
 
     /// Listens on the configured address; serving starts with [`ListeningServer::serve`].
@@ -225,6 +258,7 @@ impl GenericApiServer {
     ) -> (Route, Vec<(PostStartHook, CancellationToken)>) {
         let hooks: Vec<_> = self
             .hooks
+            .0
             .into_iter()
             .map(|h| (h, CancellationToken::new()))
             .collect();

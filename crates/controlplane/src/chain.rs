@@ -1,0 +1,54 @@
+//! The server chain, as kube-apiserver's CreateServerChain builds it: apiextensions (which
+//! delegates to the final 404), then kube-apiserver delegating to it. The aggregator, the
+//! head of upstream's chain, is not built yet; it will take kube-apiserver's handler as its
+//! delegate here.
+
+use anyhow::Result;
+use kapi_apiextensions::ApiExtensionsServer;
+use kapi_server::Authorizer;
+use kapi_server::PostStartHooks;
+use kapi_server::authn::BearerToken;
+use kapi_server::endpoints::ApiHandler;
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::kube_apiserver::KubeApiServer;
+
+/// The chain, built: its head handler and what the generic server in front of it needs.
+pub(crate) struct ServerChain {
+    /// The first handler of the chain.
+    pub head: ApiHandler,
+    /// The authorizers requests are checked against.
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The bearer-token authenticators.
+    pub bearer_tokens: BearerToken,
+    /// Every server's post-start hooks and the in-process controllers'.
+    pub hooks: PostStartHooks,
+}
+
+/// Builds the chain from `config`.
+pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
+    let storage = &config.storage;
+    let apiextensions = ApiExtensionsServer::new(
+        storage.store.clone(),
+        &storage.prefix,
+        config.resolver.clone(),
+    );
+    let kube = KubeApiServer::new(config, apiextensions.handler())?;
+    apiextensions.set_admission(kube.admission.clone());
+    let mut hooks = kube.hooks;
+    hooks.extend(apiextensions.post_start_hooks()?)?;
+    hooks.extend(crate::controllers::post_start_hooks(
+        &config.options.controllers,
+        &kube.resources,
+        &kube.handler,
+        &config.pki,
+        config.tokens.clone(),
+    )?)?;
+    Ok(ServerChain {
+        head: kube.handler,
+        authorizer: kube.authorization.authorizer,
+        bearer_tokens: kube.bearer_tokens,
+        hooks,
+    })
+}

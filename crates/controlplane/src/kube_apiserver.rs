@@ -1,0 +1,333 @@
+//! The kube-apiserver of the chain: the built-in API (kapi-builtin's resources on the generic
+//! REST core) delegating what it does not serve to apiextensions, with the authentication,
+//! authorization and admission its config gives, and the post-start hooks upstream's
+//! kube-apiserver registers: the system namespaces, Service IP repair and the `kubernetes`
+//! Service, cluster authentication info, legacy token tracking, RBAC bootstrap roles and the
+//! system priority classes. kube-controller-manager's controllers kapi runs are added by
+//! [`crate::controllers`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use kapi_builtin::{KubernetesService, ServiceAllocator, ServiceRanges};
+use kapi_server::admission::AdmissionPlugin;
+use kapi_server::authn::BearerToken;
+use kapi_server::endpoints::Served;
+use kapi_server::{
+    ApiHandler, BoxError, GenericApiServer, PostStartHookContext, PostStartHooks, ServerError,
+};
+
+use crate::authorization::Authorization;
+use crate::builtin_resources::BuiltinResources;
+use crate::config::Config;
+use crate::options::ServeOptions;
+use crate::pki::PkiFiles;
+use crate::storage::Storage;
+
+/// How often the `kubernetes` Service, its Endpoints and EndpointSlice are reconciled.
+const KUBERNETES_SERVICE_INTERVAL: Duration = Duration::from_secs(10);
+/// How many times the bootstrap hook tries before leaving the rest to the periodic loop.
+const INITIAL_RECONCILE_ATTEMPTS: u32 = 5;
+
+/// The kube-apiserver of the chain, built and wired.
+pub(crate) struct KubeApiServer {
+    /// Its handler, the head of the chain until an aggregator is put before it.
+    pub handler: ApiHandler,
+    /// The built-in resources the control plane wires in.
+    pub resources: BuiltinResources,
+    /// The authorizers of the flags (the generic server asks them for every request).
+    pub authorization: Authorization,
+    /// The bearer-token authenticators of the flags.
+    pub bearer_tokens: BearerToken,
+    /// The admission chain, which the servers after this one in the chain share.
+    pub admission: Vec<Arc<dyn AdmissionPlugin>>,
+    /// Its post-start hooks.
+    pub hooks: PostStartHooks,
+}
+
+impl KubeApiServer {
+    /// Builds the built-in API over the config's storage, delegating to `delegate`, and
+    /// wires its authentication, authorization, admission and hooks.
+    pub(crate) fn new(config: &Config, delegate: ApiHandler) -> Result<KubeApiServer> {
+        let options = &config.options;
+        let storage = &config.storage;
+        let handler = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
+            .resources(kapi_builtin::resources())
+            .delegate(delegate)
+            .service(config.tokens.clone())
+            .schemas(Arc::new(kapi_builtin::BuiltinSchemas))
+            .server_address(SocketAddr::new(config.advertise, options.secure_port).to_string())
+            .build();
+        for unserved in kapi_builtin::unserved_resources() {
+            let gv = format!("{}/{}", unserved.group, unserved.version);
+            tracing::warn!(
+                "{} {} is not served: {}",
+                gv,
+                unserved.plural,
+                unserved.reason
+            );
+        }
+        let resources = BuiltinResources::of(&handler)?;
+        let (services, endpoints) = (resources.services.clone(), resources.endpoints.clone());
+        config.resolver.set_collections(services, endpoints);
+        let authorization = crate::authorization::build(options, &resources)?;
+        let bearer_tokens =
+            crate::authentication::bearer_tokens(options, config.tokens.clone(), &resources)?;
+        let admission = crate::admission::chain(
+            options,
+            &handler,
+            &resources,
+            &authorization,
+            config.resolver.clone(),
+        )?;
+        handler.set_admission(admission.clone());
+        let hooks = post_start_hooks(config, &resources, &authorization)?;
+        Ok(KubeApiServer {
+            handler,
+            resources,
+            authorization,
+            bearer_tokens,
+            admission,
+            hooks,
+        })
+    }
+}
+
+/// kube-apiserver's own post-start hooks, with upstream's names.
+fn post_start_hooks(
+    config: &Config,
+    resources: &BuiltinResources,
+    authorization: &Authorization,
+) -> Result<PostStartHooks> {
+    let mut hooks = PostStartHooks::default();
+    let namespaces = resources.namespaces.clone();
+    hooks.add("start-system-namespaces-controller", move |context| {
+        system_namespaces(namespaces, context)
+    })?;
+    ServiceHooks::new(
+        resources,
+        &config.options,
+        &config.storage,
+        config.advertise,
+    )
+    .add_to(&mut hooks)?;
+    let authentication_info = cluster_authentication_info(&config.options, &config.pki)?;
+    let config_maps = resources.config_maps.clone();
+    hooks.add(
+        "start-cluster-authentication-info-controller",
+        move |context| async move {
+            kapi_builtin::start_cluster_authentication_info(
+                config_maps,
+                authentication_info,
+                context.stopping,
+            );
+            Ok(())
+        },
+    )?;
+    let config_maps = resources.config_maps.clone();
+    hooks.add(
+        "start-legacy-token-tracking-controller",
+        move |context| async move {
+            kapi_builtin::token::start_legacy_token_tracking(config_maps, context.stopping);
+            Ok(())
+        },
+    )?;
+    let rbac = authorization.rbac.clone();
+    hooks.add("rbac/bootstrap-roles", move |context| async move {
+        kapi_builtin::rbac::start_bootstrap_policy(rbac, context.stopping)
+            .await
+            .map_err(Into::into)
+    })?;
+    let priority_classes = resources.priority_classes.clone();
+    hooks.add(
+        "scheduling/bootstrap-system-priority-classes",
+        move |_| async move {
+            kapi_builtin::ensure_system_priority_classes(
+                &priority_classes.registry,
+                &priority_classes.definition,
+            )
+            .await
+            .map_err(Into::into)
+        },
+    )?;
+    Ok(hooks)
+}
+
+/// Service-account issuer discovery, served when the issuer is an `https://` URL as
+/// kube-apiserver serves it: the OpenID provider configuration and the verification keys.
+pub(crate) fn add_issuer_discovery(
+    server: &mut GenericApiServer,
+    tokens: &kapi_builtin::token::ServiceAccountTokens,
+    jwks_uri: &str,
+) {
+    if !tokens.issuer().starts_with("https://") {
+        return;
+    }
+    let configuration = tokens.openid_configuration(jwks_uri).to_string();
+    server.add_document(
+        "/.well-known/openid-configuration",
+        "application/json",
+        configuration.into_bytes(),
+    );
+    server.add_document(
+        "/openid/v1/jwks",
+        "application/jwk-set+json",
+        tokens.jwks().to_string().into_bytes(),
+    );
+}
+
+/// How clients are authenticated, for the `extension-apiserver-authentication` ConfigMap:
+/// the client CA (`--client-ca-file`, else the PKI's CA) and the front proxies' settings.
+fn cluster_authentication_info(
+    options: &ServeOptions,
+    pki: &PkiFiles,
+) -> Result<kapi_builtin::ClusterAuthenticationInfo> {
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let client_ca = read(options.client_ca_file.as_ref().unwrap_or(&pki.ca_cert))?;
+    let request_header = match &options.requestheader_client_ca_file {
+        None => None,
+        Some(path) => Some(kapi_builtin::RequestHeaderInfo {
+            client_ca: read(path)?,
+            allowed_names: options.requestheader_allowed_names.clone(),
+            username_headers: options.requestheader_username_headers.clone(),
+            uid_headers: options.requestheader_uid_headers.clone(),
+            group_headers: options.requestheader_group_headers.clone(),
+            extra_header_prefixes: options.requestheader_extra_headers_prefix.clone(),
+        }),
+    };
+    Ok(kapi_builtin::ClusterAuthenticationInfo {
+        client_ca,
+        request_header,
+    })
+}
+
+/// The system namespaces post-start hook: creates default, kube-system, kube-public and
+/// kube-node-lease before the server reports ready, then keeps them there every minute, as
+/// kube-apiserver's system namespaces controller does.
+async fn system_namespaces(
+    namespaces: Served,
+    context: PostStartHookContext,
+) -> Result<(), BoxError> {
+    let ensure = |served: Served| async move {
+        kapi_builtin::ensure_system_namespaces(&served.registry, &served.definition).await
+    };
+    ensure(namespaces.clone()).await?;
+    tokio::spawn(async move {
+        let mut every_minute = tokio::time::interval(Duration::from_secs(60));
+        every_minute.tick().await;
+        loop {
+            tokio::select! {
+                _ = context.stopping.cancelled() => return,
+                _ = every_minute.tick() => {}
+            }
+            if let Err(err) = ensure(namespaces.clone()).await {
+                tracing::warn!(%err, "ensuring the system namespaces");
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Service allocation, wired into the services registry (its write hooks: ClusterIPs from
+/// `--service-cluster-ip-range`, NodePorts from `--service-node-port-range`), and the
+/// post-start hooks that repair it from the stored Services and keep the `kubernetes`
+/// Service reconciled.
+struct ServiceHooks {
+    allocator: Arc<ServiceAllocator>,
+    services: Served,
+    kubernetes: KubernetesService,
+}
+
+impl ServiceHooks {
+    /// Sets the allocator on the services registry.
+    fn new(
+        resources: &BuiltinResources,
+        options: &ServeOptions,
+        storage: &Storage,
+        advertise: IpAddr,
+    ) -> ServiceHooks {
+        let services = resources.services.clone();
+        let ranges = ServiceRanges {
+            cluster_ips: options.service_cluster_ip_range,
+            node_ports: options.service_node_port_range,
+        };
+        let allocator = ServiceAllocator::new(
+            ranges,
+            resources.ip_addresses.clone(),
+            storage.store.clone(),
+            &storage.prefix,
+        );
+        services.registry.set_write_hooks(allocator.clone());
+        let kubernetes = KubernetesService {
+            services: services.clone(),
+            endpoints: resources.endpoints.clone(),
+            endpoint_slices: resources.endpoint_slices.clone(),
+            service_cidrs: resources.service_cidrs.clone(),
+            cidr: options.service_cluster_ip_range,
+            advertise,
+            secure_port: options.secure_port,
+            store: storage.store.clone(),
+            storage_prefix: storage.prefix.clone(),
+        };
+        ServiceHooks {
+            allocator,
+            services,
+            kubernetes,
+        }
+    }
+
+    /// Adds the repair and bootstrap post-start hooks (upstream's names).
+    fn add_to(self, hooks: &mut PostStartHooks) -> Result<(), ServerError> {
+        let ServiceHooks {
+            allocator,
+            services,
+            kubernetes,
+        } = self;
+        hooks.add("start-service-ip-repair-controllers", move |_| async move {
+            allocator.repair(&services).await.map_err(Into::into)
+        })?;
+        hooks.add("bootstrap-controller", move |context| {
+            kubernetes_service(kubernetes, context)
+        })?;
+        Ok(())
+    }
+}
+
+/// The bootstrap controller's post-start hook: the `kubernetes` Service, its Endpoints,
+/// EndpointSlice and the default ServiceCIDR, created before the server reports ready and
+/// reconciled every 10 seconds after; on shutdown this server leaves the Endpoints.
+async fn kubernetes_service(
+    target: KubernetesService,
+    context: PostStartHookContext,
+) -> Result<(), BoxError> {
+    for attempt in 1..=INITIAL_RECONCILE_ATTEMPTS {
+        match kapi_builtin::reconcile_kubernetes_service(&target).await {
+            Ok(()) => break,
+            Err(err) if attempt == INITIAL_RECONCILE_ATTEMPTS => {
+                tracing::warn!(%err, "reconciling the kubernetes service; retrying every 10s");
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+    }
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
+        interval.tick().await;
+        loop {
+            tokio::select! {
+                _ = context.stopping.cancelled() => break,
+                _ = interval.tick() => {}
+            }
+            if let Err(err) = kapi_builtin::reconcile_kubernetes_service(&target).await {
+                tracing::warn!(%err, "reconciling the kubernetes service");
+            }
+        }
+        if let Err(err) = kapi_builtin::leave_kubernetes_endpoints(&target).await {
+            tracing::warn!(%err, "removing this server from the kubernetes endpoints");
+        }
+    });
+    Ok(())
+}
