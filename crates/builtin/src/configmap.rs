@@ -8,7 +8,7 @@ use kapi_apimachinery::validation::is_config_map_key;
 use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{drop_if_empty, fields_mut, is_true, map_of, map_value};
 
@@ -22,8 +22,8 @@ pub(crate) const IMMUTABLE_MSG: &str = "field is immutable when `immutable` is s
 const DATA_DESCRIPTION: &str = "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.";
 
 /// The strategy and printer columns of configmaps.
-pub(crate) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(ConfigMapStrategy),
         table: Some(TableConvertor {
             columns: vec![

@@ -12,7 +12,7 @@ use kapi_server::resource::{
 };
 use serde_json::{Map, Value};
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{NAME_DESCRIPTION, column, translate_timestamp_since};
 use crate::util::{
     go_json_string, immutable_rendered, int_of, is_zero_time, normalize_time, str_at, str_of,
@@ -70,8 +70,8 @@ const EVENTS_FIELDS: [&str; 11] = [
 /// The strategy and printer columns of events: core/v1 (`strict` false) or events.k8s.io/v1
 /// (`strict`, which validates as the new API requires). Both versions share core/v1's stored
 /// collection; events.k8s.io/v1 is served through [`EventsV1Converter`].
-pub(crate) fn hooks(strict: bool) -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies(strict: bool) -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(EventStrategy { strict }),
         table: Some(table()),
     }

@@ -8,7 +8,7 @@ use kapi_apimachinery::validation::is_qualified_name;
 use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{child_mut, normalize_time, str_at};
 
@@ -18,8 +18,8 @@ const LEASE_STRATEGIES: [&str; 1] = ["OldestEmulationVersion"];
 const HOLDER_DESCRIPTION: &str = "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.";
 
 /// The strategy and printer columns of leases.
-pub(crate) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(LeaseStrategy),
         table: Some(TableConvertor {
             columns: vec![

@@ -7,7 +7,7 @@ use kapi_apimachinery::validation::is_qualified_name;
 use kapi_server::resource::{NameValidator, Strategy, SubresourceKind, TableConvertor};
 use serde_json::{Value, json};
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{
     child_mut, drop_if_empty, str_at, strings_of, validate_core_metadata_finalizers,
@@ -24,8 +24,8 @@ pub const PHASE_ACTIVE: &str = "Active";
 pub const PHASE_TERMINATING: &str = "Terminating";
 
 /// The strategy and printer columns of namespaces.
-pub(crate) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(NamespaceStrategy),
         table: Some(TableConvertor {
             columns: vec![

@@ -18,12 +18,12 @@ use kapi_server::resource::{CreateRequest, Creater, Strategy};
 use kapi_server::{Attributes, Authorizer, Decision, UserInfo};
 use serde_json::{Map, Value, json};
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::token::ServiceAccountTokens;
 use crate::util::str_of;
 
 /// The hooks of the kinds this module answers.
-pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+pub(crate) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
     let creater: Arc<dyn Creater> = match (group, kind) {
         ("", "Binding") => Arc::new(crate::subresources::BindingCreater),
         ("authentication.k8s.io", "TokenReview") => Arc::new(TokenReviewCreater),
@@ -38,7 +38,7 @@ pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
         ("authorization.k8s.io", "SelfSubjectRulesReview") => Arc::new(RulesReviewCreater),
         _ => return None,
     };
-    Some(TypeHooks {
+    Some(KindStrategies {
         strategy: Arc::new(ComputedStrategy(creater)),
         table: None,
     })

@@ -10,7 +10,7 @@ use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Map, Value};
 
 use crate::configmap::{MAX_DATA_SIZE, decoded_len, validate_immutable_content};
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{
     drop_if_empty, fields_mut, map_of, map_value, str_at, str_of, validate_immutable,
@@ -37,8 +37,8 @@ const TYPE_DESCRIPTION: &str = "Used to facilitate programmatic handling of secr
 const DATA_DESCRIPTION: &str = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4";
 
 /// The strategy and printer columns of secrets.
-pub(crate) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(SecretStrategy),
         table: Some(TableConvertor {
             columns: vec![

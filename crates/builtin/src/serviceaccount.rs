@@ -7,15 +7,15 @@ use kapi_apimachinery::validation::field::FieldErrors;
 use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{drop_if_empty, fields_mut, str_of, validate_core_metadata_finalizers};
 
 const SECRETS_DESCRIPTION: &str = "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use. Pods are only limited to this list if this service account has a \"kubernetes.io/enforce-mountable-secrets\" annotation set to \"true\". The \"kubernetes.io/enforce-mountable-secrets\" annotation is deprecated since v1.32. Prefer separate namespaces to isolate access to mounted secrets. This field should not be used to find auto-generated service account token secrets for use outside of pods. Instead, tokens can be requested directly using the TokenRequest API, or service account token secrets can be manually created. More info: https://kubernetes.io/docs/concepts/configuration/secret";
 
 /// The strategy and printer columns of service accounts.
-pub(crate) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(crate) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(ServiceAccountStrategy),
         table: Some(TableConvertor {
             columns: vec![

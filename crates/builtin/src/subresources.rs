@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::GroupVersionKind;
 use kapi_server::resource::{
-    CreateHook, ScalePaths, ScaleSelector, Subresource, SubresourceKind, Verbs,
+    CreateHandler, ScalePaths, ScaleSelector, Subresource, SubresourceKind, Verbs,
 };
 
 pub(crate) use pod::BindingCreater;
@@ -107,7 +107,7 @@ const PROXY_VERBS: Verbs = Verbs::CREATE
     .union(Verbs::UPDATE);
 
 fn create(hook: impl kapi_server::resource::Creater) -> SubresourceKind {
-    SubresourceKind::Create(CreateHook(Arc::new(hook)))
+    SubresourceKind::Create(CreateHandler(Arc::new(hook)))
 }
 
 #[cfg(test)]

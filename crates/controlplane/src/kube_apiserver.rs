@@ -106,7 +106,7 @@ fn post_start_hooks(
     hooks.add("start-system-namespaces-controller", move |context| {
         system_namespaces(namespaces, context)
     })?;
-    ServiceHooks::new(
+    ServiceAllocation::new(
         resources,
         &config.options,
         &config.storage,
@@ -236,20 +236,20 @@ async fn system_namespaces(
 /// `--service-cluster-ip-range`, NodePorts from `--service-node-port-range`), and the
 /// post-start hooks that repair it from the stored Services and keep the `kubernetes`
 /// Service reconciled.
-struct ServiceHooks {
+struct ServiceAllocation {
     allocator: Arc<ServiceAllocator>,
     services: Served,
     kubernetes: KubernetesService,
 }
 
-impl ServiceHooks {
+impl ServiceAllocation {
     /// Sets the allocator on the services registry.
     fn new(
         resources: &BuiltinResources,
         options: &ServeOptions,
         storage: &Storage,
         advertise: IpAddr,
-    ) -> ServiceHooks {
+    ) -> ServiceAllocation {
         let services = resources.services.clone();
         let ranges = ServiceRanges {
             cluster_ips: options.service_cluster_ip_range,
@@ -261,7 +261,7 @@ impl ServiceHooks {
             storage.store.clone(),
             &storage.prefix,
         );
-        services.registry.set_write_hooks(allocator.clone());
+        services.registry.set_write_steps(allocator.clone());
         let kubernetes = KubernetesService {
             services: services.clone(),
             endpoints: resources.endpoints.clone(),
@@ -273,7 +273,7 @@ impl ServiceHooks {
             store: storage.store.clone(),
             storage_prefix: storage.prefix.clone(),
         };
-        ServiceHooks {
+        ServiceAllocation {
             allocator,
             services,
             kubernetes,
@@ -282,7 +282,7 @@ impl ServiceHooks {
 
     /// Adds the repair and bootstrap post-start hooks (upstream's names).
     fn add_to(self, hooks: &mut PostStartHooks) -> Result<(), ServerError> {
-        let ServiceHooks {
+        let ServiceAllocation {
             allocator,
             services,
             kubernetes,

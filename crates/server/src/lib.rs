@@ -34,7 +34,7 @@ pub mod serving;
 mod type_meta;
 pub mod version;
 pub mod webhook_client;
-pub mod write_hooks;
+pub mod write_steps;
 
 /// The Kubernetes API machinery and the schema machinery a server built on this crate
 /// names its types with.

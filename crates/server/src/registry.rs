@@ -30,7 +30,7 @@ use crate::codec;
 use crate::endpoints::SchemaProvider;
 use crate::object;
 use crate::resource::{ResourceDefinition, StorageDefinition, SubresourceKind};
-use crate::write_hooks::{self, WriteHooks};
+use crate::write_steps::{self, WriteSteps};
 
 mod delete;
 
@@ -213,7 +213,7 @@ pub struct Registry {
     /// The collection's key prefix, ending in `/`.
     prefix: String,
     /// Steps around writes, for objects holding claims outside themselves (services).
-    write_hooks: OnceLock<Arc<dyn WriteHooks>>,
+    write_steps: OnceLock<Arc<dyn WriteSteps>>,
     /// The server's schemas, for the managed fields of its own writes.
     schemas: Option<Arc<dyn SchemaProvider>>,
 }
@@ -239,7 +239,7 @@ impl Registry {
             store,
             cacher,
             prefix,
-            write_hooks: OnceLock::new(),
+            write_steps: OnceLock::new(),
             schemas,
         }
     }
@@ -248,9 +248,9 @@ impl Registry {
         self.schemas.as_deref()
     }
 
-    /// Sets the collection's write hooks, once, before serving; false if set already.
-    pub fn set_write_hooks(&self, hooks: Arc<dyn WriteHooks>) -> bool {
-        self.write_hooks.set(hooks).is_ok()
+    /// Sets the collection's write steps, once, before serving; false if set already.
+    pub fn set_write_steps(&self, steps: Arc<dyn WriteSteps>) -> bool {
+        self.write_steps.set(steps).is_ok()
     }
 
     pub fn cacher(&self) -> &Arc<Cacher> {
@@ -438,8 +438,8 @@ impl Registry {
         // stays, generateName or not (upstream answers 409 then).
         let name_generated = object::name(&object).is_empty();
         before_create(definition, namespace, &mut object)?;
-        let reservation = match self.write_hooks.get() {
-            Some(hooks) => Some(hooks.begin_create(&mut object, dry_run).await?),
+        let reservation = match self.write_steps.get() {
+            Some(steps) => Some(steps.begin_create(&mut object, dry_run).await?),
             None => None,
         };
         let mut created = validate_create(definition, &object);
@@ -455,7 +455,7 @@ impl Registry {
             }
             Err(err) => Err(err),
         };
-        write_hooks::settle(reservation, created.is_ok() && !dry_run).await;
+        write_steps::settle(reservation, created.is_ok() && !dry_run).await;
         created
     }
 
@@ -575,9 +575,9 @@ impl Registry {
                 object::set_meta(&mut new, "resourceVersion", version);
             }
             before_update(definition, namespace, write.subresource, &mut new, &old)?;
-            let reservation = match (self.write_hooks.get(), write.subresource) {
-                (Some(hooks), None) => {
-                    Some(hooks.begin_update(&mut new, &old, write.dry_run).await?)
+            let reservation = match (self.write_steps.get(), write.subresource) {
+                (Some(steps), None) => {
+                    Some(steps.begin_update(&mut new, &old, write.dry_run).await?)
                 }
                 _ => None,
             };
@@ -588,14 +588,14 @@ impl Registry {
                     .await;
             }
             if let Err(err) = valid {
-                write_hooks::settle(reservation, false).await;
+                write_steps::settle(reservation, false).await;
                 return Err(err);
             }
             let written = self
                 .store_update(definition, &key, &current, new, write)
                 .await;
             let stored = matches!(written, Ok(Some(_))) && !write.dry_run;
-            write_hooks::settle(reservation, stored).await;
+            write_steps::settle(reservation, stored).await;
             match written {
                 Ok(Some(new)) => return Ok((new, false)),
                 Ok(None) => continue,
@@ -622,8 +622,8 @@ impl Registry {
                 Err(StorageError::Conflict { .. }) => Ok(None),
                 Err(err) => Err(err),
                 Ok(_) => {
-                    if let Some(hooks) = self.write_hooks.get().filter(|_| !write.dry_run) {
-                        hooks.after_delete(&new).await;
+                    if let Some(steps) = self.write_steps.get().filter(|_| !write.dry_run) {
+                        steps.after_delete(&new).await;
                     }
                     Ok(Some(new))
                 }
@@ -714,7 +714,7 @@ fn before_create(
     Ok(())
 }
 
-/// The validation of rest.BeforeCreate (after the write hooks filled what they assign).
+/// The validation of rest.BeforeCreate (after the write steps filled what they assign).
 fn validate_create(definition: &ResourceDefinition, object: &Value) -> Result<(), ApiError> {
     let mut errors = validate_object_meta(
         &object["metadata"],
@@ -758,7 +758,7 @@ fn before_update(
     Ok(())
 }
 
-/// The validation of rest.BeforeUpdate (after the write hooks filled what they assign).
+/// The validation of rest.BeforeUpdate (after the write steps filled what they assign).
 fn validate_update(
     definition: &ResourceDefinition,
     subresource: Option<&SubresourceKind>,

@@ -84,7 +84,7 @@ pub enum SubresourceKind {
     Part(PartWrite),
     /// A create on an existing object, answered by a hook (pods/binding, pods/eviction,
     /// serviceaccounts/token).
-    Create(CreateHook),
+    Create(CreateHandler),
     /// A stream or proxy through a node agent (pods/log, exec, attach, portforward, proxy;
     /// nodes/proxy; services/proxy), answered from the existing object by the function: kapi
     /// reaches no node agent, so it answers what upstream answers without one.
@@ -145,11 +145,11 @@ pub enum ScaleSelector {
 
 /// A [`Creater`] as subresource data.
 #[derive(Clone)]
-pub struct CreateHook(pub Arc<dyn Creater>);
+pub struct CreateHandler(pub Arc<dyn Creater>);
 
-impl std::fmt::Debug for CreateHook {
+impl std::fmt::Debug for CreateHandler {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CreateHook")
+        f.write_str("CreateHandler")
     }
 }
 

@@ -2,11 +2,10 @@
 //! facts by tools/gen_builtin_catalog.py) and the builder that turns it into one
 //! [`ResourceDefinition`] per served group-version-resource.
 //!
-//! Each entry takes its strategy and printer columns from the module that owns its kind (this
-//! crate's own type modules first, then [`crate::hooks::hooks`]), falling back to the
+//! Each entry takes its strategy and printer columns from [`crate::kinds`], falling back to the
 //! [`generic`] strategy and the NAME/AGE table; its subresources from
 //! [`crate::subresources::subresource`] (only those served are listed); and, for versions that
-//! are not the stored one, its converter. The versions of one resource share one
+//! are not the stored one, its converter (from [`crate::kinds`] too). The versions of one resource share one
 //! [`StorageDefinition`], so they share one registry and watch cache.
 
 mod generated;
@@ -18,11 +17,10 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::resource::{
-    Capabilities, Converter, Name, ResourceDefinition, StorageDefinition, Subresource,
-    TableConvertor, Verbs,
+    Capabilities, Name, ResourceDefinition, StorageDefinition, Subresource, TableConvertor, Verbs,
 };
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, name_cell, name_column};
 
 pub(crate) use generated::CATALOG;
@@ -116,33 +114,6 @@ fn verbs_of(names: &[&str]) -> Verbs {
         .expect("every catalog entry has verbs")
 }
 
-/// The hooks of `kind` in `group`: this crate's type modules first, then the others'.
-fn type_hooks(entry: &CatalogEntry) -> Option<TypeHooks> {
-    own_hooks(entry.group, entry.kind).or_else(|| crate::hooks::hooks(entry.group, entry.kind))
-}
-
-/// The hooks of the kinds this crate's own type modules serve.
-fn own_hooks(group: &str, kind: &str) -> Option<TypeHooks> {
-    match (group, kind) {
-        ("", "Namespace") => Some(crate::namespace::hooks()),
-        ("", "ConfigMap") => Some(crate::configmap::hooks()),
-        ("", "Secret") => Some(crate::secret::hooks()),
-        ("", "ServiceAccount") => Some(crate::serviceaccount::hooks()),
-        ("", "Event") => Some(crate::event::hooks(false)),
-        ("events.k8s.io", "Event") => Some(crate::event::hooks(true)),
-        ("coordination.k8s.io", "Lease") => Some(crate::lease::hooks()),
-        _ => None,
-    }
-}
-
-/// The converter from the stored version of `entry`'s resource to `entry`'s version.
-fn converter(entry: &CatalogEntry) -> Option<Arc<dyn Converter>> {
-    match (entry.group, entry.version, entry.kind) {
-        ("events.k8s.io", "v1", "Event") => Some(Arc::new(crate::event::EventsV1Converter)),
-        (group, version, kind) => crate::hooks::converter(group, version, kind),
-    }
-}
-
 /// The served subresources of `entry`, in the catalog's (alphabetical) order, with upstream's
 /// verbs.
 fn subresources(entry: &CatalogEntry) -> Vec<Subresource> {
@@ -201,11 +172,12 @@ fn build(
     entry: &CatalogEntry,
     shared: &mut HashMap<(&'static str, &'static str), Arc<StorageDefinition>>,
 ) -> Result<ResourceDefinition, &'static str> {
-    let hooks = type_hooks(entry).unwrap_or_else(|| TypeHooks {
-        strategy: Arc::new(generic::GenericStrategy::for_entry(entry)),
-        table: None,
-    });
-    if !entry.is_stored() && hooks.strategy.creater().is_none() {
+    let kind =
+        crate::kinds::strategies(entry.group, entry.kind).unwrap_or_else(|| KindStrategies {
+            strategy: Arc::new(generic::GenericStrategy::for_entry(entry)),
+            table: None,
+        });
+    if !entry.is_stored() && kind.strategy.creater().is_none() {
         return Err(if entry.verbs.contains(&"create") {
             NO_CREATER
         } else {
@@ -215,7 +187,8 @@ fn build(
     let converter = if entry.is_storage_version() {
         None
     } else {
-        Some(converter(entry).ok_or(NO_CONVERTER)?)
+        let converter = crate::kinds::converter(entry.group, entry.version, entry.kind);
+        Some(converter.ok_or(NO_CONVERTER)?)
     };
     Ok(ResourceDefinition {
         group_version: GroupVersion::new(entry.group, entry.version),
@@ -228,8 +201,8 @@ fn build(
         categories: names(entry.categories),
         verbs: verbs_of(entry.verbs),
         subresources: subresources(entry),
-        table: Some(hooks.table.unwrap_or_else(default_table)),
-        strategy: hooks.strategy,
+        table: Some(kind.table.unwrap_or_else(default_table)),
+        strategy: kind.strategy,
         storage: storage(entry, shared),
         converter,
         deprecation: None,

@@ -280,7 +280,7 @@ fn own_modules_provide_their_kinds() {
 }
 
 #[test]
-fn kinds_without_hooks_print_name_and_age() {
+fn kinds_without_strategies_of_their_own_print_name_and_age() {
     let table = default_table();
     let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(names, ["Name", "Age"]);

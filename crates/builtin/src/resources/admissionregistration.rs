@@ -22,7 +22,7 @@ const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 const URL_FORM: &str = "; desired format: https://host[/path]";
 
 /// The hooks of the admission registration kinds.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     let webhooks = Rules {
         on_create: |_| {},
         generation: Generation::Tracked,
@@ -786,7 +786,7 @@ mod tests {
     use kapi_server::resource::Strategy;
 
     fn rules(kind: &str) -> Rules {
-        hooks(kind).unwrap().0
+        strategies(kind).unwrap().0
     }
 
     fn hook(overrides: Value) -> Value {
@@ -931,7 +931,7 @@ mod tests {
             "paramRef": {"namespace": "ns", "parameterNotFoundAction": "Deny"}}});
         assert_eq!(
             causes(
-                &super::hooks("ValidatingAdmissionPolicyBinding")
+                &super::strategies("ValidatingAdmissionPolicyBinding")
                     .unwrap()
                     .0
                     .validate(&binding)
@@ -958,7 +958,7 @@ mod tests {
         assert_eq!(binding_cells(&binding)[2], "ns/*");
         let both = json!({"spec": {"policyName": "p", "validationActions": ["Deny", "Warn"],
             "paramRef": {"name": "a", "selector": {}}}});
-        let hooks = super::hooks("ValidatingAdmissionPolicyBinding").unwrap();
+        let hooks = super::strategies("ValidatingAdmissionPolicyBinding").unwrap();
         assert_eq!(
             causes(&hooks.0.validate(&both)),
             expect(&[

@@ -15,7 +15,7 @@ use crate::printers::{age_cell, name_cell};
 use crate::util::{str_at, str_of};
 
 /// The hooks of APIServices.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     (kind == "APIService").then(|| {
         (
             Rules {
@@ -187,7 +187,7 @@ mod tests {
 
     #[test]
     fn api_service_rules() {
-        let rules = hooks("APIService").unwrap().0;
+        let rules = strategies("APIService").unwrap().0;
         let mut service = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {"group": "metrics.k8s.io", "version": "v1beta1",
             "groupPriorityMinimum": 100, "versionPriority": 100, "service": {"namespace": "kube-system", "name": "metrics-server"}},
             "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});

@@ -16,13 +16,13 @@ use super::{BASE, Rules};
 use crate::printers::{age_cell, name_cell};
 use crate::util::str_of;
 
-pub(super) use conversion::V1Converter;
+pub(crate) use conversion::V1Converter;
 
 /// The CPU utilization an HPA without metrics targets.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
 /// The hooks of HorizontalPodAutoscalers.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     (kind == "HorizontalPodAutoscaler").then(|| {
         (
             Rules {
@@ -480,7 +480,7 @@ mod tests {
     use kapi_server::resource::Strategy;
 
     fn rules() -> Rules {
-        hooks("HorizontalPodAutoscaler").unwrap().0
+        strategies("HorizontalPodAutoscaler").unwrap().0
     }
 
     #[test]

@@ -49,7 +49,7 @@ const CSR_FIELDS: &[SelectableField] = &[("spec.signerName", |csr| {
 })];
 
 /// The hooks of CertificateSigningRequests.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     (kind == "CertificateSigningRequest").then(|| {
         (
             Rules {
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn csr_defaults_and_create() {
-        let rules = hooks("CertificateSigningRequest").unwrap().0;
+        let rules = strategies("CertificateSigningRequest").unwrap().0;
         let mut csr = json!({"metadata": {"name": "c"}, "spec": {"request": request(), "signerName": "example.com/signer",
             "username": "mallory", "groups": ["system:masters"]}, "status": {"conditions": [{"type": "Approved"}]}});
         let alice = UserInfo {
@@ -362,7 +362,7 @@ mod tests {
 
     #[test]
     fn csr_validation() {
-        let rules = hooks("CertificateSigningRequest").unwrap().0;
+        let rules = strategies("CertificateSigningRequest").unwrap().0;
         let bad = json!({"spec": {"request": base64::engine::general_purpose::STANDARD.encode("hi"),
             "usages": ["server auth", "flying", "server auth"], "signerName": "signer", "expirationSeconds": 60}});
         assert_eq!(

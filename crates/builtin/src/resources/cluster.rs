@@ -27,7 +27,7 @@ use persistent_volume_claim::{pvc_rules, pvc_table};
 use resource_quota::{quota_rules, quota_table};
 
 /// The hooks of the core kinds of this module.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     Some(match kind {
         "Node" => (node_rules(), node_table()),
         "PersistentVolume" => (pv_rules(), pv_table()),

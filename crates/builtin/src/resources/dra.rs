@@ -20,7 +20,7 @@ const SLICE_FIELDS: &[SelectableField] = &[
 ];
 
 /// The hooks of the dynamic resource allocation kinds.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     let name_and_age = || {
         table(vec![age()], |object| {
             vec![name_cell(object), age_cell(object)]
@@ -192,7 +192,7 @@ mod tests {
         let claim = json!({"metadata": {"name": "c"}, "status": {"allocation": {}, "reservedFor": [{"name": "p"}]}});
         assert_eq!(claim_state(&claim), "allocated,reserved");
         assert_eq!(claim_state(&json!({})), "pending");
-        let rules = hooks("ResourceClaim").unwrap().0;
+        let rules = strategies("ResourceClaim").unwrap().0;
         let mut created = claim.clone();
         rules.prepare_for_create(&mut created);
         assert_eq!(created["status"], json!({}));
@@ -206,7 +206,7 @@ mod tests {
                 "Invalid value: resource.ResourceClaimSpec{...}: field is immutable"
             )])
         );
-        let slices = hooks("ResourceSlice").unwrap().0;
+        let slices = strategies("ResourceSlice").unwrap().0;
         let slice =
             json!({"spec": {"driver": "gpu.example.com", "pool": {"name": "p"}, "nodeName": "n1"}});
         assert!(slices.validate(&slice).is_empty());

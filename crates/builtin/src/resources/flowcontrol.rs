@@ -20,7 +20,7 @@ const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
 const DEFAULT_NOMINAL_CONCURRENCY_SHARES: i64 = 30;
 
 /// The hooks of the flow control kinds.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     let base = Rules {
         generation: Generation::Tracked,
         ..BASE
@@ -365,7 +365,7 @@ mod tests {
 
     #[test]
     fn flow_schema_rules() {
-        let rules = hooks("FlowSchema").unwrap().0;
+        let rules = strategies("FlowSchema").unwrap().0;
         let mut schema = json!({"metadata": {"name": "s"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}}, "status": {"conditions": []}});
         rules.prepare_for_create(&mut schema);
         assert_eq!(schema["spec"]["matchingPrecedence"], 1000);
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn priority_level_rules() {
-        let rules = hooks("PriorityLevelConfiguration").unwrap().0;
+        let rules = strategies("PriorityLevelConfiguration").unwrap().0;
         let mut level = json!({"metadata": {"name": "l"}, "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}});
         rules.prepare_for_create(&mut level);
         assert_eq!(

@@ -29,8 +29,9 @@ use kapi_server::UserInfo;
 use kapi_server::resource::{Name, NameValidator, Strategy, TableConvertor};
 use serde_json::Value;
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 
+pub(crate) use autoscaling::V1Converter as HorizontalPodAutoscalerV1Converter;
 pub use scheduling::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 
 /// A field selector field of a kind and how to read it from an object.
@@ -209,46 +210,31 @@ impl Strategy for Rules {
 }
 
 /// The hooks of a kind from its rules and printer.
-fn type_hooks(rules: Rules, table: TableConvertor) -> TypeHooks {
-    TypeHooks {
+fn of_rules(rules: Rules, table: TableConvertor) -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(rules),
         table: Some(table),
     }
 }
 
-/// The hooks of the kinds this module owns.
-pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+/// The strategies of the kinds this module owns.
+pub(crate) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
     let (rules, table) = match group {
-        "" => cluster::hooks(kind)?,
-        "networking.k8s.io" => networking::hooks(kind)?,
-        "rbac.authorization.k8s.io" => rbac::hooks(kind)?,
-        "storage.k8s.io" => storage::hooks(kind)?,
-        "policy" => policy::hooks(kind)?,
-        "autoscaling" => autoscaling::hooks(kind)?,
-        "certificates.k8s.io" => certificates::hooks(kind)?,
-        "scheduling.k8s.io" | "node.k8s.io" => scheduling::hooks(group, kind)?,
-        "admissionregistration.k8s.io" => admissionregistration::hooks(kind)?,
-        "flowcontrol.apiserver.k8s.io" => flowcontrol::hooks(kind)?,
-        "resource.k8s.io" => dra::hooks(kind)?,
-        "apiregistration.k8s.io" => apiregistration::hooks(kind)?,
+        "" => cluster::strategies(kind)?,
+        "networking.k8s.io" => networking::strategies(kind)?,
+        "rbac.authorization.k8s.io" => rbac::strategies(kind)?,
+        "storage.k8s.io" => storage::strategies(kind)?,
+        "policy" => policy::strategies(kind)?,
+        "autoscaling" => autoscaling::strategies(kind)?,
+        "certificates.k8s.io" => certificates::strategies(kind)?,
+        "scheduling.k8s.io" | "node.k8s.io" => scheduling::strategies(group, kind)?,
+        "admissionregistration.k8s.io" => admissionregistration::strategies(kind)?,
+        "flowcontrol.apiserver.k8s.io" => flowcontrol::strategies(kind)?,
+        "resource.k8s.io" => dra::strategies(kind)?,
+        "apiregistration.k8s.io" => apiregistration::strategies(kind)?,
         _ => return None,
     };
-    Some(type_hooks(rules, table))
-}
-
-/// The converters of the kinds this module owns that are served in several versions:
-/// autoscaling/v1 HorizontalPodAutoscalers, stored as autoscaling/v2.
-pub(crate) fn converter(
-    group: &str,
-    version: &str,
-    kind: &str,
-) -> Option<Arc<dyn kapi_server::resource::Converter>> {
-    match (group, version, kind) {
-        ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
-            Some(Arc::new(autoscaling::V1Converter))
-        }
-        _ => None,
-    }
+    Some(of_rules(rules, table))
 }
 
 #[cfg(test)]
@@ -323,11 +309,11 @@ mod tests {
             ("apiregistration.k8s.io", "APIService"),
         ];
         for (group, kind) in kinds {
-            assert!(hooks(group, kind).is_some(), "{group} {kind}");
+            assert!(strategies(group, kind).is_some(), "{group} {kind}");
         }
-        assert!(hooks("", "Pod").is_none());
-        assert!(hooks("apps", "Deployment").is_none());
-        assert!(converter("autoscaling", "v1", "HorizontalPodAutoscaler").is_some());
-        assert!(converter("autoscaling", "v2", "HorizontalPodAutoscaler").is_none());
+        assert!(strategies("", "Pod").is_none());
+        assert!(strategies("apps", "Deployment").is_none());
+        assert!(crate::kinds::converter("autoscaling", "v1", "HorizontalPodAutoscaler").is_some());
+        assert!(crate::kinds::converter("autoscaling", "v2", "HorizontalPodAutoscaler").is_none());
     }
 }

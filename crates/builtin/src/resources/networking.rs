@@ -18,7 +18,7 @@ use crate::printers::{age_cell, name_cell};
 use crate::util::{str_of, validate_immutable};
 
 /// The hooks of the networking kinds of this module.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     Some(match kind {
         "Ingress" => (
             Rules {
@@ -704,7 +704,7 @@ mod tests {
     use kapi_server::resource::Strategy;
 
     fn rules(kind: &str) -> Rules {
-        hooks(kind).unwrap().0
+        strategies(kind).unwrap().0
     }
 
     fn backend() -> Value {

@@ -15,7 +15,7 @@ const EVICTION_POLICIES: [&str; 2] = ["AlwaysAllow", "IfHealthyBudget"];
 const PERCENT_ERROR: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
 /// The hooks of PodDisruptionBudgets.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     (kind == "PodDisruptionBudget").then(|| {
         (
             Rules {
@@ -161,7 +161,7 @@ mod tests {
 
     #[test]
     fn pdb_validation() {
-        let rules = hooks("PodDisruptionBudget").unwrap().0;
+        let rules = strategies("PodDisruptionBudget").unwrap().0;
         let not_percent = format!(r#"Invalid value: "x": {PERCENT_ERROR}"#);
         let cases: Cases = vec![
             (
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn pdb_status_generation_and_printer() {
-        let rules = hooks("PodDisruptionBudget").unwrap().0;
+        let rules = strategies("PodDisruptionBudget").unwrap().0;
         let mut pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": 2}, "status": {"disruptionsAllowed": 5}});
         rules.prepare_for_create(&mut pdb);
         assert_eq!(pdb["metadata"]["generation"], 1);

@@ -22,7 +22,7 @@ use crate::util::{str_of, strings_of};
 const GROUP: &str = "rbac.authorization.k8s.io";
 
 /// The hooks of the RBAC kinds.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     let base = Rules {
         on_create: |_| {},
         names: validate_path_segment_name,
@@ -333,7 +333,7 @@ mod tests {
     use kapi_server::resource::Strategy;
 
     fn rules(kind: &str) -> Rules {
-        hooks(kind).unwrap().0
+        strategies(kind).unwrap().0
     }
 
     #[test]

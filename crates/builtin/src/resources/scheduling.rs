@@ -34,7 +34,7 @@ const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
 const SYSTEM_PREFIX: &str = "system-";
 
 /// The hooks of PriorityClasses and RuntimeClasses.
-pub(super) fn hooks(group: &str, kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(group: &str, kind: &str) -> Option<(Rules, TableConvertor)> {
     match (group, kind) {
         ("scheduling.k8s.io", "PriorityClass") => Some((
             Rules {
@@ -222,7 +222,7 @@ mod tests {
 
     #[test]
     fn priority_class_validation() {
-        let rules = hooks("scheduling.k8s.io", "PriorityClass").unwrap().0;
+        let rules = strategies("scheduling.k8s.io", "PriorityClass").unwrap().0;
         let cases: Cases = vec![
             (json!({"metadata": {"name": "high"}, "value": 1000}), vec![]),
             (
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn runtime_class_rules() {
-        let rules = hooks("node.k8s.io", "RuntimeClass").unwrap().0;
+        let rules = strategies("node.k8s.io", "RuntimeClass").unwrap().0;
         assert!(rules.validate(&json!({"handler": "runc"})).is_empty());
         assert_eq!(
             causes(&rules.validate(&json!({}))),

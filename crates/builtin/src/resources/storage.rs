@@ -16,7 +16,7 @@ use crate::printers::{age_cell, name_cell};
 use crate::util::{str_of, validate_immutable};
 
 /// The hooks of the storage kinds.
-pub(super) fn hooks(kind: &str) -> Option<(Rules, TableConvertor)> {
+pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
     let plain = Rules {
         on_create: |_| {},
         ..BASE
@@ -531,7 +531,7 @@ mod tests {
     use kapi_server::resource::Strategy;
 
     fn rules(kind: &str) -> Rules {
-        hooks(kind).unwrap().0
+        strategies(kind).unwrap().0
     }
 
     #[test]
@@ -612,7 +612,7 @@ mod tests {
         );
         let node = json!({"spec": {"drivers": [{"name": "a", "nodeID": "n"}, {"name": "a"}]}});
         assert_eq!(
-            causes(&super::hooks("CSINode").unwrap().0.validate(&node)),
+            causes(&super::strategies("CSINode").unwrap().0.validate(&node)),
             expect(&[
                 (
                     "spec.drivers[1].nodeID",
@@ -629,7 +629,7 @@ mod tests {
         let attachment = json!({"spec": {"attacher": "a", "source": {}}});
         assert_eq!(
             causes(
-                &super::hooks("VolumeAttachment")
+                &super::strategies("VolumeAttachment")
                     .unwrap()
                     .0
                     .validate(&attachment)

@@ -6,7 +6,7 @@ use kapi_server::resource::Api;
 use super::*;
 use crate::token::tests::tokens;
 
-/// What the hooks reach in these tests: services only, no other resources.
+/// What the creaters reach in these tests: services only, no other resources.
 struct Services(http::Extensions);
 
 impl Api for Services {

@@ -1,4 +1,4 @@
-//! The Service write hooks (upstream's service REST storage `beginCreate`, `beginUpdate`
+//! The Service write steps (upstream's service REST storage `beginCreate`, `beginUpdate`
 //! and `afterDelete` with its allocator in pkg/registry/core/service/storage/alloc.go): IP
 //! family fields initialized for the cluster's single-stack range, ClusterIPs and NodePorts
 //! reserved before a write and released when it fails, when a type change or update gives
@@ -13,7 +13,7 @@ use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::endpoints::Served;
 use kapi_server::registry::ListParams;
-use kapi_server::write_hooks::{Reservation, WriteHooks};
+use kapi_server::write_steps::{Reservation, WriteSteps};
 use kapi_storage::Store;
 use serde_json::{Value, json};
 
@@ -34,7 +34,7 @@ pub struct ServiceRanges {
     pub node_ports: PortRange,
 }
 
-/// Reserves and releases the ClusterIPs and NodePorts of Services: the write hooks of the
+/// Reserves and releases the ClusterIPs and NodePorts of Services: the write steps of the
 /// services registry.
 pub struct ServiceAllocator {
     ips: Arc<IpAllocator>,
@@ -350,7 +350,7 @@ impl ServiceAllocator {
 }
 
 #[async_trait]
-impl WriteHooks for ServiceAllocator {
+impl WriteSteps for ServiceAllocator {
     async fn begin_create(
         &self,
         service: &mut Value,

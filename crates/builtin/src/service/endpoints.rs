@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::strategy::ports;
 use super::validation::INVALID_IP;
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{str_of, strings_of};
 
@@ -27,8 +27,8 @@ const ADDRESS_TYPES: [&str; 3] = ["FQDN", "IPv4", "IPv6"];
 const LISTED: usize = 3;
 
 /// The strategy and printer of Endpoints.
-pub(super) fn endpoints_hooks() -> TypeHooks {
-    TypeHooks {
+pub(super) fn endpoints_strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(EndpointsStrategy),
         table: Some(TableConvertor {
             columns: vec![
@@ -42,8 +42,8 @@ pub(super) fn endpoints_hooks() -> TypeHooks {
 }
 
 /// The strategy and printer of EndpointSlices.
-pub(super) fn endpoint_slice_hooks() -> TypeHooks {
-    TypeHooks {
+pub(super) fn endpoint_slice_strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(EndpointSliceStrategy),
         table: Some(TableConvertor {
             columns: vec![

@@ -10,7 +10,7 @@
 //! out one IP twice. NodePorts are reserved in the RangeAllocation bitmap kept at
 //! `<prefix>/services/nodeports`, written with compare-and-swap.
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 
 mod alloc;
 mod bootstrap;
@@ -27,14 +27,14 @@ pub use bootstrap::{KubernetesService, leave_kubernetes_endpoints, reconcile_kub
 pub use ipallocator::{Cidr, CidrError};
 pub use portallocator::{PortRange, PortRangeError};
 
-/// The hooks of the kinds this module owns.
-pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+/// The strategies of the kinds this module owns.
+pub(crate) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
     match (group, kind) {
-        ("", "Service") => Some(strategy::hooks()),
-        ("", "Endpoints") => Some(endpoints::endpoints_hooks()),
-        ("discovery.k8s.io", "EndpointSlice") => Some(endpoints::endpoint_slice_hooks()),
-        ("networking.k8s.io", "ServiceCIDR") => Some(networking::service_cidr_hooks()),
-        ("networking.k8s.io", "IPAddress") => Some(networking::ip_address_hooks()),
+        ("", "Service") => Some(strategy::strategies()),
+        ("", "Endpoints") => Some(endpoints::endpoints_strategies()),
+        ("discovery.k8s.io", "EndpointSlice") => Some(endpoints::endpoint_slice_strategies()),
+        ("networking.k8s.io", "ServiceCIDR") => Some(networking::service_cidr_strategies()),
+        ("networking.k8s.io", "IPAddress") => Some(networking::ip_address_strategies()),
         _ => None,
     }
 }

@@ -13,7 +13,7 @@ use kapi_server::resource::{NameValidator, Strategy, SubresourceKind, TableConve
 use serde_json::{Value, json};
 
 use super::ipallocator::Cidr;
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{str_of, strings_of};
 
@@ -22,8 +22,8 @@ const PARENT_REF_DESCRIPTION: &str = "ParentRef references the resource that an 
 const INVALID_CIDR: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
 
 /// The strategy and printer of ServiceCIDRs.
-pub(super) fn service_cidr_hooks() -> TypeHooks {
-    TypeHooks {
+pub(super) fn service_cidr_strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(ServiceCidrStrategy),
         table: Some(TableConvertor {
             columns: vec![
@@ -40,8 +40,8 @@ pub(super) fn service_cidr_hooks() -> TypeHooks {
 }
 
 /// The strategy and printer of IPAddresses.
-pub(super) fn ip_address_hooks() -> TypeHooks {
-    TypeHooks {
+pub(super) fn ip_address_strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(IpAddressStrategy),
         table: Some(TableConvertor {
             columns: vec![

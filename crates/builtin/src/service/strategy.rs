@@ -17,7 +17,7 @@ use super::validation::{
     validate_cluster_ips_update, validate_ip_families_update, validate_load_balancer_class_update,
     validate_load_balancer_status, validate_service,
 };
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, column, name_cell, name_column};
 use crate::util::{child_mut, str_of, strings_of};
 
@@ -37,8 +37,8 @@ const PORTS_DESCRIPTION: &str = "The list of ports that are exposed by this serv
 const SELECTOR_DESCRIPTION: &str = "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/";
 
 /// The strategy and printer of Services.
-pub(super) fn hooks() -> TypeHooks {
-    TypeHooks {
+pub(super) fn strategies() -> KindStrategies {
+    KindStrategies {
         strategy: Arc::new(ServiceStrategy),
         table: Some(TableConvertor {
             columns: columns(),

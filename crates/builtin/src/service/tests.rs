@@ -265,8 +265,8 @@ fn updates_keep_allocated_values_and_reject_changed_cluster_ips() {
 
 #[test]
 fn service_rows_as_upstream_prints_them() {
-    let hooks = hooks("", "Service").unwrap();
-    let table = hooks.table.unwrap();
+    let strategies = strategies("", "Service").unwrap();
+    let table = strategies.table.unwrap();
     let names: Vec<&str> = table.columns.iter().map(|c| &*c.name).collect();
     assert_eq!(
         names,
@@ -306,7 +306,7 @@ fn service_rows_as_upstream_prints_them() {
 
 #[test]
 fn endpoints_slices_cidrs_and_addresses_rows() {
-    let endpoints = hooks("", "Endpoints").unwrap().table.unwrap();
+    let endpoints = strategies("", "Endpoints").unwrap().table.unwrap();
     let subsets = json!({"subsets": [
         {"addresses": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}], "ports": [{"port": 80}, {"port": 443}]},
     ]});
@@ -315,7 +315,7 @@ fn endpoints_slices_cidrs_and_addresses_rows() {
         json!("10.0.0.1:80,[fd00::1]:80,10.0.0.1:443 + 1 more...")
     );
     assert_eq!((endpoints.cells)(&json!({}))[1], json!("<none>"));
-    let slices = hooks("discovery.k8s.io", "EndpointSlice")
+    let slices = strategies("discovery.k8s.io", "EndpointSlice")
         .unwrap()
         .table
         .unwrap();
@@ -330,13 +330,13 @@ fn endpoints_slices_cidrs_and_addresses_rows() {
         (slices.cells)(&json!({}))[2..4],
         [json!("<unset>"), json!("<unset>")]
     );
-    let addresses = hooks("networking.k8s.io", "IPAddress")
+    let addresses = strategies("networking.k8s.io", "IPAddress")
         .unwrap()
         .table
         .unwrap();
     let address = json!({"spec": {"parentRef": {"group": "", "resource": "services", "namespace": "default", "name": "k"}}});
     assert_eq!((addresses.cells)(&address)[1], json!("services/default/k"));
-    let cidrs = hooks("networking.k8s.io", "ServiceCIDR")
+    let cidrs = strategies("networking.k8s.io", "ServiceCIDR")
         .unwrap()
         .table
         .unwrap();
@@ -346,7 +346,9 @@ fn endpoints_slices_cidrs_and_addresses_rows() {
 
 #[test]
 fn endpoint_slices_and_ip_addresses_validate_as_upstream() {
-    let slices = hooks("discovery.k8s.io", "EndpointSlice").unwrap().strategy;
+    let slices = strategies("discovery.k8s.io", "EndpointSlice")
+        .unwrap()
+        .strategy;
     let mut slice = json!({"metadata": {"name": "s"}, "addressType": "IPv4",
         "endpoints": [{"addresses": ["fd00::1"]}], "ports": [{"port": 80}, {"port": 81}]});
     slices.prepare_for_create(&mut slice);
@@ -366,7 +368,9 @@ fn endpoint_slices_and_ip_addresses_validate_as_upstream() {
             ),
         ])
     );
-    let addresses = hooks("networking.k8s.io", "IPAddress").unwrap().strategy;
+    let addresses = strategies("networking.k8s.io", "IPAddress")
+        .unwrap()
+        .strategy;
     assert_eq!(
         addresses.name_validator()("10.0.0.01", false),
         vec!["ParseAddr(\"10.0.0.01\"): unable to parse IP".to_string()]
@@ -383,7 +387,9 @@ fn endpoint_slices_and_ip_addresses_validate_as_upstream() {
             "Required value"
         )])
     );
-    let cidrs = hooks("networking.k8s.io", "ServiceCIDR").unwrap().strategy;
+    let cidrs = strategies("networking.k8s.io", "ServiceCIDR")
+        .unwrap()
+        .strategy;
     let two_v4 = json!({"spec": {"cidrs": ["10.0.0.0/24", "10.1.0.0/24"]}});
     assert_eq!(
         causes(&cidrs.validate(&two_v4)),
@@ -437,7 +443,7 @@ fn served(dir: &tempfile::TempDir, cidr: &str) -> (Served, Served, Arc<ServiceAl
         node_ports: PortRange::parse("30000-30003").unwrap(),
     };
     let allocator = ServiceAllocator::new(ranges, addresses.clone(), store, "/registry");
-    services.registry.set_write_hooks(allocator.clone());
+    services.registry.set_write_steps(allocator.clone());
     (services, addresses, allocator)
 }
 

@@ -13,7 +13,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::endpoints::Served;
 use kapi_server::object;
 use kapi_server::registry::{DeleteParams, ListParams, ReadVersion, Write};
-use kapi_server::resource::{CreateHook, CreateRequest, Creater, PartWrite, SubresourceKind};
+use kapi_server::resource::{CreateHandler, CreateRequest, Creater, PartWrite, SubresourceKind};
 use serde_json::{Value, json};
 
 use crate::util::str_of;
@@ -85,7 +85,7 @@ impl Creater for BindingCreater {
             object::resource_version(binding).to_string(),
         );
         let pods = pods(&request)?;
-        let kind = SubresourceKind::Create(CreateHook(Arc::new(BindingCreater)));
+        let kind = SubresourceKind::Create(CreateHandler(Arc::new(BindingCreater)));
         let write = Write {
             subresource: Some(&kind),
             dry_run: request.dry_run,

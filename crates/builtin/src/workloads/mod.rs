@@ -19,11 +19,11 @@ use std::sync::Arc;
 use kapi_server::object::{bump_generation_on_spec_change, set_meta};
 use serde_json::Value;
 
-use crate::hooks::TypeHooks;
+use crate::kinds::KindStrategies;
 use crate::util::int_of;
 
-/// The hooks of the kinds this module owns.
-pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
+/// The strategies of the kinds this module owns.
+pub(crate) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
     let (strategy, table): (Arc<dyn kapi_server::resource::Strategy>, _) = match (group, kind) {
         ("", "Pod") => (Arc::new(pod::PodStrategy), tables::pods()),
         ("", "PodTemplate") => (Arc::new(pod::PodTemplateStrategy), tables::pod_templates()),
@@ -43,7 +43,7 @@ pub(crate) fn hooks(group: &str, kind: &str) -> Option<TypeHooks> {
         ("batch", "CronJob") => (Arc::new(batch::CronJobStrategy), tables::cron_jobs()),
         _ => return None,
     };
-    Some(TypeHooks {
+    Some(KindStrategies {
         strategy,
         table: Some(table),
     })

@@ -781,7 +781,7 @@ fn templates_and_revisions() {
 }
 
 #[test]
-fn every_kind_has_hooks() {
+fn every_kind_has_strategies() {
     for (group, kind) in [
         ("", "Pod"),
         ("", "PodTemplate"),
@@ -794,10 +794,10 @@ fn every_kind_has_hooks() {
         ("batch", "Job"),
         ("batch", "CronJob"),
     ] {
-        let hooks = super::hooks(group, kind).expect(kind);
-        assert!(hooks.table.is_some());
+        let strategies = super::strategies(group, kind).expect(kind);
+        assert!(strategies.table.is_some());
     }
-    assert!(super::hooks("", "Service").is_none());
+    assert!(super::strategies("", "Service").is_none());
 }
 
 /// CronJob time zones validate as kube-apiserver's (Go's `time.LoadLocation` with the

@@ -73,7 +73,7 @@ impl Registry {
                         Err(err) => return Err(storage_error(err, &resource, name)),
                         Ok(_) => {}
                     }
-                    if let Some(hooks) = self.write_hooks.get() {
+                    if let Some(hooks) = self.write_steps.get() {
                         hooks.after_delete(&object).await;
                     }
                 }

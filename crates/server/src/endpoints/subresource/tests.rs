@@ -131,7 +131,7 @@ fn info(method: &str, path: &str) -> RequestInfo {
 #[test]
 fn special_requests_are_recognized_from_the_subresource_kind() {
     use crate::discovery::tests::def;
-    use crate::resource::{CreateHook, Verbs};
+    use crate::resource::{CreateHandler, Verbs};
 
     let connect: ConnectFn = |_, _| Err(ApiError::bad_request("no agent"));
     let subresources = vec![
@@ -143,7 +143,7 @@ fn special_requests_are_recognized_from_the_subresource_kind() {
         },
         Subresource {
             name: "eviction",
-            kind: SubresourceKind::Create(CreateHook(Arc::new(Echo))),
+            kind: SubresourceKind::Create(CreateHandler(Arc::new(Echo))),
             verbs: Verbs::CREATE,
             response_kind: None,
         },

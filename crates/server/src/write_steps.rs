@@ -1,7 +1,7 @@
-//! Write hooks: asynchronous steps a stored collection may add around the registry's writes,
+//! Write steps: asynchronous steps a stored collection may add around the registry's writes,
 //! for objects that hold claims kept outside themselves (a Service's ClusterIPs and
 //! NodePorts). They are kube-apiserver's genericregistry.Store `BeginCreate`, `BeginUpdate`
-//! and `AfterDelete`: a begin hook reserves what the object claims (and fills what the
+//! and `AfterDelete`: a begin step reserves what the object claims (and fills what the
 //! server picks) once the object is prepared and valid, and the registry commits the
 //! reservation when the write is stored or reverts it when the write fails.
 
@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
 use serde_json::Value;
 
-/// The hooks of one stored collection, set on its registry
-/// ([`Registry::set_write_hooks`](crate::registry::Registry::set_write_hooks)).
+/// The write steps of one stored collection, set on its registry
+/// ([`Registry::set_write_steps`](crate::registry::Registry::set_write_steps)).
 #[async_trait]
-pub trait WriteHooks: Send + Sync + 'static {
+pub trait WriteSteps: Send + Sync + 'static {
     /// Before a new object is stored: reserves what it claims, filling in what the server
     /// assigns. A dry run checks without reserving.
     async fn begin_create(
