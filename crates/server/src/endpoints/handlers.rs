@@ -204,76 +204,25 @@ where
             .unwrap_or_else(crate::authn::UserInfo::anonymous),
     };
     let body = request.into_body();
+    let read = |body| {
+        let schemas = context.apis.schemas();
+        read_body(
+            body,
+            schemas,
+            context.content_type.as_deref(),
+            &context.audit,
+        )
+    };
     let response = async {
         match info.verb.as_str() {
             "get" => get(&context).await,
             "list" => list(&context).await,
             "watch" => watch_(&context).await,
-            "create" => {
-                create(
-                    &context,
-                    read_body(
-                        body,
-                        context.apis.schemas(),
-                        context.content_type.as_deref(),
-                        &context.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
-            "update" => {
-                update(
-                    &context,
-                    read_body(
-                        body,
-                        context.apis.schemas(),
-                        context.content_type.as_deref(),
-                        &context.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
-            "patch" => {
-                patch(
-                    &context,
-                    read_body(
-                        body,
-                        context.apis.schemas(),
-                        context.content_type.as_deref(),
-                        &context.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
-            "delete" => {
-                delete(
-                    &context,
-                    read_body(
-                        body,
-                        context.apis.schemas(),
-                        context.content_type.as_deref(),
-                        &context.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
-            "deletecollection" => {
-                delete_collection(
-                    &context,
-                    read_body(
-                        body,
-                        context.apis.schemas(),
-                        context.content_type.as_deref(),
-                        &context.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
+            "create" => create(&context, read(body).await?).await,
+            "update" => update(&context, read(body).await?).await,
+            "patch" => patch(&context, read(body).await?).await,
+            "delete" => delete(&context, read(body).await?).await,
+            "deletecollection" => delete_collection(&context, read(body).await?).await,
             _ => Err(method_not_allowed()),
         }
     }

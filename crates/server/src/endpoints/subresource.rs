@@ -194,50 +194,19 @@ where
             .to_string(),
     };
     let body = request.into_body();
+    let read = |body| {
+        let schemas = call.apis.schemas();
+        read_body(body, schemas, call.content_type.as_deref(), &call.audit)
+    };
     let response = async {
         match (special, info.verb.as_str()) {
             (Special::Scale(paths), "get") => scale_get(&call, &paths).await,
             (Special::Scale(paths), "update") => {
-                scale_update(
-                    &call,
-                    &paths,
-                    read_body(
-                        body,
-                        call.apis.schemas(),
-                        call.content_type.as_deref(),
-                        &call.audit,
-                    )
-                    .await?,
-                )
-                .await
+                scale_update(&call, &paths, read(body).await?).await
             }
-            (Special::Scale(paths), "patch") => {
-                scale_patch(
-                    &call,
-                    &paths,
-                    read_body(
-                        body,
-                        call.apis.schemas(),
-                        call.content_type.as_deref(),
-                        &call.audit,
-                    )
-                    .await?,
-                )
-                .await
-            }
+            (Special::Scale(paths), "patch") => scale_patch(&call, &paths, read(body).await?).await,
             (Special::Create { hook, .. }, "create") => {
-                create(
-                    &call,
-                    hook.as_ref(),
-                    read_body(
-                        body,
-                        call.apis.schemas(),
-                        call.content_type.as_deref(),
-                        &call.audit,
-                    )
-                    .await?,
-                )
-                .await
+                create(&call, hook.as_ref(), read(body).await?).await
             }
             (Special::Connect(connect), _) => {
                 let object = call.object(&ReadVersion::MostRecent).await?;
