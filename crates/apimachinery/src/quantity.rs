@@ -156,6 +156,15 @@ impl Quantity {
         Ok(quantity)
     }
 
+    /// A quantity field's exact value, a string (spaces trimmed) or a number as JSON decoding
+    /// reads it; `None` when it is neither (absent, null) or does not parse.
+    pub fn of_field(value: &Value) -> Option<Quantity> {
+        match value {
+            Value::String(_) | Value::Number(_) => Quantity::from_json(value).ok(),
+            _ => None,
+        }
+    }
+
     /// A quantity field's JSON value as UnmarshalJSON reads it: a string (spaces trimmed)
     /// or a number; `null` is zero.
     pub fn from_json(value: &Value) -> Result<Quantity, QuantityError> {

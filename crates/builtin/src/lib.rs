@@ -13,7 +13,6 @@
 //! (this crate's namespace, configmap, secret, serviceaccount, event and lease modules, the
 //! workloads, service and resources modules), or the catalog's generic strategy.
 
-mod admission;
 mod catalog;
 mod cluster_authentication;
 pub mod configmap;
@@ -42,30 +41,15 @@ use kapi_server::registry::Registry;
 use kapi_server::resource::ResourceDefinition;
 use serde_json::json;
 
-pub use admission::certificates::{CertificateAuthority, CertificateSubjectRestriction};
-pub use admission::defaultclass::DefaultClass;
-pub use admission::inuse::StorageObjectInUseProtection;
-pub use admission::limitranger::LimitRanger;
-pub use admission::noderestriction::NodeRestriction;
-pub use admission::nodetaint::TaintNodesByCondition;
-pub use admission::podsecurity::{PodSecurity, PodSecurityConfiguration};
-pub use admission::priority::Priority;
-pub use admission::pvcresize::PersistentVolumeClaimResize;
-pub use admission::resourcequota::{
-    ResourceQuota, ResourceQuotaConfiguration, start_quota_controller,
-};
-pub use admission::runtimeclass::RuntimeClass;
-pub use admission::serviceaccount::ServiceAccount;
-pub use admission::tolerations::DefaultTolerationSeconds;
-pub use admission::topology::PodTopologyLabels;
-pub use admission::{IMMORTAL_NAMESPACES, NAMESPACE_TERMINATING_CAUSE, NamespaceLifecycle};
 pub use catalog::Unserved;
 pub use cluster_authentication::{
     ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
     start_cluster_authentication_info,
 };
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
-pub use protection::{ProtectedStorage, start_protection_controllers};
+pub use protection::{
+    PV_PROTECTION, PVC_PROTECTION, ProtectedStorage, start_protection_controllers,
+};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 pub use schemas::BuiltinSchemas;
 pub use service::{

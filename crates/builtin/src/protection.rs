@@ -14,8 +14,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::inuse::{PV_PROTECTION, PVC_PROTECTION};
 use kapi_server::informer::{self, Change};
+
+/// The finalizer of claims in use by pods.
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+/// The finalizer of volumes bound to claims.
+pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
 /// How often every deleting claim and volume is looked at again.
 const RESYNC: Duration = Duration::from_secs(60);
@@ -134,7 +138,7 @@ async fn release_claims(storage: &ProtectedStorage, namespace: Option<&str>) {
             meta["namespace"].as_str().unwrap_or_default(),
             meta["name"].as_str().unwrap_or_default(),
         );
-        let pods = crate::admission::cached_in_namespace(&storage.pods, namespace);
+        let pods = storage.pods.cached_in_namespace(namespace);
         if pods.iter().any(|pod| uses_claim(pod, name)) {
             continue;
         }
@@ -166,7 +170,7 @@ fn uses_claim(pod: &Value, name: &str) -> bool {
 
 /// Releases the volume `name` if it is being deleted and is not bound.
 async fn release_volume(volumes: &Served, name: &str) {
-    let Some(volume) = crate::admission::cached(volumes, name) else {
+    let Some(volume) = volumes.cached(name) else {
         return;
     };
     let bound = volume["status"]["phase"] == "Bound";

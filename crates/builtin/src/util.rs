@@ -2,21 +2,11 @@
 //! fields (absent, `null` and the zero value are the same), the metav1 time formats, and the
 //! validation pieces core types add to the generic metadata checks.
 
-use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use serde_json::{Map, Value};
 
 pub(crate) use kapi_apimachinery::gotime::{Timestamp, ZERO_TIME, parse_rfc3339};
-
-/// A quantity field's exact value (`resource.Quantity`), a string (spaces trimmed) or a
-/// number as JSON decoding reads it; `None` when it is neither or does not parse.
-pub(crate) fn quantity(value: &Value) -> Option<Quantity> {
-    match value {
-        Value::String(_) | Value::Number(_) => Quantity::from_json(value).ok(),
-        _ => None,
-    }
-}
 
 /// A string field, or "" when absent or not a string (Go's zero value).
 pub(crate) fn str_of<'a>(object: &'a Value, key: &str) -> &'a str {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
 use kapi_builtin::rbac::EscalationCheck;
-use kapi_builtin::{
+use kapi_builtin_admission::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, NodeRestriction, PersistentVolumeClaimResize, PodSecurity,
     PodSecurityConfiguration, PodTopologyLabels, Priority, ResourceQuota,

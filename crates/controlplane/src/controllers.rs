@@ -55,7 +55,7 @@ pub(crate) fn post_start_hooks(
     hooks.add(
         "start-resource-quota-controller",
         move |context| async move {
-            kapi_builtin::start_quota_controller(quotas, weak_api, context.stopping);
+            kapi_builtin_admission::start_quota_controller(quotas, weak_api, context.stopping);
             Ok(())
         },
     )?;

@@ -43,7 +43,9 @@ impl NodeAuthorizer {
 
     /// The pods bound to `node` in `namespace`.
     fn pods_on(&self, node: &str, namespace: &str) -> Vec<Arc<Value>> {
-        crate::admission::cached_in_namespace(&self.resources.pods, namespace)
+        self.resources
+            .pods
+            .cached_in_namespace(namespace)
             .into_iter()
             .filter(|pod| pod["spec"]["nodeName"] == node)
             .map(Arc::new)
@@ -54,7 +56,10 @@ impl NodeAuthorizer {
     fn related(&self, node: &str, kind: Kind, namespace: &str, name: &str) -> bool {
         match kind {
             Kind::PersistentVolume => self.volume_related(node, name),
-            Kind::VolumeAttachment => crate::admission::cached(&self.resources.attachments, name)
+            Kind::VolumeAttachment => self
+                .resources
+                .attachments
+                .cached(name)
                 .is_some_and(|a| a["spec"]["nodeName"] == node),
             _ => self
                 .pods_on(node, namespace)
@@ -65,7 +70,7 @@ impl NodeAuthorizer {
 
     /// Whether a claim of a pod bound to `node` is bound to the volume `name`.
     fn volume_related(&self, node: &str, name: &str) -> bool {
-        let claims = crate::admission::cached_all(&self.resources.claims);
+        let claims = self.resources.claims.cached_all();
         claims
             .iter()
             .filter(|claim| claim["spec"]["volumeName"] == name)

@@ -11,12 +11,13 @@ mod persistent_volume;
 mod persistent_volume_claim;
 mod resource_quota;
 
+use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::IS_NEGATIVE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::resource::TableConvertor;
 use serde_json::Value;
 
-use super::common::{invalid_each, items, quantity, text};
+use super::common::{invalid_each, items, text};
 use super::{BASE, Rules};
 use crate::util::str_of;
 use component_status::component_status_table;
@@ -96,7 +97,7 @@ fn validate_non_negative(value: &Value, path: &Path) -> FieldErrors {
     let text = value
         .as_str()
         .map_or_else(|| value.to_string(), str::to_string);
-    if quantity(value).is_some_and(|q| q.signum() < 0) {
+    if Quantity::of_field(value).is_some_and(|q| q.signum() < 0) {
         errs.push(FieldError::invalid(path, text, IS_NEGATIVE_ERROR_MSG));
     }
     errs

@@ -155,11 +155,9 @@ pub(crate) fn enum_field(
     }
 }
 
-pub(crate) use crate::util::quantity;
-
 /// The quantity at a JSON pointer (`None` when absent or unreadable).
 pub(crate) fn quantity_at(object: &Value, pointer: &str) -> Option<Quantity> {
-    quantity(object.pointer(pointer)?)
+    Quantity::of_field(object.pointer(pointer)?)
 }
 
 /// A quantity as printed in a cell: as stored, `0` when absent.
@@ -216,7 +214,7 @@ mod tests {
             ("", None),
         ];
         for (text, want) in cases {
-            let value = quantity(&json!(text)).map(|q| q.as_approximate_f64());
+            let value = Quantity::of_field(&json!(text)).map(|q| q.as_approximate_f64());
             assert_eq!(value, want, "{text}");
         }
     }

@@ -59,8 +59,8 @@ async fn run(
             },
         };
         let secrets = match &namespace {
-            Some(namespace) => crate::admission::cached_in_namespace(&legacy.secrets, namespace),
-            None => crate::admission::cached_all(&legacy.secrets),
+            Some(namespace) => legacy.secrets.cached_in_namespace(namespace),
+            None => legacy.secrets.cached_all(),
         };
         for secret in secrets.iter().filter(|s| s["type"] == TOKEN_SECRET_TYPE) {
             if let Err(err) = legacy.reconcile(secret).await {

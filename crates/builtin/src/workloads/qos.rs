@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use kapi_apimachinery::Quantity;
 use serde_json::Value;
 
-use crate::util::quantity;
-
 /// The resources whose requests and limits decide the class.
 const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
 
@@ -18,7 +16,7 @@ const QOS_RESOURCES: [&str; 2] = ["cpu", "memory"];
 fn positive(container: &Value, kind: &str) -> BTreeMap<&'static str, Quantity> {
     let mut found = BTreeMap::new();
     for name in QOS_RESOURCES {
-        if let Some(quantity) = quantity(&container["resources"][kind][name])
+        if let Some(quantity) = Quantity::of_field(&container["resources"][kind][name])
             && quantity.signum() > 0
         {
             found.insert(name, quantity);
@@ -72,7 +70,8 @@ mod tests {
 
     #[test]
     fn quantities() {
-        let parse_quantity = |text: &str| quantity(&json!(text)).map(|q| q.as_approximate_f64());
+        let parse_quantity =
+            |text: &str| Quantity::of_field(&json!(text)).map(|q| q.as_approximate_f64());
         assert_eq!(parse_quantity("100m"), Some(0.1));
         assert_eq!(parse_quantity("1Gi"), Some(1073741824.0));
         assert_eq!(parse_quantity("2e3"), Some(2000.0));

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::{VOLUME_MODES, or_unset, validate_access_modes, validate_class_name};
 use crate::printers::{age_cell, name_cell};
 use crate::resources::common::{
-    access_modes, age, col, default_field, enum_field, items, object_at, quantity, quantity_at,
+    access_modes, age, col, default_field, enum_field, items, object_at, quantity_at,
     quantity_text, table, text, text_at, wide,
 };
 use crate::resources::{BASE, Rules, SelectableField};
@@ -55,7 +55,7 @@ fn validate_pvc(pvc: &Value) -> FieldErrors {
             let text = value
                 .as_str()
                 .map_or_else(|| value.to_string(), str::to_string);
-            if quantity(value).is_none_or(|q| q.signum() <= 0) {
+            if Quantity::of_field(value).is_none_or(|q| q.signum() <= 0) {
                 errs.push(FieldError::invalid(
                     &storage_path,
                     text,

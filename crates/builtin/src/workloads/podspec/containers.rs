@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     IS_NEGATIVE_ERROR_MSG, is_config_map_key, is_valid_port_name, name_is_dns_subdomain,
@@ -16,7 +17,6 @@ use super::{
     dns1123_label, enum_field, inclusive_range, invalid_each, is_set, list, nonnegative,
     validate_field_ref,
 };
-use crate::util::quantity;
 use crate::util::{int_of, map_value, str_of};
 use crate::workloads::security::validate_container_security_context;
 
@@ -462,7 +462,7 @@ fn validate_resources(resources: &Value, path: &Path) -> FieldErrors {
     let requests = map_value(resources, "requests");
     for (kind, quantities) in [("limits", &limits), ("requests", &requests)] {
         for (name, value) in quantities {
-            if quantity(value).is_some_and(|q| q.signum() < 0) {
+            if Quantity::of_field(value).is_some_and(|q| q.signum() < 0) {
                 errs.push(FieldError::invalid(
                     &path.child(kind).key(name),
                     quantity_text(value),
@@ -476,7 +476,7 @@ fn validate_resources(resources: &Value, path: &Path) -> FieldErrors {
             continue;
         };
         let (request_text, limit_text) = (quantity_text(request), quantity_text(limit));
-        if let (Some(r), Some(l)) = (quantity(request), quantity(limit)) {
+        if let (Some(r), Some(l)) = (Quantity::of_field(request), Quantity::of_field(limit)) {
             let overcommit = !name.starts_with("hugepages-")
                 && (!name.contains('/') || name.starts_with("kubernetes.io/"));
             if r != l && !overcommit {

@@ -5,14 +5,12 @@ use std::collections::BTreeMap;
 use kapi_apimachinery::{Format, Quantity};
 use serde_json::Value;
 
-use crate::util::quantity;
-
 /// The quantities of a resource list (`{"cpu": "500m", ...}`), those that parse.
 pub fn amounts(list: &Value) -> BTreeMap<String, Quantity> {
     list.as_object()
         .into_iter()
         .flatten()
-        .filter_map(|(name, value)| Some((name.clone(), quantity(value)?)))
+        .filter_map(|(name, value)| Some((name.clone(), Quantity::of_field(value)?)))
         .collect()
 }
 

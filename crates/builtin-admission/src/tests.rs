@@ -23,20 +23,20 @@ async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
-    let namespaces = crate::definition("", "v1", "namespaces").unwrap();
+    let namespaces = kapi_builtin::definition("", "v1", "namespaces").unwrap();
     let strategy = namespaces.strategy.clone();
     let registry = Registry::new(
         namespaces.storage.clone(),
         store,
         "/registry",
         Arc::new(move |object: &Value| strategy.selectable_fields(object)),
-        Some(Arc::new(crate::BuiltinSchemas)),
+        Some(Arc::new(kapi_builtin::BuiltinSchemas)),
     );
     let plugin = NamespaceLifecycle::new(registry.cacher().clone());
     Fixture {
         _dir: dir,
         namespaces,
-        configmaps: crate::definition("", "v1", "configmaps").unwrap(),
+        configmaps: kapi_builtin::definition("", "v1", "configmaps").unwrap(),
         registry,
         plugin,
     }
@@ -104,11 +104,11 @@ async fn admit_configmap(
 #[tokio::test]
 async fn lifecycle() {
     let f = fixture().await;
-    crate::ensure_system_namespaces(&f.registry, &f.namespaces)
+    kapi_builtin::ensure_system_namespaces(&f.registry, &f.namespaces)
         .await
         .unwrap();
     // Idempotent.
-    crate::ensure_system_namespaces(&f.registry, &f.namespaces)
+    kapi_builtin::ensure_system_namespaces(&f.registry, &f.namespaces)
         .await
         .unwrap();
     let cm = json!({"metadata": {"name": "c"}});
@@ -225,7 +225,7 @@ async fn lifecycle() {
 
 #[test]
 fn names_in_errors() {
-    let definition = crate::definition("", "v1", "configmaps").unwrap();
+    let definition = kapi_builtin::definition("", "v1", "configmaps").unwrap();
     let named = json!({"metadata": {"name": "n", "generateName": "g-"}});
     let generated = json!({"metadata": {"generateName": "g-"}});
     let cases = [

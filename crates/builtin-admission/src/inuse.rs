@@ -2,17 +2,13 @@
 //! storageobjectinuseprotection): new PersistentVolumeClaims and PersistentVolumes get the
 //! `kubernetes.io/pvc-protection` and `kubernetes.io/pv-protection` finalizers, so that
 //! deleting one in use waits until it is no longer used. The finalizers are lifted by the
-//! protection controllers of [`crate::protection`].
+//! protection controllers of kapi-builtin's protection module.
 
 use async_trait::async_trait;
 use kapi_apimachinery::status::ApiError;
+use kapi_builtin::{PV_PROTECTION, PVC_PROTECTION};
 use kapi_server::admission::{AdmissionPlugin, Attributes};
 use serde_json::{Value, json};
-
-/// The finalizer of claims in use by pods.
-pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-/// The finalizer of volumes bound to claims.
-pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
 /// The StorageObjectInUseProtection admission plugin.
 pub struct StorageObjectInUseProtection;

@@ -176,7 +176,7 @@ fn mirror_pod(node: &str, pod: &Value, nodes: &Served) -> Result<(), String> {
             "node {node:?} must not set blockOwnerDeletion on an owner reference"
         ));
     }
-    let node_uid = super::cached(nodes, node).map(|n| n["metadata"]["uid"].clone());
+    let node_uid = nodes.cached(node).map(|n| n["metadata"]["uid"].clone());
     let Some(node_uid) = node_uid else {
         return Err(format!("nodes {node:?} not found"));
     };

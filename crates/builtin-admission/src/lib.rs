@@ -1,6 +1,14 @@
-//! The NamespaceLifecycle admission plugin (k8s.io/apiserver's
-//! plugin/namespace/lifecycle): no new content in namespaces that do not exist or are being
-//! deleted, and no deleting the namespaces the cluster cannot live without.
+//! kube-apiserver's built-in admission plugins, over the built-in resources (kapi-builtin):
+//! NamespaceLifecycle (here), LimitRanger, ServiceAccount, NodeRestriction,
+//! PodTopologyLabels, StorageObjectInUseProtection, PodSecurity, Priority,
+//! DefaultTolerationSeconds, DefaultStorageClass and DefaultIngressClass, RuntimeClass,
+//! TaintNodesByCondition, PersistentVolumeClaimResize, the certificate plugins and
+//! ResourceQuota (with its controller). The generic plugins (webhooks, policies) are
+//! kapi-admission's; the control plane orders both as kube-apiserver does.
+//!
+//! NamespaceLifecycle (k8s.io/apiserver's plugin/namespace/lifecycle): no new content in
+//! namespaces that do not exist or are being deleted, and no deleting the namespaces the
+//! cluster cannot live without.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,8 +22,7 @@ use kapi_server::cacher::{CachedObject, Cacher};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::namespace::{PHASE_ACTIVE, PHASE_TERMINATING};
-use crate::util::str_at;
+use kapi_builtin::namespace::{PHASE_ACTIVE, PHASE_TERMINATING};
 
 /// The namespaces that may not be deleted.
 pub const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
@@ -100,7 +107,7 @@ fn resource_name(request: &Attributes<'_>, object: Option<&Value>) -> String {
         return "Unknown".to_string();
     };
     for field in ["name", "generateName"] {
-        let value = str_at(object, &["metadata", field]);
+        let value = object["metadata"][field].as_str().unwrap_or("");
         if !value.is_empty() {
             return value.to_string();
         }
@@ -247,40 +254,6 @@ fn written<'a>(
     object.filter(|_| wanted)
 }
 
-/// The cluster-scoped object `name` of a collection's watch cache, decoded.
-pub(crate) fn cached(served: &kapi_server::endpoints::Served, name: &str) -> Option<Value> {
-    let key = served.registry.key("", name);
-    let (object, _) = served.registry.cacher().get(&key);
-    object.and_then(|object| kapi_server::registry::Item::from(&*object).decode().ok())
-}
-
-/// The objects of a collection's watch cache, decoded.
-pub(crate) fn cached_all(served: &kapi_server::endpoints::Served) -> Vec<Value> {
-    let registry = &served.registry;
-    registry
-        .cacher()
-        .list(&registry.collection_prefix(None), |_| true)
-        .objects
-        .iter()
-        .filter_map(|o| kapi_server::registry::Item::from(&**o).decode().ok())
-        .collect()
-}
-
-/// The objects of `namespace` in a collection's watch cache, decoded.
-pub(crate) fn cached_in_namespace(
-    served: &kapi_server::endpoints::Served,
-    namespace: &str,
-) -> Vec<Value> {
-    let registry = &served.registry;
-    registry
-        .cacher()
-        .list(&registry.collection_prefix(Some(namespace)), |_| true)
-        .objects
-        .iter()
-        .filter_map(|o| kapi_server::registry::Item::from(&**o).decode().ok())
-        .collect()
-}
-
 pub mod certificates;
 pub mod defaultclass;
 pub mod inuse;
@@ -299,6 +272,21 @@ pub mod serviceaccount;
 pub mod tolerations;
 pub mod topology;
 
+pub use certificates::{CertificateAuthority, CertificateSubjectRestriction};
+pub use defaultclass::DefaultClass;
+pub use inuse::StorageObjectInUseProtection;
+pub use limitranger::LimitRanger;
+pub use noderestriction::NodeRestriction;
+pub use nodetaint::TaintNodesByCondition;
+pub use podsecurity::{PodSecurity, PodSecurityConfiguration};
+pub use priority::Priority;
+pub use pvcresize::PersistentVolumeClaimResize;
+pub use resourcequota::{ResourceQuota, ResourceQuotaConfiguration, start_quota_controller};
+pub use runtimeclass::RuntimeClass;
+pub use serviceaccount::ServiceAccount;
+pub use tolerations::DefaultTolerationSeconds;
+pub use topology::PodTopologyLabels;
+
 #[cfg(test)]
 mod tests;
 
@@ -308,7 +296,7 @@ fn lookup(object: Option<&CachedObject>) -> Lookup {
         None => Lookup::Missing,
         Some(object) => {
             let parsed: Value = serde_json::from_slice(&object.stored).unwrap_or(Value::Null);
-            Lookup::Phase(str_at(&parsed, &["status", "phase"]).to_string())
+            Lookup::Phase(parsed["status"]["phase"].as_str().unwrap_or("").to_string())
         }
     }
 }

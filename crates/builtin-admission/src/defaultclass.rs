@@ -45,7 +45,8 @@ impl DefaultClass {
 
     /// The default class's name: the newest class annotated as default.
     fn default_class(&self) -> Option<String> {
-        super::cached_all(&self.classes)
+        self.classes
+            .cached_all()
             .into_iter()
             .filter(|class| class["metadata"]["annotations"][self.annotation] == "true")
             .max_by_key(|class| {

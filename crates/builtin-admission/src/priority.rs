@@ -27,12 +27,13 @@ impl Priority {
 
     /// The class named `name`, from the cache.
     fn class(&self, name: &str) -> Option<Value> {
-        super::cached(&self.classes, name)
+        self.classes.cached(name)
     }
 
     /// The global default class: the one with `globalDefault`, the lowest value if several.
     fn default_class(&self) -> Option<Value> {
-        super::cached_all(&self.classes)
+        self.classes
+            .cached_all()
             .into_iter()
             .filter(|class| class["globalDefault"] == true)
             .min_by_key(|class| class["value"].as_i64().unwrap_or(0))

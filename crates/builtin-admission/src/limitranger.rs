@@ -13,7 +13,6 @@ use kapi_server::endpoints::Served;
 use serde_json::{Value, json};
 
 use super::quantity::amounts;
-use crate::util::quantity;
 
 /// The annotation LimitRanger leaves on pods it defaulted.
 const ANNOTATION: &str = "kubernetes.io/limit-ranger";
@@ -31,7 +30,8 @@ impl LimitRanger {
 
     /// The `spec.limits` items of the namespace's LimitRanges.
     fn limits(&self, namespace: &str) -> Vec<Value> {
-        super::cached_in_namespace(&self.limit_ranges, namespace)
+        self.limit_ranges
+            .cached_in_namespace(namespace)
             .into_iter()
             .flat_map(|range| {
                 range["spec"]["limits"]
@@ -132,7 +132,7 @@ fn check(
     limit: &Value,
     observed: Option<&Quantity>,
 ) {
-    let Some(bound_value) = quantity(&limit[bound][resource]) else {
+    let Some(bound_value) = Quantity::of_field(&limit[bound][resource]) else {
         return;
     };
     let [observed_value, enforced] = enforced_values([observed, Some(&bound_value)]);
@@ -205,7 +205,7 @@ fn bounds(
             requests.get(&resource),
         );
         check(errors, kind, &resource, "max", limit, limits.get(&resource));
-        if let Some(ratio) = quantity(&limit["maxLimitRequestRatio"][&resource])
+        if let Some(ratio) = Quantity::of_field(&limit["maxLimitRequestRatio"][&resource])
             && let (Some(request), Some(maximum)) = (requests.get(&resource), limits.get(&resource))
             && let Some(actual) = ratio_exceeded(request, maximum, &ratio)
         {

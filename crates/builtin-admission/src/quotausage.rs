@@ -10,7 +10,6 @@ use serde_json::Value;
 use kapi_apimachinery::Quantity;
 
 use super::quantity::{amounts, count};
-use crate::util::quantity;
 
 /// The prefix of the quota names of what pods request.
 const REQUESTS: &str = "requests.";
@@ -160,7 +159,7 @@ fn keep_max(into: &mut BTreeMap<String, Quantity>, from: &BTreeMap<String, Quant
 /// request and what was allocated, in whole bytes), each also under its storage class.
 fn claim_usage(claim: &Value) -> BTreeMap<String, Quantity> {
     let mut used = BTreeMap::from([("persistentvolumeclaims".to_string(), count(1))]);
-    let storage = |resources: &Value| quantity(&resources["storage"]);
+    let storage = |resources: &Value| Quantity::of_field(&resources["storage"]);
     let requested = storage(&claim["spec"]["resources"]["requests"]);
     let allocated = storage(&claim["status"]["allocatedResources"]);
     let storage = match (requested, allocated) {

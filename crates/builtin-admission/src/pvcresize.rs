@@ -10,8 +10,6 @@ use serde_json::Value;
 
 use kapi_apimachinery::Quantity;
 
-use crate::util::quantity;
-
 /// The PersistentVolumeClaimResize admission plugin.
 pub struct PersistentVolumeClaimResize {
     classes: Served,
@@ -26,7 +24,7 @@ impl PersistentVolumeClaimResize {
 
 /// The storage a claim requests.
 fn requested(claim: &Value) -> Option<Quantity> {
-    quantity(&claim["spec"]["resources"]["requests"]["storage"])
+    Quantity::of_field(&claim["spec"]["resources"]["requests"]["storage"])
 }
 
 /// Why growing `old` into `new` is refused, if it is; `expandable(class)` says whether a
@@ -73,7 +71,8 @@ impl AdmissionPlugin for PersistentVolumeClaimResize {
             return Ok(());
         };
         let expandable = |name: &str| {
-            super::cached(&self.classes, name)
+            self.classes
+                .cached(name)
                 .is_some_and(|class| class["allowVolumeExpansion"] == true)
         };
         match refusal(new, old, expandable) {

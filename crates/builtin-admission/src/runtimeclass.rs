@@ -83,7 +83,9 @@ impl AdmissionPlugin for RuntimeClass {
         let forbidden = |message: String| {
             ApiError::forbidden(&definition.group_resource(), attributes.name, message)
         };
-        let class = super::cached(&self.classes, &name)
+        let class = self
+            .classes
+            .cached(&name)
             .ok_or_else(|| forbidden(format!("pod rejected: RuntimeClass {name:?} not found")))?;
         apply(pod, &class).map_err(forbidden)
     }
