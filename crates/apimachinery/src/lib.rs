@@ -20,6 +20,7 @@ pub mod schema;
 pub mod selection;
 pub mod status;
 pub mod validation;
+pub mod value;
 
 pub use gofmt::{json as go_json, quote};
 pub use quantity::{Format, Quantity, QuantityError};

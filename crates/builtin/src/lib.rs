@@ -24,7 +24,6 @@ pub mod namespace;
 mod namespace_objects;
 pub mod printers;
 mod protection;
-pub mod rbac;
 mod resources;
 mod review;
 mod schemas;

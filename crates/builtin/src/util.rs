@@ -7,46 +7,7 @@ use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, P
 use serde_json::{Map, Value};
 
 pub(crate) use kapi_apimachinery::gotime::{Timestamp, ZERO_TIME, parse_rfc3339};
-
-/// A string field, or "" when absent or not a string (Go's zero value).
-pub(crate) fn str_of<'a>(object: &'a Value, key: &str) -> &'a str {
-    object.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A string at a path of object keys, or "".
-pub(crate) fn str_at<'a>(object: &'a Value, path: &[&str]) -> &'a str {
-    let mut current = object;
-    for key in path {
-        match current.get(key) {
-            Some(next) => current = next,
-            None => return "",
-        }
-    }
-    current.as_str().unwrap_or("")
-}
-
-/// An integer field, or 0.
-pub(crate) fn int_of(object: &Value, key: &str) -> i64 {
-    object.get(key).and_then(Value::as_i64).unwrap_or(0)
-}
-
-/// An object field, if it is one.
-pub(crate) fn map_of<'a>(object: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
-    object.get(key).and_then(Value::as_object)
-}
-
-/// The strings of a list field.
-pub(crate) fn strings_of<'a>(object: &'a Value, key: &str) -> Vec<&'a str> {
-    match object.get(key).and_then(Value::as_array) {
-        Some(list) => list.iter().filter_map(Value::as_str).collect(),
-        None => Vec::new(),
-    }
-}
-
-/// Whether a field holds `true`.
-pub(crate) fn is_true(object: &Value, key: &str) -> bool {
-    object.get(key).and_then(Value::as_bool) == Some(true)
-}
+pub(crate) use kapi_apimachinery::value::{int_of, is_true, map_of, str_at, str_of, strings_of};
 
 /// The object's fields, made an object first if it is not one.
 pub(crate) fn fields_mut(object: &mut Value) -> &mut Map<String, Value> {

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use kapi_admission::policy::ValidatingAdmissionPolicy;
 use kapi_admission::webhook::{MutatingWebhook, ValidatingWebhook};
-use kapi_builtin::rbac::EscalationCheck;
 use kapi_builtin_admission::{
     CertificateAuthority, CertificateSubjectRestriction, DefaultClass, DefaultTolerationSeconds,
     LimitRanger, NamespaceLifecycle, NodeRestriction, PersistentVolumeClaimResize, PodSecurity,
@@ -16,6 +15,7 @@ use kapi_builtin_admission::{
     ResourceQuotaConfiguration, RuntimeClass, ServiceAccount, StorageObjectInUseProtection,
     TaintNodesByCondition,
 };
+use kapi_rbac::EscalationCheck;
 use kapi_server::ApiHandler;
 use kapi_server::admission::AdmissionPlugin;
 use kapi_server::webhook_client::ServiceResolver;

@@ -7,9 +7,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kapi_builtin::rbac::{
-    NodeAuthorizer, NodeResources, RbacAuthorizer, RbacResources, RuleResolver,
-};
+use kapi_rbac::{NodeAuthorizer, NodeResources, RbacAuthorizer, RbacResources, RuleResolver};
 use kapi_server::authn::SYSTEM_PRIVILEGED_GROUP;
 use kapi_server::authz::{
     AlwaysAllow, AlwaysDeny, FailurePolicy, PrivilegedGroups, UnionAuthorizer, WebhookAuthorizer,

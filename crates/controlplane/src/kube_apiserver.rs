@@ -136,7 +136,7 @@ fn post_start_hooks(
     )?;
     let rbac = authorization.rbac.clone();
     hooks.add("rbac/bootstrap-roles", move |context| async move {
-        kapi_builtin::rbac::start_bootstrap_policy(rbac, context.stopping)
+        kapi_rbac::start_bootstrap_policy(rbac, context.stopping)
             .await
             .map_err(Into::into)
     })?;

@@ -6,7 +6,7 @@ use kapi_server::authn::UserInfo;
 use kapi_server::{Attributes, Decision};
 use serde_json::Value;
 
-use crate::util::{str_of, strings_of};
+use kapi_apimachinery::value::{str_of, strings_of};
 
 /// Matches every verb, group, resource or non-resource URL.
 const ALL: &str = "*";
