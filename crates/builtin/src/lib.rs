@@ -14,16 +14,12 @@
 //! workloads, service and resources modules), or the catalog's generic strategy.
 
 mod catalog;
-mod cluster_authentication;
 pub mod configmap;
 pub mod event;
-mod kept_config_map;
 mod kinds;
 pub mod lease;
 pub mod namespace;
-mod namespace_objects;
 pub mod printers;
-mod protection;
 mod resources;
 mod review;
 mod schemas;
@@ -41,20 +37,19 @@ use kapi_server::resource::ResourceDefinition;
 use serde_json::json;
 
 pub use catalog::Unserved;
-pub use cluster_authentication::{
-    ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
-    start_cluster_authentication_info,
-};
-pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
-pub use protection::{
-    PV_PROTECTION, PVC_PROTECTION, ProtectedStorage, start_protection_controllers,
-};
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 pub use schemas::BuiltinSchemas;
 pub use service::{
     Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,
     leave_kubernetes_endpoints, reconcile_kubernetes_service,
 };
+
+/// The finalizer StorageObjectInUseProtection puts on claims, which the protection
+/// controller removes once no running pod uses the claim.
+pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
+/// The finalizer StorageObjectInUseProtection puts on volumes, which the protection
+/// controller removes once the volume is not bound.
+pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
 /// The namespaces kube-apiserver keeps in existence, in the order it creates them.
 pub const SYSTEM_NAMESPACES: [&str; 4] =

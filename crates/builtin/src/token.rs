@@ -7,10 +7,8 @@
 //! `serviceaccounts/token` (authentication.k8s.io/v1 TokenRequest).
 
 mod authenticator;
-mod controller;
 mod der;
 mod request;
-mod tracking;
 
 use std::collections::BTreeMap;
 
@@ -23,10 +21,8 @@ use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::{Value, json};
 
 pub use authenticator::ServiceAccountAuthenticator;
-pub use controller::{LegacyTokens, start_token_controller};
 pub use request::TokenRequestCreater;
 pub(crate) use request::unix_now;
-pub use tracking::{LEGACY_TOKEN_TRACKING_CONFIG_MAP, start_legacy_token_tracking};
 
 /// The issuer kube-apiserver's `--service-account-issuer` usually names (and kapi's default).
 pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kapi_builtin::token::{LegacyTokens, ServiceAccountTokens};
-use kapi_builtin::{NamespaceObject, ProtectedStorage};
+use kapi_builtin::token::ServiceAccountTokens;
+use kapi_controllers::{LegacyTokens, NamespaceObject, ProtectedStorage};
 use kapi_server::PostStartHooks;
 use kapi_server::endpoints::ApiHandler;
 
@@ -64,7 +64,7 @@ pub(crate) fn post_start_hooks(
     hooks.add(
         "start-serviceaccount-controllers",
         move |context| async move {
-            kapi_builtin::start_namespace_objects(namespaces, objects, context.stopping);
+            kapi_controllers::start_namespace_objects(namespaces, objects, context.stopping);
             Ok(())
         },
     )?;
@@ -78,7 +78,7 @@ pub(crate) fn post_start_hooks(
     hooks.add(
         "start-storage-protection-controllers",
         move |context| async move {
-            kapi_builtin::start_protection_controllers(protected, context.stopping);
+            kapi_controllers::start_protection_controllers(protected, context.stopping);
             Ok(())
         },
     )?;
@@ -107,7 +107,7 @@ pub(crate) fn post_start_hooks(
         hooks.add(
             "start-serviceaccount-token-controller",
             move |context| async move {
-                kapi_builtin::token::start_token_controller(legacy, context.stopping);
+                kapi_controllers::start_token_controller(legacy, context.stopping);
                 Ok(())
             },
         )?;

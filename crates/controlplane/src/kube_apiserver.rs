@@ -118,7 +118,7 @@ fn post_start_hooks(
     hooks.add(
         "start-cluster-authentication-info-controller",
         move |context| async move {
-            kapi_builtin::start_cluster_authentication_info(
+            kapi_controllers::start_cluster_authentication_info(
                 config_maps,
                 authentication_info,
                 context.stopping,
@@ -130,7 +130,7 @@ fn post_start_hooks(
     hooks.add(
         "start-legacy-token-tracking-controller",
         move |context| async move {
-            kapi_builtin::token::start_legacy_token_tracking(config_maps, context.stopping);
+            kapi_controllers::start_legacy_token_tracking(config_maps, context.stopping);
             Ok(())
         },
     )?;
@@ -183,14 +183,14 @@ pub(crate) fn add_issuer_discovery(
 fn cluster_authentication_info(
     options: &ServeOptions,
     pki: &PkiFiles,
-) -> Result<kapi_builtin::ClusterAuthenticationInfo> {
+) -> Result<kapi_controllers::ClusterAuthenticationInfo> {
     let read = |path: &std::path::Path| {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
     };
     let client_ca = read(options.client_ca_file.as_ref().unwrap_or(&pki.ca_cert))?;
     let request_header = match &options.requestheader_client_ca_file {
         None => None,
-        Some(path) => Some(kapi_builtin::RequestHeaderInfo {
+        Some(path) => Some(kapi_controllers::RequestHeaderInfo {
             client_ca: read(path)?,
             allowed_names: options.requestheader_allowed_names.clone(),
             username_headers: options.requestheader_username_headers.clone(),
@@ -199,7 +199,7 @@ fn cluster_authentication_info(
             extra_header_prefixes: options.requestheader_extra_headers_prefix.clone(),
         }),
     };
-    Ok(kapi_builtin::ClusterAuthenticationInfo {
+    Ok(kapi_controllers::ClusterAuthenticationInfo {
         client_ca,
         request_header,
     })

@@ -113,7 +113,7 @@ fn expired(block: &str) -> bool {
         return false;
     };
     pem.parse_x509()
-        .is_ok_and(|cert| cert.validity().not_after.timestamp() < crate::token::unix_now())
+        .is_ok_and(|cert| cert.validity().not_after < x509_parser::time::ASN1Time::now())
 }
 
 /// Each `-----BEGIN CERTIFICATE-----` block of a PEM text, with its final newline.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::namespace::PHASE_TERMINATING;
+use kapi_builtin::namespace::PHASE_TERMINATING;
 use kapi_server::informer::{self, Change};
 
 /// The ConfigMap of the cluster CA in every namespace.

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::ServiceAccountTokens;
+use kapi_builtin::token::ServiceAccountTokens;
 use kapi_server::informer::{self, Change};
 
 /// The Secret type of legacy tokens.

@@ -14,12 +14,8 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use kapi_builtin::{PV_PROTECTION, PVC_PROTECTION};
 use kapi_server::informer::{self, Change};
-
-/// The finalizer of claims in use by pods.
-pub const PVC_PROTECTION: &str = "kubernetes.io/pvc-protection";
-/// The finalizer of volumes bound to claims.
-pub const PV_PROTECTION: &str = "kubernetes.io/pv-protection";
 
 /// How often every deleting claim and volume is looked at again.
 const RESYNC: Duration = Duration::from_secs(60);

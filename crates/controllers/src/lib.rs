@@ -1,0 +1,23 @@
+//! kube-controller-manager's controllers that a cluster of kapi alone needs, and
+//! kube-apiserver's own controllers of its configuration, run in process over the built-in
+//! resources' watch caches: each namespace's `default` ServiceAccount and `kube-root-ca.crt`
+//! ConfigMap (`namespace_objects`), the PersistentVolume(Claim) protection finalizers
+//! (`protection`), legacy service-account token Secrets (`token_controller`), kube-system's
+//! `extension-apiserver-authentication` (`cluster_authentication`) and legacy token tracking
+//! (`token_tracking`) ConfigMaps. The control plane starts each from a post-start hook.
+
+mod cluster_authentication;
+mod kept_config_map;
+mod namespace_objects;
+mod protection;
+mod token_controller;
+mod token_tracking;
+
+pub use cluster_authentication::{
+    ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
+    start_cluster_authentication_info,
+};
+pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
+pub use protection::{ProtectedStorage, start_protection_controllers};
+pub use token_controller::{LegacyTokens, start_token_controller};
+pub use token_tracking::{LEGACY_TOKEN_TRACKING_CONFIG_MAP, start_legacy_token_tracking};
