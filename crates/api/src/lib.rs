@@ -43,9 +43,7 @@ pub fn catalog() -> &'static Catalog {
 
 /// The schema of the built-in kind `group`/`version`/`kind`, if Kubernetes has it.
 pub fn kind_schema(group: &str, version: &str, kind: &str) -> Option<KindSchema> {
-    let catalog = catalog();
-    let name = catalog.kind(group, version, kind)?.definition_name()?;
-    KindSchema::of_definition(catalog, name)
+    KindSchema::of_kind(catalog(), group, version, kind)
 }
 
 /// Every built-in definition in OpenAPI v2 form, with upstream's extensions.

@@ -46,7 +46,7 @@ impl DefaultClass {
     /// The default class's name: the newest class annotated as default.
     fn default_class(&self) -> Option<String> {
         self.classes
-            .cached_all()
+            .cached_list(None)
             .into_iter()
             .filter(|class| class["metadata"]["annotations"][self.annotation] == "true")
             .max_by_key(|class| {

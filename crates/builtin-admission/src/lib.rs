@@ -22,6 +22,7 @@ use kapi_server::cacher::{CachedObject, Cacher};
 use parking_lot::Mutex;
 use serde_json::Value;
 
+use kapi_apimachinery::value::str_at;
 use kapi_builtin::namespace::{PHASE_ACTIVE, PHASE_TERMINATING};
 
 /// The namespaces that may not be deleted.
@@ -107,7 +108,7 @@ fn resource_name(request: &Attributes<'_>, object: Option<&Value>) -> String {
         return "Unknown".to_string();
     };
     for field in ["name", "generateName"] {
-        let value = object["metadata"][field].as_str().unwrap_or("");
+        let value = str_at(object, &["metadata", field]);
         if !value.is_empty() {
             return value.to_string();
         }
@@ -296,7 +297,7 @@ fn lookup(object: Option<&CachedObject>) -> Lookup {
         None => Lookup::Missing,
         Some(object) => {
             let parsed: Value = serde_json::from_slice(&object.stored).unwrap_or(Value::Null);
-            Lookup::Phase(parsed["status"]["phase"].as_str().unwrap_or("").to_string())
+            Lookup::Phase(str_at(&parsed, &["status", "phase"]).to_string())
         }
     }
 }

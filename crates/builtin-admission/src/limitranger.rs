@@ -31,7 +31,7 @@ impl LimitRanger {
     /// The `spec.limits` items of the namespace's LimitRanges.
     fn limits(&self, namespace: &str) -> Vec<Value> {
         self.limit_ranges
-            .cached_in_namespace(namespace)
+            .cached_list(Some(namespace))
             .into_iter()
             .flat_map(|range| {
                 range["spec"]["limits"]

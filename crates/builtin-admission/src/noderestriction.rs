@@ -40,9 +40,7 @@ impl NodeRestriction {
     }
 
     fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
-        let key = self.pods.registry.key(namespace, name);
-        let cached = self.pods.registry.cacher().get(&key).0?;
-        kapi_server::registry::Item::from(&*cached).decode().ok()
+        self.pods.cached(namespace, name)
     }
 
     /// Pods: mirror pods created, and pods bound to the node deleted, evicted or given a
@@ -176,7 +174,7 @@ fn mirror_pod(node: &str, pod: &Value, nodes: &Served) -> Result<(), String> {
             "node {node:?} must not set blockOwnerDeletion on an owner reference"
         ));
     }
-    let node_uid = nodes.cached(node).map(|n| n["metadata"]["uid"].clone());
+    let node_uid = nodes.cached("", node).map(|n| n["metadata"]["uid"].clone());
     let Some(node_uid) = node_uid else {
         return Err(format!("nodes {node:?} not found"));
     };

@@ -371,7 +371,7 @@ impl PodSecurity {
 
     fn namespace_labels(&self, namespace: &str) -> Value {
         self.namespaces
-            .cached(namespace)
+            .cached("", namespace)
             .map(|ns| ns["metadata"]["labels"].clone())
             .unwrap_or(Value::Null)
     }
@@ -481,7 +481,7 @@ impl PodSecurity {
     /// line, then one line per distinct set of reasons, naming the first pod and how many
     /// others share them.
     fn existing_pods(&self, namespace: &str, enforce: LevelVersion) -> Vec<String> {
-        let mut pods = self.pods.cached_in_namespace(namespace);
+        let mut pods = self.pods.cached_list(Some(namespace));
         pods.sort_by(|a, b| {
             a["metadata"]["name"]
                 .as_str()

@@ -27,13 +27,13 @@ impl Priority {
 
     /// The class named `name`, from the cache.
     fn class(&self, name: &str) -> Option<Value> {
-        self.classes.cached(name)
+        self.classes.cached("", name)
     }
 
     /// The global default class: the one with `globalDefault`, the lowest value if several.
     fn default_class(&self) -> Option<Value> {
         self.classes
-            .cached_all()
+            .cached_list(None)
             .into_iter()
             .filter(|class| class["globalDefault"] == true)
             .min_by_key(|class| class["value"].as_i64().unwrap_or(0))

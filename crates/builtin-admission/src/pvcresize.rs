@@ -72,7 +72,7 @@ impl AdmissionPlugin for PersistentVolumeClaimResize {
         };
         let expandable = |name: &str| {
             self.classes
-                .cached(name)
+                .cached("", name)
                 .is_some_and(|class| class["allowVolumeExpansion"] == true)
         };
         match refusal(new, old, expandable) {

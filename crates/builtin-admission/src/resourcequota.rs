@@ -269,7 +269,7 @@ impl AdmissionPlugin for ResourceQuota {
             return Ok(());
         };
         let old = old.filter(|_| attributes.operation == Operation::Update);
-        let quotas = self.quotas.cached_in_namespace(attributes.namespace);
+        let quotas = self.quotas.cached_list(Some(attributes.namespace));
         if quotas.is_empty() && self.configuration.limited_resources.is_empty() {
             return Ok(());
         }
@@ -571,7 +571,7 @@ async fn recount(quotas: &Served, api: &WeakApiHandler, namespace: &str) -> bool
     let Some(api) = api.upgrade() else {
         return false;
     };
-    for quota in quotas.cached_in_namespace(namespace) {
+    for quota in quotas.cached_list(Some(namespace)) {
         let name = quota["metadata"]["name"]
             .as_str()
             .unwrap_or_default()

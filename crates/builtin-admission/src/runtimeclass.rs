@@ -85,7 +85,7 @@ impl AdmissionPlugin for RuntimeClass {
         };
         let class = self
             .classes
-            .cached(&name)
+            .cached("", &name)
             .ok_or_else(|| forbidden(format!("pod rejected: RuntimeClass {name:?} not found")))?;
         apply(pod, &class).map_err(forbidden)
     }

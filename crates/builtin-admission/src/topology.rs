@@ -25,7 +25,7 @@ impl PodTopologyLabels {
 
     /// The topology labels of node `name` (none when it does not exist).
     fn labels_of(&self, name: &str) -> Map<String, Value> {
-        let Some(node) = self.nodes.cached(name) else {
+        let Some(node) = self.nodes.cached("", name) else {
             return Map::new();
         };
         TOPOLOGY_LABELS

@@ -6,7 +6,7 @@
 use kapi_apimachinery::status::ApiError;
 use kapi_server::endpoints::Served;
 use kapi_server::informer::{self, Change};
-use kapi_server::registry::{Item, KUBE_APISERVER, Write};
+use kapi_server::registry::{KUBE_APISERVER, Write};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -27,9 +27,7 @@ pub(crate) type WantedData = Arc<dyn Fn(&Value) -> Map<String, Value> + Send + S
 async fn ensure(config_maps: &Served, name: &str, wanted: &WantedData) -> Result<(), ApiError> {
     let registry = &config_maps.registry;
     let definition = &config_maps.definition;
-    let current = registry.cacher().get(&registry.key(NAMESPACE, name)).0;
-    let current = current.and_then(|o| Item::from(&*o).decode().ok());
-    let Some(current) = current else {
+    let Some(current) = config_maps.cached(NAMESPACE, name) else {
         let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": name, "namespace": NAMESPACE},
             "data": wanted(&Value::Null)});

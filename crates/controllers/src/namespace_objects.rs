@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::EventType;
 use kapi_server::endpoints::Served;
-use kapi_server::registry::{Item, Write};
+use kapi_server::registry::Write;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -71,10 +71,7 @@ impl NamespaceObject {
         let registry = &self.served.registry;
         let definition = &self.served.definition;
         let desired = (self.desired)(namespace);
-        let key = registry.key(namespace, self.name);
-        let current = registry.cacher().get(&key).0;
-        let current = current.and_then(|o| Item::from(&*o).decode().ok());
-        match current {
+        match self.served.cached(namespace, self.name) {
             None => match registry
                 .create(
                     definition,
@@ -164,11 +161,7 @@ fn all_namespaces(namespaces: &Served) -> Vec<String> {
 
 /// Whether `namespace` exists and is not being deleted.
 fn is_active(namespaces: &Served, namespace: &str) -> bool {
-    let key = namespaces.registry.key("", namespace);
-    let Some(cached) = namespaces.registry.cacher().get(&key).0 else {
-        return false;
-    };
-    let Ok(object) = Item::from(&*cached).decode() else {
+    let Some(object) = namespaces.cached("", namespace) else {
         return false;
     };
     object["status"]["phase"] != PHASE_TERMINATING

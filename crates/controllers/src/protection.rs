@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kapi_server::cacher::EventType;
 use kapi_server::endpoints::Served;
-use kapi_server::registry::{Item, Write};
+use kapi_server::registry::Write;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -108,14 +108,9 @@ async fn run(
 
 /// The objects of `served` (in `namespace`, or all) being deleted and held by `finalizer`.
 fn deleting(served: &Served, namespace: Option<&str>, finalizer: &str) -> Vec<Value> {
-    let registry = &served.registry;
-    let prefix = registry.collection_prefix(namespace);
-    registry
-        .cacher()
-        .list(&prefix, |_| true)
-        .objects
-        .iter()
-        .filter_map(|o| Item::from(&**o).decode().ok())
+    served
+        .cached_list(namespace)
+        .into_iter()
         .filter(|o| kapi_server::object::is_deleting(o) && has_finalizer(o, finalizer))
         .collect()
 }
@@ -134,7 +129,7 @@ async fn release_claims(storage: &ProtectedStorage, namespace: Option<&str>) {
             meta["namespace"].as_str().unwrap_or_default(),
             meta["name"].as_str().unwrap_or_default(),
         );
-        let pods = storage.pods.cached_in_namespace(namespace);
+        let pods = storage.pods.cached_list(Some(namespace));
         if pods.iter().any(|pod| uses_claim(pod, name)) {
             continue;
         }
@@ -166,7 +161,7 @@ fn uses_claim(pod: &Value, name: &str) -> bool {
 
 /// Releases the volume `name` if it is being deleted and is not bound.
 async fn release_volume(volumes: &Served, name: &str) {
-    let Some(volume) = volumes.cached(name) else {
+    let Some(volume) = volumes.cached("", name) else {
         return;
     };
     let bound = volume["status"]["phase"] == "Bound";

@@ -58,10 +58,7 @@ async fn run(
                 None => return,
             },
         };
-        let secrets = match &namespace {
-            Some(namespace) => legacy.secrets.cached_in_namespace(namespace),
-            None => legacy.secrets.cached_all(),
-        };
+        let secrets = legacy.secrets.cached_list(namespace.as_deref());
         for secret in secrets.iter().filter(|s| s["type"] == TOKEN_SECRET_TYPE) {
             if let Err(err) = legacy.reconcile(secret).await {
                 let name = secret["metadata"]["name"].as_str().unwrap_or_default();

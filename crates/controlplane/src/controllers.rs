@@ -50,6 +50,8 @@ pub(crate) fn post_start_hooks(
     tokens: Arc<ServiceAccountTokens>,
 ) -> Result<PostStartHooks> {
     let enabled = |name: &str| controller_enabled(controllers, name);
+    let ca_pem = std::fs::read_to_string(&pki.ca_cert)
+        .with_context(|| format!("reading {}", pki.ca_cert.display()))?;
     let mut hooks = PostStartHooks::default();
     let (quotas, weak_api) = (resources.resource_quotas.clone(), api.downgrade());
     hooks.add(
@@ -60,7 +62,7 @@ pub(crate) fn post_start_hooks(
         },
     )?;
     let namespaces = resources.namespaces.clone();
-    let objects = namespace_objects(resources, pki, &enabled)?;
+    let objects = namespace_objects(resources, &ca_pem, controllers)?;
     hooks.add(
         "start-serviceaccount-controllers",
         move |context| async move {
@@ -102,7 +104,7 @@ pub(crate) fn post_start_hooks(
             tokens,
             secrets: resources.secrets.clone(),
             accounts: resources.service_accounts.clone(),
-            ca_pem: read_ca(pki)?,
+            ca_pem,
         };
         hooks.add(
             "start-serviceaccount-token-controller",
@@ -120,25 +122,19 @@ pub(crate) fn post_start_hooks(
 /// and the `kube-root-ca.crt` ConfigMap with the CA of the data directory's PKI.
 fn namespace_objects(
     resources: &BuiltinResources,
-    pki: &PkiFiles,
-    enabled: &dyn Fn(&str) -> Result<bool>,
+    ca_pem: &str,
+    controllers: &[String],
 ) -> Result<Vec<NamespaceObject>> {
     let mut objects = Vec::new();
-    if enabled(SERVICE_ACCOUNT_CONTROLLER)? {
+    if controller_enabled(controllers, SERVICE_ACCOUNT_CONTROLLER)? {
         let accounts = resources.service_accounts.clone();
         objects.push(NamespaceObject::default_service_account(accounts));
     }
-    if enabled(ROOT_CA_PUBLISHER)? {
+    if controller_enabled(controllers, ROOT_CA_PUBLISHER)? {
         let config_maps = resources.config_maps.clone();
-        objects.push(NamespaceObject::root_ca(config_maps, read_ca(pki)?));
+        objects.push(NamespaceObject::root_ca(config_maps, ca_pem.to_string()));
     }
     Ok(objects)
-}
-
-/// The PEM of the data directory's CA.
-fn read_ca(pki: &PkiFiles) -> Result<String> {
-    std::fs::read_to_string(&pki.ca_cert)
-        .with_context(|| format!("reading {}", pki.ca_cert.display()))
 }
 
 /// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: `-name`

@@ -45,7 +45,7 @@ impl NodeAuthorizer {
     fn pods_on(&self, node: &str, namespace: &str) -> Vec<Arc<Value>> {
         self.resources
             .pods
-            .cached_in_namespace(namespace)
+            .cached_list(Some(namespace))
             .into_iter()
             .filter(|pod| pod["spec"]["nodeName"] == node)
             .map(Arc::new)
@@ -59,7 +59,7 @@ impl NodeAuthorizer {
             Kind::VolumeAttachment => self
                 .resources
                 .attachments
-                .cached(name)
+                .cached("", name)
                 .is_some_and(|a| a["spec"]["nodeName"] == node),
             _ => self
                 .pods_on(node, namespace)
@@ -70,7 +70,7 @@ impl NodeAuthorizer {
 
     /// Whether a claim of a pod bound to `node` is bound to the volume `name`.
     fn volume_related(&self, node: &str, name: &str) -> bool {
-        let claims = self.resources.claims.cached_all();
+        let claims = self.resources.claims.cached_list(None);
         claims
             .iter()
             .filter(|claim| claim["spec"]["volumeName"] == name)

@@ -172,24 +172,17 @@ pub struct WardleSchemas;
 impl WardleSchemas {
     fn catalog() -> &'static Catalog {
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
-        CATALOG.get_or_init(|| Catalog::from_definitions(Self::documented()))
-    }
-
-    fn documented() -> &'static Map<String, Value> {
-        static DEFINITIONS: OnceLock<Map<String, Value>> = OnceLock::new();
-        DEFINITIONS.get_or_init(wardle_definitions)
+        CATALOG.get_or_init(|| Catalog::from_definitions(&wardle_definitions()))
     }
 }
 
 impl SchemaProvider for WardleSchemas {
     fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema> {
-        let catalog = Self::catalog();
-        let name = catalog.kind(group, version, kind)?.definition_name()?;
-        KindSchema::of_definition(catalog, name)
+        KindSchema::of_kind(Self::catalog(), group, version, kind)
     }
 
     fn definitions(&self) -> &Map<String, Value> {
-        Self::documented()
+        Self::catalog().definitions_json()
     }
 }
 

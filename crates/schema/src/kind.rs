@@ -38,10 +38,15 @@ impl std::fmt::Debug for KindSchema {
 }
 
 impl KindSchema {
-    /// The kind whose schema is the definition `name` of a catalog that lives for the whole
-    /// program (a built-in API's), if the catalog has it.
-    pub fn of_definition(catalog: &'static Catalog, name: &str) -> Option<KindSchema> {
-        catalog.definition(name)?;
+    /// The kind `group`/`version`/`kind` of a catalog that lives for the whole program (a
+    /// built-in API's, or a server's own), if the catalog has it.
+    pub fn of_kind(
+        catalog: &'static Catalog,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Option<KindSchema> {
+        let name = catalog.kind(group, version, kind)?.definition_name()?;
         Some(KindSchema {
             catalog: SharedCatalog::Static(catalog),
             name: Some(name.to_string()),

@@ -102,25 +102,23 @@ impl PostStartHooks {
         F: FnOnce(PostStartHookContext) -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), BoxError>> + Send + 'static,
     {
-        if self.0.iter().any(|h| h.name == name) {
-            return Err(ServerError::DuplicatePostStartHook(name.into()));
-        }
         let run: HookFn = Box::new(move |context| Box::pin(hook(context)));
-        self.0.push(PostStartHook {
+        self.push(PostStartHook {
             name: name.into(),
             run,
-        });
-        Ok(())
+        })
     }
 
     /// Adds every hook of `other`, failing on a name used twice.
     pub fn extend(&mut self, other: PostStartHooks) -> Result<(), ServerError> {
-        for hook in other.0 {
-            if self.0.iter().any(|h| h.name == hook.name) {
-                return Err(ServerError::DuplicatePostStartHook(hook.name));
-            }
-            self.0.push(hook);
+        other.0.into_iter().try_for_each(|hook| self.push(hook))
+    }
+
+    fn push(&mut self, hook: PostStartHook) -> Result<(), ServerError> {
+        if self.0.iter().any(|h| h.name == hook.name) {
+            return Err(ServerError::DuplicatePostStartHook(hook.name));
         }
+        self.0.push(hook);
         Ok(())
     }
 }

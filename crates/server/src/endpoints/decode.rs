@@ -29,8 +29,7 @@ pub trait SchemaProvider: Send + Sync {
     /// `k8s\0` magic and a `runtime.Unknown` envelope) into the JSON object of its kind. The
     /// default decodes none: protobuf is then refused as upstream refuses it for custom
     /// resources.
-    fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
-        let _ = body;
+    fn decode_protobuf(&self, _body: &[u8]) -> Result<Value, ProtobufError> {
         Err(ProtobufError::Unsupported)
     }
 }

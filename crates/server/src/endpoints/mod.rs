@@ -54,24 +54,19 @@ pub struct Served {
 }
 
 impl Served {
-    /// The cluster-scoped object `name` of the watch cache, decoded.
-    pub fn cached(&self, name: &str) -> Option<serde_json::Value> {
-        let (object, _) = self.registry.cacher().get(&self.registry.key("", name));
+    /// The object `namespace`/`name` ("" for a cluster-scoped one) of the watch cache, decoded.
+    pub fn cached(&self, namespace: &str, name: &str) -> Option<serde_json::Value> {
+        let (object, _) = self
+            .registry
+            .cacher()
+            .get(&self.registry.key(namespace, name));
         object.and_then(|object| crate::registry::Item::from(&*object).decode().ok())
     }
 
-    /// The objects of the watch cache, decoded.
-    pub fn cached_all(&self) -> Vec<serde_json::Value> {
-        self.cached_under(&self.registry.collection_prefix(None))
-    }
-
-    /// The objects of `namespace` in the watch cache, decoded.
-    pub fn cached_in_namespace(&self, namespace: &str) -> Vec<serde_json::Value> {
-        self.cached_under(&self.registry.collection_prefix(Some(namespace)))
-    }
-
-    fn cached_under(&self, prefix: &str) -> Vec<serde_json::Value> {
-        let list = self.registry.cacher().list(prefix, |_| true);
+    /// The objects of the watch cache in `namespace`, or all of them, decoded.
+    pub fn cached_list(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
+        let prefix = self.registry.collection_prefix(namespace);
+        let list = self.registry.cacher().list(&prefix, |_| true);
         let items = list.objects.iter();
         items
             .filter_map(|object| crate::registry::Item::from(&**object).decode().ok())
