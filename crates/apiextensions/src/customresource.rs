@@ -12,8 +12,8 @@ use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, P
 use kapi_schema::{Catalog, KindSchema};
 use kapi_server::object;
 use kapi_server::resource::{
-    Capabilities, Converter, Name, ResourceDefinition, ScalePaths, ScaleSelector,
-    StorageDefinition, Strategy, Subresource, SubresourceKind, Verbs,
+    ApiServicePriority, Capabilities, Converter, Name, ResourceDefinition, ScalePaths,
+    ScaleSelector, StorageDefinition, Strategy, Subresource, SubresourceKind, Verbs,
 };
 use serde_json::{Map, Value};
 
@@ -216,6 +216,7 @@ impl ServedVersion<'_> {
             converter,
             deprecation: deprecation(&names.group, version, &names.kind, self.version),
             capabilities: Capabilities::CUSTOM_RESOURCE,
+            priority: ApiServicePriority::DEFAULT,
         }
     }
 }

@@ -13,8 +13,8 @@ use kapi_server::apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_server::endpoints::SchemaProvider;
 use kapi_server::resource::{
-    Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind,
-    Verbs,
+    ApiServicePriority, Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource,
+    SubresourceKind, Verbs,
 };
 use kapi_server::schema::{Catalog, KindSchema};
 use kapi_server::{ApiHandler, GenericApiServer, Route, ServerConfig, ServerError};
@@ -90,6 +90,7 @@ fn definition(
         converter: None,
         deprecation: None,
         capabilities: Capabilities::TYPED,
+        priority: ApiServicePriority::DEFAULT,
     }
 }
 

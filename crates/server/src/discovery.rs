@@ -8,8 +8,7 @@
 //! upstream's encoder writes (the same fields in the same order, then a newline; a
 //! `serde_json::Value` would sort the keys). kube-apiserver
 //! serves `/apis` and `/apis/<group>` from its aggregator, so groups and versions are ordered by
-//! APIService priority (the built-in table in [`PRIORITIES`], then `1000`/`100` for anything
-//! else, as for CRDs), and `apiregistration.k8s.io` comes first.
+//! APIService priority, which each definition carries ([`ApiServicePriority`]).
 //!
 //! The module's files: this one holds what both kinds of discovery share (APIService
 //! priorities and the kube-aware version order, the kinds subresources report, the index of
@@ -39,96 +38,19 @@ pub use meta_v1::{
     api_resource_list_document, api_versions_document,
 };
 
-use crate::resource::{ResourceDefinition, Subresource, SubresourceKind};
-
-/// The group kube-apiserver's aggregator serves itself and always lists first.
-pub const APIREGISTRATION_GROUP: &str = "apiregistration.k8s.io";
+use crate::resource::{ApiServicePriority, ResourceDefinition, Subresource, SubresourceKind};
 
 /// The `ServerAddressByClientCIDR` client CIDR kube-apiserver answers every client with.
 const ALL_CLIENTS_CIDR: &str = "0.0.0.0/0";
 
-/// APIService priorities of the built-in group versions: (group, version, group priority,
-/// version priority). Higher sorts first; groups with equal priority sort by name. Group
-/// versions not listed get [`DEFAULT_GROUP_PRIORITY`] and [`DEFAULT_VERSION_PRIORITY`] (what
-/// kube-apiserver gives CRD group versions).
-pub const PRIORITIES: &[(&str, &str, i32, i32)] = &[
-    ("", "v1", 18000, 1),
-    ("apps", "v1", 17800, 15),
-    ("events.k8s.io", "v1", 17750, 15),
-    ("events.k8s.io", "v1beta1", 17750, 5),
-    ("authentication.k8s.io", "v1", 17700, 15),
-    ("authentication.k8s.io", "v1beta1", 17700, 9),
-    ("authentication.k8s.io", "v1alpha1", 17700, 1),
-    ("authorization.k8s.io", "v1", 17600, 15),
-    ("autoscaling", "v2", 17500, 30),
-    ("autoscaling", "v1", 17500, 15),
-    ("autoscaling", "v2beta1", 17500, 9),
-    ("autoscaling", "v2beta2", 17500, 1),
-    ("batch", "v1", 17400, 15),
-    ("batch", "v1beta1", 17400, 9),
-    ("batch", "v2alpha1", 17400, 9),
-    ("certificates.k8s.io", "v1", 17300, 15),
-    ("certificates.k8s.io", "v1beta1", 17300, 9),
-    ("certificates.k8s.io", "v1alpha1", 17300, 1),
-    ("networking.k8s.io", "v1", 17200, 15),
-    ("networking.k8s.io", "v1beta1", 17200, 9),
-    ("networking.k8s.io", "v1alpha1", 17200, 1),
-    ("policy", "v1", 17100, 15),
-    ("policy", "v1beta1", 17100, 9),
-    ("rbac.authorization.k8s.io", "v1", 17000, 15),
-    ("storage.k8s.io", "v1", 16800, 15),
-    ("storage.k8s.io", "v1beta1", 16800, 9),
-    ("storage.k8s.io", "v1alpha1", 16800, 1),
-    ("apiextensions.k8s.io", "v1", 16700, 15),
-    ("admissionregistration.k8s.io", "v1", 16700, 15),
-    ("admissionregistration.k8s.io", "v1beta1", 16700, 12),
-    ("admissionregistration.k8s.io", "v1alpha1", 16700, 9),
-    ("scheduling.k8s.io", "v1", 16600, 15),
-    ("coordination.k8s.io", "v1", 16500, 15),
-    ("coordination.k8s.io", "v1beta1", 16500, 13),
-    ("coordination.k8s.io", "v1alpha2", 16500, 12),
-    ("node.k8s.io", "v1", 16300, 15),
-    ("node.k8s.io", "v1beta1", 16300, 9),
-    ("node.k8s.io", "v1alpha1", 16300, 1),
-    ("discovery.k8s.io", "v1", 16200, 15),
-    ("discovery.k8s.io", "v1beta1", 16200, 12),
-    ("resource.k8s.io", "v1", 16200, 21),
-    ("resource.k8s.io", "v1beta2", 16200, 15),
-    ("resource.k8s.io", "v1beta1", 16200, 9),
-    ("resource.k8s.io", "v1alpha3", 16200, 1),
-    ("flowcontrol.apiserver.k8s.io", "v1", 16100, 21),
-    ("flowcontrol.apiserver.k8s.io", "v1beta3", 16100, 18),
-    ("flowcontrol.apiserver.k8s.io", "v1beta2", 16100, 15),
-    ("flowcontrol.apiserver.k8s.io", "v1beta1", 16100, 12),
-    ("flowcontrol.apiserver.k8s.io", "v1alpha1", 16100, 9),
-    ("internal.apiserver.k8s.io", "v1alpha1", 16000, 9),
-    ("storagemigration.k8s.io", "v1beta1", 15800, 9),
-    ("storagemigration.k8s.io", "v1alpha1", 15800, 9),
-];
+/// The served versions of one group: each version's definitions, sorted by plural.
+type Versions<'a> = BTreeMap<&'a str, Vec<&'a ResourceDefinition>>;
 
-/// The group priority of group versions without a [`PRIORITIES`] entry.
-pub const DEFAULT_GROUP_PRIORITY: i32 = 1000;
-/// The version priority of group versions without a [`PRIORITIES`] entry.
-pub const DEFAULT_VERSION_PRIORITY: i32 = 100;
-/// The group priority of [`APIREGISTRATION_GROUP`] in aggregated discovery (above everything).
-const APIREGISTRATION_GROUP_PRIORITY: i32 = 20001;
-
-/// The (group priority, version priority) of a group version. A version missing from the table
-/// of a group that is in it sorts below the group's listed versions.
-fn priority(group: &str, version: &str) -> (i32, i32) {
-    if group == APIREGISTRATION_GROUP {
-        return (APIREGISTRATION_GROUP_PRIORITY, 0);
-    }
-    if let Some((_, _, g, v)) = PRIORITIES
-        .iter()
-        .find(|(g, v, _, _)| *g == group && *v == version)
-    {
-        return (*g, *v);
-    }
-    match PRIORITIES.iter().find(|(g, _, _, _)| *g == group) {
-        Some((_, _, g, _)) => (*g, 0),
-        None => (DEFAULT_GROUP_PRIORITY, DEFAULT_VERSION_PRIORITY),
-    }
+/// The priority of a group version, from its definitions.
+fn priority(definitions: &[&ResourceDefinition]) -> ApiServicePriority {
+    definitions
+        .first()
+        .map_or(ApiServicePriority::DEFAULT, |def| def.priority)
 }
 
 /// A Kubernetes version string parsed as `v<major>[(alpha|beta)<minor>]`: (stability, major,
@@ -174,13 +96,15 @@ pub fn compare_kube_aware_versions(a: &str, b: &str) -> Ordering {
     }
 }
 
-/// Orders the versions of `group` as upstream lists them: higher version priority first, then
-/// the kube-aware order. The first one is the preferred version.
-fn order_versions(group: &str, versions: &mut [&str]) {
-    versions.sort_by(|a, b| {
-        let (pa, pb) = (priority(group, a).1, priority(group, b).1);
-        pb.cmp(&pa).then_with(|| compare_kube_aware_versions(b, a))
-    });
+/// The versions of a group as upstream lists them: higher version priority first, then the
+/// kube-aware order. The first one is the preferred version.
+fn order_versions<'a>(versions: &Versions<'a>) -> Vec<&'a str> {
+    let mut ordered: Vec<(&str, i32)> = versions
+        .iter()
+        .map(|(version, defs)| (*version, priority(defs).version))
+        .collect();
+    ordered.sort_by(|(a, pa), (b, pb)| pb.cmp(pa).then_with(|| compare_kube_aware_versions(b, a)));
+    ordered.into_iter().map(|(version, _)| version).collect()
 }
 
 /// The (group, version, kind) a subresource of `def` reads and writes: the one its definition
@@ -258,7 +182,7 @@ fn discovery_subresources(def: &ResourceDefinition) -> Vec<&Subresource> {
 }
 
 /// The definitions indexed by group, then version, each version's definitions sorted by plural.
-type Index<'a> = BTreeMap<&'a str, BTreeMap<&'a str, Vec<&'a ResourceDefinition>>>;
+type Index<'a> = BTreeMap<&'a str, Versions<'a>>;
 
 fn index(defs: &[Arc<ResourceDefinition>]) -> Index<'_> {
     let mut index: Index<'_> = BTreeMap::new();
@@ -282,37 +206,30 @@ fn index(defs: &[Arc<ResourceDefinition>]) -> Index<'_> {
 pub fn group_versions(defs: &[Arc<ResourceDefinition>], group: &str) -> Vec<String> {
     let index = index(defs);
     match index.get(group) {
-        Some(versions) => {
-            let mut versions: Vec<&str> = versions.keys().copied().collect();
-            order_versions(group, &mut versions);
-            versions.into_iter().map(String::from).collect()
-        }
+        Some(versions) => order_versions(versions)
+            .into_iter()
+            .map(String::from)
+            .collect(),
         None => Vec::new(),
     }
 }
 
-/// The named groups in `/apis` order (the aggregator's APIGroupList): `apiregistration.k8s.io`
-/// first, then every group version sorted by group priority (descending) and APIService name
-/// (`<version>.<group>`), each group placed where its first version lands.
+/// The named groups in `/apis` order (the aggregator's APIGroupList): every group version
+/// sorted by group priority (descending) and APIService name (`<version>.<group>`), each group
+/// placed where its first version lands (the aggregator's own group has the highest priority,
+/// so it comes first).
 fn legacy_group_order<'a>(index: &Index<'a>) -> Vec<&'a str> {
-    let mut order = Vec::new();
-    if index.contains_key(APIREGISTRATION_GROUP) {
-        order.push(APIREGISTRATION_GROUP);
-    }
     let mut services: Vec<(i32, String, &'a str)> = index
         .iter()
-        .filter(|(group, _)| !group.is_empty() && **group != APIREGISTRATION_GROUP)
+        .filter(|(group, _)| !group.is_empty())
         .flat_map(|(group, versions)| {
-            versions.keys().map(move |version| {
-                (
-                    priority(group, version).0,
-                    format!("{version}.{group}"),
-                    *group,
-                )
+            versions.iter().map(move |(version, defs)| {
+                (priority(defs).group, format!("{version}.{group}"), *group)
             })
         })
         .collect();
     services.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let mut order = Vec::new();
     for (_, _, group) in services {
         if !order.contains(&group) {
             order.push(group);
@@ -329,8 +246,8 @@ fn aggregated_group_order<'a>(index: &Index<'a>) -> Vec<&'a str> {
         .filter(|(group, _)| !group.is_empty())
         .map(|(group, versions)| {
             let top = versions
-                .keys()
-                .map(|version| priority(group, version).0)
+                .values()
+                .map(|defs| priority(defs).group)
                 .max()
                 .unwrap_or(0);
             (top, *group)
@@ -510,6 +427,8 @@ pub(crate) mod tests {
             converter: None,
             deprecation: None,
             capabilities: crate::resource::Capabilities::TYPED,
+            priority: kapi_api::api_service_priority(group, version)
+                .map_or(ApiServicePriority::DEFAULT, Into::into),
         })
     }
 

@@ -185,6 +185,13 @@ pub trait Api: Send + Sync {
 #[async_trait::async_trait]
 pub trait Creater: Send + Sync + 'static {
     async fn create(&self, request: CreateRequest<'_>) -> Result<Value, ApiError>;
+
+    /// Other apiVersions (`<group>/<version>`) of its body's kind the hook takes besides the
+    /// one it declares, as upstream's `AcceptsGroupVersion` (pods/eviction takes
+    /// policy/v1beta1 Evictions too). None by default.
+    fn also_accepted(&self) -> &'static [&'static str] {
+        &[]
+    }
 }
 
 /// A name in a definition: borrowed for the built-in API's (known at compile time), owned for
@@ -407,6 +414,40 @@ pub struct ResourceDefinition {
     pub deprecation: Option<String>,
     /// What the resource's endpoints can do where kube-apiserver's servers differ.
     pub capabilities: Capabilities,
+    /// Where its group version sorts in discovery (every definition of a group version
+    /// carries the same).
+    pub priority: ApiServicePriority,
+}
+
+/// Where a group version sorts in discovery: the `groupPriorityMinimum` and `versionPriority`
+/// of the APIService serving it. Higher sorts first; groups of equal priority sort by name,
+/// versions of equal priority in the kube-aware version order. Whoever assembles a server
+/// gives it (kube-apiserver keeps a table for its built-in group versions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ApiServicePriority {
+    pub group: i32,
+    pub version: i32,
+}
+
+impl ApiServicePriority {
+    /// What kube-apiserver gives the group versions of CRDs.
+    pub const DEFAULT: ApiServicePriority = ApiServicePriority {
+        group: 1000,
+        version: 100,
+    };
+}
+
+impl Default for ApiServicePriority {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+impl From<(i32, i32)> for ApiServicePriority {
+    /// From (group priority, version priority).
+    fn from((group, version): (i32, i32)) -> Self {
+        ApiServicePriority { group, version }
+    }
 }
 
 /// What a resource's endpoints can do where kube-apiserver's two ways of serving resources

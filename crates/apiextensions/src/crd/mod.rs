@@ -26,8 +26,8 @@ use std::sync::Arc;
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_apimachinery::validation::field::FieldErrors;
 use kapi_server::resource::{
-    Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource, SubresourceKind,
-    Verbs,
+    ApiServicePriority, Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource,
+    SubresourceKind, Verbs,
 };
 use serde_json::{Value, json};
 
@@ -73,6 +73,8 @@ pub fn definition() -> ResourceDefinition {
         converter: None,
         deprecation: None,
         capabilities: Capabilities::TYPED,
+        priority: kapi_api::api_service_priority(GROUP, "v1")
+            .map_or(ApiServicePriority::DEFAULT, Into::into),
     }
 }
 

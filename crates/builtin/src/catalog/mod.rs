@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::resource::{
-    Capabilities, Name, ResourceDefinition, StorageDefinition, Subresource, TableConvertor, Verbs,
+    ApiServicePriority, Capabilities, Name, ResourceDefinition, StorageDefinition, Subresource,
+    TableConvertor, Verbs,
 };
 
 use crate::kinds::KindStrategies;
@@ -207,6 +208,8 @@ fn build(
         converter,
         deprecation: None,
         capabilities: Capabilities::TYPED,
+        priority: kapi_api::api_service_priority(entry.group, entry.version)
+            .map_or(ApiServicePriority::DEFAULT, Into::into),
     })
 }
 

@@ -275,6 +275,11 @@ impl Creater for EvictionCreater {
         evict(&request, &pods, &pod, options).await?;
         Ok(created_status())
     }
+
+    /// Upstream's `EvictionREST.AcceptsGroupVersion`: policy/v1beta1 Evictions too.
+    fn also_accepted(&self) -> &'static [&'static str] {
+        &["policy/v1beta1"]
+    }
 }
 
 /// The delete options of an eviction (its `deleteOptions`), dry run if the request is.

@@ -171,8 +171,7 @@ fn group_discovery(
     group: &str,
     versions: &BTreeMap<&str, Vec<&ResourceDefinition>>,
 ) -> ApiGroupDiscovery {
-    let mut ordered: Vec<&str> = versions.keys().copied().collect();
-    order_versions(group, &mut ordered);
+    let ordered = order_versions(versions);
     ApiGroupDiscovery {
         metadata: DiscoveryMeta {
             name: group.to_string(),

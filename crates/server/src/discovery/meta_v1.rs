@@ -142,8 +142,7 @@ pub fn api_versions_document(server_address: &str) -> ApiVersions {
 }
 
 fn group_entry(group: &str, versions: &BTreeMap<&str, Vec<&ResourceDefinition>>) -> ApiGroup {
-    let mut ordered: Vec<&str> = versions.keys().copied().collect();
-    order_versions(group, &mut ordered);
+    let ordered = order_versions(versions);
     let versions: Vec<GroupVersionForDiscovery> = ordered
         .iter()
         .map(|version| group_version_for_discovery(group, version))

@@ -457,7 +457,7 @@ async fn scale_update(
         "UpdateOptions",
         params::WriteKind::CreateOrUpdate,
     )?;
-    let scale = decode_as(call, &body, ("autoscaling", "v1", "Scale"))?;
+    let scale = decode_as(call, &body, ("autoscaling", "v1", "Scale"), &[])?;
     let (name, url_name) = (object::name(&scale), call.info.name.as_str());
     if name != url_name {
         return Err(ApiError::bad_request(format!(
@@ -486,12 +486,14 @@ async fn scale_patch(
     .await
 }
 
-/// Decodes a request body that must be of `group`/`version`/`kind` (filled in when absent),
-/// refusing another type as upstream's create handler does.
+/// Decodes a request body that must be of `group`/`version`/`kind` (filled in when absent) or
+/// of the kind in one of the `also_accepted` apiVersions, refusing another type as upstream's
+/// create handler does.
 fn decode_as(
     call: &Call<'_>,
     body: &[u8],
     (group, version, kind): (&str, &str, &str),
+    also_accepted: &[&str],
 ) -> Result<Value, ApiError> {
     let mut object =
         negotiation::decode_body(call.apis.schemas(), call.content_type.as_deref(), body)?;
@@ -503,18 +505,11 @@ fn decode_as(
         // A subresource of its own kind (autoscaling/v1 Scale, ...) is typed whatever the
         // parent is.
         typed: definition.capabilities.typed || kind != definition.kind,
-        also_accepted: ALSO_ACCEPTED
-            .iter()
-            .find(|(accepting, _)| *accepting == kind)
-            .map_or(&[], |(_, versions)| versions),
+        also_accepted,
     };
     expected.check_body(call.apis, &mut object)?;
     Ok(object)
 }
-
-/// Kinds of subresource bodies taken in other versions too: pods/eviction takes
-/// policy/v1beta1 Evictions (upstream's `EvictionREST.AcceptsGroupVersion`).
-const ALSO_ACCEPTED: &[(&str, &[&str])] = &[("Eviction", &["policy/v1beta1"])];
 
 impl Call<'_> {
     /// The server's admission plugins bound to this request, on the object `name`.
@@ -605,11 +600,12 @@ async fn create(
         Some(subresource) => {
             let (group, version, kind) =
                 crate::discovery::subresource_kind(definition, subresource);
-            decode_as(call, &body, (&group, &version, &kind))?
+            decode_as(call, &body, (&group, &version, &kind), hook.also_accepted())?
         }
         None => {
             let gv = &definition.group_version;
-            decode_as(call, &body, (&gv.group, &gv.version, &definition.kind))?
+            let kind = (gv.group.as_str(), gv.version.as_str(), &*definition.kind);
+            decode_as(call, &body, kind, hook.also_accepted())?
         }
     };
     let name = if call.info.name.is_empty() {

@@ -46,6 +46,7 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
         converter: None,
         deprecation: None,
         capabilities: crate::resource::Capabilities::TYPED,
+        priority: crate::resource::ApiServicePriority::DEFAULT,
     }
 }
 

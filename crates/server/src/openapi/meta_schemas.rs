@@ -4,12 +4,13 @@
 //! does not carry them, so they live apart from the code that builds the documents.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::meta;
 use super::schemas::{api_version_prop, kind_prop, ref_to, ref_with};
-use crate::discovery;
+use crate::resource::ResourceDefinition;
 
 fn string_prop() -> Value {
     json!({"type": "string"})
@@ -24,14 +25,19 @@ fn gvk_list(entries: &[(&str, &str, &str)]) -> Value {
     )
 }
 
-/// `x-kubernetes-group-version-kind` of the meta/v1 option types, registered in every built-in
-/// group version: sorted by group, version.
-fn all_group_versions_gvk(kind: &str) -> Value {
-    let mut gvs: BTreeSet<(&str, &str)> = discovery::PRIORITIES
+/// `x-kubernetes-group-version-kind` of the meta/v1 option types, registered in every served
+/// group version: sorted by group, version. (A schema provider knowing every group version of
+/// its scheme, served or not, gives these types with its own list, which replaces this one.)
+fn all_group_versions_gvk(defs: &[Arc<ResourceDefinition>], kind: &str) -> Value {
+    let gvs: BTreeSet<(&str, &str)> = defs
         .iter()
-        .map(|(g, v, _, _)| (*g, *v))
+        .map(|def| {
+            (
+                def.group_version.group.as_str(),
+                def.group_version.version.as_str(),
+            )
+        })
         .collect();
-    gvs.insert((discovery::APIREGISTRATION_GROUP, "v1"));
     Value::Array(
         gvs.into_iter()
             .map(|(group, version)| json!({"group": group, "kind": kind, "version": version}))
@@ -43,8 +49,8 @@ fn string_array(list_type: &str) -> Value {
     json!({"items": {"default": "", "type": "string"}, "type": "array", "x-kubernetes-list-type": list_type})
 }
 
-/// The meta/v1 (and runtime) schemas the documents reference, by definition name.
-pub(super) fn meta_schemas() -> BTreeMap<String, Value> {
+/// The meta/v1 (and runtime) schemas the documents of `defs` reference, by definition name.
+pub(super) fn meta_schemas(defs: &[Arc<ResourceDefinition>]) -> BTreeMap<String, Value> {
     let mut s = BTreeMap::new();
     let string_map =
         json!({"additionalProperties": {"default": "", "type": "string"}, "type": "object"});
@@ -214,7 +220,7 @@ pub(super) fn meta_schemas() -> BTreeMap<String, Value> {
                 "propagationPolicy": string_prop(),
             },
             "type": "object",
-            "x-kubernetes-group-version-kind": all_group_versions_gvk("DeleteOptions"),
+            "x-kubernetes-group-version-kind": all_group_versions_gvk(defs, "DeleteOptions"),
         }),
     );
     s.insert(
@@ -235,7 +241,7 @@ pub(super) fn meta_schemas() -> BTreeMap<String, Value> {
             },
             "required": ["type", "object"],
             "type": "object",
-            "x-kubernetes-group-version-kind": all_group_versions_gvk("WatchEvent"),
+            "x-kubernetes-group-version-kind": all_group_versions_gvk(defs, "WatchEvent"),
         }),
     );
     s.insert(

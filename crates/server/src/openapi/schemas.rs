@@ -168,7 +168,7 @@ pub fn schemas(
     defs: &[Arc<ResourceDefinition>],
     full: Option<&Map<String, Value>>,
 ) -> BTreeMap<String, Value> {
-    let mut schemas = meta_schemas();
+    let mut schemas = meta_schemas(defs);
     for (name, schema) in full.into_iter().flatten() {
         let mut schema = schema.clone();
         to_v3_schema(&mut schema);
