@@ -431,22 +431,28 @@ pub fn service_account_username(namespace: &str, name: &str) -> String {
 
 /// The first private key of a PEM document and its public key.
 fn signing_key(pem: &str) -> Result<(SigningKey, PublicKey), TokenError> {
+    der::pem_blocks(pem)
+        .iter()
+        .find_map(|(label, der)| private_key(label, der))
+        .unwrap_or(Err(TokenError::NoKey))
+}
+
+/// The private key of a PEM block and its public key: a PKCS#8 ECDSA P-256 or RSA key, or a
+/// PKCS#1 RSA key; `None` for blocks of other labels.
+fn private_key(label: &str, der: &[u8]) -> Option<Result<(SigningKey, PublicKey), TokenError>> {
     let invalid = |err: ring::error::KeyRejected| TokenError::InvalidKey(err.to_string());
-    for (label, der) in der::pem_blocks(pem) {
-        match label.as_str() {
-            "PRIVATE KEY" => {
-                let rng = SystemRandom::new();
-                let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
-                if let Ok(key) = EcdsaKeyPair::from_pkcs8(alg, &der, &rng) {
-                    return Ok(ecdsa(key));
-                }
-                return RsaKeyPair::from_pkcs8(&der).map(rsa).map_err(invalid);
+    match label {
+        "PRIVATE KEY" => {
+            let rng = SystemRandom::new();
+            let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+            if let Ok(key) = EcdsaKeyPair::from_pkcs8(alg, der, &rng) {
+                return Some(Ok(ecdsa(key)));
             }
-            "RSA PRIVATE KEY" => return RsaKeyPair::from_der(&der).map(rsa).map_err(invalid),
-            _ => {}
+            Some(RsaKeyPair::from_pkcs8(der).map(rsa).map_err(invalid))
         }
+        "RSA PRIVATE KEY" => Some(RsaKeyPair::from_der(der).map(rsa).map_err(invalid)),
+        _ => None,
     }
-    Err(TokenError::NoKey)
 }
 
 fn ecdsa(key: EcdsaKeyPair) -> (SigningKey, PublicKey) {
@@ -486,8 +492,9 @@ fn public_keys(pem: &str) -> Result<Vec<PublicKey>, TokenError> {
                 key: der,
             }),
             "PRIVATE KEY" | "RSA PRIVATE KEY" => {
-                let block = der::pem_encode(&label, &der);
-                keys.push(signing_key(&block)?.1);
+                if let Some(key) = private_key(&label, &der) {
+                    keys.push(key?.1);
+                }
             }
             _ => {}
         }

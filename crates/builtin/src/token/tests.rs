@@ -11,7 +11,21 @@ pub(crate) fn ecdsa_pem() -> String {
     let document =
         EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
             .expect("generating a key");
-    der::pem_encode("PRIVATE KEY", document.as_ref())
+    pem_encode("PRIVATE KEY", document.as_ref())
+}
+
+/// One PEM block, as Go's pem.Encode writes it.
+fn pem_encode(label: &str, der: &[u8]) -> String {
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|chunk| std::str::from_utf8(chunk).unwrap_or_default())
+        .collect();
+    format!(
+        "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+        lines.join("\n")
+    )
 }
 
 /// An issuer with a fresh ECDSA key and the default issuer.
