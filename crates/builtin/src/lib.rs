@@ -26,6 +26,7 @@ mod schemas;
 pub mod secret;
 mod service;
 pub mod serviceaccount;
+mod strategy;
 mod subresources;
 pub mod token;
 mod util;

@@ -7,12 +7,13 @@
 
 use kapi_apimachinery::validation::field::FieldErrors;
 use kapi_apimachinery::validation::{name_is_dns_subdomain, validate_path_segment_name};
-use kapi_server::object::set_meta;
 use kapi_server::resource::{NameValidator, Strategy};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{CatalogEntry, has_status};
-use crate::util::{fields_mut, validate_core_metadata_finalizers};
+use crate::strategy::{
+    reset_status, start_generation, track_generation, validate_core, validate_core_update,
+};
 
 /// Kinds whose names upstream validates as path segments rather than DNS subdomains.
 const PATH_SEGMENT_NAMED: [(&str, &str); 4] = [
@@ -44,33 +45,16 @@ impl GenericStrategy {
     }
 }
 
-/// The object without `metadata` and `status`: what a change of bumps the generation.
-fn generation_relevant(object: &Value) -> Map<String, Value> {
-    let mut fields = object.as_object().cloned().unwrap_or_default();
-    for key in ["metadata", "status", "apiVersion", "kind"] {
-        fields.remove(key);
-    }
-    fields
-}
-
 impl Strategy for GenericStrategy {
     fn prepare_for_create(&self, object: &mut Value) {
         if self.status {
-            fields_mut(object).insert("status".into(), Value::Object(Map::new()));
+            reset_status(object);
         }
-        set_meta(object, "generation", Value::from(1));
+        start_generation(object);
     }
 
-    /// The registry has carried the old generation over; it grows by one when the object
-    /// changed beyond its metadata and status.
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        let generation = old["metadata"]["generation"].as_i64().unwrap_or(0);
-        let next = if generation_relevant(new) != generation_relevant(old) {
-            generation + 1
-        } else {
-            generation
-        };
-        set_meta(new, "generation", Value::from(next));
+        track_generation(new, old);
     }
 
     fn name_validator(&self) -> NameValidator {
@@ -78,15 +62,11 @@ impl Strategy for GenericStrategy {
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
-        validate_core_metadata_finalizers(object)
+        validate_core(object, FieldErrors::new())
     }
 
-    /// Upstream's update validation checks the new metadata twice: once against the old
-    /// object and once as a new object, so finalizer errors appear twice.
     fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
-        let mut errs = validate_core_metadata_finalizers(new);
-        errs.extend(self.validate(new));
-        errs
+        validate_core_update(self, new, FieldErrors::new())
     }
 }
 

@@ -3,96 +3,137 @@
 //! (kubernetes/pkg/apis/admissionregistration/v1/defaults.go,
 //! pkg/apis/admissionregistration/validation, apiserver/pkg/util/webhook/validation.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, validate_label_selector,
 };
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Map, Value, json};
 
 use super::common::{
     age, col, default_field, each_item, invalid_each, items, object_at, table, text, text_at, typed,
 };
-use super::{BASE, Generation, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{
+    reset_status, start_generation, track_generation, validate_core, validate_core_update,
+};
 use crate::util::{str_of, strings_of};
 
 /// The AdmissionReview versions a webhook may speak.
 const REVIEW_VERSIONS: [&str; 2] = ["v1", "v1beta1"];
 const URL_FORM: &str = "; desired format: https://host[/path]";
 
-/// The hooks of the admission registration kinds.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    let webhooks = Rules {
-        on_create: |_| {},
-        generation: Generation::Tracked,
-        ..BASE
-    };
-    Some(match kind {
+/// The strategies of the admission registration kinds.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
         "ValidatingWebhookConfiguration" => (
-            Rules {
-                defaults: |config| webhook_defaults(config, false),
-                validate: |config| validate_webhooks(config, false),
-                ..webhooks
-            },
+            Arc::new(WebhookConfigurationStrategy { mutating: false }),
             webhooks_table(),
         ),
         "MutatingWebhookConfiguration" => (
-            Rules {
-                defaults: |config| webhook_defaults(config, true),
-                validate: |config| validate_webhooks(config, true),
-                ..webhooks
-            },
+            Arc::new(WebhookConfigurationStrategy { mutating: true }),
             webhooks_table(),
         ),
-        "ValidatingAdmissionPolicy" => (
-            Rules {
-                defaults: policy_defaults,
-                validate: validate_policy,
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            table(
-                vec![
-                    typed(
-                        "Validations",
-                        "integer",
-                        "Validations indicates the number of validation rules defined in this configuration",
-                    ),
-                    col(
-                        "ParamKind",
-                        "ParamKind specifies the kind of resources used to parameterize this policy",
-                    ),
-                    age(),
-                ],
-                policy_cells,
-            ),
-        ),
-        "ValidatingAdmissionPolicyBinding" => (
-            Rules {
-                on_create: |_| {},
-                defaults: binding_defaults,
-                validate: validate_binding,
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            table(
-                vec![
-                    col(
-                        "PolicyName",
-                        "PolicyName indicates the policy definition which the policy binding binded to",
-                    ),
-                    col(
-                        "ParamRef",
-                        "ParamRef indicates the param resource which sets the configration param",
-                    ),
-                    age(),
-                ],
-                binding_cells,
-            ),
-        ),
+        "ValidatingAdmissionPolicy" => (Arc::new(PolicyStrategy), policy_table()),
+        "ValidatingAdmissionPolicyBinding" => (Arc::new(BindingStrategy), binding_table()),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
+}
+
+/// validatingWebhookConfigurationStrategy and mutatingWebhookConfigurationStrategy
+/// (pkg/registry/admissionregistration/{validating,mutating}webhookconfiguration/strategy.go),
+/// which differ in the kind of webhooks they hold.
+struct WebhookConfigurationStrategy {
+    /// MutatingWebhookConfigurations rather than ValidatingWebhookConfigurations.
+    mutating: bool,
+}
+
+impl Strategy for WebhookConfigurationStrategy {
+    fn default(&self, config: &mut Value) {
+        webhook_defaults(config, self.mutating);
+    }
+
+    fn prepare_for_create(&self, config: &mut Value) {
+        webhook_defaults(config, self.mutating);
+        start_generation(config);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        webhook_defaults(new, self.mutating);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, config: &Value) -> FieldErrors {
+        validate_core(config, validate_webhooks(config, self.mutating))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// validatingAdmissionPolicyStrategy
+/// (pkg/registry/admissionregistration/validatingadmissionpolicy/strategy.go).
+struct PolicyStrategy;
+
+impl Strategy for PolicyStrategy {
+    fn default(&self, policy: &mut Value) {
+        policy_defaults(policy);
+    }
+
+    fn prepare_for_create(&self, policy: &mut Value) {
+        reset_status(policy);
+        policy_defaults(policy);
+        start_generation(policy);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        policy_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, policy: &Value) -> FieldErrors {
+        validate_core(policy, validate_policy(policy))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// validatingAdmissionPolicyBindingStrategy
+/// (pkg/registry/admissionregistration/validatingadmissionpolicybinding/strategy.go).
+struct BindingStrategy;
+
+impl Strategy for BindingStrategy {
+    fn default(&self, binding: &mut Value) {
+        binding_defaults(binding);
+    }
+
+    fn prepare_for_create(&self, binding: &mut Value) {
+        binding_defaults(binding);
+        start_generation(binding);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        binding_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, binding: &Value) -> FieldErrors {
+        validate_core(binding, validate_binding(binding))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
 }
 
 // ---- defaults ----
@@ -633,6 +674,24 @@ fn validate_policy(policy: &Value) -> FieldErrors {
     errs
 }
 
+fn policy_table() -> TableConvertor {
+    table(
+        vec![
+            typed(
+                "Validations",
+                "integer",
+                "Validations indicates the number of validation rules defined in this configuration",
+            ),
+            col(
+                "ParamKind",
+                "ParamKind specifies the kind of resources used to parameterize this policy",
+            ),
+            age(),
+        ],
+        policy_cells,
+    )
+}
+
 /// NAME, VALIDATIONS, PARAMKIND (`apiVersion/kind` or `<unset>`), AGE.
 fn policy_cells(policy: &Value) -> Vec<Value> {
     let kind = &policy["spec"]["paramKind"];
@@ -756,6 +815,23 @@ fn validate_validation_actions(spec: &Value, path: &Path) -> FieldErrors {
     errs
 }
 
+fn binding_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "PolicyName",
+                "PolicyName indicates the policy definition which the policy binding binded to",
+            ),
+            col(
+                "ParamRef",
+                "ParamRef indicates the param resource which sets the configration param",
+            ),
+            age(),
+        ],
+        binding_cells,
+    )
+}
+
 /// NAME, POLICYNAME, PARAMREF (`namespace/name`, `*` for all), AGE.
 fn binding_cells(binding: &Value) -> Vec<Value> {
     let reference = &binding["spec"]["paramRef"];
@@ -783,10 +859,9 @@ fn binding_cells(binding: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
-    fn rules(kind: &str) -> Rules {
-        strategies(kind).unwrap().0
+    fn strategy(kind: &str) -> Arc<dyn Strategy> {
+        strategies(kind).unwrap().strategy
     }
 
     fn hook(overrides: Value) -> Value {
@@ -801,9 +876,9 @@ mod tests {
 
     #[test]
     fn webhook_defaults() {
-        let rules = rules("MutatingWebhookConfiguration");
+        let strategy = strategy("MutatingWebhookConfiguration");
         let mut config = json!({"metadata": {"name": "m"}, "webhooks": [hook(json!({}))]});
-        rules.prepare_for_create(&mut config);
+        strategy.prepare_for_create(&mut config);
         let hook = &config["webhooks"][0];
         assert_eq!(hook["failurePolicy"], "Fail");
         assert_eq!(hook["matchPolicy"], "Equivalent");
@@ -814,7 +889,7 @@ mod tests {
         assert_eq!(hook["rules"][0]["scope"], "*");
         assert_eq!(hook["clientConfig"]["service"]["port"], 443);
         assert_eq!(config["metadata"]["generation"], 1);
-        assert!(rules.validate(&config).is_empty());
+        assert!(strategy.validate(&config).is_empty());
         let mut validating = json!({"webhooks": [hook.clone()]});
         super::webhook_defaults(&mut validating, false);
         assert!(
@@ -826,7 +901,7 @@ mod tests {
 
     #[test]
     fn webhook_validation() {
-        let rules = rules("ValidatingWebhookConfiguration");
+        let strategy = strategy("ValidatingWebhookConfiguration");
         let config = json!({"webhooks": [
             hook(json!({"name": "check", "sideEffects": null, "timeoutSeconds": 31, "admissionReviewVersions": ["v2"],
                         "clientConfig": {"url": "http://example.com/x?y=1"}})),
@@ -835,7 +910,7 @@ mod tests {
             hook(json!({"clientConfig": {"service": {"name": "svc", "namespace": "ns", "path": "/a//B"}}})),
         ]});
         assert_eq!(
-            causes(&rules.validate(&config)),
+            causes(&strategy.validate(&config)),
             expect(&[
                 (
                     "webhooks[0].name",
@@ -914,18 +989,18 @@ mod tests {
 
     #[test]
     fn admission_policies() {
-        let rules = rules("ValidatingAdmissionPolicy");
+        let strategy = strategy("ValidatingAdmissionPolicy");
         let mut policy = json!({"metadata": {"name": "p"}, "spec": {"validations": [{"expression": "true"}],
             "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]}},
             "status": {"observedGeneration": 3}});
-        rules.prepare_for_create(&mut policy);
+        strategy.prepare_for_create(&mut policy);
         assert_eq!(policy["spec"]["failurePolicy"], "Fail");
         assert_eq!(
             policy["spec"]["matchConstraints"]["matchPolicy"],
             "Equivalent"
         );
         assert_eq!(policy["status"], json!({}));
-        assert!(rules.validate(&policy).is_empty());
+        assert!(strategy.validate(&policy).is_empty());
         assert_eq!(policy_cells(&policy)[1..3], [json!(1), json!("<unset>")]);
         let binding = json!({"spec": {"validationActions": ["Deny", "Deny", "Block"],
             "paramRef": {"namespace": "ns", "parameterNotFoundAction": "Deny"}}});
@@ -933,7 +1008,7 @@ mod tests {
             causes(
                 &super::strategies("ValidatingAdmissionPolicyBinding")
                     .unwrap()
-                    .0
+                    .strategy
                     .validate(&binding)
             ),
             expect(&[
@@ -960,7 +1035,7 @@ mod tests {
             "paramRef": {"name": "a", "selector": {}}}});
         let hooks = super::strategies("ValidatingAdmissionPolicyBinding").unwrap();
         assert_eq!(
-            causes(&hooks.0.validate(&both)),
+            causes(&hooks.strategy.validate(&both)),
             expect(&[
                 (
                     "spec.paramRef.name",

@@ -1,49 +1,82 @@
 //! apiregistration.k8s.io/v1 APIService, served as plain storage (kubernetes/
 //! kube-aggregator/pkg/apis/apiregistration/validation, pkg/registry/apiservice).
 
+use std::sync::Arc;
+
 use base64::Engine;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, is_valid_path_segment_name,
 };
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{NameValidator, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{age, col, default_field, invalid_each, items, table, text};
-use super::{BASE, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{any_name, reset_status, validate_core, validate_core_update};
 use crate::util::{str_at, str_of};
 
-/// The hooks of APIServices.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    (kind == "APIService").then(|| {
-        (
-            Rules {
-                defaults: |service| {
-                    if let Some(reference) = service
-                        .pointer_mut("/spec/service")
-                        .and_then(Value::as_object_mut)
-                    {
-                        default_field(reference, "port", json!(443));
-                    }
-                },
-                validate: validate_api_service,
-                names: |_, _| Vec::new(),
-                ..BASE
-            },
-            table(
-                vec![
-                    col(
-                        "Service",
-                        "The reference to the service that hosts this API endpoint.",
-                    ),
-                    col("Available", "Whether this service is available."),
-                    age(),
-                ],
-                api_service_cells,
-            ),
-        )
+/// The strategy of APIServices.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    (kind == "APIService").then(|| KindStrategies {
+        strategy: Arc::new(ApiServiceStrategy),
+        table: Some(api_service_table()),
     })
+}
+
+/// apiServerStrategy (kube-aggregator/pkg/registry/apiservice/strategy.go).
+struct ApiServiceStrategy;
+
+impl Strategy for ApiServiceStrategy {
+    fn default(&self, service: &mut Value) {
+        api_service_defaults(service);
+    }
+
+    fn prepare_for_create(&self, service: &mut Value) {
+        reset_status(service);
+        api_service_defaults(service);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        api_service_defaults(new);
+    }
+
+    fn name_validator(&self) -> NameValidator {
+        any_name
+    }
+
+    fn validate(&self, service: &Value) -> FieldErrors {
+        validate_core(service, validate_api_service(service))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// SetDefaults_ServiceReference: services listen on 443.
+fn api_service_defaults(service: &mut Value) {
+    if let Some(reference) = service
+        .pointer_mut("/spec/service")
+        .and_then(Value::as_object_mut)
+    {
+        default_field(reference, "port", json!(443));
+    }
+}
+
+fn api_service_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "Service",
+                "The reference to the service that hosts this API endpoint.",
+            ),
+            col("Available", "Whether this service is available."),
+            age(),
+        ],
+        api_service_cells,
+    )
 }
 
 /// ValidateAPIService: the name is `version.group`, group and version are DNS names,
@@ -183,18 +216,17 @@ fn api_service_cells(service: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn api_service_rules() {
-        let rules = strategies("APIService").unwrap().0;
+        let strategy = strategies("APIService").unwrap().strategy;
         let mut service = json!({"metadata": {"name": "v1beta1.metrics.k8s.io"}, "spec": {"group": "metrics.k8s.io", "version": "v1beta1",
             "groupPriorityMinimum": 100, "versionPriority": 100, "service": {"namespace": "kube-system", "name": "metrics-server"}},
             "status": {"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
-        rules.prepare_for_create(&mut service);
+        strategy.prepare_for_create(&mut service);
         assert_eq!(service["spec"]["service"]["port"], 443);
         assert_eq!(service["status"], json!({}));
-        assert!(rules.validate(&service).is_empty());
+        assert!(strategy.validate(&service).is_empty());
         service["status"] = json!({"conditions": [{"type": "Available", "status": "False", "reason": "MissingEndpoints"}]});
         assert_eq!(
             api_service_cells(&service)[1..3],
@@ -205,7 +237,7 @@ mod tests {
         );
         let local = json!({"metadata": {"name": "v1.apps"}, "spec": {"group": "apps", "version": "v2", "groupPriorityMinimum": 0, "versionPriority": 15}});
         assert_eq!(
-            causes(&rules.validate(&local)),
+            causes(&strategy.validate(&local)),
             expect(&[
                 (
                     "metadata.name",
@@ -226,7 +258,7 @@ mod tests {
         let bundled = json!({"metadata": {"name": "v1.apps"}, "spec": {"group": "apps", "version": "v1",
             "groupPriorityMinimum": 1, "versionPriority": 1, "caBundle": "aGVsbG8="}});
         assert_eq!(
-            causes(&rules.validate(&bundled)),
+            causes(&strategy.validate(&bundled)),
             expect(&[(
                 "spec.caBundle",
                 "FieldValueInvalid",

@@ -6,14 +6,17 @@
 
 mod conversion;
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_valid_path_segment_name;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{age, col, invalid_each, items, object_at, table, text, text_at};
-use super::{BASE, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{set_status, validate_core, validate_core_update};
 use crate::util::str_of;
 
 pub(crate) use conversion::V1Converter;
@@ -21,19 +24,39 @@ pub(crate) use conversion::V1Converter;
 /// The CPU utilization an HPA without metrics targets.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
-/// The hooks of HorizontalPodAutoscalers.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    (kind == "HorizontalPodAutoscaler").then(|| {
-        (
-            Rules {
-                on_create: |hpa| super::set_status(hpa, json!({"desiredReplicas": 0})),
-                defaults: hpa_defaults,
-                validate: validate_hpa,
-                ..BASE
-            },
-            hpa_table(),
-        )
+/// The strategy of HorizontalPodAutoscalers.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    (kind == "HorizontalPodAutoscaler").then(|| KindStrategies {
+        strategy: Arc::new(HorizontalPodAutoscalerStrategy),
+        table: Some(hpa_table()),
     })
+}
+
+/// autoscalerStrategy (pkg/registry/autoscaling/horizontalpodautoscaler/strategy.go).
+struct HorizontalPodAutoscalerStrategy;
+
+impl Strategy for HorizontalPodAutoscalerStrategy {
+    fn default(&self, hpa: &mut Value) {
+        hpa_defaults(hpa);
+    }
+
+    /// The status starts with no desired replicas (a field Go always writes).
+    fn prepare_for_create(&self, hpa: &mut Value) {
+        set_status(hpa, json!({"desiredReplicas": 0}));
+        hpa_defaults(hpa);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        hpa_defaults(new);
+    }
+
+    fn validate(&self, hpa: &Value) -> FieldErrors {
+        validate_core(hpa, validate_hpa(hpa))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
 }
 
 /// SetDefaults_HorizontalPodAutoscaler (v2): one replica at least, a CPU utilization target
@@ -477,27 +500,26 @@ fn format_metric(spec: &Value, status: &Value) -> String {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
-    fn rules() -> Rules {
-        strategies("HorizontalPodAutoscaler").unwrap().0
+    fn strategy() -> Arc<dyn Strategy> {
+        strategies("HorizontalPodAutoscaler").unwrap().strategy
     }
 
     #[test]
     fn defaults_and_validation() {
-        let rules = rules();
+        let strategy = strategy();
         let mut hpa = json!({"metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3},
                              "status": {"currentReplicas": 9}});
-        rules.prepare_for_create(&mut hpa);
+        strategy.prepare_for_create(&mut hpa);
         assert_eq!(hpa["spec"]["minReplicas"], 1);
         assert_eq!(hpa["spec"]["metrics"], json!([cpu_utilization_metric(80)]));
         assert_eq!(hpa["status"], json!({"desiredReplicas": 0}));
         assert!(hpa["spec"].get("behavior").is_none());
-        assert!(rules.validate(&hpa).is_empty());
+        assert!(strategy.validate(&hpa).is_empty());
         let bad = json!({"spec": {"scaleTargetRef": {"kind": "Deployment"}, "minReplicas": 0, "maxReplicas": 0,
             "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization"}}}, {"type": "Memory"}]}});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[
                 (
                     "spec.minReplicas",
@@ -535,7 +557,7 @@ mod tests {
             "behavior": {"scaleUp": {"stabilizationWindowSeconds": 4000, "selectPolicy": "Avg", "policies": []},
                          "scaleDown": {"policies": [{"type": "Nodes", "value": 0, "periodSeconds": 2000}]}}}});
         assert_eq!(
-            causes(&rules().validate(&hpa)),
+            causes(&strategy().validate(&hpa)),
             expect(&[
                 (
                     "spec.behavior.scaleUp.stabilizationWindowSeconds",

@@ -2,16 +2,19 @@
 //! defaults.go, pkg/apis/certificates/validation, pkg/registry/certificates/
 //! certificates/strategy.go).
 
+use std::sync::Arc;
+
 use base64::Engine;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_label, is_dns1123_subdomain};
 use kapi_server::UserInfo;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Name, NameValidator, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{age, col, items, object_at, text, text_at};
-use super::{BASE, Rules, SelectableField};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, human_duration, name_cell};
+use crate::strategy::{any_name, reset_status, validate_core, validate_core_update};
 use crate::util::{str_of, strings_of};
 
 /// The key usages upstream knows, sorted.
@@ -44,31 +47,63 @@ const USAGES: [&str; 23] = [
 /// The signer name v1beta1 defaulted to, which v1 refuses.
 const LEGACY_UNKNOWN_SIGNER: &str = "kubernetes.io/legacy-unknown";
 
-const CSR_FIELDS: &[SelectableField] = &[("spec.signerName", |csr| {
-    text_at(csr, "/spec/signerName").to_string()
-})];
-
-/// The hooks of CertificateSigningRequests.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    (kind == "CertificateSigningRequest").then(|| {
-        (
-            Rules {
-                on_create: super::reset_status,
-                requester: set_requester,
-                on_update: |new, old| {
-                    if let Some(fields) = new.as_object_mut() {
-                        fields.insert("spec".into(), old["spec"].clone());
-                    }
-                },
-                defaults: csr_defaults,
-                validate: validate_csr,
-                names: |_, _| Vec::new(),
-                fields: CSR_FIELDS,
-                ..BASE
-            },
-            csr_table(),
-        )
+/// The strategy of CertificateSigningRequests.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    (kind == "CertificateSigningRequest").then(|| KindStrategies {
+        strategy: Arc::new(CertificateSigningRequestStrategy),
+        table: Some(csr_table()),
     })
+}
+
+/// csrStrategy (pkg/registry/certificates/certificates/strategy.go).
+struct CertificateSigningRequestStrategy;
+
+impl Strategy for CertificateSigningRequestStrategy {
+    fn default(&self, csr: &mut Value) {
+        csr_defaults(csr);
+    }
+
+    fn set_requester(&self, csr: &mut Value, user: &UserInfo) {
+        set_requester(csr, user);
+    }
+
+    fn prepare_for_create(&self, csr: &mut Value) {
+        reset_status(csr);
+        csr_defaults(csr);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        keep_spec(new, old);
+        csr_defaults(new);
+    }
+
+    fn name_validator(&self) -> NameValidator {
+        any_name
+    }
+
+    fn validate(&self, csr: &Value) -> FieldErrors {
+        validate_core(csr, validate_csr(csr))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+
+    fn selectable_fields(&self, csr: &Value) -> Vec<(Name, String)> {
+        let signer = text_at(csr, "/spec/signerName").to_string();
+        vec![("spec.signerName".into(), signer)]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        field == "spec.signerName"
+    }
+}
+
+/// PrepareForUpdate: the spec of a request never changes.
+fn keep_spec(new: &mut Value, old: &Value) {
+    if let Some(fields) = new.as_object_mut() {
+        fields.insert("spec".into(), old["spec"].clone());
+    }
 }
 
 /// PrepareForCreate: the requester's identity is the server's to fill, whatever the request
@@ -323,7 +358,6 @@ fn condition(csr: &Value) -> String {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
     /// A syntactically valid request: a PEM CERTIFICATE REQUEST holding a DER sequence.
     fn request() -> String {
@@ -333,15 +367,15 @@ mod tests {
 
     #[test]
     fn csr_defaults_and_create() {
-        let rules = strategies("CertificateSigningRequest").unwrap().0;
+        let strategy = strategies("CertificateSigningRequest").unwrap().strategy;
         let mut csr = json!({"metadata": {"name": "c"}, "spec": {"request": request(), "signerName": "example.com/signer",
             "username": "mallory", "groups": ["system:masters"]}, "status": {"conditions": [{"type": "Approved"}]}});
         let alice = UserInfo {
             name: "alice".into(),
             ..UserInfo::default()
         };
-        rules.set_requester(&mut csr, &alice);
-        rules.prepare_for_create(&mut csr);
+        strategy.set_requester(&mut csr, &alice);
+        strategy.prepare_for_create(&mut csr);
         assert_eq!(
             csr["spec"]["usages"],
             json!(["digital signature", "key encipherment"])
@@ -349,24 +383,24 @@ mod tests {
         assert_eq!(csr["spec"]["username"], json!("alice"));
         assert!(csr["spec"].get("groups").is_none());
         assert_eq!(csr["status"], json!({}));
-        assert!(rules.validate(&csr).is_empty());
+        assert!(strategy.validate(&csr).is_empty());
         let mut update = csr.clone();
         update["spec"]["signerName"] = json!("example.com/other");
-        rules.prepare_for_update(&mut update, &csr);
+        strategy.prepare_for_update(&mut update, &csr);
         assert_eq!(update["spec"]["signerName"], "example.com/signer");
         assert_eq!(
-            crate::tests::pairs(&rules.selectable_fields(&csr)),
+            crate::tests::pairs(&strategy.selectable_fields(&csr)),
             vec![("spec.signerName", "example.com/signer".to_string())]
         );
     }
 
     #[test]
     fn csr_validation() {
-        let rules = strategies("CertificateSigningRequest").unwrap().0;
+        let strategy = strategies("CertificateSigningRequest").unwrap().strategy;
         let bad = json!({"spec": {"request": base64::engine::general_purpose::STANDARD.encode("hi"),
             "usages": ["server auth", "flying", "server auth"], "signerName": "signer", "expirationSeconds": 60}});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[
                 (
                     "spec.request",

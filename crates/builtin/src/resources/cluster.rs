@@ -11,38 +11,38 @@ mod persistent_volume;
 mod persistent_volume_claim;
 mod resource_quota;
 
+use std::sync::Arc;
+
 use kapi_apimachinery::Quantity;
 use kapi_apimachinery::validation::IS_NEGATIVE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::Strategy;
 use serde_json::Value;
 
 use super::common::{invalid_each, items, text};
-use super::{BASE, Rules};
+use crate::kinds::KindStrategies;
 use crate::util::str_of;
-use component_status::component_status_table;
-use limit_range::{limit_range_rules, limit_range_table};
-use node::{node_rules, node_table};
-use persistent_volume::{pv_rules, pv_table};
-use persistent_volume_claim::{pvc_rules, pvc_table};
-use resource_quota::{quota_rules, quota_table};
+use component_status::{ComponentStatusStrategy, component_status_table};
+use limit_range::{LimitRangeStrategy, limit_range_table};
+use node::{NodeStrategy, node_table};
+use persistent_volume::{PersistentVolumeStrategy, pv_table};
+use persistent_volume_claim::{PersistentVolumeClaimStrategy, pvc_table};
+use resource_quota::{ResourceQuotaStrategy, quota_table};
 
-/// The hooks of the core kinds of this module.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    Some(match kind {
-        "Node" => (node_rules(), node_table()),
-        "PersistentVolume" => (pv_rules(), pv_table()),
-        "PersistentVolumeClaim" => (pvc_rules(), pvc_table()),
-        "ResourceQuota" => (quota_rules(), quota_table()),
-        "LimitRange" => (limit_range_rules(), limit_range_table()),
-        "ComponentStatus" => (
-            Rules {
-                on_create: |_| {},
-                ..BASE
-            },
-            component_status_table(),
-        ),
+/// The strategies of the core kinds of this module.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "Node" => (Arc::new(NodeStrategy), node_table()),
+        "PersistentVolume" => (Arc::new(PersistentVolumeStrategy), pv_table()),
+        "PersistentVolumeClaim" => (Arc::new(PersistentVolumeClaimStrategy), pvc_table()),
+        "ResourceQuota" => (Arc::new(ResourceQuotaStrategy), quota_table()),
+        "LimitRange" => (Arc::new(LimitRangeStrategy), limit_range_table()),
+        "ComponentStatus" => (Arc::new(ComponentStatusStrategy), component_status_table()),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
 }
 
@@ -110,8 +110,11 @@ fn or_unset(value: &str) -> Value {
 
 /// Asserts the causes of the validation errors of `object`.
 #[cfg(test)]
-fn check(rules: &Rules, object: Value, want: &[(&str, &str, &str)]) {
+fn check(strategy: &dyn Strategy, object: Value, want: &[(&str, &str, &str)]) {
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
-    assert_eq!(causes(&rules.validate(&object)), expect(want), "{object}");
+    assert_eq!(
+        causes(&strategy.validate(&object)),
+        expect(want),
+        "{object}"
+    );
 }

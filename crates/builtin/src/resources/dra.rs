@@ -1,107 +1,182 @@
 //! resource.k8s.io/v1 DeviceClass, ResourceClaim, ResourceClaimTemplate and ResourceSlice
 //! (kubernetes/pkg/registry/resource/*/strategy.go, pkg/apis/resource/validation).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_dns1123_subdomain;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Name, Strategy, TableConvertor};
 use serde_json::Value;
 
 use super::common::{age, col, invalid_each, items, table, text, text_at};
-use super::{BASE, Generation, Rules, SelectableField};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{
+    reset_status, start_generation, track_generation, validate_core, validate_core_update,
+};
 
-const SLICE_FIELDS: &[SelectableField] = &[
-    ("spec.nodeName", |slice| {
-        text_at(slice, "/spec/nodeName").to_string()
-    }),
-    ("spec.driver", |slice| {
-        text_at(slice, "/spec/driver").to_string()
-    }),
-];
-
-/// The hooks of the dynamic resource allocation kinds.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    let name_and_age = || {
-        table(vec![age()], |object| {
-            vec![name_cell(object), age_cell(object)]
-        })
-    };
-    Some(match kind {
-        "DeviceClass" => (
-            Rules {
-                on_create: |_| {},
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            name_and_age(),
-        ),
-        "ResourceClaim" => (
-            Rules {
-                validate_update: |new, old| immutable_spec(new, old, "resource.ResourceClaimSpec"),
-                ..BASE
-            },
-            table(
-                vec![
-                    col(
-                        "State",
-                        "A summary of the current state (allocated, pending, reserved, etc.).",
-                    ),
-                    age(),
-                ],
-                |claim| vec![name_cell(claim), text(claim_state(claim)), age_cell(claim)],
-            ),
-        ),
+/// The strategies of the dynamic resource allocation kinds.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "DeviceClass" => (Arc::new(DeviceClassStrategy), name_and_age_table()),
+        "ResourceClaim" => (Arc::new(ResourceClaimStrategy), claim_table()),
         "ResourceClaimTemplate" => (
-            Rules {
-                on_create: |_| {},
-                validate_update: |new, old| {
-                    immutable_spec(new, old, "resource.ResourceClaimTemplateSpec")
-                },
-                ..BASE
-            },
-            name_and_age(),
+            Arc::new(ResourceClaimTemplateStrategy),
+            name_and_age_table(),
         ),
-        "ResourceSlice" => (
-            Rules {
-                on_create: |_| {},
-                validate: validate_slice,
-                generation: Generation::Tracked,
-                fields: SLICE_FIELDS,
-                ..BASE
-            },
-            table(
-                vec![
-                    col(
-                        "Node",
-                        "NodeName identifies the node which provides the resources in this pool.",
-                    ),
-                    col(
-                        "Driver",
-                        "Driver identifies the DRA driver providing the capacity information.",
-                    ),
-                    col(
-                        "Pool",
-                        "Pool describes the pool that this ResourceSlice belongs to.",
-                    ),
-                    age(),
-                ],
-                |slice| {
-                    let node = match text_at(slice, "/spec/nodeName") {
-                        "" => "<none>",
-                        node => node,
-                    };
-                    vec![
-                        name_cell(slice),
-                        text(node),
-                        text(text_at(slice, "/spec/driver")),
-                        text(text_at(slice, "/spec/pool/name")),
-                        age_cell(slice),
-                    ]
-                },
-            ),
-        ),
+        "ResourceSlice" => (Arc::new(ResourceSliceStrategy), slice_table()),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
+}
+
+/// deviceClassStrategy (pkg/registry/resource/deviceclass/strategy.go).
+struct DeviceClassStrategy;
+
+impl Strategy for DeviceClassStrategy {
+    fn prepare_for_create(&self, class: &mut Value) {
+        start_generation(class);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        track_generation(new, old);
+    }
+
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, FieldErrors::new())
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// resourceclaimStrategy (pkg/registry/resource/resourceclaim/strategy.go).
+struct ResourceClaimStrategy;
+
+impl Strategy for ResourceClaimStrategy {
+    fn prepare_for_create(&self, claim: &mut Value) {
+        reset_status(claim);
+    }
+
+    fn validate(&self, claim: &Value) -> FieldErrors {
+        validate_core(claim, FieldErrors::new())
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        let errs = immutable_spec(new, old, "resource.ResourceClaimSpec");
+        validate_core_update(self, new, errs)
+    }
+}
+
+/// resourceClaimTemplateStrategy (pkg/registry/resource/resourceclaimtemplate/strategy.go).
+struct ResourceClaimTemplateStrategy;
+
+impl Strategy for ResourceClaimTemplateStrategy {
+    fn validate(&self, template: &Value) -> FieldErrors {
+        validate_core(template, FieldErrors::new())
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        let errs = immutable_spec(new, old, "resource.ResourceClaimTemplateSpec");
+        validate_core_update(self, new, errs)
+    }
+}
+
+/// resourceSliceStrategy (pkg/registry/resource/resourceslice/strategy.go).
+struct ResourceSliceStrategy;
+
+impl Strategy for ResourceSliceStrategy {
+    fn prepare_for_create(&self, slice: &mut Value) {
+        start_generation(slice);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        track_generation(new, old);
+    }
+
+    fn validate(&self, slice: &Value) -> FieldErrors {
+        validate_core(slice, validate_slice(slice))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+
+    fn selectable_fields(&self, slice: &Value) -> Vec<(Name, String)> {
+        vec![
+            (
+                "spec.nodeName".into(),
+                text_at(slice, "/spec/nodeName").to_string(),
+            ),
+            (
+                "spec.driver".into(),
+                text_at(slice, "/spec/driver").to_string(),
+            ),
+        ]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        matches!(field, "spec.nodeName" | "spec.driver")
+    }
+}
+
+/// NAME, AGE.
+fn name_and_age_table() -> TableConvertor {
+    table(vec![age()], |object| {
+        vec![name_cell(object), age_cell(object)]
+    })
+}
+
+/// NAME, STATE, AGE.
+fn claim_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "State",
+                "A summary of the current state (allocated, pending, reserved, etc.).",
+            ),
+            age(),
+        ],
+        |claim| vec![name_cell(claim), text(claim_state(claim)), age_cell(claim)],
+    )
+}
+
+/// NAME, NODE (`<none>` when unset), DRIVER, POOL, AGE.
+fn slice_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "Node",
+                "NodeName identifies the node which provides the resources in this pool.",
+            ),
+            col(
+                "Driver",
+                "Driver identifies the DRA driver providing the capacity information.",
+            ),
+            col(
+                "Pool",
+                "Pool describes the pool that this ResourceSlice belongs to.",
+            ),
+            age(),
+        ],
+        |slice| {
+            let node = match text_at(slice, "/spec/nodeName") {
+                "" => "<none>",
+                node => node,
+            };
+            vec![
+                name_cell(slice),
+                text(node),
+                text(text_at(slice, "/spec/driver")),
+                text(text_at(slice, "/spec/pool/name")),
+                age_cell(slice),
+            ]
+        },
+    )
 }
 
 /// Claims and templates may not change their spec.
@@ -184,7 +259,6 @@ fn validate_slice(slice: &Value) -> FieldErrors {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
     use serde_json::json;
 
     #[test]
@@ -192,21 +266,21 @@ mod tests {
         let claim = json!({"metadata": {"name": "c"}, "status": {"allocation": {}, "reservedFor": [{"name": "p"}]}});
         assert_eq!(claim_state(&claim), "allocated,reserved");
         assert_eq!(claim_state(&json!({})), "pending");
-        let rules = strategies("ResourceClaim").unwrap().0;
+        let strategy = strategies("ResourceClaim").unwrap().strategy;
         let mut created = claim.clone();
-        rules.prepare_for_create(&mut created);
+        strategy.prepare_for_create(&mut created);
         assert_eq!(created["status"], json!({}));
         let old = json!({"spec": {"devices": {"requests": []}}});
         let new = json!({"spec": {"devices": {"requests": [{"name": "gpu"}]}}});
         assert_eq!(
-            causes(&rules.validate_update(&new, &old)),
+            causes(&strategy.validate_update(&new, &old)),
             expect(&[(
                 "spec",
                 "FieldValueInvalid",
                 "Invalid value: resource.ResourceClaimSpec{...}: field is immutable"
             )])
         );
-        let slices = strategies("ResourceSlice").unwrap().0;
+        let slices = strategies("ResourceSlice").unwrap().strategy;
         let slice =
             json!({"spec": {"driver": "gpu.example.com", "pool": {"name": "p"}, "nodeName": "n1"}});
         assert!(slices.validate(&slice).is_empty());

@@ -2,16 +2,21 @@
 //! (kubernetes/pkg/apis/flowcontrol/v1/defaults.go, pkg/apis/flowcontrol/validation,
 //! pkg/registry/flowcontrol/*/strategy.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_dns1123_subdomain;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{
     age, col, default_field, invalid_each, items, object_at, table, text, text_at,
 };
-use super::{BASE, Generation, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{
+    reset_status, start_generation, track_generation, validate_core, validate_core_update,
+};
 use crate::util::str_of;
 
 /// The matching precedence of a FlowSchema that sets none.
@@ -19,83 +24,86 @@ const DEFAULT_MATCHING_PRECEDENCE: i64 = 1000;
 /// The nominal concurrency shares of a Limited priority level that sets none.
 const DEFAULT_NOMINAL_CONCURRENCY_SHARES: i64 = 30;
 
-/// The hooks of the flow control kinds.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    let base = Rules {
-        generation: Generation::Tracked,
-        ..BASE
-    };
-    Some(match kind {
-        "FlowSchema" => (
-            Rules {
-                defaults: |schema| {
-                    default_field(
-                        object_at(schema, "/spec"),
-                        "matchingPrecedence",
-                        json!(DEFAULT_MATCHING_PRECEDENCE),
-                    );
-                },
-                validate: validate_flow_schema,
-                ..base
-            },
-            table(
-                vec![
-                    col(
-                        "PriorityLevel",
-                        "`name` is the name of the priority level configuration being referenced Required.",
-                    ),
-                    col(
-                        "MatchingPrecedence",
-                        "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request.",
-                    ),
-                    col(
-                        "DistinguisherMethod",
-                        "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema.",
-                    ),
-                    age(),
-                    col(
-                        "MissingPL",
-                        "references a broken or non-existent PriorityLevelConfiguration",
-                    ),
-                ],
-                flow_schema_cells,
-            ),
-        ),
+/// The strategies of the flow control kinds.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "FlowSchema" => (Arc::new(FlowSchemaStrategy), flow_schema_table()),
         "PriorityLevelConfiguration" => (
-            Rules {
-                defaults: priority_level_defaults,
-                validate: validate_priority_level,
-                ..base
-            },
-            table(
-                vec![
-                    col(
-                        "Type",
-                        "`type` indicates whether this priority level is subject to limitation on request execution.",
-                    ),
-                    col(
-                        "NominalConcurrencyShares",
-                        "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level.",
-                    ),
-                    col(
-                        "Queues",
-                        "`queues` is the number of queues for this priority level.",
-                    ),
-                    col(
-                        "HandSize",
-                        "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.",
-                    ),
-                    col(
-                        "QueueLengthLimit",
-                        "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time.",
-                    ),
-                    age(),
-                ],
-                priority_level_cells,
-            ),
+            Arc::new(PriorityLevelConfigurationStrategy),
+            priority_level_table(),
         ),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
+}
+
+/// flowSchemaStrategy (pkg/registry/flowcontrol/flowschema/strategy.go).
+struct FlowSchemaStrategy;
+
+impl Strategy for FlowSchemaStrategy {
+    fn default(&self, schema: &mut Value) {
+        flow_schema_defaults(schema);
+    }
+
+    fn prepare_for_create(&self, schema: &mut Value) {
+        reset_status(schema);
+        flow_schema_defaults(schema);
+        start_generation(schema);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        flow_schema_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, schema: &Value) -> FieldErrors {
+        validate_core(schema, validate_flow_schema(schema))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// priorityLevelConfigurationStrategy
+/// (pkg/registry/flowcontrol/prioritylevelconfiguration/strategy.go).
+struct PriorityLevelConfigurationStrategy;
+
+impl Strategy for PriorityLevelConfigurationStrategy {
+    fn default(&self, level: &mut Value) {
+        priority_level_defaults(level);
+    }
+
+    fn prepare_for_create(&self, level: &mut Value) {
+        reset_status(level);
+        priority_level_defaults(level);
+        start_generation(level);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        priority_level_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, level: &Value) -> FieldErrors {
+        validate_core(level, validate_priority_level(level))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// SetDefaults_FlowSchemaSpec: the default matching precedence.
+fn flow_schema_defaults(schema: &mut Value) {
+    default_field(
+        object_at(schema, "/spec"),
+        "matchingPrecedence",
+        json!(DEFAULT_MATCHING_PRECEDENCE),
+    );
 }
 
 /// SetDefaults of the exempt and limited priority levels and their queuing.
@@ -306,6 +314,31 @@ fn validate_priority_level(level: &Value) -> FieldErrors {
     errs
 }
 
+fn flow_schema_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "PriorityLevel",
+                "`name` is the name of the priority level configuration being referenced Required.",
+            ),
+            col(
+                "MatchingPrecedence",
+                "`matchingPrecedence` is used to choose among the FlowSchemas that match a given request.",
+            ),
+            col(
+                "DistinguisherMethod",
+                "`distinguisherMethod` defines how to compute the flow distinguisher for requests that match this schema.",
+            ),
+            age(),
+            col(
+                "MissingPL",
+                "references a broken or non-existent PriorityLevelConfiguration",
+            ),
+        ],
+        flow_schema_cells,
+    )
+}
+
 /// NAME, PRIORITYLEVEL, MATCHINGPRECEDENCE, DISTINGUISHERMETHOD, AGE, MISSINGPL (the
 /// status of the Dangling condition, `?` without it).
 fn flow_schema_cells(schema: &Value) -> Vec<Value> {
@@ -325,6 +358,35 @@ fn flow_schema_cells(schema: &Value) -> Vec<Value> {
         age_cell(schema),
         text(dangling),
     ]
+}
+
+fn priority_level_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "Type",
+                "`type` indicates whether this priority level is subject to limitation on request execution.",
+            ),
+            col(
+                "NominalConcurrencyShares",
+                "`nominalConcurrencyShares` (NCS) contributes to the computation of the NominalConcurrencyLimit (NominalCL) of this level.",
+            ),
+            col(
+                "Queues",
+                "`queues` is the number of queues for this priority level.",
+            ),
+            col(
+                "HandSize",
+                "`handSize` is a small positive number that configures the shuffle sharding of requests into queues.",
+            ),
+            col(
+                "QueueLengthLimit",
+                "`queueLengthLimit` is the maximum number of requests allowed to be waiting in a given queue of this priority level at a time.",
+            ),
+            age(),
+        ],
+        priority_level_cells,
+    )
 }
 
 /// NAME, TYPE, NOMINALCONCURRENCYSHARES, QUEUES, HANDSIZE, QUEUELENGTHLIMIT, AGE
@@ -361,16 +423,15 @@ fn priority_level_cells(level: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn flow_schema_rules() {
-        let rules = strategies("FlowSchema").unwrap().0;
+        let strategy = strategies("FlowSchema").unwrap().strategy;
         let mut schema = json!({"metadata": {"name": "s"}, "spec": {"priorityLevelConfiguration": {"name": "global-default"}}, "status": {"conditions": []}});
-        rules.prepare_for_create(&mut schema);
+        strategy.prepare_for_create(&mut schema);
         assert_eq!(schema["spec"]["matchingPrecedence"], 1000);
         assert_eq!(schema["metadata"]["generation"], 1);
-        assert!(rules.validate(&schema).is_empty());
+        assert!(strategy.validate(&schema).is_empty());
         assert_eq!(
             flow_schema_cells(&schema)[1..4],
             [json!("global-default"), json!(1000), json!("<none>")]
@@ -379,7 +440,7 @@ mod tests {
             "distinguisherMethod": {"type": "ByGroup"}, "rules": [{"subjects": [
                 {"kind": "User"}, {"kind": "Group", "group": {"name": "g"}, "user": {"name": "u"}}, {"kind": "Robot"}]}]}});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[
                 (
                     "spec.matchingPrecedence",
@@ -420,7 +481,7 @@ mod tests {
         );
         let first = json!({"metadata": {"name": "mine"}, "spec": {"matchingPrecedence": 1, "priorityLevelConfiguration": {"name": "global-default"}}});
         assert_eq!(
-            causes(&rules.validate(&first)),
+            causes(&strategy.validate(&first)),
             expect(&[(
                 "spec.matchingPrecedence",
                 "FieldValueInvalid",
@@ -431,24 +492,24 @@ mod tests {
 
     #[test]
     fn priority_level_rules() {
-        let rules = strategies("PriorityLevelConfiguration").unwrap().0;
+        let strategy = strategies("PriorityLevelConfiguration").unwrap().strategy;
         let mut level = json!({"metadata": {"name": "l"}, "spec": {"type": "Limited", "limited": {"limitResponse": {"type": "Queue", "queuing": {}}}}});
-        rules.prepare_for_create(&mut level);
+        strategy.prepare_for_create(&mut level);
         assert_eq!(
             level["spec"]["limited"],
             json!({"nominalConcurrencyShares": 30, "lendablePercent": 0,
                    "limitResponse": {"type": "Queue", "queuing": {"handSize": 8, "queues": 64, "queueLengthLimit": 50}}})
         );
-        assert!(rules.validate(&level).is_empty());
+        assert!(strategy.validate(&level).is_empty());
         assert_eq!(
             priority_level_cells(&level)[1..6],
             [json!("Limited"), json!(30), json!(64), json!(8), json!(50)]
         );
         let exempt = json!({"metadata": {"name": "exempt"}, "spec": {"type": "Exempt"}});
-        assert!(rules.validate(&exempt).is_empty());
+        assert!(strategy.validate(&exempt).is_empty());
         assert_eq!(priority_level_cells(&exempt)[2], "<none>");
         assert_eq!(
-            causes(&rules.validate(&json!({"spec": {"type": "Limited"}}))),
+            causes(&strategy.validate(&json!({"spec": {"type": "Limited"}}))),
             expect(&[(
                 "spec.limited",
                 "FieldValueRequired",

@@ -2,62 +2,113 @@
 //! (kubernetes/pkg/apis/networking/v1/defaults.go, pkg/apis/networking/validation,
 //! pkg/registry/networking/*/strategy.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, validate_label_selector,
 };
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{
     age, col, default_field, each_item, enum_field, format_selector, invalid_each, items,
     object_at, table, text, text_at,
 };
-use super::{BASE, Generation, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{
+    reset_for_create, start_generation, track_generation, validate_core, validate_core_update,
+};
 use crate::util::{str_of, validate_immutable};
 
-/// The hooks of the networking kinds of this module.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    Some(match kind {
-        "Ingress" => (
-            Rules {
-                on_create: |ingress| super::set_status(ingress, json!({"loadBalancer": {}})),
-                validate: validate_ingress,
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            ingress_table(),
-        ),
-        "IngressClass" => (
-            Rules {
-                on_create: |_| {},
-                defaults: ingress_class_defaults,
-                validate: validate_ingress_class,
-                validate_update: |new, old| {
-                    validate_immutable(
-                        &new["spec"]["controller"],
-                        &old["spec"]["controller"],
-                        &Path::root("spec").child("controller"),
-                    )
-                },
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            ingress_class_table(),
-        ),
-        "NetworkPolicy" => (
-            Rules {
-                on_create: |_| {},
-                defaults: network_policy_defaults,
-                validate: validate_network_policy,
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            network_policy_table(),
-        ),
+/// The strategies of the networking kinds of this module.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "Ingress" => (Arc::new(IngressStrategy), ingress_table()),
+        "IngressClass" => (Arc::new(IngressClassStrategy), ingress_class_table()),
+        "NetworkPolicy" => (Arc::new(NetworkPolicyStrategy), network_policy_table()),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
+}
+
+/// ingressStrategy (pkg/registry/networking/ingress/strategy.go).
+struct IngressStrategy;
+
+impl Strategy for IngressStrategy {
+    fn prepare_for_create(&self, ingress: &mut Value) {
+        reset_for_create(ingress, json!({"loadBalancer": {}}));
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        track_generation(new, old);
+    }
+
+    fn validate(&self, ingress: &Value) -> FieldErrors {
+        validate_core(ingress, validate_ingress(ingress))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// ingressClassStrategy (pkg/registry/networking/ingressclass/strategy.go).
+struct IngressClassStrategy;
+
+impl Strategy for IngressClassStrategy {
+    fn default(&self, class: &mut Value) {
+        ingress_class_defaults(class);
+    }
+
+    fn prepare_for_create(&self, class: &mut Value) {
+        ingress_class_defaults(class);
+        start_generation(class);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        ingress_class_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, validate_ingress_class(class))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_ingress_class_update(new, old))
+    }
+}
+
+/// networkPolicyStrategy (pkg/registry/networking/networkpolicy/strategy.go).
+struct NetworkPolicyStrategy;
+
+impl Strategy for NetworkPolicyStrategy {
+    fn default(&self, policy: &mut Value) {
+        network_policy_defaults(policy);
+    }
+
+    fn prepare_for_create(&self, policy: &mut Value) {
+        network_policy_defaults(policy);
+        start_generation(policy);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        network_policy_defaults(new);
+        track_generation(new, old);
+    }
+
+    fn validate(&self, policy: &Value) -> FieldErrors {
+        validate_core(policy, validate_network_policy(policy))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
 }
 
 const PATH_TYPES: [&str; 3] = ["Exact", "ImplementationSpecific", "Prefix"];
@@ -442,6 +493,15 @@ fn validate_ingress_class(class: &Value) -> FieldErrors {
     errs
 }
 
+/// ValidateIngressClassUpdate: the controller is immutable.
+fn validate_ingress_class_update(new: &Value, old: &Value) -> FieldErrors {
+    validate_immutable(
+        &new["spec"]["controller"],
+        &old["spec"]["controller"],
+        &Path::root("spec").child("controller"),
+    )
+}
+
 fn ingress_class_table() -> TableConvertor {
     table(
         vec![
@@ -701,10 +761,9 @@ mod tests {
     use super::*;
     use crate::util::{Cases, causes, expect};
     use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG as IMMUTABLE;
-    use kapi_server::resource::Strategy;
 
-    fn rules(kind: &str) -> Rules {
-        strategies(kind).unwrap().0
+    fn strategy(kind: &str) -> Arc<dyn Strategy> {
+        strategies(kind).unwrap().strategy
     }
 
     fn backend() -> Value {
@@ -791,20 +850,24 @@ mod tests {
                 ],
             ),
         ];
-        let rules = rules("Ingress");
+        let strategy = strategy("Ingress");
         for (spec, want) in cases {
             let ingress = json!({"metadata": {"name": "i", "namespace": "n"}, "spec": spec});
-            assert_eq!(causes(&rules.validate(&ingress)), expect(&want), "{spec}");
+            assert_eq!(
+                causes(&strategy.validate(&ingress)),
+                expect(&want),
+                "{spec}"
+            );
         }
     }
 
     #[test]
     fn ingress_status_generation_and_printer() {
-        let rules = rules("Ingress");
+        let strategy = strategy("Ingress");
         let mut ingress = json!({"metadata": {"name": "i"}, "spec": {"ingressClassName": "nginx", "rules": [
             {"host": "a.com"}, {"host": "b.com"}, {}, {"host": "d.com"}, {"host": "e.com"}], "tls": [{}]},
             "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}});
-        rules.prepare_for_create(&mut ingress);
+        strategy.prepare_for_create(&mut ingress);
         assert_eq!(ingress["status"], json!({"loadBalancer": {}}));
         assert_eq!(ingress["metadata"]["generation"], 1);
         ingress["status"] = json!({"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}, {"ip": "10.0.0.2"}]}});
@@ -827,21 +890,21 @@ mod tests {
 
     #[test]
     fn network_policy_defaults_and_validation() {
-        let rules = rules("NetworkPolicy");
+        let strategy = strategy("NetworkPolicy");
         let mut policy = json!({"metadata": {"name": "p"}, "spec": {"podSelector": {},
             "ingress": [{"ports": [{"port": 80}]}], "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]}});
-        rules.prepare_for_create(&mut policy);
+        strategy.prepare_for_create(&mut policy);
         assert_eq!(policy["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
         assert_eq!(policy["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
-        assert!(rules.validate(&policy).is_empty());
+        assert!(strategy.validate(&policy).is_empty());
         let mut ingress_only = json!({"spec": {"podSelector": {"matchLabels": {"app": "db"}}}});
-        rules.prepare_for_create(&mut ingress_only);
+        strategy.prepare_for_create(&mut ingress_only);
         assert_eq!(ingress_only["spec"]["policyTypes"], json!(["Ingress"]));
         let bad = json!({"spec": {"podSelector": {}, "policyTypes": ["Sideways"], "ingress": [{
             "ports": [{"protocol": "ICMP", "port": "http", "endPort": 90}],
             "from": [{}, {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.0.0.0/4"]}, "podSelector": {}}]}]}});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[
                 (
                     "spec.ingress[0].ports[0].protocol",
@@ -883,12 +946,12 @@ mod tests {
 
     #[test]
     fn ingress_class_rules() {
-        let rules = rules("IngressClass");
+        let strategy = strategy("IngressClass");
         let mut class = json!({"metadata": {"name": "c"}, "spec": {"controller": "example.com/ingress",
             "parameters": {"kind": "Params", "name": "p", "apiGroup": "example.com"}}});
-        rules.prepare_for_create(&mut class);
+        strategy.prepare_for_create(&mut class);
         assert_eq!(class["spec"]["parameters"]["scope"], "Cluster");
-        assert!(rules.validate(&class).is_empty());
+        assert!(strategy.validate(&class).is_empty());
         assert_eq!(
             (ingress_class_table().cells)(&class)[2],
             "Params.example.com/p"
@@ -896,7 +959,7 @@ mod tests {
         let mut changed = class.clone();
         changed["spec"]["controller"] = json!("example.com/other");
         assert_eq!(
-            causes(&rules.validate_update(&changed, &class)),
+            causes(&strategy.validate_update(&changed, &class)),
             expect(&[(
                 "spec.controller",
                 "FieldValueInvalid",
@@ -905,7 +968,7 @@ mod tests {
         );
         let bad = json!({"spec": {"controller": "nginx"}});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[(
                 "spec.controller",
                 "FieldValueInvalid",

@@ -1,40 +1,53 @@
 //! policy/v1 PodDisruptionBudget (kubernetes/pkg/apis/policy/validation,
 //! pkg/registry/policy/poddisruptionbudget/strategy.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{IS_NEGATIVE_ERROR_MSG, validate_label_selector};
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{age, col, table, text, typed};
-use super::{BASE, Generation, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{reset_for_create, track_generation, validate_core, validate_core_update};
 
 /// The unhealthy pod eviction policies, sorted.
 const EVICTION_POLICIES: [&str; 2] = ["AlwaysAllow", "IfHealthyBudget"];
 const PERCENT_ERROR: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
 
-/// The hooks of PodDisruptionBudgets.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    (kind == "PodDisruptionBudget").then(|| {
-        (
-            Rules {
-                on_create: zero_status,
-                validate: validate_pdb,
-                generation: Generation::Tracked,
-                ..BASE
-            },
-            pdb_table(),
-        )
+/// The strategy of PodDisruptionBudgets.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    (kind == "PodDisruptionBudget").then(|| KindStrategies {
+        strategy: Arc::new(PodDisruptionBudgetStrategy),
+        table: Some(pdb_table()),
     })
 }
 
-/// PrepareForCreate: an empty status, whose counters Go always writes.
-fn zero_status(pdb: &mut Value) {
-    super::set_status(
-        pdb,
-        json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
-    );
+/// podDisruptionBudgetStrategy (pkg/registry/policy/poddisruptionbudget/strategy.go).
+struct PodDisruptionBudgetStrategy;
+
+impl Strategy for PodDisruptionBudgetStrategy {
+    /// An empty status, whose counters Go always writes.
+    fn prepare_for_create(&self, pdb: &mut Value) {
+        reset_for_create(
+            pdb,
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        );
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        track_generation(new, old);
+    }
+
+    fn validate(&self, pdb: &Value) -> FieldErrors {
+        validate_core(pdb, validate_pdb(pdb))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
 }
 
 /// ValidatePodDisruptionBudgetSpec: one of minAvailable and maxUnavailable, each a
@@ -157,11 +170,10 @@ fn pdb_cells(pdb: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::util::{Cases, causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn pdb_validation() {
-        let rules = strategies("PodDisruptionBudget").unwrap().0;
+        let strategy = strategies("PodDisruptionBudget").unwrap().strategy;
         let not_percent = format!(r#"Invalid value: "x": {PERCENT_ERROR}"#);
         let cases: Cases = vec![
             (
@@ -203,15 +215,15 @@ mod tests {
         ];
         for (spec, want) in cases {
             let pdb = json!({"metadata": {"name": "p", "namespace": "n"}, "spec": spec});
-            assert_eq!(causes(&rules.validate(&pdb)), expect(&want), "{spec}");
+            assert_eq!(causes(&strategy.validate(&pdb)), expect(&want), "{spec}");
         }
     }
 
     #[test]
     fn pdb_status_generation_and_printer() {
-        let rules = strategies("PodDisruptionBudget").unwrap().0;
+        let strategy = strategies("PodDisruptionBudget").unwrap().strategy;
         let mut pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": 2}, "status": {"disruptionsAllowed": 5}});
-        rules.prepare_for_create(&mut pdb);
+        strategy.prepare_for_create(&mut pdb);
         assert_eq!(pdb["metadata"]["generation"], 1);
         assert_eq!(pdb["status"]["disruptionsAllowed"], 0);
         assert_eq!(pdb["status"]["expectedPods"], 0);

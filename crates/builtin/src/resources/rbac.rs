@@ -2,68 +2,127 @@
 //! (kubernetes/pkg/apis/rbac/v1/defaults.go, pkg/apis/rbac/validation,
 //! pkg/registry/rbac/*/strategy.go). RBAC objects have path segment names.
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1123_subdomain, is_valid_path_segment_name, validate_label_selector,
     validate_path_segment_name,
 };
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{NameValidator, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{
     col, created_at, created_at_column, default_field, each_item, invalid_each, items, object_at,
     table, text, wide,
 };
-use super::{BASE, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, age_column, name_cell};
+use crate::strategy::{validate_core, validate_core_update};
 use crate::util::{str_of, strings_of};
 
 /// The RBAC API group, the only one roles are referred to in.
 const GROUP: &str = "rbac.authorization.k8s.io";
 
-/// The hooks of the RBAC kinds.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    let base = Rules {
-        on_create: |_| {},
-        names: validate_path_segment_name,
-        create_on_update: true,
-        ..BASE
-    };
-    Some(match kind {
-        "Role" => (
-            Rules {
-                validate: |role| validate_rules(role, true),
-                ..base
-            },
-            role_table(),
-        ),
-        "ClusterRole" => (
-            Rules {
-                validate: validate_cluster_role,
-                ..base
-            },
-            role_table(),
-        ),
+/// The strategies of the RBAC kinds.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "Role" => (Arc::new(RoleStrategy), role_table()),
+        "ClusterRole" => (Arc::new(ClusterRoleStrategy), role_table()),
         "RoleBinding" => (
-            Rules {
-                defaults: binding_defaults,
-                validate: |binding| validate_binding(binding, true),
-                validate_update: validate_binding_update,
-                ..base
-            },
+            Arc::new(BindingStrategy { namespaced: true }),
             binding_table(false),
         ),
         "ClusterRoleBinding" => (
-            Rules {
-                defaults: binding_defaults,
-                validate: |binding| validate_binding(binding, false),
-                validate_update: validate_binding_update,
-                ..base
-            },
+            Arc::new(BindingStrategy { namespaced: false }),
             binding_table(true),
         ),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
+}
+
+/// Roles: the `strategy` of pkg/registry/rbac/role/strategy.go.
+struct RoleStrategy;
+
+impl Strategy for RoleStrategy {
+    fn name_validator(&self) -> NameValidator {
+        validate_path_segment_name
+    }
+
+    fn validate(&self, role: &Value) -> FieldErrors {
+        validate_core(role, validate_rules(role, true))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}
+
+/// ClusterRoles: the `strategy` of pkg/registry/rbac/clusterrole/strategy.go.
+struct ClusterRoleStrategy;
+
+impl Strategy for ClusterRoleStrategy {
+    fn name_validator(&self) -> NameValidator {
+        validate_path_segment_name
+    }
+
+    fn validate(&self, role: &Value) -> FieldErrors {
+        validate_core(role, validate_cluster_role(role))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}
+
+/// RoleBindings and ClusterRoleBindings: the `strategy` of
+/// pkg/registry/rbac/{rolebinding,clusterrolebinding}/strategy.go, which differ in the scope
+/// of what they bind.
+struct BindingStrategy {
+    /// A RoleBinding rather than a ClusterRoleBinding.
+    namespaced: bool,
+}
+
+impl Strategy for BindingStrategy {
+    fn default(&self, binding: &mut Value) {
+        binding_defaults(binding);
+    }
+
+    fn prepare_for_create(&self, binding: &mut Value) {
+        binding_defaults(binding);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        binding_defaults(new);
+    }
+
+    fn name_validator(&self) -> NameValidator {
+        validate_path_segment_name
+    }
+
+    fn validate(&self, binding: &Value) -> FieldErrors {
+        validate_core(binding, validate_binding(binding, self.namespaced))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_binding_update(new, old))
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
 }
 
 /// ValidatePolicyRule for each rule: verbs, and either resources with API groups or
@@ -330,10 +389,9 @@ fn binding_cells(binding: &Value) -> Vec<Value> {
 mod tests {
     use super::*;
     use crate::util::{Cases, causes, expect};
-    use kapi_server::resource::Strategy;
 
-    fn rules(kind: &str) -> Rules {
-        strategies(kind).unwrap().0
+    fn strategy(kind: &str) -> Arc<dyn Strategy> {
+        strategies(kind).unwrap().strategy
     }
 
     #[test]
@@ -374,12 +432,12 @@ mod tests {
                 ],
             ),
         ];
-        let role = rules("Role");
+        let role = strategy("Role");
         for (list, want) in cases {
             let object = json!({"metadata": {"name": "r", "namespace": "n"}, "rules": list});
             assert_eq!(causes(&role.validate(&object)), expect(&want), "{list}");
         }
-        let cluster = rules("ClusterRole");
+        let cluster = strategy("ClusterRole");
         assert!(
             cluster
                 .validate(&json!({"rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}]}))
@@ -391,35 +449,35 @@ mod tests {
                 ("aggregationRule.clusterRoleSelectors", "FieldValueRequired", "Required value: at least one clusterRoleSelector required if aggregationRule is non-nil"),
             ])
         );
-        assert!((role.names)("system:controller:a", false).is_empty());
-        assert!(!(role.names)("a/b", false).is_empty());
-        assert!(role.create_on_update);
+        assert!((role.name_validator())("system:controller:a", false).is_empty());
+        assert!(!(role.name_validator())("a/b", false).is_empty());
+        assert!(role.allow_create_on_update());
     }
 
     #[test]
     fn binding_defaults_validation_and_update() {
-        let binding_rules = rules("RoleBinding");
+        let binding_strategy = strategy("RoleBinding");
         let mut binding = json!({"metadata": {"name": "b", "namespace": "n"}, "roleRef": {"kind": "Role", "name": "r"},
             "subjects": [{"kind": "User", "name": "alice"}, {"kind": "ServiceAccount", "name": "default", "namespace": "n"}]});
-        binding_rules.prepare_for_create(&mut binding);
+        binding_strategy.prepare_for_create(&mut binding);
         assert_eq!(binding["roleRef"]["apiGroup"], GROUP);
         assert_eq!(binding["subjects"][0]["apiGroup"], GROUP);
         assert!(binding["subjects"][1].get("apiGroup").is_none());
-        assert!(binding_rules.validate(&binding).is_empty());
+        assert!(binding_strategy.validate(&binding).is_empty());
         let cells = binding_cells(&binding);
         assert_eq!(cells[1], "Role/r");
         assert_eq!(cells[3..], [json!("alice"), json!(""), json!("n/default")]);
         let mut changed = binding.clone();
         changed["roleRef"]["name"] = json!("other");
         assert_eq!(
-            causes(&binding_rules.validate_update(&changed, &binding)),
+            causes(&binding_strategy.validate_update(&changed, &binding)),
             expect(&[(
                 "roleRef",
                 "FieldValueInvalid",
                 r#"Invalid value: {"APIGroup":"rbac.authorization.k8s.io","Kind":"Role","Name":"other"}: cannot change roleRef"#
             )])
         );
-        let cluster = rules("ClusterRoleBinding");
+        let cluster = strategy("ClusterRoleBinding");
         let bad = json!({"roleRef": {"apiGroup": "example.com", "kind": "Role"},
             "subjects": [{"kind": "ServiceAccount", "name": "sa"}, {"kind": "Robot", "name": "r2"}]});
         assert_eq!(

@@ -2,16 +2,19 @@
 //! bootstraps, and node.k8s.io/v1 RuntimeClass (kubernetes/pkg/apis/scheduling,
 //! pkg/apis/node/validation, pkg/registry/scheduling/rest/storage_scheduling.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_dns1123_label;
 use kapi_server::registry::Registry;
-use kapi_server::resource::{ResourceDefinition, TableConvertor};
+use kapi_server::resource::{ResourceDefinition, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{age, col, default_field, invalid_each, table, text, typed};
-use super::{BASE, Generation, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{start_generation, validate_core, validate_core_update};
 use crate::util::{str_of, validate_immutable};
 
 /// The system priority classes: name, value and description.
@@ -33,57 +36,73 @@ const HIGHEST_USER_DEFINABLE_PRIORITY: i64 = 1_000_000_000;
 /// The name prefix reserved for the system priority classes.
 const SYSTEM_PREFIX: &str = "system-";
 
-/// The hooks of PriorityClasses and RuntimeClasses.
-pub(super) fn strategies(group: &str, kind: &str) -> Option<(Rules, TableConvertor)> {
-    match (group, kind) {
-        ("scheduling.k8s.io", "PriorityClass") => Some((
-            Rules {
-                on_create: |_| {},
-                defaults: |class| {
-                    let fields = crate::util::fields_mut(class);
-                    default_field(fields, "preemptionPolicy", json!("PreemptLowerPriority"));
-                },
-                validate: validate_priority_class,
-                validate_update: validate_priority_class_update,
-                generation: Generation::Created,
-                undeletable: |name| {
-                    SYSTEM_PRIORITY_CLASSES
-                        .iter()
-                        .any(|(system, _, _)| *system == name)
-                        .then_some("this is a system priority class and cannot be deleted")
-                },
-                ..BASE
-            },
-            priority_class_table(),
-        )),
-        ("node.k8s.io", "RuntimeClass") => Some((
-            Rules {
-                on_create: |_| {},
-                validate: validate_runtime_class,
-                validate_update: |new, old| {
-                    validate_immutable(&new["handler"], &old["handler"], &Path::root("handler"))
-                },
-                ..BASE
-            },
-            table(
-                vec![
-                    col(
-                        "Handler",
-                        "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
-                    ),
-                    age(),
-                ],
-                |class| {
-                    vec![
-                        name_cell(class),
-                        text(str_of(class, "handler")),
-                        age_cell(class),
-                    ]
-                },
-            ),
-        )),
-        _ => None,
+/// The strategies of PriorityClasses and RuntimeClasses.
+pub(super) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match (group, kind) {
+        ("scheduling.k8s.io", "PriorityClass") => {
+            (Arc::new(PriorityClassStrategy), priority_class_table())
+        }
+        ("node.k8s.io", "RuntimeClass") => (Arc::new(RuntimeClassStrategy), runtime_class_table()),
+        _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
+    })
+}
+
+/// priorityClassStrategy (pkg/registry/scheduling/priorityclass/strategy.go): the generation
+/// is 1 after create and never changes; the system classes cannot be deleted (as upstream's
+/// priorityclass storage refuses).
+struct PriorityClassStrategy;
+
+impl Strategy for PriorityClassStrategy {
+    fn default(&self, class: &mut Value) {
+        priority_class_defaults(class);
     }
+
+    fn prepare_for_create(&self, class: &mut Value) {
+        priority_class_defaults(class);
+        start_generation(class);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        priority_class_defaults(new);
+    }
+
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, validate_priority_class(class))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_priority_class_update(new, old))
+    }
+
+    fn undeletable(&self, name: &str) -> Option<&'static str> {
+        SYSTEM_PRIORITY_CLASSES
+            .iter()
+            .any(|(system, _, _)| *system == name)
+            .then_some("this is a system priority class and cannot be deleted")
+    }
+}
+
+/// runtimeClassStrategy (pkg/registry/node/runtimeclass/strategy.go).
+struct RuntimeClassStrategy;
+
+impl Strategy for RuntimeClassStrategy {
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, validate_runtime_class(class))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_runtime_class_update(new, old))
+    }
+}
+
+/// SetDefaults_PriorityClass: pods of the class preempt lower priorities.
+fn priority_class_defaults(class: &mut Value) {
+    let fields = crate::util::fields_mut(class);
+    default_field(fields, "preemptionPolicy", json!("PreemptLowerPriority"));
 }
 
 /// Whether `name` with `value` and `global_default` is one of the system priority classes,
@@ -193,6 +212,30 @@ fn validate_runtime_class(class: &Value) -> FieldErrors {
     invalid_each(&path, handler, is_dns1123_label(handler))
 }
 
+/// ValidateRuntimeClassUpdate: the handler is immutable.
+fn validate_runtime_class_update(new: &Value, old: &Value) -> FieldErrors {
+    validate_immutable(&new["handler"], &old["handler"], &Path::root("handler"))
+}
+
+fn runtime_class_table() -> TableConvertor {
+    table(
+        vec![
+            col(
+                "Handler",
+                "handler specifies the underlying runtime and configuration that the CRI implementation will use to handle pods of this class.",
+            ),
+            age(),
+        ],
+        |class| {
+            vec![
+                name_cell(class),
+                text(str_of(class, "handler")),
+                age_cell(class),
+            ]
+        },
+    )
+}
+
 /// Creates the system priority classes that do not exist, as kube-apiserver's scheduling
 /// post-start hook does; existing ones are left alone. Every class is attempted and the first
 /// error is returned. `definition` is the scheduling.k8s.io/v1 priorityclasses resource.
@@ -218,11 +261,12 @@ pub async fn ensure_system_priority_classes(
 mod tests {
     use super::*;
     use crate::util::{Cases, causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn priority_class_validation() {
-        let rules = strategies("scheduling.k8s.io", "PriorityClass").unwrap().0;
+        let strategy = strategies("scheduling.k8s.io", "PriorityClass")
+            .unwrap()
+            .strategy;
         let cases: Cases = vec![
             (json!({"metadata": {"name": "high"}, "value": 1000}), vec![]),
             (
@@ -262,19 +306,19 @@ mod tests {
             ),
         ];
         for (class, want) in cases {
-            assert_eq!(causes(&rules.validate(&class)), expect(&want), "{class}");
+            assert_eq!(causes(&strategy.validate(&class)), expect(&want), "{class}");
         }
         let mut class = json!({"metadata": {"name": "high"}, "value": 1000});
-        rules.prepare_for_create(&mut class);
+        strategy.prepare_for_create(&mut class);
         assert_eq!(class["preemptionPolicy"], "PreemptLowerPriority");
         assert_eq!(class["metadata"]["generation"], 1);
         let mut changed = class.clone();
         changed["value"] = json!(2000);
         changed["preemptionPolicy"] = json!("Never");
-        rules.prepare_for_update(&mut changed, &class);
+        strategy.prepare_for_update(&mut changed, &class);
         assert_eq!(changed["metadata"]["generation"], 1);
         assert_eq!(
-            causes(&rules.validate_update(&changed, &class)),
+            causes(&strategy.validate_update(&changed, &class)),
             expect(&[
                 (
                     "value",
@@ -292,15 +336,15 @@ mod tests {
 
     #[test]
     fn runtime_class_rules() {
-        let rules = strategies("node.k8s.io", "RuntimeClass").unwrap().0;
-        assert!(rules.validate(&json!({"handler": "runc"})).is_empty());
+        let strategy = strategies("node.k8s.io", "RuntimeClass").unwrap().strategy;
+        assert!(strategy.validate(&json!({"handler": "runc"})).is_empty());
         assert_eq!(
-            causes(&rules.validate(&json!({}))),
+            causes(&strategy.validate(&json!({}))),
             expect(&[("handler", "FieldValueRequired", "Required value")])
         );
         assert_eq!(
             causes(
-                &rules.validate_update(&json!({"handler": "kata"}), &json!({"handler": "runc"}))
+                &strategy.validate_update(&json!({"handler": "kata"}), &json!({"handler": "runc"}))
             ),
             expect(&[(
                 "handler",

@@ -2,150 +2,45 @@
 //! VolumeAttachment and VolumeAttributesClass (kubernetes/pkg/apis/storage/v1/defaults.go,
 //! pkg/apis/storage/validation, pkg/registry/storage/*/strategy.go).
 
+use std::sync::Arc;
+
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::common::{
     age, col, default_field, enum_field, invalid_each, items, object_at, or_none, table, text,
     text_at, typed,
 };
-use super::{BASE, Rules};
+use crate::kinds::KindStrategies;
 use crate::printers::{age_cell, name_cell};
+use crate::strategy::{set_status, validate_core, validate_core_update};
 use crate::util::{str_of, validate_immutable};
 
-/// The hooks of the storage kinds.
-pub(super) fn strategies(kind: &str) -> Option<(Rules, TableConvertor)> {
-    let plain = Rules {
-        on_create: |_| {},
-        ..BASE
-    };
-    Some(match kind {
-        "StorageClass" => (
-            Rules {
-                defaults: storage_class_defaults,
-                validate: validate_storage_class,
-                validate_update: validate_storage_class_update,
-                ..plain
-            },
-            storage_class_table(),
-        ),
-        "CSIDriver" => (
-            Rules {
-                defaults: csi_driver_defaults,
-                validate: validate_csi_driver,
-                validate_update: |new, old| {
-                    validate_immutable(
-                        &new["spec"]["attachRequired"],
-                        &old["spec"]["attachRequired"],
-                        &Path::root("spec").child("attachRequired"),
-                    )
-                },
-                ..plain
-            },
-            csi_driver_table(),
-        ),
-        "CSINode" => (
-            Rules {
-                validate: validate_csi_node,
-                ..plain
-            },
-            table(
-                vec![
-                    typed(
-                        "Drivers",
-                        "integer",
-                        "Drivers indicates the number of CSI drivers registered on the node",
-                    ),
-                    age(),
-                ],
-                |node| {
-                    vec![
-                        name_cell(node),
-                        Value::from(items(node, "/spec/drivers").len()),
-                        age_cell(node),
-                    ]
-                },
-            ),
-        ),
+/// The strategies of the storage kinds.
+pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
+    let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
+        "StorageClass" => (Arc::new(StorageClassStrategy), storage_class_table()),
+        "CSIDriver" => (Arc::new(CsiDriverStrategy), csi_driver_table()),
+        "CSINode" => (Arc::new(CsiNodeStrategy), csi_node_table()),
         "CSIStorageCapacity" => (
-            Rules {
-                validate: |capacity| {
-                    let mut errs = FieldErrors::new();
-                    super::common::require_str(
-                        capacity,
-                        "storageClassName",
-                        &Path::root(""),
-                        &mut errs,
-                    );
-                    errs.into_iter()
-                        .map(|e| rename_root(e, "storageClassName"))
-                        .collect()
-                },
-                ..plain
-            },
-            TableConvertor {
-                columns: vec![
-                    crate::printers::name_column(0),
-                    col(
-                        "StorageClassName",
-                        "storageClassName represents the name of the StorageClass that the reported capacity applies to.",
-                    ),
-                    col(
-                        "Capacity",
-                        "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
-                    ),
-                ],
-                cells: std::sync::Arc::new(|capacity: &serde_json::Value| {
-                    let shown = match capacity.get("capacity").and_then(Value::as_str) {
-                        Some(value) => value.to_string(),
-                        None => "<unset>".to_string(),
-                    };
-                    vec![
-                        name_cell(capacity),
-                        text(str_of(capacity, "storageClassName")),
-                        text(shown),
-                    ]
-                }),
-            },
+            Arc::new(CsiStorageCapacityStrategy),
+            csi_storage_capacity_table(),
         ),
         "VolumeAttachment" => (
-            Rules {
-                on_create: |attachment| super::set_status(attachment, json!({"attached": false})),
-                validate: validate_volume_attachment,
-                validate_update: |new, old| {
-                    let mut errs = FieldErrors::new();
-                    if new["spec"] != old["spec"] {
-                        errs.push(crate::util::immutable_rendered(
-                            &Path::root("spec"),
-                            "storage.VolumeAttachmentSpec{...}".to_string(),
-                        ));
-                    }
-                    errs
-                },
-                ..BASE
-            },
+            Arc::new(VolumeAttachmentStrategy),
             volume_attachment_table(),
         ),
         "VolumeAttributesClass" => (
-            Rules {
-                validate: validate_attributes_class,
-                validate_update: validate_attributes_class_update,
-                ..plain
-            },
-            table(
-                vec![col("DriverName", "Name of the CSI driver"), age()],
-                |class| {
-                    vec![
-                        name_cell(class),
-                        text(str_of(class, "driverName")),
-                        age_cell(class),
-                    ]
-                },
-            ),
+            Arc::new(VolumeAttributesClassStrategy),
+            attributes_class_table(),
         ),
         _ => return None,
+    };
+    Some(KindStrategies {
+        strategy,
+        table: Some(table),
     })
 }
 
@@ -156,6 +51,31 @@ fn rename_root(mut err: FieldError, field: &str) -> FieldError {
 }
 
 // ---- StorageClass ----
+
+/// storageClassStrategy (pkg/registry/storage/storageclass/strategy.go).
+struct StorageClassStrategy;
+
+impl Strategy for StorageClassStrategy {
+    fn default(&self, class: &mut Value) {
+        storage_class_defaults(class);
+    }
+
+    fn prepare_for_create(&self, class: &mut Value) {
+        storage_class_defaults(class);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        storage_class_defaults(new);
+    }
+
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, validate_storage_class(class))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_storage_class_update(new, old))
+    }
+}
 
 /// SetDefaults_StorageClass: volumes are deleted and bound immediately.
 fn storage_class_defaults(class: &mut Value) {
@@ -299,6 +219,31 @@ fn storage_class_cells(class: &Value) -> Vec<Value> {
 
 // ---- CSIDriver ----
 
+/// csiDriverStrategy (pkg/registry/storage/csidriver/strategy.go).
+struct CsiDriverStrategy;
+
+impl Strategy for CsiDriverStrategy {
+    fn default(&self, driver: &mut Value) {
+        csi_driver_defaults(driver);
+    }
+
+    fn prepare_for_create(&self, driver: &mut Value) {
+        csi_driver_defaults(driver);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        csi_driver_defaults(new);
+    }
+
+    fn validate(&self, driver: &Value) -> FieldErrors {
+        validate_core(driver, validate_csi_driver(driver))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_csi_driver_update(new, old))
+    }
+}
+
 /// SetDefaults_CSIDriver.
 fn csi_driver_defaults(driver: &mut Value) {
     let spec = object_at(driver, "/spec");
@@ -347,6 +292,15 @@ fn validate_csi_driver(driver: &Value) -> FieldErrors {
         }
     }
     errs
+}
+
+/// ValidateCSIDriverUpdate, in part: whether the driver needs attaching is fixed.
+fn validate_csi_driver_update(new: &Value, old: &Value) -> FieldErrors {
+    validate_immutable(
+        &new["spec"]["attachRequired"],
+        &old["spec"]["attachRequired"],
+        &Path::root("spec").child("attachRequired"),
+    )
 }
 
 fn csi_driver_table() -> TableConvertor {
@@ -418,6 +372,19 @@ fn csi_driver_cells(driver: &Value) -> Vec<Value> {
 
 // ---- CSINode ----
 
+/// csiNodeStrategy (pkg/registry/storage/csinode/strategy.go).
+struct CsiNodeStrategy;
+
+impl Strategy for CsiNodeStrategy {
+    fn validate(&self, node: &Value) -> FieldErrors {
+        validate_core(node, validate_csi_node(node))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
 /// ValidateCSINode: every driver has a name and a node ID, drivers are unique.
 fn validate_csi_node(node: &Value) -> FieldErrors {
     let mut errs = FieldErrors::new();
@@ -436,7 +403,98 @@ fn validate_csi_node(node: &Value) -> FieldErrors {
     errs
 }
 
+/// NAME, DRIVERS (how many), AGE.
+fn csi_node_table() -> TableConvertor {
+    table(
+        vec![
+            typed(
+                "Drivers",
+                "integer",
+                "Drivers indicates the number of CSI drivers registered on the node",
+            ),
+            age(),
+        ],
+        |node| {
+            vec![
+                name_cell(node),
+                Value::from(items(node, "/spec/drivers").len()),
+                age_cell(node),
+            ]
+        },
+    )
+}
+
+// ---- CSIStorageCapacity ----
+
+/// csiStorageCapacityStrategy (pkg/registry/storage/csistoragecapacity/strategy.go).
+struct CsiStorageCapacityStrategy;
+
+impl Strategy for CsiStorageCapacityStrategy {
+    fn validate(&self, capacity: &Value) -> FieldErrors {
+        validate_core(capacity, validate_csi_storage_capacity(capacity))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
+
+/// ValidateCSIStorageCapacity, in part: the storage class is named.
+fn validate_csi_storage_capacity(capacity: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    super::common::require_str(capacity, "storageClassName", &Path::root(""), &mut errs);
+    errs.into_iter()
+        .map(|e| rename_root(e, "storageClassName"))
+        .collect()
+}
+
+/// NAME, STORAGECLASSNAME, CAPACITY (`<unset>` when not reported).
+fn csi_storage_capacity_table() -> TableConvertor {
+    TableConvertor {
+        columns: vec![
+            crate::printers::name_column(0),
+            col(
+                "StorageClassName",
+                "storageClassName represents the name of the StorageClass that the reported capacity applies to.",
+            ),
+            col(
+                "Capacity",
+                "capacity is the value reported by the CSI driver in its GetCapacityResponse for a GetCapacityRequest with topology and parameters that match the previous fields.",
+            ),
+        ],
+        cells: Arc::new(|capacity: &Value| {
+            let shown = match capacity.get("capacity").and_then(Value::as_str) {
+                Some(value) => value.to_string(),
+                None => "<unset>".to_string(),
+            };
+            vec![
+                name_cell(capacity),
+                text(str_of(capacity, "storageClassName")),
+                text(shown),
+            ]
+        }),
+    }
+}
+
 // ---- VolumeAttachment ----
+
+/// volumeAttachmentStrategy (pkg/registry/storage/volumeattachment/strategy.go): the
+/// attachment starts detached.
+struct VolumeAttachmentStrategy;
+
+impl Strategy for VolumeAttachmentStrategy {
+    fn prepare_for_create(&self, attachment: &mut Value) {
+        set_status(attachment, json!({"attached": false}));
+    }
+
+    fn validate(&self, attachment: &Value) -> FieldErrors {
+        validate_core(attachment, validate_volume_attachment(attachment))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_volume_attachment_update(new, old))
+    }
+}
 
 /// ValidateVolumeAttachment: attacher, node and exactly one source.
 fn validate_volume_attachment(attachment: &Value) -> FieldErrors {
@@ -452,6 +510,18 @@ fn validate_volume_attachment(attachment: &Value) -> FieldErrors {
         errs.push(FieldError::required(
             &path.child("source"),
             "must specify exactly one of inlineVolumeSpec and persistentVolumeName",
+        ));
+    }
+    errs
+}
+
+/// ValidateVolumeAttachmentUpdate: the spec is immutable.
+fn validate_volume_attachment_update(new: &Value, old: &Value) -> FieldErrors {
+    let mut errs = FieldErrors::new();
+    if new["spec"] != old["spec"] {
+        errs.push(crate::util::immutable_rendered(
+            &Path::root("spec"),
+            "storage.VolumeAttachmentSpec{...}".to_string(),
         ));
     }
     errs
@@ -491,6 +561,19 @@ fn volume_attachment_table() -> TableConvertor {
 
 // ---- VolumeAttributesClass ----
 
+/// volumeAttributesClassStrategy (pkg/registry/storage/volumeattributesclass/strategy.go).
+struct VolumeAttributesClassStrategy;
+
+impl Strategy for VolumeAttributesClassStrategy {
+    fn validate(&self, class: &Value) -> FieldErrors {
+        validate_core(class, validate_attributes_class(class))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_attributes_class_update(new, old))
+    }
+}
+
 /// ValidateVolumeAttributesClass: a driver name and at most 512 parameters.
 fn validate_attributes_class(class: &Value) -> FieldErrors {
     let mut errs = FieldErrors::new();
@@ -524,25 +607,38 @@ fn validate_attributes_class_update(new: &Value, old: &Value) -> FieldErrors {
     errs
 }
 
+/// NAME, DRIVERNAME, AGE.
+fn attributes_class_table() -> TableConvertor {
+    table(
+        vec![col("DriverName", "Name of the CSI driver"), age()],
+        |class| {
+            vec![
+                name_cell(class),
+                text(str_of(class, "driverName")),
+                age_cell(class),
+            ]
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
-    fn rules(kind: &str) -> Rules {
-        strategies(kind).unwrap().0
+    fn strategy(kind: &str) -> Arc<dyn Strategy> {
+        strategies(kind).unwrap().strategy
     }
 
     #[test]
     fn storage_class_defaults_validation_and_update() {
-        let rules = rules("StorageClass");
+        let strategy = strategy("StorageClass");
         let mut class = json!({"metadata": {"name": "fast", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
                                "provisioner": "example.com/fast", "parameters": {"type": "ssd"}});
-        rules.prepare_for_create(&mut class);
+        strategy.prepare_for_create(&mut class);
         assert_eq!(class["reclaimPolicy"], "Delete");
         assert_eq!(class["volumeBindingMode"], "Immediate");
-        assert!(rules.validate(&class).is_empty());
+        assert!(strategy.validate(&class).is_empty());
         assert_eq!(
             storage_class_cells(&class)[..5],
             [
@@ -555,7 +651,7 @@ mod tests {
         );
         let bad = json!({"reclaimPolicy": "Recycle", "volumeBindingMode": "Later"});
         assert_eq!(
-            causes(&rules.validate(&bad)),
+            causes(&strategy.validate(&bad)),
             expect(&[
                 ("provisioner", "FieldValueRequired", "Required value"),
                 (
@@ -575,7 +671,7 @@ mod tests {
         changed["provisioner"] = json!("example.com/slow");
         changed["volumeBindingMode"] = json!("WaitForFirstConsumer");
         assert_eq!(
-            causes(&rules.validate_update(&changed, &class)),
+            causes(&strategy.validate_update(&changed, &class)),
             expect(&[
                 (
                     "parameters",
@@ -598,9 +694,9 @@ mod tests {
 
     #[test]
     fn csi_kinds() {
-        let rules = rules("CSIDriver");
+        let strategy = strategy("CSIDriver");
         let mut driver = json!({"metadata": {"name": "csi.example.com"}, "spec": {}});
-        rules.prepare_for_create(&mut driver);
+        strategy.prepare_for_create(&mut driver);
         assert_eq!(driver["spec"]["attachRequired"], true);
         assert_eq!(
             driver["spec"]["volumeLifecycleModes"],
@@ -612,7 +708,12 @@ mod tests {
         );
         let node = json!({"spec": {"drivers": [{"name": "a", "nodeID": "n"}, {"name": "a"}]}});
         assert_eq!(
-            causes(&super::strategies("CSINode").unwrap().0.validate(&node)),
+            causes(
+                &super::strategies("CSINode")
+                    .unwrap()
+                    .strategy
+                    .validate(&node)
+            ),
             expect(&[
                 (
                     "spec.drivers[1].nodeID",
@@ -631,7 +732,7 @@ mod tests {
             causes(
                 &super::strategies("VolumeAttachment")
                     .unwrap()
-                    .0
+                    .strategy
                     .validate(&attachment)
             ),
             expect(&[

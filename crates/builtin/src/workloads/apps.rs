@@ -13,7 +13,8 @@ use serde_json::{Value, json};
 
 use super::defaults::{default_claim_template, default_pod_template, each_item, set_default};
 use super::podspec::{nonnegative, validate_pod_template_spec};
-use super::{bump_generation, carry_status, reset_for_create, selectable_replicas};
+use super::selectable_replicas;
+use crate::strategy::{bump_generation, carry_status, reset_for_create};
 use crate::util::{child_mut, fields_mut, int_of, map_value, str_of, validate_immutable};
 
 /// The annotation apps/v1 DaemonSets carry their template generation in.

@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use super::cron::parse_standard;
 use super::defaults::{default_pod_template, set_default};
 use super::podspec::{nonnegative, validate_pod_template_spec};
-use super::{bump_generation, carry_status, reset_for_create};
+use crate::strategy::{bump_generation, carry_status, reset_for_create};
 use crate::util::{child_mut, fields_mut, int_of, str_of, validate_immutable};
 
 /// The labels a Job's generated selector and pods carry.

@@ -16,7 +16,6 @@ mod tables;
 
 use std::sync::Arc;
 
-use kapi_server::object::{bump_generation_on_spec_change, set_meta};
 use serde_json::Value;
 
 use crate::kinds::KindStrategies;
@@ -47,35 +46,6 @@ pub(crate) fn strategies(group: &str, kind: &str) -> Option<KindStrategies> {
         strategy,
         table: Some(table),
     })
-}
-
-/// Sets `metadata.generation`.
-fn set_generation(object: &mut Value, generation: i64) {
-    set_meta(object, "generation", Value::from(generation));
-}
-
-/// What every workload strategy's PrepareForCreate does: generation 1 and the initial
-/// status (whatever the client sent is dropped).
-fn reset_for_create(object: &mut Value, status: Value) {
-    set_generation(object, 1);
-    if let Some(fields) = object.as_object_mut() {
-        fields.insert("status".into(), status);
-    }
-}
-
-/// An update of the main resource keeps the stored status.
-fn carry_status(new: &mut Value, old: &Value) {
-    if let Some(fields) = new.as_object_mut() {
-        match old.get("status") {
-            Some(status) => fields.insert("status".into(), status.clone()),
-            None => fields.remove("status"),
-        };
-    }
-}
-
-/// The generation moves when the spec changes.
-fn bump_generation(new: &mut Value, old: &Value) {
-    bump_generation_on_spec_change(new, old);
 }
 
 /// The `status.replicas` field selector of ReplicaSets and ReplicationControllers.

@@ -13,7 +13,9 @@ use super::podspec::{
     validate_pod_template_spec,
 };
 use super::qos::pod_qos;
-use super::{bump_generation, reset_for_create};
+use crate::strategy::{
+    bump_generation, carry_status, reset_for_create, set_generation, start_generation,
+};
 use crate::util::str_of;
 
 /// The largest value of an int32 field.
@@ -42,7 +44,7 @@ impl Strategy for PodStrategy {
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         default_pod(new);
-        super::carry_status(new, old);
+        carry_status(new, old);
         bump_generation(new, old);
     }
 
@@ -266,14 +268,14 @@ impl Strategy for PodTemplateStrategy {
 
     fn prepare_for_create(&self, object: &mut Value) {
         default_template_of(object);
-        super::set_generation(object, 1);
+        start_generation(object);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         default_template_of(new);
         let changed = new["template"] != old["template"];
         let generation = old["metadata"]["generation"].as_i64().unwrap_or(0);
-        super::set_generation(new, generation + i64::from(changed));
+        set_generation(new, generation + i64::from(changed));
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {

@@ -1,11 +1,29 @@
-//! ComponentStatus's printer (kubernetes/pkg/printers/internalversion/printers.go).
+//! ComponentStatus: its strategy and its printer
+//! (kubernetes/pkg/printers/internalversion/printers.go).
 
-use kapi_server::resource::TableConvertor;
+use kapi_apimachinery::validation::field::FieldErrors;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
 use crate::printers::name_cell;
 use crate::resources::common::{col, items, text};
+use crate::strategy::{validate_core, validate_core_update};
 use crate::util::str_of;
+
+/// ComponentStatuses, stored as they are written: upstream has no strategy for them (its
+/// pkg/registry/core/componentstatus probes the components), so only the core metadata
+/// rules apply.
+pub(super) struct ComponentStatusStrategy;
+
+impl Strategy for ComponentStatusStrategy {
+    fn validate(&self, status: &Value) -> FieldErrors {
+        validate_core(status, FieldErrors::new())
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
+    }
+}
 
 pub(super) fn component_status_table() -> TableConvertor {
     TableConvertor {

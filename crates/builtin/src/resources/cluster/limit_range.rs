@@ -4,21 +4,37 @@
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
 use super::validate_non_negative;
 use crate::printers::name_cell;
 use crate::resources::common::{created_at, each_item, invalid_each, items, object_at};
-use crate::resources::{BASE, Rules};
+use crate::strategy::{validate_core, validate_core_update};
 use crate::util::str_of;
 
-pub(super) fn limit_range_rules() -> Rules {
-    Rules {
-        on_create: |_| {},
-        defaults: limit_range_defaults,
-        validate: validate_limit_range,
-        ..BASE
+/// limitrangeStrategy (pkg/registry/core/limitrange/strategy.go).
+pub(super) struct LimitRangeStrategy;
+
+impl Strategy for LimitRangeStrategy {
+    fn default(&self, range: &mut Value) {
+        limit_range_defaults(range);
+    }
+
+    fn prepare_for_create(&self, range: &mut Value) {
+        limit_range_defaults(range);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        limit_range_defaults(new);
+    }
+
+    fn validate(&self, range: &Value) -> FieldErrors {
+        validate_core(range, validate_limit_range(range))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
     }
 }
 
@@ -123,20 +139,19 @@ pub(super) fn limit_range_table() -> TableConvertor {
 mod tests {
     use super::*;
     use crate::resources::cluster::check;
-    use kapi_server::resource::Strategy;
     use serde_json::json;
 
     #[test]
     fn limit_range_defaults_and_validation() {
         let mut range = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"}}]}});
-        limit_range_rules().prepare_for_create(&mut range);
+        LimitRangeStrategy.prepare_for_create(&mut range);
         assert_eq!(
             range["spec"]["limits"][0],
             json!({"type": "Container", "max": {"cpu": "2"}, "min": {"memory": "1Mi"},
                    "default": {"cpu": "2"}, "defaultRequest": {"cpu": "2", "memory": "1Mi"}})
         );
         check(
-            &limit_range_rules(),
+            &LimitRangeStrategy,
             json!({"spec": {"limits": [{"type": "Pod", "default": {"cpu": "1"}}, {"type": "Pod"}, {"type": "Node"}]}}),
             &[
                 (

@@ -4,31 +4,50 @@
 
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_qualified_name, is_valid_label_value};
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Name, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use crate::printers::{age_cell, name_cell};
 use crate::resources::common::{
     age, col, enum_field, invalid_each, items, object_at, or_none, table, text, text_at, wide,
 };
-use crate::resources::{BASE, Rules, SelectableField};
+use crate::strategy::{validate_core, validate_core_update};
 use crate::util::str_of;
 
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
-const NODE_FIELDS: &[SelectableField] = &[("spec.unschedulable", |node| {
-    (node["spec"]["unschedulable"].as_bool() == Some(true)).to_string()
-})];
+/// nodeStrategy (pkg/registry/core/node/strategy.go): everything, status included, may be
+/// set on create.
+pub(super) struct NodeStrategy;
 
-/// Nodes: everything, status included, may be set on create.
-pub(super) fn node_rules() -> Rules {
-    Rules {
-        on_create: |_| {},
-        defaults: node_defaults,
-        validate: validate_node,
-        validate_update: validate_node_update,
-        fields: NODE_FIELDS,
-        ..BASE
+impl Strategy for NodeStrategy {
+    fn default(&self, node: &mut Value) {
+        node_defaults(node);
+    }
+
+    fn prepare_for_create(&self, node: &mut Value) {
+        node_defaults(node);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        node_defaults(new);
+    }
+
+    fn validate(&self, node: &Value) -> FieldErrors {
+        validate_core(node, validate_node(node))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_node_update(new, old))
+    }
+
+    fn selectable_fields(&self, node: &Value) -> Vec<(Name, String)> {
+        let unschedulable = node["spec"]["unschedulable"].as_bool() == Some(true);
+        vec![("spec.unschedulable".into(), unschedulable.to_string())]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        field == "spec.unschedulable"
     }
 }
 
@@ -211,7 +230,6 @@ mod tests {
     use super::*;
     use crate::resources::cluster::check;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn node_printer_and_fields() {
@@ -226,9 +244,9 @@ mod tests {
         assert_eq!(cells[5], "10.0.0.1");
         assert_eq!(cells[6], "<none>");
         assert_eq!(cells[7], "<unknown>");
-        let rules = node_rules();
+        let strategy = NodeStrategy;
         assert_eq!(
-            crate::tests::pairs(&rules.selectable_fields(&node)),
+            crate::tests::pairs(&strategy.selectable_fields(&node)),
             vec![("spec.unschedulable", "true".to_string())]
         );
         assert_eq!(node_status(&json!({})), "Unknown");
@@ -236,9 +254,9 @@ mod tests {
 
     #[test]
     fn node_validation() {
-        let rules = node_rules();
+        let strategy = NodeStrategy;
         check(
-            &rules,
+            &strategy,
             json!({"spec": {"taints": [{"key": "a", "effect": "Never"}, {"key": "b"}]}}),
             &[
                 (
@@ -256,7 +274,7 @@ mod tests {
         let old = json!({"spec": {"providerID": "aws://1"}});
         let new = json!({"spec": {"providerID": "aws://2"}});
         assert_eq!(
-            causes(&rules.validate_update(&new, &old)),
+            causes(&strategy.validate_update(&new, &old)),
             expect(&[(
                 "spec.providerID",
                 "FieldValueForbidden",
@@ -264,7 +282,7 @@ mod tests {
             )])
         );
         let mut created = json!({"status": {"capacity": {"cpu": "4"}, "phase": "Running"}});
-        rules.prepare_for_create(&mut created);
+        strategy.prepare_for_create(&mut created);
         assert_eq!(created["status"]["allocatable"], json!({"cpu": "4"}));
     }
 }

@@ -4,7 +4,7 @@
 //! pkg/apis/core/validation).
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Name, Strategy, TableConvertor};
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -15,7 +15,7 @@ use crate::resources::common::{
     access_modes, age, col, default_field, enum_field, items, object_at, quantity_text, table,
     text, text_at, wide,
 };
-use crate::resources::{BASE, Rules, SelectableField};
+use crate::strategy::{set_status, validate_core, validate_core_update};
 use crate::util::{Timestamp, format_time, str_of, validate_immutable};
 
 const RECLAIM_POLICIES: [&str; 3] = ["Delete", "Recycle", "Retain"];
@@ -46,23 +46,44 @@ const PV_SOURCES: [&str; 22] = [
     "iscsi",
 ];
 
-const PV_FIELDS: &[SelectableField] = &[("name", |pv| text_at(pv, "/metadata/name").to_string())];
+/// persistentvolumeStrategy (pkg/registry/core/persistentvolume/strategy.go).
+pub(super) struct PersistentVolumeStrategy;
 
-pub(super) fn pv_rules() -> Rules {
-    Rules {
-        on_create: pv_on_create,
-        defaults: pv_defaults,
-        validate: validate_pv,
-        validate_update: validate_pv_update,
-        fields: PV_FIELDS,
-        ..BASE
+impl Strategy for PersistentVolumeStrategy {
+    fn default(&self, pv: &mut Value) {
+        pv_defaults(pv);
+    }
+
+    fn prepare_for_create(&self, pv: &mut Value) {
+        pv_on_create(pv);
+        pv_defaults(pv);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        pv_defaults(new);
+    }
+
+    fn validate(&self, pv: &Value) -> FieldErrors {
+        validate_core(pv, validate_pv(pv))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_pv_update(new, old))
+    }
+
+    fn selectable_fields(&self, pv: &Value) -> Vec<(Name, String)> {
+        vec![("name".into(), text_at(pv, "/metadata/name").to_string())]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        field == "name"
     }
 }
 
 /// PrepareForCreate: the status restarts as Pending, with the time of that phase.
 fn pv_on_create(pv: &mut Value) {
     let now = format_time(Timestamp::now());
-    crate::resources::set_status(
+    set_status(
         pv,
         json!({"phase": "Pending", "lastPhaseTransitionTime": now}),
     );
@@ -250,21 +271,20 @@ mod tests {
     use super::*;
     use crate::resources::cluster::check;
     use crate::util::{causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn pv_defaults_validation_and_update() {
-        let rules = pv_rules();
+        let strategy = PersistentVolumeStrategy;
         let mut pv = json!({"metadata": {"name": "v"}, "spec": {"capacity": {"storage": "1Gi"},
             "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"}}});
-        rules.prepare_for_create(&mut pv);
+        strategy.prepare_for_create(&mut pv);
         assert_eq!(pv["spec"]["persistentVolumeReclaimPolicy"], "Retain");
         assert_eq!(pv["spec"]["volumeMode"], "Filesystem");
         assert_eq!(pv["spec"]["hostPath"]["type"], "");
         assert_eq!(pv["status"]["phase"], "Pending");
-        assert!(rules.validate(&pv).is_empty());
+        assert!(strategy.validate(&pv).is_empty());
         check(
-            &rules,
+            &strategy,
             json!({"spec": {"persistentVolumeReclaimPolicy": "Keep"}}),
             &[
                 ("spec.accessModes", "FieldValueRequired", "Required value"),
@@ -285,7 +305,7 @@ mod tests {
         moved["spec"]["hostPath"]["path"] = json!("/other");
         moved["spec"]["volumeMode"] = json!("Block");
         assert_eq!(
-            causes(&rules.validate_update(&moved, &pv)),
+            causes(&strategy.validate_update(&moved, &pv)),
             expect(&[
                 (
                     "spec.persistentvolumesource",

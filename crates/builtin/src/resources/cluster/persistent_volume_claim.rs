@@ -6,7 +6,7 @@
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::validate_label_selector;
 use kapi_apimachinery::{Format, Quantity};
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Name, Strategy, TableConvertor};
 use serde_json::{Value, json};
 
 use super::{VOLUME_MODES, or_unset, validate_access_modes, validate_class_name};
@@ -15,19 +15,40 @@ use crate::resources::common::{
     access_modes, age, col, default_field, enum_field, items, object_at, quantity_at,
     quantity_text, table, text, text_at, wide,
 };
-use crate::resources::{BASE, Rules, SelectableField};
+use crate::strategy::{reset_status, validate_core, validate_core_update};
 use crate::util::validate_immutable;
 
-const PVC_FIELDS: &[SelectableField] =
-    &[("name", |pvc| text_at(pvc, "/metadata/name").to_string())];
+/// persistentvolumeclaimStrategy (pkg/registry/core/persistentvolumeclaim/strategy.go).
+pub(super) struct PersistentVolumeClaimStrategy;
 
-pub(super) fn pvc_rules() -> Rules {
-    Rules {
-        defaults: pvc_defaults,
-        validate: validate_pvc,
-        validate_update: validate_pvc_update,
-        fields: PVC_FIELDS,
-        ..BASE
+impl Strategy for PersistentVolumeClaimStrategy {
+    fn default(&self, pvc: &mut Value) {
+        pvc_defaults(pvc);
+    }
+
+    fn prepare_for_create(&self, pvc: &mut Value) {
+        reset_status(pvc);
+        pvc_defaults(pvc);
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        pvc_defaults(new);
+    }
+
+    fn validate(&self, pvc: &Value) -> FieldErrors {
+        validate_core(pvc, validate_pvc(pvc))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> FieldErrors {
+        validate_core_update(self, new, validate_pvc_update(new, old))
+    }
+
+    fn selectable_fields(&self, pvc: &Value) -> Vec<(Name, String)> {
+        vec![("name".into(), text_at(pvc, "/metadata/name").to_string())]
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        field == "name"
     }
 }
 
@@ -221,14 +242,13 @@ mod tests {
     use super::*;
     use crate::resources::cluster::check;
     use crate::util::{Cases, causes, expect};
-    use kapi_server::resource::Strategy;
 
     #[test]
     fn pvc_defaults_and_status() {
-        let rules = pvc_rules();
+        let strategy = PersistentVolumeClaimStrategy;
         let mut pvc = json!({"metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": "1Gi"}}}, "status": {"phase": "Bound"}});
-        rules.prepare_for_create(&mut pvc);
+        strategy.prepare_for_create(&mut pvc);
         assert_eq!(pvc["spec"]["volumeMode"], "Filesystem");
         assert_eq!(pvc["status"], json!({"phase": "Pending"}));
         assert!(pvc["metadata"]["generation"].is_null());
@@ -288,10 +308,10 @@ mod tests {
                 ],
             ),
         ];
-        let rules = pvc_rules();
+        let strategy = PersistentVolumeClaimStrategy;
         for (spec, want) in cases {
             check(
-                &rules,
+                &strategy,
                 json!({"metadata": {"name": "c"}, "spec": spec}),
                 &want,
             );
@@ -300,16 +320,16 @@ mod tests {
 
     #[test]
     fn pvc_spec_is_immutable_but_bound_claims_expand() {
-        let rules = pvc_rules();
+        let strategy = PersistentVolumeClaimStrategy;
         let old = json!({"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
                          "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}});
         let mut grown = old.clone();
         grown["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
-        assert!(rules.validate_update(&grown, &old).is_empty());
+        assert!(strategy.validate_update(&grown, &old).is_empty());
         let mut shrunk = old.clone();
         shrunk["spec"]["resources"]["requests"]["storage"] = json!("500Mi");
         assert_eq!(
-            causes(&rules.validate_update(&shrunk, &old)),
+            causes(&strategy.validate_update(&shrunk, &old)),
             expect(&[(
                 "spec.resources.requests.storage",
                 "FieldValueForbidden",
@@ -321,7 +341,7 @@ mod tests {
         let mut changed = unbound.clone();
         changed["spec"]["resources"]["requests"]["storage"] = json!("2Gi");
         assert_eq!(
-            causes(&rules.validate_update(&changed, &unbound)),
+            causes(&strategy.validate_update(&changed, &unbound)),
             expect(&[(
                 "spec",
                 "FieldValueForbidden",
@@ -330,6 +350,6 @@ mod tests {
         );
         let mut named = unbound.clone();
         named["spec"]["volumeName"] = json!("pv-1");
-        assert!(rules.validate_update(&named, &unbound).is_empty());
+        assert!(strategy.validate_update(&named, &unbound).is_empty());
     }
 }

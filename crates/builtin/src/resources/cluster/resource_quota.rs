@@ -3,18 +3,28 @@
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
-use kapi_server::resource::TableConvertor;
+use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::Value;
 
 use super::validate_non_negative;
 use crate::printers::{age_cell, name_cell};
 use crate::resources::common::{age, col, invalid_each, quantity_text, text};
-use crate::resources::{BASE, Rules};
+use crate::strategy::{reset_status, validate_core, validate_core_update};
 
-pub(super) fn quota_rules() -> Rules {
-    Rules {
-        validate: validate_quota,
-        ..BASE
+/// resourcequotaStrategy (pkg/registry/core/resourcequota/strategy.go).
+pub(super) struct ResourceQuotaStrategy;
+
+impl Strategy for ResourceQuotaStrategy {
+    fn prepare_for_create(&self, quota: &mut Value) {
+        reset_status(quota);
+    }
+
+    fn validate(&self, quota: &Value) -> FieldErrors {
+        validate_core(quota, validate_quota(quota))
+    }
+
+    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
+        validate_core_update(self, new, FieldErrors::new())
     }
 }
 
@@ -272,15 +282,15 @@ mod tests {
 
     #[test]
     fn quota_scopes_suit_the_resources_they_limit() {
-        let rules = quota_rules();
+        let strategy = ResourceQuotaStrategy;
         let quota = |spec: Value| json!({"metadata": {"name": "q"}, "spec": spec});
         check(
-            &rules,
+            &strategy,
             quota(json!({"hard": {"pods": "1", "cpu": "1"}, "scopes": ["Terminating"]})),
             &[],
         );
         check(
-            &rules,
+            &strategy,
             quota(
                 json!({"hard": {"pods": "1", "services": "1", "count/jobs.batch": "1"},
                 "scopes": ["BestEffort", "NotBestEffort", "Sometimes"]}),
@@ -309,7 +319,7 @@ mod tests {
             ],
         );
         check(
-            &rules,
+            &strategy,
             quota(
                 json!({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [
                 {"scopeName": "PriorityClass", "operator": "In"},
@@ -338,7 +348,7 @@ mod tests {
         assert_eq!(cells[2], "pods: 3/10, requests.cpu: 0/1");
         assert_eq!(cells[3], "limits.cpu: 0/2");
         check(
-            &quota_rules(),
+            &ResourceQuotaStrategy,
             json!({"spec": {"hard": {"pods": "-1", "gpus": "1", "count/widgets.example.com": "2"}}}),
             &[
                 (
