@@ -211,28 +211,17 @@ fn go_bytes(bytes: &[u8]) -> String {
     Value::from(encoded).to_string()
 }
 
-/// The first PEM block of the request must be a CERTIFICATE REQUEST with base64 content.
+/// The first PEM block of the request must be a CERTIFICATE REQUEST holding DER, as
+/// upstream's ParseCSR reads it: blocks that do not decode are skipped, as Go's pem.Decode
+/// skips them. (Only the DER's outer SEQUENCE is checked, not the request's contents.)
 fn check_pem_request(request: &[u8]) -> Result<(), String> {
-    const TYPE_ERROR: &str = "PEM block type must be CERTIFICATE REQUEST";
-    let text = String::from_utf8_lossy(request);
-    let Some(start) = text.find("-----BEGIN ") else {
-        return Err(TYPE_ERROR.to_string());
-    };
-    let rest = &text[start + "-----BEGIN ".len()..];
-    let Some((label, body)) = rest.split_once("-----") else {
-        return Err(TYPE_ERROR.to_string());
-    };
-    let end = format!("-----END {label}-----");
-    let Some(content) = body.find(&end).map(|i| &body[..i]) else {
-        return Err(TYPE_ERROR.to_string());
-    };
-    if label != "CERTIFICATE REQUEST" {
-        return Err(TYPE_ERROR.to_string());
-    }
-    let der: String = content.split_whitespace().collect();
-    match base64::engine::general_purpose::STANDARD.decode(der) {
-        Ok(der) if der.first() == Some(&0x30) => Ok(()),
-        _ => Err("asn1: structure error: tags don't match".to_string()),
+    let block = x509_parser::pem::Pem::iter_from_buffer(request).find_map(Result::ok);
+    match block {
+        Some(block) if block.label == "CERTIFICATE REQUEST" => match block.contents.first() {
+            Some(0x30) => Ok(()),
+            _ => Err("asn1: structure error: tags don't match".to_string()),
+        },
+        _ => Err("PEM block type must be CERTIFICATE REQUEST".to_string()),
     }
 }
 
