@@ -13,7 +13,6 @@ use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::{CacheEvent, CacheNotification, CachedObject, EventType};
 use kapi_server::endpoints::{ApiHandler, Served};
 use kapi_server::registry::{DeleteParams, Item, KUBE_APISERVER, ListParams, Write};
-use kapi_server::resource::SubresourceKind;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
@@ -409,23 +408,7 @@ impl Finalizer {
 /// Writes a CRD's status, recorded in its managedFields as upstream's are: kube-apiserver's
 /// update of the status subresource.
 async fn write_status(crds: &Served, name: &str, status: Value) -> Result<(), ApiError> {
-    let definition = &crds.definition;
-    let write = Write {
-        subresource: Some(&SubresourceKind::Status),
-        dry_run: false,
-        admission: None,
-        manager: Some(KUBE_APISERVER),
-    };
-    crds.registry
-        .update(definition, "", name, write, |current| {
-            let current =
-                current.ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
-            let mut next = current.clone();
-            next["status"] = status.clone();
-            Ok(next)
-        })
-        .await
-        .map(drop)
+    crds.write_status("", name, status, KUBE_APISERVER).await
 }
 
 /// Deletes every object of `served` and waits until none is left (objects with finalizers

@@ -1,14 +1,16 @@
 //! The server chain, as kube-apiserver's CreateServerChain builds it: apiextensions (which
-//! delegates to the final 404), then kube-apiserver delegating to it. The aggregator, the
-//! head of upstream's chain, is not built yet; it will take kube-apiserver's handler as its
-//! delegate here.
+//! delegates to the final 404), then kube-apiserver delegating to it, then the aggregator in
+//! front. The aggregator keeps the chain's local APIServices; it does not serve requests of
+//! its own yet (the APIService resource is served by kube-apiserver's handler), so the head
+//! handler is still kube-apiserver's.
 
 use anyhow::Result;
+use kapi_aggregator::AggregatorServer;
 use kapi_apiextensions::ApiExtensionsServer;
 use kapi_server::Authorizer;
-use kapi_server::PostStartHooks;
 use kapi_server::authn::BearerToken;
 use kapi_server::endpoints::ApiHandler;
+use kapi_server::{HealthCheck, PostStartHooks};
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -24,6 +26,8 @@ pub(crate) struct ServerChain {
     pub bearer_tokens: BearerToken,
     /// Every server's post-start hooks and the in-process controllers'.
     pub hooks: PostStartHooks,
+    /// The servers' boot-sequence health checks (healthz, livez and readyz).
+    pub health_checks: Vec<HealthCheck>,
 }
 
 /// Builds the chain from `config`.
@@ -36,8 +40,14 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
     );
     let kube = KubeApiServer::new(config, apiextensions.handler())?;
     apiextensions.set_admission(kube.admission.clone());
+    let aggregator = AggregatorServer::new(
+        &kube.handler,
+        kube.resources.api_services.clone(),
+        apiextensions.crds(),
+    );
     let mut hooks = kube.hooks;
     hooks.extend(apiextensions.post_start_hooks()?)?;
+    hooks.extend(aggregator.post_start_hooks()?)?;
     hooks.extend(crate::controllers::post_start_hooks(
         &config.options.controllers,
         &kube.resources,
@@ -50,5 +60,6 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
         authorizer: kube.authorization.authorizer,
         bearer_tokens: kube.bearer_tokens,
         hooks,
+        health_checks: aggregator.health_checks(),
     })
 }

@@ -85,6 +85,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         "etcd-readiness",
         storage.store.clone(),
     ));
+    for check in chain.health_checks {
+        checks.add_health_check(check);
+    }
     server.add_post_start_hooks(chain.hooks)?;
     let listening = server.bind().await?;
     let address = listening.local_addr()?;

@@ -63,6 +63,35 @@ impl Served {
         object.and_then(|object| crate::registry::Item::from(&*object).decode().ok())
     }
 
+    /// Replaces the status of the object `namespace`/`name` through its status subresource,
+    /// as a controller of the server's writes it (recorded in managedFields as `manager`'s).
+    pub async fn write_status(
+        &self,
+        namespace: &str,
+        name: &str,
+        status: serde_json::Value,
+        manager: &str,
+    ) -> Result<(), ApiError> {
+        let definition = &self.definition;
+        let write = crate::registry::Write {
+            subresource: Some(&crate::resource::SubresourceKind::Status),
+            dry_run: false,
+            admission: None,
+            manager: Some(manager),
+        };
+        let change = |current: Option<&serde_json::Value>| {
+            let current =
+                current.ok_or_else(|| ApiError::not_found(&definition.group_resource(), name))?;
+            let mut next = current.clone();
+            next["status"] = status.clone();
+            Ok(next)
+        };
+        let written = self
+            .registry
+            .update(definition, namespace, name, write, change);
+        written.await.map(drop)
+    }
+
     /// The objects of the watch cache in `namespace`, or all of them, decoded.
     pub fn cached_list(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
         let prefix = self.registry.collection_prefix(namespace);
@@ -421,6 +450,12 @@ impl ApiHandler {
     /// The stored version of `group`/`resource` (its served version of the same version).
     pub fn served_storage(&self, group: &str, resource: &str) -> Option<Served> {
         self.0.served_storage(group, resource)
+    }
+
+    /// Every definition served here and down the chain (what upstream's delegation targets
+    /// list as their paths): the group versions the aggregator keeps local APIServices for.
+    pub fn chain_definitions(&self) -> Vec<Arc<ResourceDefinition>> {
+        self.0.chain_definitions()
     }
 
     /// A handle that does not keep the handler alive.

@@ -1,0 +1,221 @@
+//! The autoregister controller (kube-aggregator/pkg/controllers/autoregister), fed as
+//! kube-apiserver feeds it (pkg/controlplane/apiserver/aggregator.go and
+//! controller/crdregistration): the local APIServices of the chain's built-in group versions
+//! are brought to what the aggregator wants once, when it starts; those of the CRDs' served
+//! versions for as long as it runs. APIServices without the automanaged label are never
+//! touched.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kapi_apimachinery::status::ApiError;
+use kapi_server::endpoints::Served;
+use kapi_server::informer::{self, Change};
+use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ListParams, Write};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::local::{LocalApiService, Sync, Wanted, of_crds};
+
+/// How often everything is looked at again without a change.
+const RESYNC: Duration = Duration::from_secs(60);
+/// How soon a failed pass is tried again.
+const RETRY: Duration = Duration::from_millis(500);
+
+/// Which of upstream's sync passes a check belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// The first one: every managed APIService is brought to what is wanted.
+    Start,
+    /// Later ones: only those kept always ([`Sync::Always`]).
+    Running,
+}
+
+/// The controller: the APIServices it writes, the CRDs it follows and the built-in
+/// APIServices it keeps on start.
+pub(crate) struct AutoRegister {
+    pub api_services: Served,
+    pub crds: Served,
+    pub built_in: Wanted,
+}
+
+impl AutoRegister {
+    /// Runs the start pass until it succeeds, then keeps the CRDs' APIServices whenever a
+    /// CRD or an APIService changes, and every [`RESYNC`], until `stopping`.
+    pub(crate) fn start(self, stopping: CancellationToken) {
+        let (changed, mut to_check) = mpsc::unbounded_channel::<()>();
+        for followed in [self.crds.clone(), self.api_services.clone()] {
+            let changed = changed.clone();
+            let notice = move |_: Change<'_>| changed.send(()).is_ok();
+            tokio::spawn(informer::follow(followed, stopping.clone(), notice));
+        }
+        tokio::spawn(async move {
+            while let Err(err) = self.start_pass().await {
+                tracing::debug!("registering the local APIServices: {err}");
+                tokio::select! {
+                    _ = stopping.cancelled() => return,
+                    _ = tokio::time::sleep(RETRY) => {}
+                }
+            }
+            let mut failed = false;
+            loop {
+                let wait = if failed { RETRY } else { RESYNC };
+                tokio::select! {
+                    _ = stopping.cancelled() => return,
+                    _ = tokio::time::sleep(wait) => {}
+                    change = to_check.recv() => if change.is_none() { return },
+                }
+                // A burst of changes (CRDs created together) makes one pass.
+                while to_check.try_recv().is_ok() {}
+                failed = false;
+                if let Err(err) = self.running_pass().await {
+                    tracing::debug!("keeping the CRDs' APIServices: {err}");
+                    failed = true;
+                }
+            }
+        });
+    }
+
+    /// Everything wanted is created or brought to its spec, and every managed APIService no
+    /// longer wanted (a group version no longer served) is deleted. Reads storage, so that
+    /// a cache still filling up cannot make a CRD's APIService look unwanted.
+    async fn start_pass(&self) -> Result<(), ApiError> {
+        let mut wanted = self.built_in.clone();
+        wanted.extend(of_crds(&list(&self.crds).await?));
+        let existing = list(&self.api_services).await?;
+        self.check_all(&wanted, &existing, Pass::Start).await
+    }
+
+    /// The CRDs' APIServices, from the watch caches.
+    async fn running_pass(&self) -> Result<(), ApiError> {
+        let wanted = of_crds(&self.crds.cached_list(None));
+        let existing = self.api_services.cached_list(None);
+        self.check_all(&wanted, &existing, Pass::Running).await
+    }
+
+    /// Checks every APIService that is wanted or exists; the first error, after trying all.
+    async fn check_all(
+        &self,
+        wanted: &Wanted,
+        existing: &[Value],
+        pass: Pass,
+    ) -> Result<(), ApiError> {
+        let names: BTreeSet<&str> = wanted
+            .keys()
+            .map(String::as_str)
+            .chain(existing.iter().map(kapi_server::object::name))
+            .collect();
+        let mut first_error = None;
+        for name in names {
+            let current = existing
+                .iter()
+                .find(|service| kapi_server::object::name(service) == name);
+            if let Err(err) = self.check(current, wanted.get(name), pass).await {
+                first_error.get_or_insert(err);
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Upstream's checkAPIService for one name: create what is wanted and missing, delete
+    /// a managed APIService no longer wanted, bring a managed one's spec back; APIServices
+    /// kept on start only in the start pass.
+    async fn check(
+        &self,
+        current: Option<&Value>,
+        wanted: Option<&LocalApiService>,
+        pass: Pass,
+    ) -> Result<(), ApiError> {
+        let in_pass = |sync: Sync| pass == Pass::Start || sync == Sync::Always;
+        match (current, wanted) {
+            (None, Some(wanted)) if in_pass(wanted.sync) => self.create(wanted).await,
+            (Some(current), wanted) => match (Sync::of(current), wanted) {
+                (Some(sync), None) if in_pass(sync) => self.delete(current).await,
+                (Some(_), Some(wanted)) if in_pass(wanted.sync) => {
+                    self.update_spec(current, wanted).await
+                }
+                _ => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    async fn create(&self, wanted: &LocalApiService) -> Result<(), ApiError> {
+        let served = &self.api_services;
+        let created = served
+            .registry
+            .create(
+                &served.definition,
+                "",
+                wanted.object(),
+                Write::own(KUBE_APISERVER),
+            )
+            .await;
+        match created {
+            // Created in the meantime: the next pass sees it.
+            Err(err) if err.is_already_exists() => Ok(()),
+            created => created.map(drop),
+        }
+    }
+
+    /// Deletes `current` if it is still the same object.
+    async fn delete(&self, current: &Value) -> Result<(), ApiError> {
+        let served = &self.api_services;
+        let params = DeleteParams {
+            precondition_uid: Some(kapi_server::object::uid(current).to_string()),
+            ..DeleteParams::default()
+        };
+        let name = kapi_server::object::name(current);
+        let deleted = served
+            .registry
+            .delete(&served.definition, "", name, &params, None)
+            .await;
+        match deleted {
+            // Deleted or replaced in the meantime: the next pass sees it.
+            Err(err) if err.code() == 404 || err.code() == 409 => Ok(()),
+            deleted => deleted.map(drop),
+        }
+    }
+
+    /// Writes the wanted spec over `current`'s when they differ.
+    async fn update_spec(&self, current: &Value, wanted: &LocalApiService) -> Result<(), ApiError> {
+        let spec = wanted.spec();
+        if current["spec"] == spec {
+            return Ok(());
+        }
+        let served = &self.api_services;
+        let name = wanted.name();
+        let updated = served
+            .registry
+            .update(
+                &served.definition,
+                "",
+                &name,
+                Write::own(KUBE_APISERVER),
+                |current| {
+                    let current = current.ok_or_else(|| {
+                        ApiError::not_found(&served.definition.group_resource(), &name)
+                    })?;
+                    let mut next = current.clone();
+                    next["spec"] = spec.clone();
+                    Ok(next)
+                },
+            )
+            .await;
+        match updated {
+            Err(err) if err.code() == 404 => Ok(()),
+            updated => updated.map(drop),
+        }
+    }
+}
+
+/// Every object of `served`, read consistently.
+async fn list(served: &Served) -> Result<Vec<Value>, ApiError> {
+    let resource = served.definition.group_resource();
+    let listed = served
+        .registry
+        .list(&resource, &ListParams::default())
+        .await?;
+    listed.items.iter().map(|item| item.decode()).collect()
+}
