@@ -5,7 +5,7 @@
 //! versions for as long as it runs. APIServices without the automanaged label are never
 //! touched.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use kapi_apimachinery::status::ApiError;
@@ -94,28 +94,29 @@ impl AutoRegister {
         self.check_all(&wanted, &existing, Pass::Running).await
     }
 
-    /// Checks every APIService that is wanted or exists; the first error, after trying all.
+    /// Checks every APIService that is wanted or exists, all at once (the writes share the
+    /// store's commits); the first error, after trying all.
     async fn check_all(
         &self,
         wanted: &Wanted,
         existing: &[Value],
         pass: Pass,
     ) -> Result<(), ApiError> {
+        let existing: BTreeMap<&str, &Value> = existing
+            .iter()
+            .map(|service| (kapi_server::object::name(service), service))
+            .collect();
         let names: BTreeSet<&str> = wanted
             .keys()
             .map(String::as_str)
-            .chain(existing.iter().map(kapi_server::object::name))
+            .chain(existing.keys().copied())
             .collect();
-        let mut first_error = None;
-        for name in names {
-            let current = existing
-                .iter()
-                .find(|service| kapi_server::object::name(service) == name);
-            if let Err(err) = self.check(current, wanted.get(name), pass).await {
-                first_error.get_or_insert(err);
-            }
-        }
-        first_error.map_or(Ok(()), Err)
+        let checks = names.into_iter().map(|name| {
+            let current = existing.get(name).copied();
+            self.check(current, wanted.get(name), pass)
+        });
+        let results = futures::future::join_all(checks).await;
+        results.into_iter().collect()
     }
 
     /// Upstream's checkAPIService for one name: create what is wanted and missing, delete

@@ -74,14 +74,16 @@ pub(crate) fn start(api_services: Served, stopping: CancellationToken) {
                     ),
                 }
             }
-            let mut failed = BTreeSet::new();
-            for name in std::mem::take(&mut pending) {
-                if let Err(err) = mark_available(&api_services, &name).await {
+            // All at once: the writes share the store's commits.
+            let names = std::mem::take(&mut pending);
+            let marked = names.iter().map(|name| mark_available(&api_services, name));
+            let results = futures::future::join_all(marked).await;
+            for (name, result) in names.into_iter().zip(results) {
+                if let Err(err) = result {
                     tracing::debug!("marking APIService {name} available: {err}");
-                    failed.insert(name);
+                    pending.insert(name);
                 }
             }
-            pending = failed;
         }
     });
 }
