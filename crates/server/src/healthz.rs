@@ -188,6 +188,16 @@ impl HealthEndpoint {
         Some(serve_one(check).await)
     }
 
+    /// Whether every check passes now.
+    pub(crate) async fn passes(&self) -> bool {
+        for check in &self.checks {
+            if check.run().await.is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Runs every check not excluded and writes the report.
     async fn serve_all(&self, query: &str) -> Response<Body> {
         let excluded: Vec<String> = query::pairs(query)

@@ -31,6 +31,7 @@ pub mod resource;
 pub mod responses;
 pub mod server;
 pub mod serving;
+mod systemd;
 mod type_meta;
 pub mod version;
 pub mod webhook_client;

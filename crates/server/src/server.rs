@@ -38,7 +38,7 @@ use crate::filters::pretty::PrettyJsonLayer;
 use crate::filters::request_info::RequestInfoLayer;
 use crate::filters::request_log::RequestLogLayer;
 use crate::filters::timeout::TimeoutLayer;
-use crate::healthz::{HealthCheck, HealthChecks};
+use crate::healthz::{HealthCheck, HealthChecks, HealthEndpoint};
 use crate::metrics::Metrics;
 use crate::nonresource::{Endpoints, NonResourceRouter};
 use crate::responses::not_found;
@@ -248,12 +248,17 @@ impl GenericApiServer {
         self.bind().await?.serve(shutdown).await
     }
 
-    /// Builds the handler chain, the health endpoints included, and hands back the hooks.
+    /// Builds the handler chain, the health endpoints included, and hands back the hooks and
+    /// the `/readyz` endpoint.
     fn into_chain(
         self,
         stopping: CancellationToken,
         drain: CancellationToken,
-    ) -> (Route, Vec<(PostStartHook, CancellationToken)>) {
+    ) -> (
+        Route,
+        Vec<(PostStartHook, CancellationToken)>,
+        HealthEndpoint,
+    ) {
         let hooks: Vec<_> = self
             .hooks
             .0
@@ -267,6 +272,7 @@ impl GenericApiServer {
         let health = self
             .health
             .endpoints(&hook_checks, HealthCheck::shutdown(stopping));
+        let readyz = health[2].clone();
         let metrics = Arc::new(self.metrics);
         let endpoints = Endpoints {
             health,
@@ -296,7 +302,7 @@ impl GenericApiServer {
             .layer(TimeoutLayer::new(config.request_timeout, drain))
             .layer(NonResourceRouter::layer(endpoints))
             .service(self.route);
-        (BoxCloneService::new(chain), hooks)
+        (BoxCloneService::new(chain), hooks, readyz)
     }
 }
 
@@ -321,17 +327,19 @@ impl ListeningServer {
         let tls = server.tls.clone();
         let stopping = CancellationToken::new();
         let drain = CancellationToken::new();
-        let (chain, hooks) = server.into_chain(stopping.clone(), drain.clone());
+        let (chain, hooks, readyz) = server.into_chain(stopping.clone(), drain.clone());
         if let Ok(address) = listener.local_addr() {
             tracing::debug!(%address, "Serving securely");
         }
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
         let mut running_hooks = start_hooks(hooks, &stopping);
+        crate::systemd::notify_ready(readyz, stopping.clone());
         let result = tokio::select! {
             () = shutdown => Ok(()),
             failure = first_hook_failure(&mut running_hooks) => Err(failure),
         };
         tracing::info!("Shutting down");
+        crate::systemd::notify_stopping();
         stopping.cancel();
         tokio::time::sleep(shutdown_delay).await;
         drain.cancel();

@@ -26,11 +26,17 @@ struct Kapi {
 impl Kapi {
     /// Starts the binary on a free port with `data_dir` and `flags`.
     fn start(data_dir: &Path, flags: &[&OsStr]) -> Kapi {
+        Kapi::start_with_env(data_dir, flags, &[])
+    }
+
+    /// Starts the binary as [`Kapi::start`] does, with `env` added to its environment.
+    fn start_with_env(data_dir: &Path, flags: &[&OsStr], env: &[(&str, &OsStr)]) -> Kapi {
         let port = kapi_testing::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_kapi"))
             .args(["serve", "--secure-port", &port.to_string(), "--data-dir"])
             .arg(data_dir)
             .args(flags)
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -225,4 +231,32 @@ async fn serves_from_etcd_over_tls() {
         "the embedded store is not used"
     );
     assert!(kapi.terminate().success());
+}
+
+/// Under a service manager (`Type=notify`): `READY=1` arrives on `$NOTIFY_SOCKET`, a real
+/// datagram socket, once `/readyz` passes, and `STOPPING=1` when SIGTERM starts the shutdown.
+#[tokio::test]
+async fn a_service_manager_is_told_ready_then_stopping() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket_path = dir.path().join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let data_dir = dir.path().join("data");
+    let env = [("NOTIFY_SOCKET", socket_path.as_os_str())];
+    let kapi = Kapi::start_with_env(&data_dir, &[], &env);
+    let mut message = [0u8; 64];
+    let length = socket.recv(&mut message).expect("READY=1 within 20 s");
+    assert_eq!(&message[..length], b"READY=1\n");
+    // Ready means ready: /readyz passes at once.
+    let ready = get(kapi.port, &data_dir.join("pki/ca.crt"), "/readyz").await;
+    let ready = ready.expect("GET /readyz");
+    assert!(
+        ready.starts_with("HTTP/1.1 200") && ready.ends_with("\r\n\r\nok"),
+        "{ready}"
+    );
+    assert!(kapi.terminate().success());
+    let length = socket.recv(&mut message).expect("STOPPING=1");
+    assert_eq!(&message[..length], b"STOPPING=1\n");
 }
