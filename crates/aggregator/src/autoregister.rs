@@ -6,6 +6,7 @@
 //! touched.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kapi_apimachinery::status::ApiError;
@@ -13,10 +14,10 @@ use kapi_server::endpoints::Served;
 use kapi_server::informer::{self, Change};
 use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ListParams, Write};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::local::{LocalApiService, Sync, Wanted, of_crds};
+use crate::local::{LocalApiService, Managed, Wanted, of_crds};
 
 /// How often everything is looked at again without a change.
 const RESYNC: Duration = Duration::from_secs(60);
@@ -28,7 +29,7 @@ const RETRY: Duration = Duration::from_millis(500);
 enum Pass {
     /// The first one: every managed APIService is brought to what is wanted.
     Start,
-    /// Later ones: only those kept always ([`Sync::Always`]).
+    /// Later ones: only those kept always ([`Managed::Continuously`]).
     Running,
 }
 
@@ -44,10 +45,14 @@ impl AutoRegister {
     /// Runs the start pass until it succeeds, then keeps the CRDs' APIServices whenever a
     /// CRD or an APIService changes, and every [`RESYNC`], until `stopping`.
     pub(crate) fn start(self, stopping: CancellationToken) {
-        let (changed, mut to_check) = mpsc::unbounded_channel::<()>();
+        // Changes wake the controller; several before it looks make one pass.
+        let changed = Arc::new(Notify::new());
         for followed in [self.crds.clone(), self.api_services.clone()] {
             let changed = changed.clone();
-            let notice = move |_: Change<'_>| changed.send(()).is_ok();
+            let notice = move |_: Change<'_>| {
+                changed.notify_one();
+                true
+            };
             tokio::spawn(informer::follow(followed, stopping.clone(), notice));
         }
         tokio::spawn(async move {
@@ -64,10 +69,8 @@ impl AutoRegister {
                 tokio::select! {
                     _ = stopping.cancelled() => return,
                     _ = tokio::time::sleep(wait) => {}
-                    change = to_check.recv() => if change.is_none() { return },
+                    _ = changed.notified() => {}
                 }
-                // A burst of changes (CRDs created together) makes one pass.
-                while to_check.try_recv().is_ok() {}
                 failed = false;
                 if let Err(err) = self.running_pass().await {
                     tracing::debug!("keeping the CRDs' APIServices: {err}");
@@ -128,12 +131,12 @@ impl AutoRegister {
         wanted: Option<&LocalApiService>,
         pass: Pass,
     ) -> Result<(), ApiError> {
-        let in_pass = |sync: Sync| pass == Pass::Start || sync == Sync::Always;
+        let in_pass = |managed: Managed| pass == Pass::Start || managed == Managed::Continuously;
         match (current, wanted) {
-            (None, Some(wanted)) if in_pass(wanted.sync) => self.create(wanted).await,
-            (Some(current), wanted) => match (Sync::of(current), wanted) {
-                (Some(sync), None) if in_pass(sync) => self.delete(current).await,
-                (Some(_), Some(wanted)) if in_pass(wanted.sync) => {
+            (None, Some(wanted)) if in_pass(wanted.managed) => self.create(wanted).await,
+            (Some(current), wanted) => match (Managed::of(current), wanted) {
+                (Some(managed), None) if in_pass(managed) => self.delete(current).await,
+                (Some(_), Some(wanted)) if in_pass(wanted.managed) => {
                     self.update_spec(current, wanted).await
                 }
                 _ => Ok(()),

@@ -14,29 +14,30 @@ pub const GROUP: &str = "apiregistration.k8s.io";
 /// The label of the APIServices the aggregator manages, with how it keeps each.
 pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
 
-/// How a managed APIService is kept (the value of [`AUTOMANAGED_LABEL`]).
+/// How a managed APIService is kept (the value of [`AUTOMANAGED_LABEL`]; upstream's
+/// manageOnStart and manageContinuously).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Sync {
+pub(crate) enum Managed {
     /// Brought to what the aggregator wants when it starts, then left alone (the built-in
     /// group versions).
     OnStart,
     /// Kept as the aggregator wants it for as long as it runs (the versions of CRDs).
-    Always,
+    Continuously,
 }
 
-impl Sync {
+impl Managed {
     pub(crate) fn label(self) -> &'static str {
         match self {
-            Sync::OnStart => "onstart",
-            Sync::Always => "true",
+            Managed::OnStart => "onstart",
+            Managed::Continuously => "true",
         }
     }
 
     /// How the APIService `object` is managed, if it is.
-    pub(crate) fn of(object: &Value) -> Option<Sync> {
+    pub(crate) fn of(object: &Value) -> Option<Managed> {
         match object["metadata"]["labels"][AUTOMANAGED_LABEL].as_str() {
-            Some("onstart") => Some(Sync::OnStart),
-            Some("true") => Some(Sync::Always),
+            Some("onstart") => Some(Managed::OnStart),
+            Some("true") => Some(Managed::Continuously),
             _ => None,
         }
     }
@@ -48,7 +49,7 @@ pub(crate) struct LocalApiService {
     pub group: String,
     pub version: String,
     pub priority: ApiServicePriority,
-    pub sync: Sync,
+    pub managed: Managed,
 }
 
 impl LocalApiService {
@@ -76,7 +77,7 @@ impl LocalApiService {
             "kind": "APIService",
             "metadata": {
                 "name": self.name(),
-                "labels": {AUTOMANAGED_LABEL: self.sync.label()},
+                "labels": {AUTOMANAGED_LABEL: self.managed.label()},
             },
             "spec": self.spec(),
         })
@@ -99,7 +100,7 @@ pub(crate) fn built_in(definitions: &[Arc<ResourceDefinition>]) -> Wanted {
             group: def.group_version.group.clone(),
             version: def.group_version.version.clone(),
             priority: def.priority,
-            sync: Sync::OnStart,
+            managed: Managed::OnStart,
         })
         .map(|service| (service.name(), service))
         .collect()
@@ -118,7 +119,7 @@ pub(crate) fn of_crds(crds: &[Value]) -> Wanted {
                 group: group.to_string(),
                 version: version["name"].as_str().unwrap_or_default().to_string(),
                 priority: ApiServicePriority::DEFAULT,
-                sync: Sync::Always,
+                managed: Managed::Continuously,
             };
             wanted.insert(service.name(), service);
         }
@@ -155,13 +156,13 @@ mod tests {
                 group: 18000,
                 version: 1,
             },
-            sync: Sync::OnStart,
+            managed: Managed::OnStart,
         };
         assert_eq!(core.name(), "v1.");
         assert_eq!(
             core.spec(),
             json!({"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1})
         );
-        assert_eq!(Sync::of(&core.object()), Some(Sync::OnStart));
+        assert_eq!(Managed::of(&core.object()), Some(Managed::OnStart));
     }
 }
