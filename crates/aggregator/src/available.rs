@@ -61,7 +61,7 @@ pub(crate) fn start(api_services: Served, stopping: CancellationToken) {
             let checks = check
                 .into_iter()
                 .chain(std::iter::from_fn(|| to_check.try_recv().ok()));
-            for check in checks.collect::<Vec<_>>() {
+            for check in checks {
                 match check {
                     Check::One(name) => {
                         pending.insert(name);

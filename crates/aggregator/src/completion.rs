@@ -40,7 +40,7 @@ fn still_missing(
 }
 
 /// Whether an APIService's `Available` condition is True.
-pub(crate) fn is_available(service: &Value) -> bool {
+fn is_available(service: &Value) -> bool {
     service["status"]["conditions"]
         .as_array()
         .into_iter()

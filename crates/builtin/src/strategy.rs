@@ -4,7 +4,7 @@
 //! metadata rules every core type adds to its validation.
 
 use kapi_apimachinery::validation::field::FieldErrors;
-use kapi_server::object::{bump_generation_on_spec_change, set_meta};
+use kapi_server::object::set_meta;
 use kapi_server::resource::Strategy;
 use serde_json::{Map, Value};
 
@@ -47,12 +47,6 @@ pub(crate) fn start_generation(object: &mut Value) {
 pub(crate) fn reset_for_create(object: &mut Value, status: Value) {
     start_generation(object);
     set_status(object, status);
-}
-
-/// PrepareForUpdate of kinds whose generation follows their spec (the workloads): it grows
-/// when the spec changes.
-pub(crate) fn bump_generation(new: &mut Value, old: &Value) {
-    bump_generation_on_spec_change(new, old);
 }
 
 /// PrepareForUpdate of kinds whose generation follows the whole object: the registry has

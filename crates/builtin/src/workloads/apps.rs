@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use super::defaults::{default_claim_template, default_pod_template, each_item, set_default};
 use super::podspec::{nonnegative, validate_pod_template_spec};
 use super::selectable_replicas;
-use crate::strategy::{bump_generation, carry_status, reset_for_create};
+use crate::strategy::{carry_status, reset_for_create};
 use crate::util::{child_mut, fields_mut, int_of, map_value, str_of, validate_immutable};
+use kapi_server::object::bump_generation_on_spec_change;
 
 /// The annotation apps/v1 DaemonSets carry their template generation in.
 const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
@@ -346,7 +347,7 @@ impl Strategy for DeploymentStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         Self::default(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
         if new["metadata"]["annotations"] != old["metadata"]["annotations"]
             && new["spec"] == old["spec"]
         {
@@ -416,7 +417,7 @@ impl Strategy for ReplicaSetStrategy {
         set_default(spec_mut(new), "replicas", json!(1));
         default_spec_template(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
@@ -524,7 +525,7 @@ impl Strategy for ReplicationControllerStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         Self::default(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
@@ -734,7 +735,7 @@ impl Strategy for StatefulSetStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         Self::default(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
@@ -938,7 +939,7 @@ impl Strategy for DaemonSetStrategy {
         if generation > 0 {
             Self::set_template_generation(new, generation);
         }
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {

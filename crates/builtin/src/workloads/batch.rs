@@ -11,8 +11,9 @@ use serde_json::{Map, Value, json};
 use super::cron::parse_standard;
 use super::defaults::{default_pod_template, set_default};
 use super::podspec::{nonnegative, validate_pod_template_spec};
-use crate::strategy::{bump_generation, carry_status, reset_for_create};
+use crate::strategy::{carry_status, reset_for_create};
 use crate::util::{child_mut, fields_mut, int_of, str_of, validate_immutable};
+use kapi_server::object::bump_generation_on_spec_change;
 
 /// The labels a Job's generated selector and pods carry.
 const CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
@@ -357,7 +358,7 @@ impl Strategy for JobStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         default_job(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
@@ -589,7 +590,7 @@ impl Strategy for CronJobStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         Self::default(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {

@@ -13,10 +13,9 @@ use super::podspec::{
     validate_pod_template_spec,
 };
 use super::qos::pod_qos;
-use crate::strategy::{
-    bump_generation, carry_status, reset_for_create, set_generation, start_generation,
-};
+use crate::strategy::{carry_status, reset_for_create, set_generation, start_generation};
 use crate::util::str_of;
+use kapi_server::object::bump_generation_on_spec_change;
 
 /// The largest value of an int32 field.
 const MAX_INT32: i64 = 2_147_483_647;
@@ -45,7 +44,7 @@ impl Strategy for PodStrategy {
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
         default_pod(new);
         carry_status(new, old);
-        bump_generation(new, old);
+        bump_generation_on_spec_change(new, old);
     }
 
     fn validate(&self, object: &Value) -> FieldErrors {
