@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use kapi_apimachinery::status::ApiError;
 use kapi_server::endpoints::Served;
-use kapi_server::informer::{self, Change};
+use kapi_server::informer;
 use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ListParams, Write};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -47,14 +47,8 @@ impl AutoRegister {
     pub(crate) fn start(self, stopping: CancellationToken) {
         // Changes wake the controller; several before it looks make one pass.
         let changed = Arc::new(Notify::new());
-        for followed in [self.crds.clone(), self.api_services.clone()] {
-            let changed = changed.clone();
-            let notice = move |_: Change<'_>| {
-                changed.notify_one();
-                true
-            };
-            tokio::spawn(informer::follow(followed, stopping.clone(), notice));
-        }
+        let followed = [self.crds.clone(), self.api_services.clone()];
+        informer::notify_on_changes(followed, &changed, &stopping);
         tokio::spawn(async move {
             while let Err(err) = self.start_pass().await {
                 tracing::debug!("registering the local APIServices: {err}");

@@ -102,9 +102,36 @@ async fn mark_available(api_services: &Served, name: &str) -> Result<(), ApiErro
     }
 }
 
-/// The status with the `Available` condition set as upstream's SetAPIServiceCondition sets
-/// it (the transition time moves only when the status does); `None` when it is already so.
+/// An APIService's `Available` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Condition {
+    /// "True", "False" or "Unknown".
+    pub status: &'static str,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Condition {
+    /// Whether it says the APIService is available.
+    pub(crate) fn available(&self) -> bool {
+        self.status == "True"
+    }
+}
+
+/// The status of a local APIService, `None` when it is already so.
 fn available_status(status: &Value) -> Option<Value> {
+    let local = Condition {
+        status: "True",
+        reason: REASON,
+        message: MESSAGE.into(),
+    };
+    with_condition(status, &local)
+}
+
+/// `status` with the `Available` condition set as upstream's SetAPIServiceCondition sets it
+/// (the transition time moves only when the condition's status does); `None` when it is
+/// already so.
+pub(crate) fn with_condition(status: &Value, condition: &Condition) -> Option<Value> {
     let mut status = if status.is_object() {
         status.clone()
     } else {
@@ -112,29 +139,38 @@ fn available_status(status: &Value) -> Option<Value> {
     };
     let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
     let existing = conditions.iter().find(|c| c["type"] == "Available");
-    if existing
-        .is_some_and(|c| c["status"] == "True" && c["reason"] == REASON && c["message"] == MESSAGE)
-    {
+    if existing.is_some_and(|c| {
+        c["status"] == condition.status
+            && c["reason"] == condition.reason
+            && c["message"] == condition.message.as_str()
+    }) {
         return None;
     }
     let since = match existing {
-        Some(c) if c["status"] == "True" => c["lastTransitionTime"].clone(),
+        Some(c) if c["status"] == condition.status => c["lastTransitionTime"].clone(),
         _ => json!(now_rfc3339()),
     };
-    let condition = json!({"type": "Available", "status": "True",
-        "lastTransitionTime": since, "reason": REASON, "message": MESSAGE});
+    let mut written = json!({"type": "Available", "status": condition.status,
+        "lastTransitionTime": since, "reason": condition.reason});
+    if !condition.message.is_empty() {
+        written["message"] = json!(condition.message);
+    }
     let mut kept: Vec<Value> = conditions
         .into_iter()
         .filter(|c| c["type"] != "Available")
         .collect();
-    kept.push(condition);
+    kept.push(written);
     status["conditions"] = Value::Array(kept);
     Some(status)
 }
 
 /// Writes an APIService's status through its status subresource, as kube-apiserver's (a
 /// missing APIService is not an error: it is gone).
-async fn write_status(api_services: &Served, name: &str, status: Value) -> Result<(), ApiError> {
+pub(crate) async fn write_status(
+    api_services: &Served,
+    name: &str,
+    status: Value,
+) -> Result<(), ApiError> {
     match api_services
         .write_status("", name, status, KUBE_APISERVER)
         .await

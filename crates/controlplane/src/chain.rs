@@ -1,16 +1,16 @@
 //! The server chain, as kube-apiserver's CreateServerChain builds it: apiextensions (which
 //! delegates to the final 404), then kube-apiserver delegating to it, then the aggregator in
-//! front. The aggregator keeps the chain's local APIServices; it does not serve requests of
-//! its own yet (the APIService resource is served by kube-apiserver's handler), so the head
-//! handler is still kube-apiserver's.
+//! front, whose handler is the head: it proxies the group versions of APIServices naming a
+//! Service and merges their discovery and OpenAPI, handing everything else to
+//! kube-apiserver. (The APIService resource itself is still served by kube-apiserver's
+//! handler, from kapi-builtin.)
 
-use anyhow::Result;
-use kapi_aggregator::AggregatorServer;
+use anyhow::{Context, Result};
+use kapi_aggregator::{AggregatorConfig, AggregatorServer, AvailabilityMetrics};
 use kapi_apiextensions::ApiExtensionsServer;
 use kapi_server::Authorizer;
 use kapi_server::authn::BearerToken;
-use kapi_server::endpoints::ApiHandler;
-use kapi_server::{HealthCheck, PostStartHooks};
+use kapi_server::{HealthCheck, PostStartHooks, Route};
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -18,8 +18,8 @@ use crate::kube_apiserver::KubeApiServer;
 
 /// The chain, built: its head handler and what the generic server in front of it needs.
 pub(crate) struct ServerChain {
-    /// The first handler of the chain.
-    pub head: ApiHandler,
+    /// The first handler of the chain, the aggregator's.
+    pub head: Route,
     /// The authorizers requests are checked against.
     pub authorizer: Arc<dyn Authorizer>,
     /// The bearer-token authenticators.
@@ -28,6 +28,8 @@ pub(crate) struct ServerChain {
     pub hooks: PostStartHooks,
     /// The servers' boot-sequence health checks (healthz, livez and readyz).
     pub health_checks: Vec<HealthCheck>,
+    /// The aggregator's availability metric.
+    pub aggregator_metrics: AvailabilityMetrics,
 }
 
 /// Builds the chain from `config`.
@@ -42,8 +44,12 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
     apiextensions.set_admission(kube.admission.clone());
     let aggregator = AggregatorServer::new(
         &kube.handler,
-        kube.resources.api_services.clone(),
-        apiextensions.crds(),
+        AggregatorConfig {
+            api_services: kube.resources.api_services.clone(),
+            crds: apiextensions.crds(),
+            resolver: crate::resolver::service_resolver(&config.options, &kube.resources),
+            proxy_client_cert: proxy_client_cert(&config.options)?,
+        },
     );
     let mut hooks = kube.hooks;
     hooks.extend(apiextensions.post_start_hooks()?)?;
@@ -56,10 +62,26 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
         config.tokens.clone(),
     )?)?;
     Ok(ServerChain {
-        head: kube.handler,
+        head: Route::new(aggregator.handler()),
         authorizer: kube.authorization.authorizer,
         bearer_tokens: kube.bearer_tokens,
         hooks,
         health_checks: aggregator.health_checks(),
+        aggregator_metrics: aggregator.metrics().clone(),
     })
+}
+
+/// The aggregator's client certificate and key (`--proxy-client-cert-file`,
+/// `--proxy-client-key-file`; the PKI's front-proxy-client when not given).
+fn proxy_client_cert(options: &crate::options::ServeOptions) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    let (Some(cert), Some(key)) = (
+        &options.proxy_client_cert_file,
+        &options.proxy_client_key_file,
+    ) else {
+        return Ok(None);
+    };
+    let read = |path: &std::path::Path| {
+        std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+    };
+    Ok(Some((read(cert)?, read(key)?)))
 }

@@ -38,7 +38,7 @@ pub(crate) struct Config {
 impl Config {
     /// Completes the config of `options`: locks the data directory, then prepares the PKI,
     /// the service-account tokens and the storage.
-    pub(crate) async fn complete(options: ServeOptions) -> Result<Config> {
+    pub(crate) async fn complete(mut options: ServeOptions) -> Result<Config> {
         let started = Instant::now();
         // Before anything in the data directory is read or written: a second kapi on it must
         // fail without touching what the running one uses (its kubeconfig above all).
@@ -50,6 +50,7 @@ impl Config {
             &local_url(&options),
         )
         .context("preparing the PKI")?;
+        default_front_proxy(&mut options, &pki);
         let tokens = Arc::new(pki::service_account_tokens(
             &pki,
             &options.service_account_issuer,
@@ -73,5 +74,47 @@ impl Config {
             snapshots,
             resolver: EndpointsResolver::new(),
         })
+    }
+}
+
+/// The aggregator's front-proxy identity, as kubeadm sets a cluster up: without
+/// `--proxy-client-cert-file` it is the PKI's front-proxy-client certificate, and without
+/// `--requestheader-client-ca-file` too, front proxies are trusted by the PKI's front-proxy
+/// CA, with that certificate's name allowed and the standard X-Remote-* headers (unless the
+/// flags name others). Extension API servers read this from the
+/// `extension-apiserver-authentication` ConfigMap.
+fn default_front_proxy(options: &mut ServeOptions, pki: &PkiFiles) {
+    if options.proxy_client_cert_file.is_some() {
+        return;
+    }
+    options.proxy_client_cert_file = Some(pki.front_proxy_client_cert.clone());
+    options.proxy_client_key_file = Some(pki.front_proxy_client_key.clone());
+    if options.requestheader_client_ca_file.is_some() {
+        return;
+    }
+    options.requestheader_client_ca_file = Some(pki.front_proxy_ca.clone());
+    let standard = kapi_server::authn::RequestHeaderConfig::standard_headers();
+    for (flag, default) in [
+        (
+            &mut options.requestheader_allowed_names,
+            vec![pki::FRONT_PROXY_CLIENT.to_string()],
+        ),
+        (
+            &mut options.requestheader_username_headers,
+            standard.username_headers,
+        ),
+        (&mut options.requestheader_uid_headers, standard.uid_headers),
+        (
+            &mut options.requestheader_group_headers,
+            standard.group_headers,
+        ),
+        (
+            &mut options.requestheader_extra_headers_prefix,
+            standard.extra_header_prefixes,
+        ),
+    ] {
+        if flag.is_empty() {
+            *flag = default;
+        }
     }
 }

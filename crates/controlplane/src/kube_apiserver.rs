@@ -70,8 +70,9 @@ impl KubeApiServer {
             );
         }
         let resources = BuiltinResources::of(&handler)?;
-        let (services, endpoints) = (resources.services.clone(), resources.endpoints.clone());
-        config.resolver.set_collections(services, endpoints);
+        config
+            .resolver
+            .set(crate::resolver::service_resolver(options, &resources));
         let authorization = crate::authorization::build(options, &resources)?;
         let bearer_tokens =
             crate::authentication::bearer_tokens(options, config.tokens.clone(), &resources)?;

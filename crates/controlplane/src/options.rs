@@ -97,7 +97,10 @@ pub struct ServeOptions {
     pub client_ca_file: Option<PathBuf>,
 
     /// Front-proxy authentication: client certificates of this CA may name the request's
-    /// user in the `--requestheader-*-headers`; none when not given.
+    /// user in the `--requestheader-*-headers`. When neither this nor
+    /// `--proxy-client-cert-file` is given, the front-proxy CA kapi generates in its data
+    /// directory, with the allowed name front-proxy-client and the X-Remote-* headers, as
+    /// kubeadm sets a cluster up.
     #[arg(long)]
     pub requestheader_client_ca_file: Option<PathBuf>,
 
@@ -122,6 +125,23 @@ pub struct ServeOptions {
     /// Prefixes of the headers holding the user's extra (usually X-Remote-Extra-).
     #[arg(long, value_delimiter = ',')]
     pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// The client certificate the aggregator presents to extension API servers; the
+    /// front-proxy-client certificate kapi generates in its data directory when not given.
+    #[arg(long, requires = "proxy_client_key_file")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+
+    /// The key of --proxy-client-cert-file.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    pub proxy_client_key_file: Option<PathBuf>,
+
+    /// Proxy requests for aggregated APIs to an endpoint of their Service (from its
+    /// EndpointSlices, else its Endpoints) rather than to its ClusterIP. True by default,
+    /// unlike kube-apiserver: kapi runs without kube-proxy, so a ClusterIP leads nowhere
+    /// unless the host kapi runs on routes the service network.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true")]
+    pub enable_aggregator_routing: bool,
 
     /// Extra subject alternative names (DNS names or IPs) for the generated serving
     /// certificate; repeatable or comma separated.

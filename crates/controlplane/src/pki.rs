@@ -1,6 +1,8 @@
 //! The PKI kapi makes on first start in `<data-dir>/pki/`: a CA, the serving certificate,
-//! an admin client certificate (`CN=kapi-admin, O=system:masters`) and the service-account
-//! token key pair (`sa.key`, `sa.pub`, as kubeadm names them), plus
+//! an admin client certificate (`CN=kapi-admin, O=system:masters`), the service-account
+//! token key pair (`sa.key`, `sa.pub`, as kubeadm names them), and the front proxy's own CA
+//! (`front-proxy-ca`) with the aggregator's client certificate (`front-proxy-client`,
+//! `CN=front-proxy-client`), which extension API servers trust as kubeadm sets them up, plus
 //! `<data-dir>/admin.kubeconfig` embedding the admin's, so `kubectl --kubeconfig` works at
 //! once.
 //!
@@ -50,7 +52,16 @@ pub struct PkiFiles {
     pub service_account_key: PathBuf,
     /// Its public key, which verifies them.
     pub service_account_pub: PathBuf,
+    /// The front proxy's CA, which extension API servers trust the aggregator by.
+    pub front_proxy_ca: PathBuf,
+    /// The aggregator's client certificate and key, issued by the front proxy's CA.
+    pub front_proxy_client_cert: PathBuf,
+    pub front_proxy_client_key: PathBuf,
 }
+
+/// The common name of the aggregator's front-proxy client certificate (kubeadm's), which
+/// `--requestheader-allowed-names` lists by default.
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
 /// A certificate and its key, as PEM.
 struct Pair {
@@ -63,22 +74,36 @@ struct Pair {
 pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Result<PkiFiles> {
     let dir = data_dir.join("pki");
     fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let ca = ensure_ca(&dir)?;
-    let ca_key = KeyPair::from_pem(&ca.key).context("reading the CA key")?;
-    let issuer =
-        Issuer::from_ca_cert_pem(&ca.cert, ca_key).context("reading the CA certificate")?;
-    let ca_der = der_of(&ca.cert)?;
+    let ca = ensure_ca(&dir, "ca", "kapi-ca")?;
+    let (issuer, ca_der) = issuer_of(&ca)?;
     let lacks_names = |cert: &X509Certificate<'_>| !covers(cert, names);
     ensure_leaf(&dir, "apiserver", &issuer, &ca_der, lacks_names, || {
         serving_params(names)
     })?;
-    let admin = ensure_leaf(&dir, "admin", &issuer, &ca_der, |_| false, admin_params)?;
+    let admin = ensure_leaf(
+        &dir,
+        "admin",
+        &issuer,
+        &ca_der,
+        |_| false,
+        || client_params(ADMIN_USER, Some(ADMIN_GROUP)),
+    )?;
     let kubeconfig = data_dir.join("admin.kubeconfig");
     let config = render_kubeconfig(server_url, &ca.cert, &admin);
     if fs::read_to_string(&kubeconfig).ok().as_deref() != Some(config.as_str()) {
         write_atomic(&kubeconfig, config.as_bytes(), true)?;
     }
     let (service_account_key, service_account_pub) = ensure_service_account_key(&dir)?;
+    let front_proxy_ca = ensure_ca(&dir, "front-proxy-ca", "front-proxy-ca")?;
+    let (issuer, ca_der) = issuer_of(&front_proxy_ca)?;
+    ensure_leaf(
+        &dir,
+        FRONT_PROXY_CLIENT,
+        &issuer,
+        &ca_der,
+        |_| false,
+        || client_params(FRONT_PROXY_CLIENT, None),
+    )?;
     Ok(PkiFiles {
         ca_cert: dir.join("ca.crt"),
         serving_cert: dir.join("apiserver.crt"),
@@ -86,7 +111,17 @@ pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Re
         kubeconfig,
         service_account_key,
         service_account_pub,
+        front_proxy_ca: dir.join("front-proxy-ca.crt"),
+        front_proxy_client_cert: dir.join(format!("{FRONT_PROXY_CLIENT}.crt")),
+        front_proxy_client_key: dir.join(format!("{FRONT_PROXY_CLIENT}.key")),
     })
+}
+
+/// The issuer of the CA `ca`, and its certificate's DER.
+fn issuer_of(ca: &Pair) -> Result<(Issuer<'static, KeyPair>, Vec<u8>)> {
+    let key = KeyPair::from_pem(&ca.key).context("reading a CA key")?;
+    let issuer = Issuer::from_ca_cert_pem(&ca.cert, key).context("reading a CA certificate")?;
+    Ok((issuer, der_of(&ca.cert)?))
 }
 
 /// The service-account token issuer of kube-apiserver's flags: signing with `signing_key`
@@ -128,9 +163,9 @@ fn ensure_service_account_key(dir: &Path) -> Result<(PathBuf, PathBuf)> {
     Ok((key_path, pub_path))
 }
 
-/// Loads the CA, or makes it when absent.
-fn ensure_ca(dir: &Path) -> Result<Pair> {
-    if let Some(pair) = load(dir, "ca")? {
+/// Loads the CA `name`, or makes it, with the common name `common_name`, when absent.
+fn ensure_ca(dir: &Path, name: &str, common_name: &str) -> Result<Pair> {
+    if let Some(pair) = load(dir, name)? {
         return Ok(pair);
     }
     let key = KeyPair::generate().context("generating the CA key")?;
@@ -138,7 +173,7 @@ fn ensure_ca(dir: &Path) -> Result<Pair> {
     params.distinguished_name = rcgen::DistinguishedName::new();
     params
         .distinguished_name
-        .push(DnType::CommonName, "kapi-ca");
+        .push(DnType::CommonName, common_name);
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
@@ -149,7 +184,7 @@ fn ensure_ca(dir: &Path) -> Result<Pair> {
     let cert = params.self_signed(&key).context("signing the CA")?;
     store(
         dir,
-        "ca",
+        name,
         Pair {
             cert: cert.pem(),
             key: key.serialize_pem(),
@@ -201,16 +236,16 @@ fn serving_params(names: &BTreeSet<String>) -> Result<CertificateParams> {
     Ok(params)
 }
 
-/// The admin client certificate: `CN=kapi-admin, O=system:masters`.
-fn admin_params() -> Result<CertificateParams> {
+/// A client certificate of `CN=<user>` and, if given, `O=<group>`.
+fn client_params(user: &str, group: Option<&str>) -> Result<CertificateParams> {
     let mut params = CertificateParams::default();
     params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(DnType::OrganizationName, ADMIN_GROUP);
-    params
-        .distinguished_name
-        .push(DnType::CommonName, ADMIN_USER);
+    if let Some(group) = group {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, group);
+    }
+    params.distinguished_name.push(DnType::CommonName, user);
     leaf_params(&mut params, ExtendedKeyUsagePurpose::ClientAuth);
     Ok(params)
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kapi_server::{GenericApiServer, HealthCheck, Route, ServerConfig, TlsConfig};
+use kapi_server::{GenericApiServer, HealthCheck, ServerConfig, TlsConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -68,7 +68,10 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         snapshots,
         resolver: _,
     } = config;
-    let mut server = GenericApiServer::new(server_config(&options, &pki)?, Route::new(chain.head))?;
+    let mut server = GenericApiServer::new(server_config(&options, &pki)?, chain.head)?;
+    chain
+        .aggregator_metrics
+        .register(server.metrics_mut().registry_mut());
     server.set_authorizer(chain.authorizer);
     if let Some(auditor) = crate::audit::auditor(&options)? {
         server.set_auditor(auditor);

@@ -7,6 +7,8 @@
 //! and a store. Everything else (REST endpoints, watch, discovery, OpenAPI, field
 //! management, the handler chain) is the generic server's.
 
+pub mod delegated;
+
 use std::sync::{Arc, OnceLock};
 
 use kapi_server::apimachinery::schema::{GroupVersion, GroupVersionKind};

@@ -13,7 +13,7 @@ pub mod modes;
 pub mod union;
 pub mod webhook;
 
-pub use modes::{AlwaysAllow, AlwaysDeny};
+pub use modes::{AlwaysAllow, AlwaysAllowPaths, AlwaysDeny};
 pub use union::{PrivilegedGroups, UnionAuthorizer};
 pub use webhook::{FailurePolicy, WebhookAuthorizer};
 

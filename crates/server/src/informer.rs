@@ -14,6 +14,24 @@ pub enum Change<'a> {
     Resync,
 }
 
+/// Wakes `changed` on every change of each of `followed`'s caches until `stopping`, for a
+/// controller that looks at everything whenever anything changed (several changes before
+/// it looks wake it once).
+pub fn notify_on_changes(
+    followed: impl IntoIterator<Item = Served>,
+    changed: &std::sync::Arc<tokio::sync::Notify>,
+    stopping: &CancellationToken,
+) {
+    for served in followed {
+        let changed = changed.clone();
+        let notice = move |_: Change<'_>| {
+            changed.notify_one();
+            true
+        };
+        tokio::spawn(follow(served, stopping.clone(), notice));
+    }
+}
+
 /// Hands every change of `served`'s cache to `notice` until `stopping`, or until `notice`
 /// returns false (its controller is gone).
 pub async fn follow(

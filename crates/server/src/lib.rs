@@ -57,3 +57,4 @@ pub use server::{
 pub use serving::{ConnectionInfo, TlsConfig};
 pub mod discovery;
 pub mod openapi;
+pub mod proxy;

@@ -15,7 +15,7 @@ mod https;
 mod trust;
 
 pub use https::Https;
-use https::{Dial, Tls};
+pub(crate) use https::{Connector, Dial, Tls, pooled_client};
 
 /// Resolves a Service reference (`clientConfig.service`) to `https://host:port`.
 #[async_trait::async_trait]
@@ -73,6 +73,8 @@ impl WebhookClient {
         };
         let tls = Tls {
             ca_bundle: &ca_bundle,
+            insecure: false,
+            server_name: None,
             client_cert: None,
             http2: matches!(dial, Dial::Direct) && is_local_host(&url),
         };
@@ -81,6 +83,31 @@ impl WebhookClient {
             url,
             token: None,
         }
+    }
+
+    /// The same client calling `path` on its server (the kubeconfig's server URL's path
+    /// replaced), as a delegating server calls the API server's review endpoints.
+    pub fn with_path(mut self, path: &str) -> WebhookClient {
+        if let Ok(uri) = self.url.parse::<http::Uri>()
+            && let Some(authority) = uri.authority()
+        {
+            self.url = format!(
+                "{}://{authority}{path}",
+                uri.scheme_str().unwrap_or("https")
+            );
+        }
+        self
+    }
+
+    /// GETs the client's URL; the response body, or an error in Go's client's words.
+    pub async fn get(&self, timeout: Duration) -> Result<Vec<u8>, String> {
+        let token = self.token.as_deref();
+        let sent = self
+            .https
+            .send(http::Method::GET, &self.url, token, Vec::new());
+        tokio::time::timeout(timeout, sent)
+            .await
+            .map_err(|_| format!("Get {:?}: context deadline exceeded", self.url))?
     }
 
     /// POSTs `body` (JSON) and returns the response body; an error in Go's client's words
@@ -187,6 +214,8 @@ impl WebhookClient {
         };
         let tls = Tls {
             ca_bundle: &ca_bundle,
+            insecure: false,
+            server_name: None,
             client_cert: credentials.client_cert.as_ref(),
             http2: true,
         };

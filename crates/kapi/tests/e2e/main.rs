@@ -8,6 +8,7 @@
 #[macro_use]
 mod common;
 
+mod aggregated;
 mod aggregator;
 mod apply;
 mod audit;

@@ -51,13 +51,43 @@ impl WebhookTokenAuthenticator {
         };
         let client = WebhookClient::from_kubeconfig(path)
             .map_err(|err| format!("authentication webhook config {:?}: {err}", path.display()))?;
-        Ok(WebhookTokenAuthenticator {
+        Ok(WebhookTokenAuthenticator::new(
+            client,
+            api_version,
+            audiences,
+            ttl,
+        ))
+    }
+
+    /// Delegated authentication, as an extension API server authenticates bearer tokens
+    /// (upstream's DelegatingAuthenticatorConfig): TokenReviews (v1) created on the API
+    /// server of the kubeconfig at `path`, users cached for `ttl`.
+    pub fn delegated(path: &Path, ttl: Duration) -> Result<WebhookTokenAuthenticator, String> {
+        let client = WebhookClient::from_kubeconfig(path)
+            .map_err(|err| format!("authentication kubeconfig {:?}: {err}", path.display()))?
+            .with_path("/apis/authentication.k8s.io/v1/tokenreviews");
+        let version = "authentication.k8s.io/v1";
+        Ok(WebhookTokenAuthenticator::new(
+            client,
+            version,
+            Vec::new(),
+            ttl,
+        ))
+    }
+
+    fn new(
+        client: WebhookClient,
+        api_version: &'static str,
+        audiences: Vec<String>,
+        ttl: Duration,
+    ) -> WebhookTokenAuthenticator {
+        WebhookTokenAuthenticator {
             client,
             api_version,
             audiences,
             ttl,
             cache: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     fn cached(&self, key: &[u8]) -> Option<UserInfo> {

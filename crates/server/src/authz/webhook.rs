@@ -59,7 +59,37 @@ impl WebhookAuthorizer {
     ) -> Result<WebhookAuthorizer, WebhookConfigError> {
         let client = WebhookClient::from_kubeconfig(path)
             .map_err(|message| WebhookConfigError(path.display().to_string(), message))?;
-        Ok(WebhookAuthorizer {
+        Ok(WebhookAuthorizer::new(
+            client,
+            authorized_ttl,
+            unauthorized_ttl,
+        ))
+    }
+
+    /// Delegated authorization, as an extension API server authorizes requests (upstream's
+    /// DelegatingAuthorizerConfig): SubjectAccessReviews created on the API server of the
+    /// kubeconfig at `path`, answers cached for `authorized_ttl` / `unauthorized_ttl`.
+    pub fn delegated(
+        path: &Path,
+        authorized_ttl: Duration,
+        unauthorized_ttl: Duration,
+    ) -> Result<WebhookAuthorizer, WebhookConfigError> {
+        let client = WebhookClient::from_kubeconfig(path)
+            .map_err(|message| WebhookConfigError(path.display().to_string(), message))?
+            .with_path("/apis/authorization.k8s.io/v1/subjectaccessreviews");
+        Ok(WebhookAuthorizer::new(
+            client,
+            authorized_ttl,
+            unauthorized_ttl,
+        ))
+    }
+
+    fn new(
+        client: WebhookClient,
+        authorized_ttl: Duration,
+        unauthorized_ttl: Duration,
+    ) -> WebhookAuthorizer {
+        WebhookAuthorizer {
             client,
             authorized_ttl,
             unauthorized_ttl,
@@ -67,7 +97,7 @@ impl WebhookAuthorizer {
             failure_policy: None,
             match_conditions: Vec::new(),
             cache: Mutex::new(HashMap::new()),
-        })
+        }
     }
 
     /// The structured configuration's settings: the call's timeout, what a failure decides,

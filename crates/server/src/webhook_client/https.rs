@@ -33,9 +33,15 @@ pub struct Https {
 }
 
 /// The TLS settings of an [`Https`] client.
-pub(super) struct Tls<'a> {
+pub(crate) struct Tls<'a> {
     /// PEM certificates to trust; the system roots when empty.
     pub ca_bundle: &'a [u8],
+    /// Whether the server's certificate is accepted unverified (an APIService's
+    /// `insecureSkipTLSVerify`).
+    pub insecure: bool,
+    /// The name the server's certificate must have, when not the URL's host (the Service
+    /// DNS name of an endpoint dialed by address).
+    pub server_name: Option<&'a str>,
     /// A client certificate (PEM chain and key) to present.
     pub client_cert: Option<&'a (Vec<u8>, Vec<u8>)>,
     /// Whether HTTP/2 is offered (ALPN `h2`) besides HTTP/1.1.
@@ -43,7 +49,7 @@ pub(super) struct Tls<'a> {
 }
 
 /// How the connections of an [`Https`] client find their server.
-pub(super) enum Dial {
+pub(crate) enum Dial {
     /// At the URL's host and port.
     Direct,
     /// At the address of a Service's endpoint (the URL's host is the Service's DNS name,
@@ -63,6 +69,8 @@ impl Https {
     pub fn new(ca_bundle: &[u8]) -> Https {
         let tls = Tls {
             ca_bundle,
+            insecure: false,
+            server_name: None,
             client_cert: None,
             http2: true,
         };
@@ -71,16 +79,9 @@ impl Https {
 
     /// A client with `tls`, connecting as `dial` says.
     pub(super) fn build(tls: &Tls<'_>, dial: Dial) -> Https {
-        let client = client_config(tls).map(|config| {
-            let connector = Connector {
-                tls: TlsConnector::from(Arc::new(config)),
-                dial: Arc::new(dial),
-            };
-            Client::builder(TokioExecutor::new())
-                .pool_timer(TokioTimer::new())
-                .build(connector)
-        });
-        Https { client }
+        Https {
+            client: pooled_client(tls, dial),
+        }
     }
 
     /// GETs an `https://` URL (a JSON document such as an OpenID configuration or a key set)
@@ -145,6 +146,23 @@ impl Https {
     }
 }
 
+/// A pooled hyper client of request bodies `B` with `tls`, connecting as `dial` says.
+pub(crate) fn pooled_client<B>(tls: &Tls<'_>, dial: Dial) -> Result<Client<Connector, B>, String>
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+{
+    let config = client_config(tls)?;
+    let connector = Connector {
+        tls: TlsConnector::from(Arc::new(config)),
+        dial: Arc::new(dial),
+        server_name: tls.server_name.map(str::to_string),
+    };
+    Ok(Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .build(connector))
+}
+
 /// What a request that got no response reports: a Service that could not be resolved in
 /// the resolver's words (as when it was resolved before the call), anything else as Go's
 /// client words it, `Post "url": <cause>`, the cause being the connection's or hyper's
@@ -197,15 +215,17 @@ fn unsuccessful(code: u16, body: &[u8], text_response: bool) -> String {
 /// Opens the pool's connections: TCP to the URL's host (or to a Service's endpoint), then
 /// TLS verifying the URL's host.
 #[derive(Clone)]
-struct Connector {
+pub(crate) struct Connector {
     tls: TlsConnector,
     dial: Arc<Dial>,
+    /// The name verified instead of the URL's host, if any.
+    server_name: Option<String>,
 }
 
 /// Why a connection could not be opened; each shows the underlying error alone, as the
 /// client's messages did before pooling.
 #[derive(Debug, thiserror::Error)]
-enum ConnectError {
+pub(crate) enum ConnectError {
     /// The Service could not be resolved to an endpoint (the resolver's message).
     #[error("{0}")]
     Unresolved(String),
@@ -216,7 +236,7 @@ enum ConnectError {
 }
 
 /// A pooled connection.
-type Stream = TokioIo<EofAsClose<TlsStream<TcpStream>>>;
+pub(crate) type Stream = TokioIo<EofAsClose<TlsStream<TcpStream>>>;
 
 impl tower::Service<Uri> for Connector {
     type Response = Stream;
@@ -255,7 +275,8 @@ impl Connector {
         };
         // Requests are small and answered at once: send them without Nagle's delay.
         let _ = tcp.set_nodelay(true);
-        let server_name = ServerName::try_from(host.to_string())?;
+        let name = self.server_name.as_deref().unwrap_or(host);
+        let server_name = ServerName::try_from(name.to_string())?;
         let tls = self.tls.connect(server_name, tcp).await?;
         Ok(TokioIo::new(EofAsClose(tls)))
     }
@@ -290,7 +311,7 @@ fn split_host_port(authority: &str) -> Result<(String, u16), String> {
 /// A TLS stream whose peer may close the connection without TLS's close_notify, as many
 /// simple webhook servers do after a response delimited by the close: like Go's TLS client,
 /// such an end of the stream is read as the end of the data.
-struct EofAsClose<S>(S);
+pub(crate) struct EofAsClose<S>(S);
 
 impl Connection for EofAsClose<TlsStream<TcpStream>> {
     /// The TCP connection's addresses, and whether ALPN chose HTTP/2 (the pool then
@@ -345,7 +366,12 @@ fn client_config(tls: &Tls<'_>) -> Result<rustls::ClientConfig, String> {
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|err| err.to_string())?;
-    let builder = if tls.ca_bundle.is_empty() {
+    let builder = if tls.insecure {
+        let verifier = trust::Unverified::new();
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+    } else if tls.ca_bundle.is_empty() {
         let mut roots = rustls::RootCertStore::empty();
         for cert in rustls_native_certs::load_native_certs().certs {
             let _ = roots.add(cert);
@@ -405,6 +431,8 @@ mod tests {
         let client_cert = (cert.pem().into_bytes(), key.serialize_pem().into_bytes());
         let tls = Tls {
             ca_bundle: &client_cert.0,
+            insecure: false,
+            server_name: None,
             client_cert: Some(&client_cert),
             http2: false,
         };

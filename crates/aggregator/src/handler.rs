@@ -1,0 +1,210 @@
+//! The head of the chain (upstream's aggregator handlers): requests for a group version whose
+//! APIService names a Service are proxied to it (upstream's proxyHandler); `/apis`, the
+//! `/apis/<group>` of groups served elsewhere and the OpenAPI documents merge what the
+//! backends serve into the chain's own; everything else goes to the delegate, kube-apiserver.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode, header};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use kapi_server::endpoints::ApiHandler;
+use kapi_server::responses::text_error;
+use kapi_server::{Body, UserInfo};
+
+use crate::backends::{Backend, Backends};
+use crate::merge;
+use crate::remote_docs::RemoteDocuments;
+use crate::resolver::ServiceResolver;
+
+/// The aggregator's handler, a tower service ([`kapi_server::Route`]).
+#[derive(Clone)]
+pub struct AggregatorHandler {
+    pub(crate) delegate: ApiHandler,
+    pub(crate) backends: Arc<Backends>,
+    pub(crate) resolver: ServiceResolver,
+    pub(crate) documents: Arc<RemoteDocuments>,
+}
+
+/// What a request's path is to the aggregator.
+enum Target<'a> {
+    /// Under `/apis/<group>/<version>` (or its OpenAPI v3 document).
+    GroupVersion(&'a str, &'a str),
+    /// `/apis/<group>`.
+    Group(&'a str),
+    /// `/apis`.
+    Apis,
+    /// `/openapi/v2` or `/openapi/v3`.
+    OpenApi(merge::OpenApi),
+    Other,
+}
+
+fn target(path: &str) -> Target<'_> {
+    let trimmed = path.trim_end_matches('/');
+    let segments: Vec<&str> = trimmed.split('/').skip(1).collect();
+    match segments.as_slice() {
+        ["apis"] => Target::Apis,
+        ["apis", group] => Target::Group(group),
+        ["apis", group, version, ..] => Target::GroupVersion(group, version),
+        ["openapi", "v3", "apis", group, version, ..] => Target::GroupVersion(group, version),
+        ["openapi", "v2"] => Target::OpenApi(merge::OpenApi::V2),
+        ["openapi", "v3"] => Target::OpenApi(merge::OpenApi::V3),
+        _ => Target::Other,
+    }
+}
+
+impl AggregatorHandler {
+    /// Handles one request.
+    pub async fn handle(self, request: Request<Incoming>) -> Response<Body> {
+        let path = request.uri().path().to_string();
+        match target(&path) {
+            Target::GroupVersion(group, version) => {
+                if let Some(backend) = self.backends.remote(group, version) {
+                    return self.proxy(&backend, request).await;
+                }
+            }
+            Target::Group(group) => {
+                if let Some(response) = self.remote_group(group) {
+                    return response;
+                }
+            }
+            Target::Apis => return self.merged(request, merge::Document::Apis).await,
+            Target::OpenApi(which) => {
+                return self.merged(request, merge::Document::OpenApi(which)).await;
+            }
+            Target::Other => {}
+        }
+        self.delegate.handle(request).await
+    }
+
+    /// Proxies `request` to the Service of `backend`, with upstream's plain-text errors: 503
+    /// `service unavailable` while the APIService is not available or its Service has no
+    /// endpoint, 503 with the cause when the backend cannot be reached.
+    async fn proxy(&self, backend: &Backend, request: Request<Incoming>) -> Response<Body> {
+        if !backend.available {
+            return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+        }
+        let transport = match &backend.transport {
+            Ok(transport) => transport,
+            Err(err) => return text_error(StatusCode::INTERNAL_SERVER_ERROR, err),
+        };
+        let Some(user) = request.extensions().get::<UserInfo>().cloned() else {
+            return text_error(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
+        };
+        let Some(service) = &backend.service else {
+            return text_error(StatusCode::NOT_FOUND, "");
+        };
+        let endpoint = match self
+            .resolver
+            .resolve(&service.namespace, &service.name, service.port)
+        {
+            Ok(endpoint) => endpoint,
+            Err(err) => {
+                tracing::warn!(
+                    "error resolving {}/{}: {err}",
+                    service.namespace,
+                    service.name
+                );
+                return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
+            }
+        };
+        match transport.forward(request, &endpoint, &user).await {
+            Ok(response) => response,
+            Err(err) => text_error(StatusCode::SERVICE_UNAVAILABLE, &err.to_string()),
+        }
+    }
+
+    /// `/apis/<group>` of a group only APIServices naming Services serve (upstream's
+    /// apiGroupHandler): its versions by priority.
+    fn remote_group(&self, group: &str) -> Option<Response<Body>> {
+        let local = self
+            .delegate
+            .chain_definitions()
+            .iter()
+            .any(|d| d.group_version.group == group);
+        if local {
+            return None;
+        }
+        let table = self.backends.table();
+        let document = merge::api_group(&table, group)?;
+        Some(json_response(StatusCode::OK, document))
+    }
+
+    /// The delegate's `/apis` or OpenAPI document with what the backends serve merged in,
+    /// negotiated and tagged as the delegate's own.
+    async fn merged(
+        &self,
+        request: Request<Incoming>,
+        document: merge::Document,
+    ) -> Response<Body> {
+        let table = self.backends.table();
+        if !table.values().any(|b| b.service.is_some()) {
+            return self.delegate.handle(request).await;
+        }
+        let if_none_match = request.headers().get(header::IF_NONE_MATCH).cloned();
+        let (mut parts, body) = request.into_parts();
+        parts.headers.remove(header::IF_NONE_MATCH);
+        let response = self.delegate.handle(Request::from_parts(parts, body)).await;
+        if response.status() != StatusCode::OK {
+            return response;
+        }
+        let (mut parts, body) = response.into_parts();
+        let Ok(body) = body.collect().await.map(|b| b.to_bytes()) else {
+            return text_error(StatusCode::INTERNAL_SERVER_ERROR, "reading the document");
+        };
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let context = merge::Context {
+            definitions: &self.delegate.chain_definitions(),
+            backends: &table,
+            documents: &self.documents.all(),
+        };
+        let merged = merge::merge(&document, content_type, &body, &context);
+        let bytes = merged.unwrap_or(body);
+        let etag = kapi_server::discovery::etag(&bytes);
+        let etag_value = HeaderValue::from_str(&etag).expect("ETags are header values");
+        let fresh = if_none_match.as_ref() == Some(&etag_value);
+        if parts.headers.contains_key(header::ETAG) || fresh {
+            parts.headers.insert(header::ETAG, etag_value);
+        }
+        parts.headers.remove(header::CONTENT_LENGTH);
+        if fresh {
+            parts.status = StatusCode::NOT_MODIFIED;
+            return Response::from_parts(parts, kapi_server::body::empty());
+        }
+        Response::from_parts(parts, kapi_server::body::full(bytes))
+    }
+}
+
+/// A JSON response.
+fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut response = Response::new(kapi_server::body::full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+impl tower::Service<Request<Incoming>> for AggregatorHandler {
+    type Response = Response<Body>;
+    type Error = std::convert::Infallible;
+    type Future = futures::future::BoxFuture<'static, Result<Response<Body>, Self::Error>>;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+        let handler = self.clone();
+        Box::pin(async move { Ok(handler.handle(request).await) })
+    }
+}

@@ -1,0 +1,314 @@
+//! An extension API server behind kapi's aggregator, through the real kubectl: the sample
+//! server (kapi-sample-server, wardle.example.com) on real TLS on loopback, registered by a
+//! Service, an EndpointSlice and an APIService with its caBundle; it authenticates kapi's
+//! front-proxy certificate by the CA kapi publishes and authorizes by SubjectAccessReviews
+//! to kapi.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use base64::Engine;
+use kapi_sample_server::delegated::{self, Delegation};
+use kapi_server::authz::{Attributes, AuthorizationError, Decision, RulesInfo};
+use kapi_server::{Authorizer, ServerConfig, TlsConfig, UserInfo};
+use kapi_storage::{EmbeddedConfig, EmbeddedStore, Store};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::authn::token_kubeconfig;
+use crate::common::{self, Backend, TestServer, cells, fails, ok_stdin};
+
+const API_SERVICE: &str = "v1alpha1.wardle.example.com";
+
+/// Remembers every user the sample server authorized a request for, then asks the
+/// delegated authorizer.
+struct Seen {
+    users: Mutex<Vec<UserInfo>>,
+    inner: Arc<dyn Authorizer>,
+}
+
+#[async_trait]
+impl Authorizer for Seen {
+    async fn authorize(&self, attributes: &Attributes<'_>) -> Result<Decision, AuthorizationError> {
+        self.users.lock().push(attributes.user.clone());
+        self.inner.authorize(attributes).await
+    }
+
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> RulesInfo {
+        self.inner.rules_for(user, namespace).await
+    }
+}
+
+/// A CA and a serving certificate for the Service `api` in `wardle` (as the aggregator
+/// verifies it), as files in `dir`; the CA's PEM.
+fn serving_pki(dir: &Path) -> String {
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca = rcgen::CertificateParams::new(Vec::new()).unwrap();
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "wardle-ca");
+    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
+    let issuer = rcgen::Issuer::new(ca, ca_key);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["api.wardle.svc".into()]).unwrap();
+    let cert = params.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("serving.crt"), cert.pem()).unwrap();
+    std::fs::write(dir.join("serving.key"), key.serialize_pem()).unwrap();
+    ca_pem
+}
+
+/// Starts the sample server on `port` with `store` and its certificate in `dir`, delegating
+/// to kapi through `kubeconfig`; stops when the sender is dropped or sent to.
+async fn start_wardle(
+    dir: &Path,
+    store: &Arc<dyn Store>,
+    port: u16,
+    kubeconfig: &Path,
+    seen: &Arc<Seen>,
+) -> oneshot::Sender<()> {
+    let delegation = Delegation::fetch(kubeconfig)
+        .await
+        .expect("read the ConfigMap");
+    let tls = TlsConfig::from_pem_files(&dir.join("serving.crt"), &dir.join("serving.key"), None)
+        .unwrap();
+    let mut config = ServerConfig::new(tls);
+    config.secure_port = port;
+    delegation.configure(&mut config);
+    let mut server = kapi_sample_server::server(config, store.clone(), "/registry").unwrap();
+    server.add_authenticator(delegated::authenticator(kubeconfig).unwrap());
+    server.set_authorizer(seen.clone());
+    let listening = server.bind().await.expect("the sample server listens");
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(listening.serve(async move {
+        let _ = stopped.await;
+    }));
+    stop
+}
+
+/// The registration: namespace, Service, EndpointSlice at the sample server's port, and the
+/// APIService trusting `ca`.
+fn registration(port: u16, ca: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    format!(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {{name: wardle}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: api, namespace: wardle}}
+spec:
+  ports: [{{port: 443, targetPort: {port}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: api-1
+  namespace: wardle
+  labels: {{kubernetes.io/service-name: api}}
+addressType: IPv4
+ports: [{{name: "", port: {port}}}]
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {{name: {API_SERVICE}}}
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  service: {{namespace: wardle, name: api, port: 443}}
+  caBundle: {ca}
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+"#
+    )
+}
+
+const FLUNDER: &str = r#"
+apiVersion: wardle.example.com/v1alpha1
+kind: Flunder
+metadata: {name: my-flunder, namespace: default, labels: {sample: "yes"}}
+spec: {}
+"#;
+
+/// Waits until the APIService's Available condition is `status`; its reason.
+async fn wait_condition(server: &TestServer, status: &str) -> String {
+    let condition = format!("--for=jsonpath={{.status.conditions[0].status}}={status}");
+    let service = format!("apiservice/{API_SERVICE}");
+    server
+        .kubectl_ok(&["wait", &condition, &service, "--timeout=60s"])
+        .await;
+    server
+        .kubectl_ok(&[
+            "get",
+            &service,
+            "-o",
+            "jsonpath={.status.conditions[0].reason}",
+        ])
+        .await
+}
+
+/// Waits until `kubectl api-resources` lists flunders (the backend's discovery fetched).
+async fn wait_discovered(server: &TestServer) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let listed = server
+            .kubectl_ok(&["api-resources", "--api-group=wardle.example.com"])
+            .await;
+        if listed.contains("flunders") {
+            return listed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "flunders never discovered: {listed}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn an_extension_api_server_is_served_through_the_aggregator() {
+    let tokens = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(tokens.path(), "alice-token,alice,1001,\"dev,qa\"\n").unwrap();
+    let flag = format!("--token-auth-file={}", tokens.path().display());
+    let server = TestServer::start(Backend::Embedded, &[&flag]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = serving_pki(dir.path());
+    let port = kapi_testing::free_port();
+    let seen = Arc::new(Seen {
+        users: Mutex::new(Vec::new()),
+        inner: delegated::authorizer(&server.kubeconfig).unwrap(),
+    });
+    let store: Arc<dyn Store> =
+        Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path().join("wardle.redb"))).unwrap());
+    let stop = start_wardle(dir.path(), &store, port, &server.kubeconfig, &seen).await;
+    ok_stdin(&server, &["apply", "-f", "-"], &registration(port, &ca)).await;
+
+    // Registered and checked: Available, as upstream's remote check passes it.
+    assert_eq!(wait_condition(&server, "True").await, "Passed");
+    let listed = server
+        .kubectl_ok(&["get", "apiservice", API_SERVICE, "--no-headers"])
+        .await;
+    assert_eq!(&cells(&listed)[..3], [API_SERVICE, "wardle/api", "True"]);
+
+    // Discovery and OpenAPI include the backend's kinds.
+    let resources = wait_discovered(&server).await;
+    assert!(
+        resources.contains("wardle.example.com/v1alpha1"),
+        "{resources}"
+    );
+    let explained = server.kubectl_ok(&["explain", "flunders"]).await;
+    assert!(explained.contains("KIND:       Flunder"), "{explained}");
+    let group = server
+        .kubectl_ok(&["get", "--raw", "/apis/wardle.example.com"])
+        .await;
+    assert!(
+        group.contains(r#""preferredVersion":{"groupVersion":"wardle.example.com/v1alpha1""#),
+        "{group}"
+    );
+
+    // The resource through the proxy: create, get, list, patch, watch, delete.
+    ok_stdin(&server, &["apply", "-f", "-"], FLUNDER).await;
+    let got = common::get_json(&server, &["flunder", "my-flunder"]).await;
+    assert_eq!(got["metadata"]["labels"]["sample"], "yes");
+    let listed = server
+        .kubectl_ok(&["get", "flunders", "--no-headers"])
+        .await;
+    assert!(listed.starts_with("my-flunder"), "{listed}");
+    server
+        .kubectl_ok(&[
+            "patch",
+            "flunder",
+            "my-flunder",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"reference":"other","referenceType":"Flunder"}}"#,
+        ])
+        .await;
+    let got = common::get_json(&server, &["flunder", "my-flunder"]).await;
+    assert_eq!(got["spec"]["reference"], "other");
+    let watched = server
+        .kubectl_ok(&["get", "--raw",
+            "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?watch=1&timeoutSeconds=1"])
+        .await;
+    assert!(
+        watched.contains(r#""type":"ADDED""#) && watched.contains("my-flunder"),
+        "{watched}"
+    );
+    let invalid = fails(
+        &server,
+        &[
+            "patch",
+            "flunder",
+            "my-flunder",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"referenceType":"Pod"}}"#,
+        ],
+        None,
+    )
+    .await;
+    assert!(invalid.contains(r#"Unsupported value: "Pod""#), "{invalid}");
+
+    // RBAC: kapi refuses a user without a role; with one, the backend asks kapi by a
+    // SubjectAccessReview for the user kapi named in X-Remote-*, and the token stays behind.
+    let alice = token_kubeconfig(&server, "alice", "alice-token");
+    let refused = crate::common::kubectl(&alice, &["get", "flunders"], None).await;
+    let refused = common::stderr(&refused);
+    assert!(refused.contains(r#"User "alice" cannot list resource "flunders" in API group "wardle.example.com" in the namespace "default""#), "{refused}");
+    let role = "kind: Role\napiVersion: rbac.authorization.k8s.io/v1\nmetadata: {name: flunder-reader, namespace: default}\nrules: [{apiGroups: [wardle.example.com], resources: [flunders], verbs: [get, list]}]\n---\nkind: RoleBinding\napiVersion: rbac.authorization.k8s.io/v1\nmetadata: {name: alice-reads, namespace: default}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: flunder-reader}\nsubjects: [{kind: User, name: alice}]\n";
+    ok_stdin(&server, &["apply", "-f", "-"], role).await;
+    seen.users.lock().clear();
+    let output = crate::common::kubectl(&alice, &["get", "flunders", "--no-headers"], None).await;
+    assert!(
+        common::stdout(&output).starts_with("my-flunder"),
+        "{}",
+        common::stderr(&output)
+    );
+    let users = seen.users.lock().clone();
+    let alice_seen = users
+        .iter()
+        .find(|u| u.name == "alice")
+        .expect("the backend saw alice");
+    assert_eq!(alice_seen.uid, "1001");
+    assert_eq!(alice_seen.groups, ["dev", "qa", "system:authenticated"]);
+
+    // The backend goes away: 503, then Available=False by the discovery check.
+    stop.send(()).unwrap();
+    let down = fails(&server, &["get", "flunders"], None).await;
+    assert!(
+        down.contains("ServiceUnavailable") || down.contains("unable to handle the request"),
+        "{down}"
+    );
+    assert_eq!(
+        wait_condition(&server, "False").await,
+        "FailedDiscoveryCheck"
+    );
+    let message = server
+        .kubectl_ok(&[
+            "get",
+            "apiservice",
+            API_SERVICE,
+            "-o",
+            "jsonpath={.status.conditions[0].message}",
+        ])
+        .await;
+    assert!(
+        message.starts_with("failing or missing response from https://127.0.0.1:"),
+        "{message}"
+    );
+
+    // And comes back.
+    let _stop = start_wardle(dir.path(), &store, port, &server.kubeconfig, &seen).await;
+    assert_eq!(wait_condition(&server, "True").await, "Passed");
+    let listed = server
+        .kubectl_ok(&["get", "flunders", "--no-headers"])
+        .await;
+    assert!(listed.starts_with("my-flunder"), "{listed}");
+    server
+        .kubectl_ok(&["delete", "flunder", "my-flunder"])
+        .await;
+    server.stop().await;
+}
