@@ -168,6 +168,54 @@ async fn wait_discovered(server: &TestServer) -> String {
     }
 }
 
+/// A watch through the proxy delivers an event while it is open (kube-rs as the client):
+/// the backend's stream is passed on as it comes, not when it ends.
+async fn watch_streams(server: &TestServer) {
+    use futures::StreamExt;
+    use kube::api::{Api, DynamicObject, PostParams, WatchEvent, WatchParams};
+    use kube::core::{ApiResource, GroupVersionKind};
+    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig).unwrap();
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let gvk = GroupVersionKind::gvk("wardle.example.com", "v1alpha1", "Flunder");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "flunders");
+    let flunders: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
+    let params = WatchParams::default().timeout(60);
+    let mut events = flunders.watch(&params, "0").await.unwrap().boxed();
+    let created: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder",
+        "metadata": {"name": "streamed"}, "spec": {}}))
+    .unwrap();
+    flunders
+        .create(&PostParams::default(), &created)
+        .await
+        .unwrap();
+    let deadline = std::time::Duration::from_secs(20);
+    let seen = tokio::time::timeout(deadline, async {
+        while let Some(event) = events.next().await {
+            if let Ok(WatchEvent::Added(object)) = event
+                && object.metadata.name.as_deref() == Some("streamed")
+            {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(
+        seen,
+        Ok(true),
+        "the ADDED event did not come through the open watch"
+    );
+    flunders
+        .delete("streamed", &Default::default())
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn an_extension_api_server_is_served_through_the_aggregator() {
     let tokens = tempfile::NamedTempFile::new().unwrap();
@@ -237,6 +285,7 @@ async fn an_extension_api_server_is_served_through_the_aggregator() {
         watched.contains(r#""type":"ADDED""#) && watched.contains("my-flunder"),
         "{watched}"
     );
+    watch_streams(&server).await;
     let invalid = fails(
         &server,
         &[
@@ -311,4 +360,140 @@ async fn an_extension_api_server_is_served_through_the_aggregator() {
         .kubectl_ok(&["delete", "flunder", "my-flunder"])
         .await;
     server.stop().await;
+}
+
+/// A backend on loopback serving `upgrade.example.com/v1`: its discovery (for the
+/// availability check), and an upgrade endpoint that switches protocols and echoes; the
+/// headers of every upgrade request it got. Its certificate is the Service's from `dir`.
+async fn echo_backend(dir: &Path) -> (u16, Arc<Mutex<Vec<http::HeaderMap>>>) {
+    use http_body_util::Full;
+    use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject;
+    let chain = rustls::pki_types::CertificateDer::pem_file_iter(dir.join("serving.crt"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join("serving.key")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let recorded = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, recorded) = (acceptor.clone(), recorded.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let answer = hyper::service::service_fn(
+                    move |mut request: http::Request<hyper::body::Incoming>| {
+                        let recorded = recorded.clone();
+                        async move {
+                            let mut response = http::Response::new(Full::new(bytes::Bytes::new()));
+                            if request.headers().contains_key(http::header::UPGRADE) {
+                                recorded.lock().push(request.headers().clone());
+                                let upgrade = hyper::upgrade::on(&mut request);
+                                tokio::spawn(async move {
+                                    let Ok(upgraded) = upgrade.await else { return };
+                                    let (mut reader, mut writer) =
+                                        tokio::io::split(TokioIo::new(upgraded));
+                                    let _ = tokio::io::copy(&mut reader, &mut writer).await;
+                                });
+                                *response.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+                                let headers = response.headers_mut();
+                                headers
+                                    .insert(http::header::CONNECTION, "Upgrade".parse().unwrap());
+                                headers.insert(http::header::UPGRADE, "echo".parse().unwrap());
+                            } else {
+                                let list = r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"upgrade.example.com/v1","resources":[]}"#;
+                                *response.body_mut() = Full::new(bytes::Bytes::from(list));
+                            }
+                            Ok::<_, std::convert::Infallible>(response)
+                        }
+                    },
+                );
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection_with_upgrades(TokioIo::new(tls), answer)
+                .await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+#[tokio::test]
+async fn upgrade_requests_pass_through_the_proxy() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let kapi = crate::common::process::Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = serving_pki(dir.path());
+    let (port, seen) = echo_backend(dir.path()).await;
+    let registration = registration(port, &ca)
+        .replace("wardle.example.com", "upgrade.example.com")
+        .replace("v1alpha1", "v1");
+    for document in registration.split("---") {
+        let object: serde_json::Value = serde_yaml_ng::from_str(document).unwrap();
+        let kind = object["kind"].as_str().unwrap();
+        let path = match kind {
+            "Namespace" => "/api/v1/namespaces".to_string(),
+            "Service" => "/api/v1/namespaces/wardle/services".to_string(),
+            "EndpointSlice" => {
+                "/apis/discovery.k8s.io/v1/namespaces/wardle/endpointslices".to_string()
+            }
+            _ => "/apis/apiregistration.k8s.io/v1/apiservices".to_string(),
+        };
+        admin.create(&path, object).await;
+    }
+    let service = "/apis/apiregistration.k8s.io/v1/apiservices/v1.upgrade.example.com";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while admin.get(service).await.json()["status"]["conditions"][0]["status"] != "True" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the APIService never became available"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    let tls = admin.connect().await.unwrap();
+    let (mut sender, connection) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .unwrap();
+    tokio::spawn(connection.with_upgrades());
+    let request =
+        http::Request::get("/apis/upgrade.example.com/v1/namespaces/default/things/x/exec")
+            .header(http::header::HOST, "localhost")
+            .header(http::header::CONNECTION, "Upgrade")
+            .header(http::header::UPGRADE, "echo")
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), http::StatusCode::SWITCHING_PROTOCOLS);
+    let upgraded = hyper::upgrade::on(response).await.unwrap();
+    let mut stream = hyper_util::rt::TokioIo::new(upgraded);
+    stream
+        .write_all(b"ping through the aggregator")
+        .await
+        .unwrap();
+    let mut echoed = [0u8; 27];
+    stream.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"ping through the aggregator");
+
+    let headers = seen.lock()[0].clone();
+    assert_eq!(headers["x-remote-user"], "kapi-admin");
+    assert_eq!(headers["x-remote-group"], "system:masters");
+    assert!(!headers.contains_key(http::header::AUTHORIZATION));
+    assert_eq!(headers[http::header::UPGRADE], "echo");
 }

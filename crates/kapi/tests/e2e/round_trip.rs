@@ -141,7 +141,13 @@ async fn creatable_kinds(admin: &Client) -> Vec<((String, String), String)> {
             "v1" => "/api/v1".to_string(),
             other => format!("/apis/{other}"),
         };
-        let list = admin.get(&base).await.json();
+        let reply = admin.get(&base).await;
+        if reply.status == 503 {
+            // An APIService naming a Service that is not there (the fixture's own
+            // rt.example.com): listed in /apis, its discovery unavailable, as upstream.
+            continue;
+        }
+        let list = reply.json();
         for resource in list["resources"].as_array().expect("resources") {
             let name = resource["name"].as_str().unwrap_or_default();
             let verbs: Vec<&str> = resource["verbs"]
