@@ -4,16 +4,19 @@
 //!
 //! It shows what a server of its own kinds gives the generic server: resource definitions
 //! with their strategies ([`definitions`]), the schemas of its kinds ([`WardleSchemas`]),
-//! and a store. Everything else (REST endpoints, watch, discovery, OpenAPI, field
+//! its admission plugin (BanFlunder), and a store; [`delegated`] authenticates and
+//! authorizes through the API server that aggregates it. Everything else (REST endpoints, watch, discovery, OpenAPI, field
 //! management, the handler chain) is the generic server's.
 
 pub mod delegated;
 
 use std::sync::{Arc, OnceLock};
 
+use kapi_server::admission::{AdmissionPlugin, Attributes, Operation};
 use kapi_server::apimachinery::schema::{GroupVersion, GroupVersionKind};
+use kapi_server::apimachinery::status::ApiError;
 use kapi_server::apimachinery::validation::field::{FieldError, FieldErrors, Path};
-use kapi_server::endpoints::SchemaProvider;
+use kapi_server::endpoints::{SchemaProvider, Served};
 use kapi_server::resource::{
     ApiServicePriority, Capabilities, ResourceDefinition, StorageDefinition, Strategy, Subresource,
     SubresourceKind, Verbs,
@@ -40,12 +43,56 @@ pub fn server(
     GenericApiServer::new(config, Route::new(api_handler(store, prefix)))
 }
 
-/// The wardle group's endpoints, discovery and OpenAPI.
+/// The wardle group's endpoints, discovery and OpenAPI, with its admission plugin.
 pub fn api_handler(store: Arc<dyn Store>, prefix: &str) -> ApiHandler {
-    ApiHandler::builder(store, prefix)
+    let handler = ApiHandler::builder(store, prefix)
         .resources(definitions())
         .schemas(Arc::new(WardleSchemas))
-        .build()
+        .build();
+    if let Some(fischers) = handler.served(GROUP, VERSION, "fischers") {
+        handler.set_admission(vec![Arc::new(BanFlunder { fischers })]);
+    }
+    handler
+}
+
+/// The sample server's admission plugin (upstream's BanFlunder): a Flunder may not be
+/// created with a name some Fischer lists in `disallowedFlunders`.
+struct BanFlunder {
+    fischers: Served,
+}
+
+#[async_trait::async_trait]
+impl AdmissionPlugin for BanFlunder {
+    fn name(&self) -> &'static str {
+        "BanFlunder"
+    }
+
+    async fn admit(
+        &self,
+        attributes: &Attributes<'_>,
+        object: Option<&mut Value>,
+        _old: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        let definition = attributes.definition;
+        if attributes.operation != Operation::Create || definition.kind != "Flunder" {
+            return Ok(());
+        }
+        let name = object
+            .map_or("", |o| kapi_server::object::name(o))
+            .to_string();
+        let banned = self.fischers.cached_list(None).iter().any(|fischer| {
+            let names = fischer["disallowedFlunders"].as_array();
+            names.into_iter().flatten().any(|n| n == name.as_str())
+        });
+        match banned {
+            true => Err(ApiError::forbidden(
+                &definition.group_resource(),
+                name,
+                "this name may not be used, please change the resource name",
+            )),
+            false => Ok(()),
+        }
+    }
 }
 
 /// Flunders (namespaced, with a status subresource) and Fischers (cluster-scoped).

@@ -226,6 +226,34 @@ async fn a_server_of_its_own_group_serves_a_real_client() {
         "{err:?}"
     );
 
+    // Admission: a Fischer bans a Flunder name (upstream's BanFlunder).
+    let banning: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"), "kind": "Fischer",
+        "metadata": {"name": "strict"}, "disallowedFlunders": ["banned"],
+    }))
+    .unwrap();
+    fischers
+        .create(&PostParams::default(), &banning)
+        .await
+        .unwrap();
+    let banned: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": format!("{GROUP}/{VERSION}"), "kind": "Flunder",
+        "metadata": {"name": "banned"}, "spec": {},
+    }))
+    .unwrap();
+    let err = flunders
+        .create(&PostParams::default(), &banned)
+        .await
+        .unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(status.code, 403);
+    assert_eq!(
+        status.message,
+        "flunders.wardle.example.com \"banned\" is forbidden: this name may not be used, please change the resource name"
+    );
+
     // OpenAPI carries the group's own schemas.
     let request = http::Request::get(format!("/openapi/v3/apis/{GROUP}/{VERSION}"))
         .body(Vec::new())
