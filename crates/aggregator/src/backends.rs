@@ -1,8 +1,9 @@
 //! What the aggregator knows of each APIService to route its requests (upstream's
 //! proxyHandler handling info): whether it is local or names a Service, the transport to
-//! that Service (built once per spec, its connections pooled), and whether it is available.
-//! Kept from the APIServices' watch cache, the table swapped whole on every change, so a
-//! request reads it without waiting.
+//! that Service (built once per spec, its connections pooled), the addresses the Service
+//! leads to, and whether it is available. Kept from the watch caches of the APIServices,
+//! Services, EndpointSlices and Endpoints, the table swapped whole on every change, so a
+//! request reads it without waiting or decoding anything.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -15,6 +16,8 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
+
+use crate::resolver::ServiceResolver;
 
 /// The Service an APIService names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub(crate) struct Backend {
     pub service: Option<ServiceRef>,
     /// The transport to the Service, or why it could not be built.
     pub transport: Result<Arc<ProxyTransport>, String>,
+    /// The addresses (`host:port`) the Service leads to, or why there are none.
+    pub addresses: Result<Vec<String>, String>,
     /// Whether its `Available` condition is true.
     pub available: bool,
 }
@@ -48,17 +53,24 @@ pub(crate) struct Backends {
     table: RwLock<Arc<Table>>,
     /// The aggregator's client certificate and key (PEM), presented to every backend.
     client_cert: Option<(Vec<u8>, Vec<u8>)>,
+    /// Where Services lead.
+    resolver: ServiceResolver,
     /// The transports built so far, by APIService name, with the spec they were built for.
     transports: Mutex<HashMap<String, (Value, Arc<ProxyTransport>)>>,
-    /// Bumped whenever the table changes, for those that follow it (discovery, OpenAPI).
+    /// Bumped whenever an APIService changes (not when only addresses do), for those that
+    /// follow them (discovery, OpenAPI).
     changes: watch::Sender<u64>,
 }
 
 impl Backends {
-    pub(crate) fn new(client_cert: Option<(Vec<u8>, Vec<u8>)>) -> Arc<Backends> {
+    pub(crate) fn new(
+        client_cert: Option<(Vec<u8>, Vec<u8>)>,
+        resolver: ServiceResolver,
+    ) -> Arc<Backends> {
         Arc::new(Backends {
             table: RwLock::new(Arc::default()),
             client_cert,
+            resolver,
             transports: Mutex::new(HashMap::new()),
             changes: watch::channel(0).0,
         })
@@ -81,10 +93,17 @@ impl Backends {
         self.changes.subscribe()
     }
 
-    /// Keeps the table from `api_services`' cache until `stopping`.
+    /// Keeps the table from the caches of `api_services` and of the resolver's collections
+    /// until `stopping`.
     pub(crate) fn follow(self: &Arc<Self>, api_services: Served, stopping: CancellationToken) {
         let changed = Arc::new(Notify::new());
-        informer::notify_on_changes([api_services.clone()], &changed, &stopping);
+        let followed = [
+            api_services.clone(),
+            self.resolver.services.clone(),
+            self.resolver.endpoint_slices.clone(),
+            self.resolver.endpoints.clone(),
+        ];
+        informer::notify_on_changes(followed, &changed, &stopping);
         let backends = self.clone();
         tokio::spawn(async move {
             loop {
@@ -106,8 +125,10 @@ impl Backends {
             table.insert(backend.name.clone(), Arc::new(backend));
         }
         transports.retain(|name, _| table.contains_key(name));
-        *self.table.write() = Arc::new(table);
-        self.changes.send_modify(|generation| *generation += 1);
+        let previous = std::mem::replace(&mut *self.table.write(), Arc::new(table));
+        if !same_api_services(&previous, &self.table()) {
+            self.changes.send_modify(|generation| *generation += 1);
+        }
     }
 
     /// The backend of one APIService, reusing the transport built for the same spec.
@@ -136,6 +157,10 @@ impl Backends {
                 }
             },
         };
+        let addresses = match &service {
+            None => Err(String::new()),
+            Some(s) => self.resolver.resolve_all(&s.namespace, &s.name, s.port),
+        };
         let conditions = item["status"]["conditions"].as_array();
         let available = conditions
             .into_iter()
@@ -149,6 +174,7 @@ impl Backends {
             version_priority: spec["versionPriority"].as_i64().unwrap_or_default(),
             service,
             transport,
+            addresses,
             available,
         }
     }
@@ -169,6 +195,23 @@ impl Backends {
             client_cert: self.client_cert.as_ref(),
         })
     }
+}
+
+/// Whether two tables route the same APIServices the same way (addresses aside).
+fn same_api_services(a: &Table, b: &Table) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b.iter()).all(|((name_a, a), (name_b, b))| {
+            name_a == name_b
+                && a.service == b.service
+                && a.available == b.available
+                && a.group_priority_minimum == b.group_priority_minimum
+                && a.version_priority == b.version_priority
+                && match (&a.transport, &b.transport) {
+                    (Ok(x), Ok(y)) => Arc::ptr_eq(x, y),
+                    (Err(x), Err(y)) => x == y,
+                    _ => false,
+                }
+        })
 }
 
 fn text(value: &Value) -> String {

@@ -12,18 +12,17 @@ use hyper::body::Incoming;
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::responses::text_error;
 use kapi_server::{Body, UserInfo};
+use rand::seq::IndexedRandom;
 
 use crate::backends::{Backend, Backends};
 use crate::merge;
 use crate::remote_docs::RemoteDocuments;
-use crate::resolver::ServiceResolver;
 
 /// The aggregator's handler, a tower service ([`kapi_server::Route`]).
 #[derive(Clone)]
 pub struct AggregatorHandler {
     pub(crate) delegate: ApiHandler,
     pub(crate) backends: Arc<Backends>,
-    pub(crate) resolver: ServiceResolver,
     pub(crate) documents: Arc<RemoteDocuments>,
 }
 
@@ -92,20 +91,16 @@ impl AggregatorHandler {
         let Some(user) = request.extensions().get::<UserInfo>().cloned() else {
             return text_error(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
         };
-        let Some(service) = &backend.service else {
-            return text_error(StatusCode::NOT_FOUND, "");
-        };
-        let endpoint = match self
-            .resolver
-            .resolve(&service.namespace, &service.name, service.port)
-        {
-            Ok(endpoint) => endpoint,
+        let endpoint = match &backend.addresses {
+            Ok(addresses) => addresses
+                .choose(&mut rand::rng())
+                .cloned()
+                .unwrap_or_default(),
             Err(err) => {
-                tracing::warn!(
-                    "error resolving {}/{}: {err}",
-                    service.namespace,
-                    service.name
-                );
+                if let Some(service) = &backend.service {
+                    let (namespace, name) = (&service.namespace, &service.name);
+                    tracing::warn!("error resolving {namespace}/{name}: {err}");
+                }
                 return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
             }
         };

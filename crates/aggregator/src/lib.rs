@@ -59,7 +59,10 @@ impl AggregatorServer {
     pub fn new(delegate: &ApiHandler, config: AggregatorConfig) -> AggregatorServer {
         AggregatorServer {
             built_in: local::built_in(&delegate.chain_definitions()),
-            backends: backends::Backends::new(config.proxy_client_cert.clone()),
+            backends: backends::Backends::new(
+                config.proxy_client_cert.clone(),
+                config.resolver.clone(),
+            ),
             documents: Arc::default(),
             metrics: AvailabilityMetrics::default(),
             delegate: delegate.clone(),
@@ -73,7 +76,6 @@ impl AggregatorServer {
         AggregatorHandler {
             delegate: self.delegate.clone(),
             backends: self.backends.clone(),
-            resolver: self.config.resolver.clone(),
             documents: self.documents.clone(),
         }
     }

@@ -227,6 +227,8 @@ struct Connection {
     close: CancellationToken,
     /// The user the peer certificate was verified as, and until when (Unix seconds).
     verified_user: OnceLock<(UserInfo, u64)>,
+    /// Whether the peer certificate is a trusted front proxy's: until when, or why not.
+    front_proxy: OnceLock<Result<u64, String>>,
 }
 
 impl ConnectionInfo {
@@ -245,6 +247,14 @@ impl ConnectionInfo {
     /// verified once per connection, not once per request.
     pub fn verified_user(&self) -> &OnceLock<(UserInfo, u64)> {
         &self.0.verified_user
+    }
+
+    /// Whether the connection's client certificate was verified as a trusted front proxy's
+    /// (until when, Unix seconds) or refused (why), cached as [`verified_user`](Self::verified_user)
+    /// is: a front proxy's requests, and every other client's, verify the chain once per
+    /// connection.
+    pub fn front_proxy(&self) -> &OnceLock<Result<u64, String>> {
+        &self.0.front_proxy
     }
 
     /// Closes the connection gracefully once its requests in progress are answered (an
@@ -375,6 +385,7 @@ async fn serve_connection<S>(
             .unwrap_or_default(),
         close: close.clone(),
         verified_user: OnceLock::new(),
+        front_proxy: OnceLock::new(),
     }));
     let activity = Arc::new(Activity::default());
     let requests = activity.clone();

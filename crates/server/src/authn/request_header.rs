@@ -128,6 +128,36 @@ impl RequestHeaderAuthenticator {
     }
 }
 
+impl RequestHeaderAuthenticator {
+    /// Whether a client certificate chain is a trusted front proxy's: verified by the
+    /// request-header CA and with an allowed common name; until when it is (Unix seconds),
+    /// or why not.
+    fn verdict(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<u64, String> {
+        let cert = verified_certificate(&*self.verifier, end_entity, intermediates, now)
+            .map_err(|err| err.0)?;
+        let allowed = &self.config.allowed_names;
+        if !allowed.is_empty() {
+            let common_name = cert
+                .subject()
+                .iter_common_name()
+                .filter_map(|a| a.as_str().ok())
+                .last()
+                .unwrap_or_default();
+            if !allowed.iter().any(|name| name == common_name) {
+                return Err(format!(
+                    "x509: subject with cn={common_name} is not in the allowed list"
+                ));
+            }
+        }
+        Ok(cert.validity().not_after.timestamp().max(0) as u64)
+    }
+}
+
 #[async_trait]
 impl Authenticator for RequestHeaderAuthenticator {
     async fn authenticate(
@@ -140,22 +170,19 @@ impl Authenticator for RequestHeaderAuthenticator {
         let [end_entity, intermediates @ ..] = connection.peer_certificates() else {
             return Ok(None);
         };
-        let cert =
-            verified_certificate(&*self.verifier, end_entity, intermediates, UnixTime::now())?;
-        let allowed = &self.config.allowed_names;
-        if !allowed.is_empty() {
-            let common_name = cert
-                .subject()
-                .iter_common_name()
-                .filter_map(|a| a.as_str().ok())
-                .last()
-                .unwrap_or_default();
-            if !allowed.iter().any(|name| name == common_name) {
-                return Err(AuthenticationError(format!(
-                    "x509: subject with cn={common_name} is not in the allowed list"
-                )));
+        let now = UnixTime::now();
+        let verdict = match connection.front_proxy().get() {
+            Some(Ok(not_after)) if now.as_secs() >= *not_after => {
+                self.verdict(end_entity, intermediates, now)
             }
-        }
+            Some(cached) => cached.clone(),
+            None => {
+                let verdict = self.verdict(end_entity, intermediates, now);
+                let _ = connection.front_proxy().set(verdict.clone());
+                verdict
+            }
+        };
+        verdict.map_err(AuthenticationError)?;
         Ok(self.user_of(&request.headers))
     }
 }
