@@ -88,6 +88,11 @@ impl Backends {
         backend.service.is_some().then(|| backend.clone())
     }
 
+    /// How many times the APIServices changed (addresses aside).
+    pub(crate) fn generation(&self) -> u64 {
+        *self.changes.borrow()
+    }
+
     /// A receiver told of every change of the table.
     pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()

@@ -3,6 +3,7 @@
 //! `/apis/<group>` of groups served elsewhere and the OpenAPI documents merge what the
 //! backends serve into the chain's own; everything else goes to the delegate, kube-apiserver.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -24,6 +25,34 @@ pub struct AggregatorHandler {
     pub(crate) delegate: ApiHandler,
     pub(crate) backends: Arc<Backends>,
     pub(crate) documents: Arc<RemoteDocuments>,
+    pub(crate) merged: Arc<MergedCache>,
+}
+
+/// Merged documents already computed, with their ETags, so that a document the delegate,
+/// the backends and their documents have not changed since is neither merged nor hashed
+/// again (aggregated discovery with a thousand CRDs is hundreds of kilobytes).
+#[derive(Default)]
+pub(crate) struct MergedCache(parking_lot::Mutex<HashMap<String, (Bytes, HeaderValue)>>);
+
+/// Documents kept at most: a few documents in a few encodings.
+const MERGED_KEPT: usize = 16;
+
+impl MergedCache {
+    /// The merged document and ETag of `key`, computing them with `merge` when absent.
+    fn get_or_merge(&self, key: String, merge: impl FnOnce() -> Bytes) -> (Bytes, HeaderValue) {
+        if let Some(found) = self.0.lock().get(&key) {
+            return found.clone();
+        }
+        let bytes = merge();
+        let etag = kapi_server::discovery::etag(&bytes);
+        let etag = HeaderValue::from_str(&etag).expect("ETags are header values");
+        let mut cache = self.0.lock();
+        if cache.len() >= MERGED_KEPT {
+            cache.clear();
+        }
+        cache.insert(key, (bytes.clone(), etag.clone()));
+        (bytes, etag)
+    }
 }
 
 /// What a request's path is to the aggregator.
@@ -133,6 +162,9 @@ impl AggregatorHandler {
         request: Request<Incoming>,
         document: merge::Document,
     ) -> Response<Body> {
+        // Generations first: a table or documents newer than their generation may be merged
+        // under it, never older ones.
+        let generations = (self.backends.generation(), self.documents.generation());
         let table = self.backends.table();
         if !table.values().any(|b| b.service.is_some()) {
             return self.delegate.handle(request).await;
@@ -152,16 +184,27 @@ impl AggregatorHandler {
             .headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .unwrap_or_default();
-        let context = merge::Context {
-            definitions: &self.delegate.chain_definitions(),
-            backends: &table,
-            documents: &self.documents.all(),
+            .unwrap_or_default()
+            .to_string();
+        let documents = self.documents.all();
+        let delegate_tag = match parts.headers.get(header::ETAG) {
+            Some(tag) => String::from_utf8_lossy(tag.as_bytes()).into_owned(),
+            None => kapi_server::discovery::etag(&body),
         };
-        let merged = merge::merge(&document, content_type, &body, &context);
-        let bytes = merged.unwrap_or(body);
-        let etag = kapi_server::discovery::etag(&bytes);
-        let etag_value = HeaderValue::from_str(&etag).expect("ETags are header values");
+        let key = format!(
+            "{}|{content_type}|{delegate_tag}|{}|{}",
+            document.name(),
+            generations.0,
+            generations.1
+        );
+        let (bytes, etag_value) = self.merged.get_or_merge(key, || {
+            let context = merge::Context {
+                definitions: &self.delegate.chain_definitions(),
+                backends: &table,
+                documents: &documents,
+            };
+            merge::merge(&document, &content_type, &body, &context).unwrap_or(body.clone())
+        });
         let fresh = if_none_match.as_ref() == Some(&etag_value);
         if parts.headers.contains_key(header::ETAG) || fresh {
             parts.headers.insert(header::ETAG, etag_value);
@@ -201,5 +244,26 @@ impl tower::Service<Request<Incoming>> for AggregatorHandler {
     fn call(&mut self, request: Request<Incoming>) -> Self::Future {
         let handler = self.clone();
         Box::pin(async move { Ok(handler.handle(request).await) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_documents_are_computed_once_per_key() {
+        let cache = MergedCache::default();
+        let mut merges = 0;
+        let mut get = |key: &str| {
+            cache.get_or_merge(key.into(), || {
+                merges += 1;
+                Bytes::from_static(b"{}\n")
+            })
+        };
+        let (bytes, etag) = get("apis|json|\"a\"|1|1");
+        assert_eq!(get("apis|json|\"a\"|1|1"), (bytes, etag));
+        get("apis|json|\"a\"|2|1");
+        assert_eq!(merges, 2);
     }
 }

@@ -51,6 +51,7 @@ pub struct AggregatorServer {
     built_in: local::Wanted,
     backends: Arc<backends::Backends>,
     documents: Arc<remote_docs::RemoteDocuments>,
+    merged: Arc<handler::MergedCache>,
     metrics: AvailabilityMetrics,
 }
 
@@ -64,6 +65,7 @@ impl AggregatorServer {
                 config.resolver.clone(),
             ),
             documents: Arc::default(),
+            merged: Arc::default(),
             metrics: AvailabilityMetrics::default(),
             delegate: delegate.clone(),
             config,
@@ -77,6 +79,7 @@ impl AggregatorServer {
             delegate: self.delegate.clone(),
             backends: self.backends.clone(),
             documents: self.documents.clone(),
+            merged: self.merged.clone(),
         }
     }
 

@@ -31,6 +31,17 @@ pub(crate) enum Document {
     OpenApi(OpenApi),
 }
 
+impl Document {
+    /// Its name, for cache keys.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Document::Apis => "apis",
+            Document::OpenApi(OpenApi::V2) => "openapi/v2",
+            Document::OpenApi(OpenApi::V3) => "openapi/v3",
+        }
+    }
+}
+
 /// What a merge reads.
 pub(crate) struct Context<'a> {
     /// The chain's own definitions.

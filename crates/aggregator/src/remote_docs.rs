@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -45,12 +46,19 @@ pub(crate) struct Documents {
 #[derive(Default)]
 pub(crate) struct RemoteDocuments {
     documents: RwLock<Arc<HashMap<String, Documents>>>,
+    /// Bumped after every refresh.
+    generation: AtomicU64,
 }
 
 impl RemoteDocuments {
     /// The documents of every remote APIService fetched so far.
     pub(crate) fn all(&self) -> Arc<HashMap<String, Documents>> {
         self.documents.read().clone()
+    }
+
+    /// How many refreshes have been written.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// Fetches every remote backend's documents when the APIServices change and every
@@ -98,6 +106,7 @@ impl RemoteDocuments {
             next.insert(backend.name.clone(), documents);
         }
         *self.documents.write() = Arc::new(next);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 }
 
