@@ -41,6 +41,10 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
+/// The largest body [`ProxyTransport::get`] reads: a backend's OpenAPI document is a few
+/// MiB; one that sends more is refused rather than held in memory.
+const MAX_DOCUMENT: usize = 64 * 1024 * 1024;
+
 /// How a [`ProxyTransport`] connects to its backend.
 pub struct ProxyTls<'a> {
     /// PEM certificates the backend's certificate must chain to (the system roots when
@@ -132,7 +136,7 @@ impl ProxyTransport {
     }
 
     /// GETs `path` (with its query) from the backend at `endpoint` as `user`, accepting
-    /// `accept`, within `timeout`: the status, headers and body.
+    /// `accept`, within `timeout`: the status, headers and body (at most 64 MiB).
     pub async fn get(
         &self,
         endpoint: &str,
@@ -148,16 +152,31 @@ impl ProxyTransport {
         let exchange = async {
             let response = self.forward(request, endpoint, user).await?;
             let (parts, body) = response.into_parts();
-            let body = body
-                .collect()
-                .await
-                .map_err(|err| ProxyError(err.to_string()))?;
-            Ok((parts.status, parts.headers, body.to_bytes()))
+            let body = read_document(body).await?;
+            Ok((parts.status, parts.headers, body))
         };
         tokio::time::timeout(timeout, exchange)
             .await
             .map_err(|_| ProxyError("context deadline exceeded".into()))?
     }
+}
+
+/// A response body of at most [`MAX_DOCUMENT`] bytes.
+async fn read_document(mut body: Body) -> Result<Bytes, ProxyError> {
+    let mut document = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|err| ProxyError(err.to_string()))?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        if document.len() + data.len() > MAX_DOCUMENT {
+            return Err(ProxyError(format!(
+                "the response is larger than {MAX_DOCUMENT} bytes"
+            )));
+        }
+        document.extend_from_slice(&data);
+    }
+    Ok(document.freeze())
 }
 
 /// Whether the request asks to switch protocols (httpstream.IsUpgradeRequest): its
