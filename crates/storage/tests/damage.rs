@@ -92,6 +92,26 @@ async fn a_flipped_byte_is_refused_or_harmless() {
     );
 }
 
+/// A flip in the file's magic number (redb reads it before any checksum) is named as damage
+/// too, as a random flip there found.
+#[tokio::test]
+async fn a_damaged_header_is_named_as_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = EmbeddedStore::open(config(dir.path())).unwrap();
+        fill(&store, 10).await;
+    }
+    let path = dir.path().join(EMBEDDED_DB_FILE);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[8] ^= 1;
+    std::fs::write(&path, &bytes).unwrap();
+    match EmbeddedStore::open(config(dir.path())) {
+        Err(StorageError::Damaged(why)) => assert!(why.contains(EMBEDDED_DB_FILE), "{why}"),
+        Err(other) => panic!("not named as damage: {other}"),
+        Ok(_) => panic!("a damaged header was opened"),
+    }
+}
+
 /// The offline check verifies a store without changing a byte of it, and names damage.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_verifies_without_changing_the_file() {

@@ -73,6 +73,13 @@ pub(super) fn open_error(path: &Path, err: DatabaseError) -> StorageError {
         DatabaseError::Storage(redb::StorageError::Corrupted(why)) => {
             StorageError::Damaged(format!("{file}: {why}"))
         }
+        // A header redb cannot read (its magic number, a truncated file): the file is not
+        // the store it was.
+        DatabaseError::Storage(redb::StorageError::Io(err))
+            if err.kind() == std::io::ErrorKind::InvalidData =>
+        {
+            StorageError::Damaged(format!("{file}: {err}"))
+        }
         other => StorageError::Internal(format!("opening {file}: {other}")),
     }
 }
