@@ -13,7 +13,6 @@ use hyper::body::Incoming;
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::responses::text_error;
 use kapi_server::{Body, UserInfo};
-use rand::seq::IndexedRandom;
 
 use crate::backends::{Backend, Backends};
 use crate::merge;
@@ -121,10 +120,7 @@ impl AggregatorHandler {
             return text_error(StatusCode::INTERNAL_SERVER_ERROR, "missing user");
         };
         let endpoint = match &backend.addresses {
-            Ok(addresses) => addresses
-                .choose(&mut rand::rng())
-                .cloned()
-                .unwrap_or_default(),
+            Ok(addresses) => crate::resolver::pick(addresses),
             Err(err) => {
                 if let Some(service) = &backend.service {
                     let (namespace, name) = (&service.namespace, &service.name);

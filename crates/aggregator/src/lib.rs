@@ -31,6 +31,17 @@ pub use local::{AUTOMANAGED_LABEL, GROUP};
 pub use metrics::AvailabilityMetrics;
 pub use resolver::{Routing, ServiceResolver};
 
+/// Who the aggregator is to backends when it asks them itself (its availability checks, and
+/// the discovery and OpenAPI it fetches), as upstream's: `system:kube-aggregator` of
+/// `system:masters`, so a backend always lets it in.
+fn aggregator_user() -> kapi_server::UserInfo {
+    kapi_server::UserInfo {
+        name: "system:kube-aggregator".into(),
+        groups: vec!["system:masters".into()],
+        ..kapi_server::UserInfo::default()
+    }
+}
+
 /// What the aggregator is built from.
 pub struct AggregatorConfig {
     /// The APIService resource.
@@ -124,12 +135,11 @@ impl AggregatorServer {
         let backends = self.backends.clone();
         let api_services = self.config.api_services.clone();
         let documents = self.documents.clone();
-        let resolver = self.config.resolver.clone();
         hooks.add(
             "apiservice-registration-controller",
             move |context| async move {
                 backends.follow(api_services, context.stopping.clone());
-                documents.start(backends, resolver, context.stopping);
+                documents.start(backends, context.stopping);
                 Ok(())
             },
         )?;

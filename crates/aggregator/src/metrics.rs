@@ -48,15 +48,14 @@ impl AvailabilityMetrics {
         }
     }
 
-    /// Forgets every APIService but `kept`; the names forgotten.
-    pub(crate) fn forget_all_but(&self, kept: &[String]) -> Vec<String> {
+    /// Forgets every APIService but `kept`.
+    pub(crate) fn forget_all_but(&self, kept: &[String]) {
         let mut names = self.names.lock();
         let (kept_names, gone): (Vec<String>, Vec<String>) =
             names.drain(..).partition(|n| kept.contains(n));
         *names = kept_names;
-        for name in &gone {
-            self.unavailable.remove(&NameLabels { name: name.clone() });
+        for name in gone {
+            self.unavailable.remove(&NameLabels { name });
         }
-        gone
     }
 }

@@ -14,9 +14,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kapi_server::UserInfo;
 use kapi_server::endpoints::Served;
 use kapi_server::informer;
+use kapi_server::proxy::ProxyError;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::available::{Condition, with_condition, write_status};
 use crate::backends::Backends;
 use crate::metrics::AvailabilityMetrics;
-use crate::resolver::ServiceResolver;
+use crate::resolver::{ServiceResolver, service_port_name};
 
 /// How often every APIService is checked again without a change (upstream's resync).
 const RESYNC: Duration = Duration::from_secs(30);
@@ -89,9 +89,7 @@ impl RemoteAvailability {
             .collect();
         let names: Vec<String> = remote.iter().map(|i| name(i).to_string()).collect();
         schedules.retain(|name, _| names.contains(name));
-        for gone in self.metrics.forget_all_but(&names) {
-            tracing::debug!("forgot APIService {gone}");
-        }
+        self.metrics.forget_all_but(&names);
         let due: Vec<&Value> = remote
             .into_iter()
             .filter(|item| all || schedules.get(name(item)).is_none_or(|s| s.due <= now))
@@ -133,7 +131,7 @@ impl RemoteAvailability {
         let reference = &item["spec"]["service"];
         let namespace = reference["namespace"].as_str().unwrap_or_default();
         let service_name = reference["name"].as_str().unwrap_or_default();
-        let port = reference["port"].as_i64().unwrap_or(443);
+        let port = reference["port"].as_i64().unwrap_or(443) as i32;
         let unavailable = |reason, message| Condition {
             status: "False",
             reason,
@@ -147,11 +145,7 @@ impl RemoteAvailability {
         };
         let cluster_ip = matches!(service["spec"]["type"].as_str(), None | Some("ClusterIP"));
         if cluster_ip {
-            let ports = service["spec"]["ports"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let Some(service_port) = ports.iter().find(|p| p["port"].as_i64() == Some(port)) else {
+            let Some(port_name) = service_port_name(&service, port) else {
                 return unavailable(
                     "ServicePortError",
                     format!(
@@ -159,13 +153,12 @@ impl RemoteAvailability {
                     ),
                 );
             };
-            let port_name = service_port["name"].as_str().unwrap_or_default();
             if let Some(condition) = self.endpoints_condition(namespace, service_name, port_name) {
                 return condition;
             }
         }
         match self
-            .discovery_check(item, namespace, service_name, port as i32)
+            .discovery_check(item, namespace, service_name, port)
             .await
         {
             Ok(()) => Condition {
@@ -184,35 +177,21 @@ impl RemoteAvailability {
         name: &str,
         port_name: &str,
     ) -> Option<Condition> {
-        let slices = self.resolver.endpoint_slices.cached_list(Some(namespace));
-        let has_slices = slices
-            .iter()
-            .any(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == name);
-        let endpoints = self.resolver.endpoints.cached(namespace, name);
-        if !has_slices && endpoints.is_none() {
+        let addresses = self.resolver.endpoint_addresses(namespace, name, port_name);
+        let Some(addresses) = addresses else {
             return Some(Condition {
                 status: "False",
                 reason: "EndpointsNotFound",
                 message: format!("cannot find endpointslices for service/{name} in {namespace:?}"),
             });
-        }
-        let ready = self.has_ready_endpoint(namespace, name, port_name);
-        (!ready).then(|| Condition {
+        };
+        addresses.is_empty().then(|| Condition {
             status: "False",
             reason: "MissingEndpoints",
             message: format!(
                 "endpointslices for service/{name} in {namespace:?} have no addresses with port name {port_name:?}"
             ),
         })
-    }
-
-    /// Whether the Service has an address for its port named `port_name` (from its
-    /// EndpointSlices, else its Endpoints, as the resolver finds them).
-    fn has_ready_endpoint(&self, namespace: &str, name: &str, port_name: &str) -> bool {
-        !self
-            .resolver
-            .addresses_for_port_name(namespace, name, port_name)
-            .is_empty()
     }
 
     /// Upstream's discovery check: GET the group version's discovery from an endpoint,
@@ -240,11 +219,7 @@ impl RemoteAvailability {
             true => format!("/api/{version}"),
             false => format!("/apis/{group}/{version}"),
         };
-        let user = UserInfo {
-            name: "system:kube-aggregator".into(),
-            groups: vec!["system:masters".into()],
-            ..UserInfo::default()
-        };
+        let user = crate::aggregator_user();
         let attempt = || async {
             let endpoint = self.resolver.resolve(namespace, service_name, port)?;
             let url = format!("https://{endpoint}{path}");
@@ -257,9 +232,7 @@ impl RemoteAvailability {
                     "failing or missing response from {url}: bad status from {url}: {}",
                     status.as_u16()
                 )),
-                Err(err) if err.to_string() == "context deadline exceeded" => {
-                    Err(format!("timed out waiting for {url}"))
-                }
+                Err(ProxyError::Timeout) => Err(format!("timed out waiting for {url}")),
                 Err(err) => Err(format!(
                     "failing or missing response from {url}: Get {url:?}: {err}"
                 )),

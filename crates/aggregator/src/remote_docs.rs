@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use kapi_server::UserInfo;
 use kapi_server::discovery::{
     ApiGroupDiscoveryList, ApiResourceDiscovery, ApiResourceList, ApiSubresourceDiscovery,
     ApiVersionDiscovery, ResponseKind,
@@ -22,7 +21,6 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::backends::{Backend, Backends};
-use crate::resolver::ServiceResolver;
 
 /// How often every backend's documents are fetched again.
 const REFRESH: Duration = Duration::from_secs(60);
@@ -63,17 +61,12 @@ impl RemoteDocuments {
 
     /// Fetches every remote backend's documents when the APIServices change and every
     /// [`REFRESH`], until `stopping`.
-    pub(crate) fn start(
-        self: &Arc<Self>,
-        backends: Arc<Backends>,
-        resolver: ServiceResolver,
-        stopping: CancellationToken,
-    ) {
+    pub(crate) fn start(self: &Arc<Self>, backends: Arc<Backends>, stopping: CancellationToken) {
         let documents = self.clone();
         let mut changes = backends.subscribe();
         tokio::spawn(async move {
             loop {
-                documents.refresh(&backends, &resolver).await;
+                documents.refresh(&backends).await;
                 tokio::select! {
                     _ = stopping.cancelled() => return,
                     changed = changes.changed() => if changed.is_err() { return },
@@ -84,10 +77,10 @@ impl RemoteDocuments {
     }
 
     /// Fetches the documents of every remote backend, concurrently.
-    async fn refresh(&self, backends: &Backends, resolver: &ServiceResolver) {
+    async fn refresh(&self, backends: &Backends) {
         let table = backends.table();
         let remote: Vec<&Arc<Backend>> = table.values().filter(|b| b.service.is_some()).collect();
-        let fetched = futures::future::join_all(remote.iter().map(|b| fetch(b, resolver))).await;
+        let fetched = futures::future::join_all(remote.iter().map(|b| fetch(b))).await;
         let previous = self.all();
         let mut next = HashMap::new();
         for (backend, fetched) in remote.into_iter().zip(fetched) {
@@ -110,22 +103,10 @@ impl RemoteDocuments {
     }
 }
 
-/// The identity the aggregator fetches with (upstream's discovery and OpenAPI clients).
-fn aggregator_user() -> UserInfo {
-    UserInfo {
-        name: "system:kube-aggregator".into(),
-        groups: vec!["system:masters".into()],
-        ..UserInfo::default()
-    }
-}
-
 /// One backend's documents; `None` when it could not be reached or its discovery not read.
-async fn fetch(backend: &Backend, resolver: &ServiceResolver) -> Option<Documents> {
-    let service = backend.service.as_ref()?;
+async fn fetch(backend: &Backend) -> Option<Documents> {
     let transport = backend.transport.as_ref().ok()?;
-    let endpoint = resolver
-        .resolve(&service.namespace, &service.name, service.port)
-        .ok()?;
+    let endpoint = crate::resolver::pick(backend.addresses.as_ref().ok()?);
     let get = |path: String, accept: &'static str| {
         let transport = transport.clone();
         let endpoint = endpoint.clone();
@@ -141,7 +122,7 @@ async fn fetch(backend: &Backend, resolver: &ServiceResolver) -> Option<Document
             legacy_version(&body, version)
         }
     };
-    let discovery = Some(discovery?);
+    let discovery = discovery?;
     let openapi_v2 = get("/openapi/v2".into(), "application/json")
         .await
         .and_then(|(_, body)| openapi_v2_part(&body, group, version));
@@ -153,7 +134,7 @@ async fn fetch(backend: &Backend, resolver: &ServiceResolver) -> Option<Document
             entry.is_object().then(|| entry.clone())
         });
     Some(Documents {
-        discovery,
+        discovery: Some(discovery),
         openapi_v2,
         openapi_v3,
     })
@@ -167,7 +148,7 @@ async fn get(
     accept: &str,
 ) -> Option<(String, Bytes)> {
     let fetched = transport
-        .get(endpoint, path, &aggregator_user(), accept, TIMEOUT)
+        .get(endpoint, path, &crate::aggregator_user(), accept, TIMEOUT)
         .await;
     let (status, headers, body) = match fetched {
         Ok(fetched) => fetched,

@@ -60,11 +60,7 @@ impl ServiceResolver {
             let host = spec["externalName"].as_str().unwrap_or_default();
             return Ok(vec![join_host_port(host, i64::from(port))]);
         }
-        let service_port = spec["ports"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|p| p["port"].as_i64() == Some(i64::from(port)))
+        let port_name = service_port_name(&service, port)
             .ok_or_else(|| format!("no service port {port} found for service \"{name}\""))?;
         if self.routing == Routing::ClusterIp {
             return match spec["clusterIP"].as_str() {
@@ -74,8 +70,8 @@ impl ServiceResolver {
                 _ => Err(format!("service \"{name}\" has no cluster IP")),
             };
         }
-        let port_name = service_port["name"].as_str().unwrap_or_default();
-        let addresses = self.addresses_for_port_name(namespace, name, port_name);
+        let addresses = self.endpoint_addresses(namespace, name, port_name);
+        let addresses = addresses.unwrap_or_default();
         match addresses.is_empty() {
             true => Err(format!("no endpoints available for service \"{name}\"")),
             false => Ok(addresses),
@@ -83,13 +79,14 @@ impl ServiceResolver {
     }
 
     /// The ready addresses of the Service `namespace`/`name`'s port named `port_name`: from
-    /// its EndpointSlices, or from its Endpoints when it has no EndpointSlice.
-    pub(crate) fn addresses_for_port_name(
+    /// its EndpointSlices, or from its Endpoints when it has no EndpointSlice; `None` when it
+    /// has neither.
+    pub(crate) fn endpoint_addresses(
         &self,
         namespace: &str,
         name: &str,
         port_name: &str,
-    ) -> Vec<String> {
+    ) -> Option<Vec<String>> {
         let slices: Vec<Value> = self
             .endpoint_slices
             .cached_list(Some(namespace))
@@ -97,21 +94,37 @@ impl ServiceResolver {
             .filter(|slice| slice["metadata"]["labels"]["kubernetes.io/service-name"] == name)
             .collect();
         match slices.is_empty() {
-            false => slice_addresses(&slices, port_name),
+            false => Some(slice_addresses(&slices, port_name)),
             true => self
                 .endpoints
                 .cached(namespace, name)
-                .map(|endpoints| endpoints_addresses(&endpoints, port_name))
-                .unwrap_or_default(),
+                .map(|endpoints| endpoints_addresses(&endpoints, port_name)),
         }
     }
 
     /// One address of [`resolve_all`](Self::resolve_all), chosen at random as upstream
     /// spreads requests over the endpoints.
     pub fn resolve(&self, namespace: &str, name: &str, port: i32) -> Result<String, String> {
-        let all = self.resolve_all(namespace, name, port)?;
-        Ok(all.choose(&mut rand::rng()).cloned().unwrap_or_default())
+        Ok(pick(&self.resolve_all(namespace, name, port)?))
     }
+}
+
+/// One of `addresses`, at random, as upstream spreads requests over a Service's endpoints.
+pub(crate) fn pick(addresses: &[String]) -> String {
+    addresses
+        .choose(&mut rand::rng())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The name of the port `port` of the Service `service` ("" when unnamed); `None` when the
+/// Service has no such port.
+pub(crate) fn service_port_name(service: &Value, port: i32) -> Option<&str> {
+    let ports = service["spec"]["ports"].as_array()?;
+    let found = ports
+        .iter()
+        .find(|p| p["port"].as_i64() == Some(i64::from(port)))?;
+    Some(found["name"].as_str().unwrap_or_default())
 }
 
 #[async_trait::async_trait]

@@ -49,7 +49,6 @@ impl EndpointsResolver {
 impl kapi_apiextensions::ServiceResolver for EndpointsResolver {
     async fn resolve(&self, namespace: &str, name: &str, port: i32) -> Result<String, String> {
         let resolver = self.resolver.get().ok_or("the built-in API is not ready")?;
-        let address = resolver.resolve(namespace, name, port)?;
-        Ok(format!("https://{address}"))
+        kapi_apiextensions::ServiceResolver::resolve(resolver, namespace, name, port).await
     }
 }

@@ -76,8 +76,8 @@ fn main() {
         );
         let child_pid = child.id();
         let (through, direct_report) = (
-            measured(child_pid, || gets(&proxied)).await,
-            measured(child_pid, || gets(&direct_flunders)).await,
+            measured(child_pid, || gets(&proxied, "f")).await,
+            measured(child_pid, || gets(&direct_flunders, "f")).await,
         );
         println!(
             "| {GETS} GETs of random flunders through kapi's proxy, concurrency {CONCURRENCY} | {through} |"
@@ -242,13 +242,15 @@ fn flunder(name: &str) -> DynamicObject {
     .expect("flunder")
 }
 
-async fn gets(flunders: &Api<DynamicObject>) -> (String, usize) {
+/// [`GETS`] GETs of random objects named `<prefix>-<i>` (i below [`FLUNDERS`]).
+async fn gets<K>(api: &Api<K>, prefix: &str) -> (String, usize)
+where
+    K: Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
     let report = common::creates(GETS, |i| {
-        let flunders = flunders.clone();
-        async move {
-            let name = format!("f-{}", (i * 7919) % FLUNDERS);
-            flunders.get(&name).await.map(drop)
-        }
+        let api = api.clone();
+        let name = format!("{prefix}-{}", (i * 7919) % FLUNDERS);
+        async move { api.get(&name).await.map(drop) }
     })
     .await;
     (report, GETS)
@@ -272,18 +274,7 @@ async fn own_gets(kapi: &kube::Client, child: u32) -> String {
         }
     })
     .await;
-    measured(child, || async {
-        let report = common::creates(GETS, |i| {
-            let config_maps = config_maps.clone();
-            async move {
-                let name = format!("c-{}", (i * 7919) % FLUNDERS);
-                config_maps.get(&name).await.map(drop)
-            }
-        })
-        .await;
-        (report, GETS)
-    })
-    .await
+    measured(child, || gets(&config_maps, "c")).await
 }
 
 async fn lists(flunders: &Api<DynamicObject>) -> (String, usize) {

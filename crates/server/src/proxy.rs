@@ -65,11 +65,17 @@ pub struct ProxyTransport {
     upgrades: Client<Connector, Body>,
 }
 
-/// Why a request could not be forwarded: the connection's or the exchange's error, as Go's
-/// transport words it (`dial tcp 10.0.0.1:443: connect: connection refused`).
+/// Why a request could not be forwarded.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct ProxyError(String);
+pub enum ProxyError {
+    /// The connection's or the exchange's error, as Go's transport words it
+    /// (`dial tcp 10.0.0.1:443: connect: connection refused`).
+    #[error("{0}")]
+    Failed(String),
+    /// [`ProxyTransport::get`] did not finish within its timeout.
+    #[error("context deadline exceeded")]
+    Timeout,
+}
 
 impl ProxyTransport {
     /// A transport with `tls`.
@@ -106,14 +112,14 @@ impl ProxyTransport {
         let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
         let uri = format!("https://{endpoint}{path}")
             .parse::<http::Uri>()
-            .map_err(|err| ProxyError(err.to_string()))?;
+            .map_err(|err| ProxyError::Failed(err.to_string()))?;
         let mut headers = std::mem::take(&mut parts.headers);
         prepare_headers(&mut headers, user, upgrade);
         let mut forwarded = Request::builder()
             .method(parts.method)
             .uri(uri)
             .body(body.map_err(Into::into).boxed_unsync())
-            .map_err(|err| ProxyError(err.to_string()))?;
+            .map_err(|err| ProxyError::Failed(err.to_string()))?;
         *forwarded.headers_mut() = headers;
         let client = if upgrade {
             &self.upgrades
@@ -148,7 +154,7 @@ impl ProxyTransport {
         let request = Request::get(path)
             .header(header::ACCEPT, accept)
             .body(crate::body::empty())
-            .map_err(|err| ProxyError(err.to_string()))?;
+            .map_err(|err| ProxyError::Failed(err.to_string()))?;
         let exchange = async {
             let response = self.forward(request, endpoint, user).await?;
             let (parts, body) = response.into_parts();
@@ -157,7 +163,7 @@ impl ProxyTransport {
         };
         tokio::time::timeout(timeout, exchange)
             .await
-            .map_err(|_| ProxyError("context deadline exceeded".into()))?
+            .map_err(|_| ProxyError::Timeout)?
     }
 }
 
@@ -165,12 +171,12 @@ impl ProxyTransport {
 async fn read_document(mut body: Body) -> Result<Bytes, ProxyError> {
     let mut document = bytes::BytesMut::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|err| ProxyError(err.to_string()))?;
+        let frame = frame.map_err(|err| ProxyError::Failed(err.to_string()))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };
         if document.len() + data.len() > MAX_DOCUMENT {
-            return Err(ProxyError(format!(
+            return Err(ProxyError::Failed(format!(
                 "the response is larger than {MAX_DOCUMENT} bytes"
             )));
         }
@@ -281,14 +287,14 @@ fn request_error(endpoint: &str, err: &hyper_util::client::legacy::Error) -> Pro
                 std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
                 _ => io.to_string(),
             };
-            return ProxyError(format!("dial tcp {endpoint}: {reason}"));
+            return ProxyError::Failed(format!("dial tcp {endpoint}: {reason}"));
         }
         source = cause.source();
     }
     let cause = err
         .source()
         .map_or_else(|| err.to_string(), ToString::to_string);
-    ProxyError(cause)
+    ProxyError::Failed(cause)
 }
 
 /// Copies bytes both ways between the client's upgraded connection and the backend's, once

@@ -15,9 +15,8 @@ use kapi_apimachinery::request_info::path_unescape;
 use rustls::server::danger::ClientCertVerifier;
 use rustls_pki_types::{CertificateDer, UnixTime};
 
-use super::x509::{ClientCaError, client_verifier, verified_certificate};
+use super::x509::{ClientCaError, client_verifier, peer_chain, verified_certificate};
 use super::{AuthenticationError, Authenticator, UserInfo};
-use crate::serving::ConnectionInfo;
 
 /// The front-proxy settings (`--requestheader-*`); header names compare case-insensitively.
 #[derive(Clone, Debug, Default)]
@@ -164,10 +163,7 @@ impl Authenticator for RequestHeaderAuthenticator {
         &self,
         request: &http::request::Parts,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
-        let Some(connection) = request.extensions.get::<ConnectionInfo>() else {
-            return Ok(None);
-        };
-        let [end_entity, intermediates @ ..] = connection.peer_certificates() else {
+        let Some((connection, end_entity, intermediates)) = peer_chain(request) else {
             return Ok(None);
         };
         let now = UnixTime::now();

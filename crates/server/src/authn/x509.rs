@@ -69,10 +69,7 @@ impl Authenticator for X509Authenticator {
         &self,
         request: &http::request::Parts,
     ) -> Result<Option<UserInfo>, AuthenticationError> {
-        let Some(connection) = request.extensions.get::<ConnectionInfo>() else {
-            return Ok(None);
-        };
-        let [end_entity, intermediates @ ..] = connection.peer_certificates() else {
+        let Some((connection, end_entity, intermediates)) = peer_chain(request) else {
             return Ok(None);
         };
         let now = UnixTime::now();
@@ -89,6 +86,22 @@ impl Authenticator for X509Authenticator {
         }
         Ok(user)
     }
+}
+
+/// The connection of a request whose client presented a certificate, with its end-entity
+/// certificate and intermediates.
+pub(crate) fn peer_chain(
+    request: &http::request::Parts,
+) -> Option<(
+    &ConnectionInfo,
+    &CertificateDer<'static>,
+    &[CertificateDer<'static>],
+)> {
+    let connection = request.extensions.get::<ConnectionInfo>()?;
+    let [end_entity, intermediates @ ..] = connection.peer_certificates() else {
+        return None;
+    };
+    Some((connection, end_entity, intermediates))
 }
 
 /// The end-entity certificate of a chain `verifier` accepts, parsed.
