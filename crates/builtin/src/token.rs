@@ -410,18 +410,26 @@ fn service_account_user(claims: &Value) -> Option<UserInfo> {
             vec![format!("JTI={jti}")],
         );
     }
-    Some(UserInfo {
-        name: subject.to_string(),
-        uid: private["serviceaccount"]["uid"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
+    let mut user = service_account_user_info(namespace, name);
+    user.uid = private["serviceaccount"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    user.extra = extra;
+    Some(user)
+}
+
+/// The user a service account authenticates as: its user name and the service-account
+/// groups (upstream's `UserInfo` of a service account, without uid and extra).
+pub fn service_account_user_info(namespace: &str, name: &str) -> UserInfo {
+    UserInfo {
+        name: service_account_username(namespace, name),
         groups: vec![
             ALL_SERVICE_ACCOUNTS.to_string(),
             format!("{ALL_SERVICE_ACCOUNTS}:{namespace}"),
         ],
-        extra,
-    })
+        ..UserInfo::default()
+    }
 }
 
 /// The service account's user name (upstream's MakeUsername).

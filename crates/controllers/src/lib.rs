@@ -4,19 +4,23 @@
 //! ConfigMap (`namespace_objects`), the PersistentVolume(Claim) protection finalizers
 //! (`protection`), legacy service-account token Secrets (`token_controller`), kube-system's
 //! `extension-apiserver-authentication` (`cluster_authentication`) and legacy token tracking
-//! (`token_tracking`) ConfigMaps. The control plane starts each from a post-start hook.
+//! (`token_tracking`) ConfigMaps; and the namespace controller (`namespace`), which works
+//! through the server's own API as kube-controller-manager's does. The control plane starts each from a post-start hook.
 
 mod cluster_authentication;
 mod kept_config_map;
+mod namespace;
 mod namespace_objects;
 mod protection;
 mod token_controller;
 mod token_tracking;
+mod workqueue;
 
 pub use cluster_authentication::{
     ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
     start_cluster_authentication_info,
 };
+pub use namespace::{NAMESPACE_CONTROLLER, start_namespace_controller};
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use protection::{ProtectedStorage, start_protection_controllers};
 pub use token_controller::{LegacyTokens, start_token_controller};

@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use kapi_builtin::token::ServiceAccountTokens;
-use kapi_controllers::{LegacyTokens, NamespaceObject, ProtectedStorage};
+use kapi_controllers::{LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage};
 use kapi_server::PostStartHooks;
 use kapi_server::endpoints::ApiHandler;
+use kapi_server::loopback::{Loopback, LoopbackClient};
 
 use crate::builtin_resources::BuiltinResources;
 use crate::pki::PkiFiles;
@@ -30,7 +31,8 @@ const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
 const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
-const CONTROLLERS: [&str; 6] = [
+const CONTROLLERS: [&str; 7] = [
+    NAMESPACE_CONTROLLER,
     SERVICE_ACCOUNT_CONTROLLER,
     TOKEN_CONTROLLER,
     ROOT_CA_PUBLISHER,
@@ -84,6 +86,14 @@ pub(crate) fn post_start_hooks(
             Ok(())
         },
     )?;
+    if enabled(NAMESPACE_CONTROLLER)? {
+        let namespaces = resources.namespaces.clone();
+        hooks.add("start-namespace-controller", move |context| async move {
+            let client = controller_client(&context.loopback, NAMESPACE_CONTROLLER);
+            kapi_controllers::start_namespace_controller(namespaces, client, context.stopping);
+            Ok(())
+        })?;
+    }
     if enabled(VAP_STATUS_CONTROLLER)? {
         let policies = resources.validating_admission_policies.clone();
         let weak_api = api.downgrade();
@@ -115,6 +125,26 @@ pub(crate) fn post_start_hooks(
         )?;
     }
     Ok(hooks)
+}
+
+/// A loopback client of the controller `name` as kube-controller-manager's with
+/// `--use-service-account-credentials`: the user of its service account in kube-system (which
+/// the bootstrap RBAC policy binds to `system:controller:<name>`), and its user agent.
+fn controller_client(loopback: &Loopback, name: &str) -> LoopbackClient {
+    let user = kapi_builtin::token::service_account_user_info("kube-system", name);
+    let version = kapi_server::version::VersionInfo::current();
+    // client-go's default: the commit's first 7 characters, or "unknown".
+    let commit: String = version.git_commit.chars().take(7).collect();
+    let commit = if commit.is_empty() {
+        "unknown".into()
+    } else {
+        commit
+    };
+    let user_agent = format!(
+        "kube-controller-manager/{} ({}) kubernetes/{commit}/{}",
+        version.git_version, version.platform, user.name
+    );
+    loopback.client(user, &user_agent)
 }
 
 /// What kube-controller-manager keeps in every namespace and kapi keeps itself: the

@@ -125,6 +125,13 @@ impl Authentication {
         self.identity_headers.clear(headers);
     }
 
+    /// These authenticators after the loopback connections' (see [`crate::loopback`]).
+    pub(crate) fn with_loopback(mut self) -> Self {
+        let loopback: Arc<dyn Authenticator> = Arc::new(crate::loopback::LoopbackAuthenticator);
+        self.authenticators.insert(0, loopback);
+        self
+    }
+
     /// Adds an authenticator, tried after the others.
     pub fn push(&mut self, authenticator: Arc<dyn Authenticator>) {
         self.authenticators.push(authenticator);

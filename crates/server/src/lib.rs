@@ -22,6 +22,7 @@ pub mod endpoints;
 pub mod filters;
 pub mod healthz;
 pub mod informer;
+pub mod loopback;
 pub mod metrics;
 mod nonresource;
 pub mod object;

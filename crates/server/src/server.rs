@@ -39,6 +39,7 @@ use crate::filters::request_info::RequestInfoLayer;
 use crate::filters::request_log::RequestLogLayer;
 use crate::filters::timeout::TimeoutLayer;
 use crate::healthz::{HealthCheck, HealthChecks, HealthEndpoint};
+use crate::loopback::Loopback;
 use crate::metrics::Metrics;
 use crate::nonresource::{Endpoints, NonResourceRouter};
 use crate::responses::not_found;
@@ -77,6 +78,8 @@ pub enum ServerError {
 pub struct PostStartHookContext {
     /// Cancelled when the server begins to shut down; long hooks should stop then.
     pub stopping: CancellationToken,
+    /// Clients of this server's own chain (upstream's `LoopbackClientConfig`).
+    pub loopback: Loopback,
 }
 
 /// A post-start hook's function.
@@ -287,7 +290,7 @@ impl GenericApiServer {
             .layer(RequestInfoLayer::new(RequestInfoFactory::default()))
             .layer(PrettyJsonLayer::default())
             .layer(AuthenticationLayer::new(
-                self.authentication,
+                self.authentication.with_loopback(),
                 self.auditor.clone(),
             ))
             .layer(AuditLayer::new(self.auditor))
@@ -331,8 +334,9 @@ impl ListeningServer {
         if let Ok(address) = listener.local_addr() {
             tracing::debug!(%address, "Serving securely");
         }
+        let loopback = Loopback::new(chain.clone(), drain.clone());
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
-        let mut running_hooks = start_hooks(hooks, &stopping);
+        let mut running_hooks = start_hooks(hooks, &stopping, &loopback);
         crate::systemd::notify_ready(readyz, stopping.clone());
         let result = tokio::select! {
             () = shutdown => Ok(()),
@@ -355,11 +359,13 @@ impl ListeningServer {
 fn start_hooks(
     hooks: Vec<(PostStartHook, CancellationToken)>,
     stopping: &CancellationToken,
+    loopback: &Loopback,
 ) -> JoinSet<Result<(), ServerError>> {
     let mut running = JoinSet::new();
     for (hook, done) in hooks {
         let context = PostStartHookContext {
             stopping: stopping.clone(),
+            loopback: loopback.clone(),
         };
         running.spawn(async move {
             let outcome = AssertUnwindSafe((hook.run)(context)).catch_unwind().await;

@@ -229,9 +229,27 @@ struct Connection {
     verified_user: OnceLock<(UserInfo, u64)>,
     /// Whether the peer certificate is a trusted front proxy's: until when, or why not.
     front_proxy: OnceLock<Result<u64, String>>,
+    /// The user of an in-process loopback connection (see [`crate::loopback`]).
+    loopback_user: Option<UserInfo>,
 }
 
 impl ConnectionInfo {
+    /// A new connection's information.
+    pub(crate) fn new(
+        remote_addr: SocketAddr,
+        peer_certificates: Vec<CertificateDer<'static>>,
+        loopback_user: Option<UserInfo>,
+    ) -> ConnectionInfo {
+        ConnectionInfo(Arc::new(Connection {
+            remote_addr,
+            peer_certificates,
+            close: CancellationToken::new(),
+            verified_user: OnceLock::new(),
+            front_proxy: OnceLock::new(),
+            loopback_user,
+        }))
+    }
+
     /// The client's address.
     pub fn remote_addr(&self) -> SocketAddr {
         self.0.remote_addr
@@ -255,6 +273,12 @@ impl ConnectionInfo {
     /// connection.
     pub fn front_proxy(&self) -> &OnceLock<Result<u64, String>> {
         &self.0.front_proxy
+    }
+
+    /// The user an in-process loopback connection was opened for; `None` for a connection
+    /// from the network.
+    pub(crate) fn loopback_user(&self) -> Option<&UserInfo> {
+        self.0.loopback_user.as_ref()
     }
 
     /// Closes the connection gracefully once its requests in progress are answered (an
@@ -375,18 +399,34 @@ async fn serve_connection<S>(
         }
     };
     let (_, session) = tls.get_ref();
-    let builder = http_builder(session.alpn_protocol());
-    let close = CancellationToken::new();
-    let info = ConnectionInfo(Arc::new(Connection {
-        remote_addr,
-        peer_certificates: session
-            .peer_certificates()
-            .map(<[_]>::to_vec)
-            .unwrap_or_default(),
-        close: close.clone(),
-        verified_user: OnceLock::new(),
-        front_proxy: OnceLock::new(),
-    }));
+    let h2 = session.alpn_protocol().map(|alpn| alpn == b"h2");
+    let peer_certificates = session
+        .peer_certificates()
+        .map(<[_]>::to_vec)
+        .unwrap_or_default();
+    let info = ConnectionInfo::new(remote_addr, peer_certificates, None);
+    serve_http(TokioIo::new(tls), h2, info, service, drain).await;
+}
+
+/// Serves HTTP on one established connection (`h2`: HTTP/2 or HTTP/1.1 as negotiated, `None`
+/// for whichever the client speaks) until the client leaves, the server drains, or a handler
+/// asked to close it. Each request carries `info`.
+pub(crate) async fn serve_http<I, S>(
+    io: I,
+    h2: Option<bool>,
+    info: ConnectionInfo,
+    service: S,
+    drain: CancellationToken,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send,
+{
+    let builder = http_builder(h2);
+    let (remote_addr, close) = (info.remote_addr(), info.0.close.clone());
     let activity = Arc::new(Activity::default());
     let requests = activity.clone();
     let handler = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
@@ -399,7 +439,7 @@ async fn serve_connection<S>(
             Ok::<_, Infallible>(response.map(|body| with_guard(body, in_progress)))
         }
     });
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), handler);
+    let connection = builder.serve_connection_with_upgrades(io, handler);
     tokio::pin!(connection);
     let handshaken = tokio::time::Instant::now();
     let expiry = tokio::select! {
@@ -428,9 +468,9 @@ async fn serve_connection<S>(
     }
 }
 
-/// The HTTP settings of a connection: the protocol ALPN chose, or whichever the client
-/// speaks when it used no ALPN.
-fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
+/// The HTTP settings of a connection: HTTP/2 or HTTP/1.1 as ALPN chose (`h2`), or whichever
+/// the client speaks when it used no ALPN.
+fn http_builder(h2: Option<bool>) -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -445,9 +485,9 @@ fn http_builder(alpn: Option<&[u8]>) -> auto::Builder<TokioExecutor> {
         .initial_connection_window_size(STREAM_WINDOW * MAX_CONCURRENT_STREAMS)
         .max_frame_size(STREAM_WINDOW)
         .max_header_list_size(MAX_HEADER_LIST_SIZE);
-    match alpn {
-        Some(b"h2") => builder.http2_only(),
-        Some(_) => builder.http1_only(),
+    match h2 {
+        Some(true) => builder.http2_only(),
+        Some(false) => builder.http1_only(),
         None => builder,
     }
 }

@@ -324,6 +324,12 @@ async fn an_extension_api_server_is_served_through_the_aggregator() {
     assert_eq!(alice_seen.uid, "1001");
     assert_eq!(alice_seen.groups, ["dev", "qa", "system:authenticated"]);
 
+    // A namespace holding a flunder, deleted while the backend is away below.
+    server.kubectl_ok(&["create", "namespace", "stuck"]).await;
+    let stuck_flunder = FLUNDER.replace("namespace: default", "namespace: stuck");
+    assert_ne!(stuck_flunder, FLUNDER);
+    ok_stdin(&server, &["apply", "-f", "-"], &stuck_flunder).await;
+
     // The backend goes away: 503, then Available=False by the discovery check.
     stop.send(()).unwrap();
     let down = fails(&server, &["get", "flunders"], None).await;
@@ -349,9 +355,29 @@ async fn an_extension_api_server_is_served_through_the_aggregator() {
         "{message}"
     );
 
-    // And comes back.
+    // The namespace controller cannot see the group while it is stale, and says so.
+    server
+        .kubectl_ok(&["delete", "namespace", "stuck", "--wait=false"])
+        .await;
+    let failure =
+        common::wait_namespace_condition(&server, "stuck", "NamespaceDeletionDiscoveryFailure")
+            .await;
+    assert_eq!(failure["reason"], "DiscoveryFailed");
+    assert_eq!(
+        failure["message"],
+        "Discovery failed for some groups, 1 failing: unable to retrieve the complete list of server APIs: wardle.example.com/v1alpha1: stale GroupVersion discovery: wardle.example.com/v1alpha1"
+    );
+
+    // And comes back; the namespace's flunder is deleted through it, and the namespace goes.
     let _stop = start_wardle(dir.path(), &store, port, &server.kubeconfig, &seen).await;
     assert_eq!(wait_condition(&server, "True").await, "Passed");
+    server
+        .kubectl_ok(&["wait", "--for=delete", "namespace/stuck", "--timeout=90s"])
+        .await;
+    let left = server
+        .kubectl_ok(&["get", "flunders", "-n", "stuck", "-o", "name"])
+        .await;
+    assert_eq!(left.trim(), "", "the backend still has the flunder");
     let listed = server
         .kubectl_ok(&["get", "flunders", "--no-headers"])
         .await;

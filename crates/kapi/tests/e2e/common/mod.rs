@@ -276,6 +276,27 @@ pub async fn get_json(server: &TestServer, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|err| panic!("kubectl {args:?}: {err}: {out}"))
 }
 
+/// Waits (up to 60 s) until the namespace `name` has its condition `type_` `True`.
+pub async fn wait_namespace_condition(
+    server: &TestServer,
+    name: &str,
+    type_: &str,
+) -> serde_json::Value {
+    for _ in 0..600 {
+        let namespace = get_json(server, &["namespace", name]).await;
+        let found = namespace["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == type_ && c["status"] == "True");
+        if let Some(condition) = found {
+            return condition.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("namespace {name} never had {type_}=True");
+}
+
 /// The cells of a kubectl table line (separated by at least two spaces).
 pub fn cells(line: &str) -> Vec<String> {
     line.split("  ")
