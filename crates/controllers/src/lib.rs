@@ -8,6 +8,9 @@
 //! through the server's own API as kube-controller-manager's does. The control plane starts each from a post-start hook.
 
 mod cluster_authentication;
+mod discovery;
+mod events;
+mod garbage_collector;
 mod kept_config_map;
 mod namespace;
 mod namespace_objects;
@@ -19,6 +22,9 @@ mod workqueue;
 pub use cluster_authentication::{
     ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
     start_cluster_authentication_info,
+};
+pub use garbage_collector::{
+    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, start_garbage_collector,
 };
 pub use namespace::{NAMESPACE_CONTROLLER, start_namespace_controller};
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};

@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use kapi_builtin::token::ServiceAccountTokens;
-use kapi_controllers::{LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage};
+use kapi_controllers::{
+    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, LegacyTokens, NAMESPACE_CONTROLLER,
+    NamespaceObject, ProtectedStorage,
+};
 use kapi_server::PostStartHooks;
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::loopback::{Loopback, LoopbackClient};
@@ -31,7 +34,8 @@ const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
 const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
-const CONTROLLERS: [&str; 7] = [
+const CONTROLLERS: [&str; 8] = [
+    GARBAGE_COLLECTOR_CONTROLLER,
     NAMESPACE_CONTROLLER,
     SERVICE_ACCOUNT_CONTROLLER,
     TOKEN_CONTROLLER,
@@ -94,6 +98,14 @@ pub(crate) fn post_start_hooks(
             Ok(())
         })?;
     }
+    if enabled(GARBAGE_COLLECTOR_CONTROLLER)? {
+        let api_services = resources.api_services.clone();
+        hooks.add("start-garbage-collector", move |context| async move {
+            let client = controller_client(&context.loopback, GARBAGE_COLLECTOR_ACCOUNT);
+            kapi_controllers::start_garbage_collector(client, api_services, context.stopping);
+            Ok(())
+        })?;
+    }
     if enabled(VAP_STATUS_CONTROLLER)? {
         let policies = resources.validating_admission_policies.clone();
         let weak_api = api.downgrade();
@@ -127,11 +139,12 @@ pub(crate) fn post_start_hooks(
     Ok(hooks)
 }
 
-/// A loopback client of the controller `name` as kube-controller-manager's with
-/// `--use-service-account-credentials`: the user of its service account in kube-system (which
-/// the bootstrap RBAC policy binds to `system:controller:<name>`), and its user agent.
-fn controller_client(loopback: &Loopback, name: &str) -> LoopbackClient {
-    let user = kapi_builtin::token::service_account_user_info("kube-system", name);
+/// A loopback client of a controller as kube-controller-manager's with
+/// `--use-service-account-credentials`: the user of its service account `account` in
+/// kube-system (which the bootstrap RBAC policy binds to `system:controller:<account>`), and
+/// its user agent.
+fn controller_client(loopback: &Loopback, account: &str) -> LoopbackClient {
+    let user = kapi_builtin::token::service_account_user_info("kube-system", account);
     let version = kapi_server::version::VersionInfo::current();
     // client-go's default: the commit's first 7 characters, or "unknown".
     let commit: String = version.git_commit.chars().take(7).collect();

@@ -56,9 +56,10 @@ impl Loopback {
     /// A client whose requests are `user`'s, sent with `user_agent` (which names the
     /// manager of its writes in managedFields, as a client's `User-Agent` does).
     pub fn client(&self, user: UserInfo, user_agent: &str) -> LoopbackClient {
+        let connector_user = Arc::new(user);
         let connector = Connector {
             loopback: self.clone(),
-            user: Arc::new(user),
+            user: connector_user.clone(),
         };
         let client = Client::builder(TokioExecutor::new())
             .http2_only(true)
@@ -67,6 +68,8 @@ impl Loopback {
             client,
             user_agent: HeaderValue::from_str(user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("kapi")),
+            loopback: self.clone(),
+            user: connector_user,
         }
     }
 }
@@ -154,9 +157,18 @@ impl hyper::rt::Write for Pipe {
 pub struct LoopbackClient {
     client: Client<Connector, Body>,
     user_agent: HeaderValue,
+    loopback: Loopback,
+    user: Arc<UserInfo>,
 }
 
 impl LoopbackClient {
+    /// A client of the same user with a connection of its own (HTTP/2 allows a connection
+    /// 100 requests at once; each long watch holds one).
+    pub fn separate(&self) -> LoopbackClient {
+        let user_agent = self.user_agent.to_str().unwrap_or("kapi");
+        self.loopback.client((*self.user).clone(), user_agent)
+    }
+
     /// Sends `request` (its path and query in the URI) and returns the response as it
     /// streams.
     pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Incoming>, ApiError> {
@@ -186,13 +198,37 @@ impl LoopbackClient {
         accept: Option<&str>,
         body: Option<&Value>,
     ) -> Result<Value, ApiError> {
+        let body = body.map(|body| ("application/json", body));
+        self.exchange(method, path, accept, body).await
+    }
+
+    /// PATCHes `path` with `patch` of `content_type` (a merge, strategic merge or JSON
+    /// patch): the object answered, or the `Status` error.
+    pub async fn patch(
+        &self,
+        path: &str,
+        content_type: &str,
+        patch: &Value,
+    ) -> Result<Value, ApiError> {
+        self.exchange(Method::PATCH, path, None, Some((content_type, patch)))
+            .await
+    }
+
+    /// One request with an optional body (its content type and JSON), its JSON answer.
+    async fn exchange(
+        &self,
+        method: Method,
+        path: &str,
+        accept: Option<&str>,
+        body: Option<(&str, &Value)>,
+    ) -> Result<Value, ApiError> {
         let mut builder = Request::builder()
             .method(method)
             .uri(path)
             .header(header::ACCEPT, accept.unwrap_or("application/json"));
         let body = match body {
-            Some(value) => {
-                builder = builder.header(header::CONTENT_TYPE, "application/json");
+            Some((content_type, value)) => {
+                builder = builder.header(header::CONTENT_TYPE, content_type);
                 crate::body::full(serde_json::to_vec(value).map_err(ApiError::internal)?)
             }
             None => crate::body::empty(),

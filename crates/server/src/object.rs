@@ -70,6 +70,10 @@ pub fn add_finalizer(object: &mut Value, finalizer: &str) {
     let finalizers = meta
         .entry("finalizers")
         .or_insert_with(|| Value::Array(Vec::new()));
+    if finalizers.is_null() {
+        // A read of a stored object may hold `null` where Go leaves an empty list out.
+        *finalizers = Value::Array(Vec::new());
+    }
     if let Some(list) = finalizers.as_array_mut()
         && !list.iter().any(|f| f == finalizer)
     {

@@ -323,6 +323,14 @@ pub trait Strategy: Send + Sync + 'static {
     /// Changes an object whose deletion is pending (namespaces turn `Terminating`).
     fn prepare_for_pending_deletion(&self, _object: &mut Value) {}
 
+    /// Whether a DELETE that names no propagation policy orphans the object's dependents
+    /// (upstream's DefaultGarbageCollectionPolicy `OrphanDependents`, kept for backward
+    /// compatibility by batch/v1 Jobs and v1 ReplicationControllers); otherwise the garbage
+    /// collector deletes them in the background.
+    fn orphans_dependents_by_default(&self) -> bool {
+        false
+    }
+
     /// Whether failed delete preconditions are worded as the storage layer words them
     /// (namespaces) rather than as rest.BeforeDelete does.
     fn storage_precondition_messages(&self) -> bool {

@@ -510,6 +510,12 @@ impl ReplicationControllerStrategy {
 }
 
 impl Strategy for ReplicationControllerStrategy {
+    /// batch/v1 Jobs and v1 ReplicationControllers orphan their dependents unless told
+    /// otherwise, as upstream keeps them for backward compatibility.
+    fn orphans_dependents_by_default(&self) -> bool {
+        true
+    }
+
     /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the
     /// writer owns the defaulted fields); the preparation below runs it again for writers
     /// that reach the registry directly (bootstrap controllers): defaulting is idempotent.

@@ -13,7 +13,7 @@ use kapi_server::loopback::LoopbackClient;
 use serde_json::{Value, json};
 
 use super::conditions::Findings;
-use super::discovery::{Resource, deletable_resources};
+use crate::discovery::{Resource, discover};
 
 /// The finalizer this controller owns.
 pub(super) const FINALIZER: &str = "kubernetes";
@@ -147,13 +147,14 @@ impl Deleter {
             .unwrap_or_else(Timestamp::now);
         let mut findings = Findings::default();
         let mut errors = Vec::new();
-        let resources = match deletable_resources(&self.client).await {
+        let resources = match discover(&self.client).await {
             Ok(discovered) => {
                 if let Some(failure) = discovered.failure {
                     errors.push(failure.clone());
                     findings.discovery_failure = Some(failure);
                 }
-                discovered.resources
+                let deletable = |r: &Resource| r.namespaced && r.has("delete");
+                discovered.preferred.into_iter().filter(deletable).collect()
             }
             Err(err) => {
                 errors.push(err.to_string());
@@ -204,7 +205,7 @@ impl Deleter {
             Ok(estimate) => estimate,
             Err(err) => return Left::failed(0, err),
         };
-        let collection = resource.collection(namespace);
+        let collection = resource.collection(Some(namespace));
         match self.delete_collection(resource, &collection).await {
             Ok(true) => {}
             Ok(false) => {
@@ -214,7 +215,7 @@ impl Deleter {
             }
             Err(err) => return Left::failed(estimate, err.to_string()),
         }
-        if !resource.list {
+        if !resource.has("list") {
             return Left::waiting(estimate);
         }
         let items = match self.list_metadata(&collection).await {
@@ -261,7 +262,7 @@ impl Deleter {
         resource: &Resource,
         collection: &str,
     ) -> Result<bool, ApiError> {
-        if !resource.delete_collection {
+        if !resource.has("deletecollection") {
             return Ok(false);
         }
         match self
@@ -277,7 +278,7 @@ impl Deleter {
 
     /// Deletes each object of the collection in the background.
     async fn delete_each(&self, resource: &Resource, collection: &str) -> Result<(), ApiError> {
-        if !resource.list {
+        if !resource.has("list") {
             return Ok(());
         }
         for item in self.list_metadata(collection).await? {

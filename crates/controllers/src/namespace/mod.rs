@@ -12,7 +12,6 @@
 
 mod conditions;
 mod deleter;
-mod discovery;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,9 @@
 //! kube-controller-manager's controllers kapi runs in process, seen through the real kubectl
 //! as a user of a cluster sees them: a deleted namespace's content (built-in and custom
 //! resources) goes, the namespace reports what holds it in upstream's conditions, and it
-//! goes once that is released.
+//! goes once that is released; objects whose owners go are collected (background, orphan
+//! and foreground propagation, upstream's per-resource defaults, owners that never existed
+//! or live in another namespace).
 
 use crate::common;
 
@@ -129,4 +131,188 @@ async fn a_deleted_namespace_is_emptied_then_removed(backend: Backend) {
     server.stop().await;
 }
 
-on_both_backends!(a_deleted_namespace_is_emptied_then_removed);
+/// A manifest of a `kind` object `name` in `namespace` owned by the ConfigMap `owner` (uid
+/// `uid`), with `extra` metadata fields.
+fn owned(
+    kind: &str,
+    api_version: &str,
+    name: &str,
+    namespace: &str,
+    owner: &str,
+    uid: &str,
+    extra: &str,
+) -> String {
+    format!(
+        "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {namespace}\n{extra}  ownerReferences:\n  - {{apiVersion: v1, kind: ConfigMap, name: {owner}, uid: {uid}, blockOwnerDeletion: true}}\n"
+    )
+}
+
+/// Creates the ConfigMap `name` in `namespace`; its uid.
+async fn owner(server: &TestServer, namespace: &str, name: &str) -> String {
+    server
+        .kubectl_ok(&["create", "configmap", name, "-n", namespace])
+        .await;
+    server
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            name,
+            "-n",
+            namespace,
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await
+}
+
+/// Waits (up to 30 s) until `kubectl get <args>` finds nothing.
+async fn wait_gone(server: &TestServer, args: &[&str]) {
+    let args = [&["wait", "--for=delete", "--timeout=30s"], args].concat();
+    server.kubectl_ok(&args).await;
+}
+
+async fn dependents_follow_their_owners(backend: Backend) {
+    let server = TestServer::start(backend, &[]).await;
+    install_crds(&server, WIDGET_CRD, &["widgets.example.com"]).await;
+
+    // Background (kubectl's default): the owner goes, then its dependents, custom ones too.
+    let uid = owner(&server, "default", "owner").await;
+    let secret = owned("Secret", "v1", "dep", "default", "owner", &uid, "");
+    let widget = owned(
+        "Widget",
+        "example.com/v1",
+        "dep",
+        "default",
+        "owner",
+        &uid,
+        "",
+    );
+    ok_stdin(
+        &server,
+        &["apply", "-f", "-"],
+        &format!("{secret}---\n{widget}"),
+    )
+    .await;
+    server.kubectl_ok(&["delete", "configmap", "owner"]).await;
+    wait_gone(&server, &["secret/dep", "widget/dep"]).await;
+
+    // Orphan: the dependent stays, without its reference.
+    let uid = owner(&server, "default", "parent").await;
+    let secret = owned("Secret", "v1", "orphan", "default", "parent", &uid, "");
+    ok_stdin(&server, &["apply", "-f", "-"], &secret).await;
+    server
+        .kubectl_ok(&["delete", "configmap", "parent", "--cascade=orphan"])
+        .await;
+    let orphan = get_json(&server, &["secret", "orphan"]).await;
+    assert!(orphan["metadata"]["ownerReferences"].is_null(), "{orphan}");
+
+    // Foreground: the owner waits, marked, for its blocking dependent to go.
+    let uid = owner(&server, "default", "waiting").await;
+    let hold = "  finalizers: [example.com/hold]\n";
+    let secret = owned("Secret", "v1", "blocker", "default", "waiting", &uid, hold);
+    ok_stdin(&server, &["apply", "-f", "-"], &secret).await;
+    server
+        .kubectl_ok(&[
+            "delete",
+            "configmap",
+            "waiting",
+            "--cascade=foreground",
+            "--wait=false",
+        ])
+        .await;
+    let mut marked = Value::Null;
+    for _ in 0..100 {
+        marked = get_json(&server, &["secret", "blocker"]).await;
+        if !marked["metadata"]["deletionTimestamp"].is_null() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        !marked["metadata"]["deletionTimestamp"].is_null(),
+        "{marked}"
+    );
+    let waiting = get_json(&server, &["configmap", "waiting"]).await;
+    assert_eq!(waiting["metadata"]["finalizers"][0], "foregroundDeletion");
+    server
+        .kubectl_ok(&[
+            "patch",
+            "secret",
+            "blocker",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ])
+        .await;
+    wait_gone(&server, &["configmap/waiting"]).await;
+
+    // An owner that never existed: the dependent goes.
+    let secret = owned(
+        "Secret",
+        "v1",
+        "dangling",
+        "default",
+        "ghost",
+        "0f0f0f0f-0000-4000-8000-000000000000",
+        "",
+    );
+    ok_stdin(&server, &["apply", "-f", "-"], &secret).await;
+    wait_gone(&server, &["secret/dangling"]).await;
+
+    // A Job deleted without a policy orphans its pods, as upstream's batch/v1 does.
+    let job = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: batch}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n";
+    ok_stdin(&server, &["apply", "-f", "-"], job).await;
+    let job_uid = server
+        .kubectl_ok(&["get", "job", "batch", "-o", "jsonpath={.metadata.uid}"])
+        .await;
+    let pod = format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: batch-pod\n  ownerReferences:\n  - {{apiVersion: batch/v1, kind: Job, name: batch, uid: {job_uid}, controller: true, blockOwnerDeletion: true}}\nspec:\n  restartPolicy: Never\n  containers: [{{name: c, image: busybox}}]\n"
+    );
+    ok_stdin(&server, &["apply", "-f", "-"], &pod).await;
+    server
+        .kubectl_ok(&[
+            "delete",
+            "--raw",
+            "/apis/batch/v1/namespaces/default/jobs/batch",
+        ])
+        .await;
+    wait_gone(&server, &["job/batch"]).await;
+    let pod = get_json(&server, &["pod", "batch-pod"]).await;
+    assert!(pod["metadata"]["ownerReferences"].is_null(), "{pod}");
+
+    // A reference to an owner in another namespace resolves to nothing: a warning event,
+    // and the dependent goes.
+    server.kubectl_ok(&["create", "namespace", "other"]).await;
+    let uid = owner(&server, "other", "foreign").await;
+    let secret = owned("Secret", "v1", "misplaced", "default", "foreign", &uid, "");
+    ok_stdin(&server, &["apply", "-f", "-"], &secret).await;
+    wait_gone(&server, &["secret/misplaced"]).await;
+    let mut message = String::new();
+    for _ in 0..100 {
+        message = server
+            .kubectl_ok(&[
+                "get",
+                "events",
+                "--field-selector=reason=OwnerRefInvalidNamespace",
+                "-o",
+                "jsonpath={.items[*].message}",
+            ])
+            .await;
+        if !message.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        message,
+        format!(
+            r#"ownerRef [v1/ConfigMap, namespace: default, name: foreign, uid: {uid}] does not exist in namespace "default""#
+        )
+    );
+    server.stop().await;
+}
+
+on_both_backends!(
+    a_deleted_namespace_is_emptied_then_removed,
+    dependents_follow_their_owners
+);

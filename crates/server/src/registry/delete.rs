@@ -163,11 +163,7 @@ fn pending_deletion(
     params: &DeleteParams,
 ) -> Option<Value> {
     let mut pending = object.clone();
-    match params.propagation_policy.as_deref() {
-        Some("Orphan") => object::add_finalizer(&mut pending, "orphan"),
-        Some("Foreground") => object::add_finalizer(&mut pending, "foregroundDeletion"),
-        _ => {}
-    }
+    set_propagation_finalizers(definition, &mut pending, params);
     let strategy = &definition.strategy;
     if !object::has_finalizers(&pending) && !strategy.has_pending_finalizers(&pending) {
         return None;
@@ -190,6 +186,48 @@ fn pending_deletion(
     }
     strategy.prepare_for_pending_deletion(&mut pending);
     Some(pending)
+}
+
+/// The garbage collector's finalizer.
+const ORPHAN: &str = "orphan";
+/// The garbage collector's finalizer.
+const FOREGROUND: &str = "foregroundDeletion";
+
+/// Sets the garbage collector's finalizers of an object being deleted as upstream's
+/// deletionFinalizersForGarbageCollection does: `orphan` when its dependents are to be
+/// orphaned, `foregroundDeletion` when they are to be deleted first. The request's policy
+/// decides; without one, a finalizer already there; without that, the resource's default
+/// (orphan for Jobs and ReplicationControllers). A Background deletion removes both.
+fn set_propagation_finalizers(
+    definition: &ResourceDefinition,
+    object: &mut Value,
+    params: &DeleteParams,
+) {
+    let has = |finalizer: &str| {
+        object["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|list| list.iter().any(|f| f == finalizer))
+    };
+    let (orphan, foreground) = match params.propagation_policy.as_deref() {
+        Some("Orphan") => (true, false),
+        Some("Foreground") => (false, true),
+        Some(_) => (false, false),
+        None if has(ORPHAN) => (true, false),
+        None if has(FOREGROUND) => (false, true),
+        None => (definition.strategy.orphans_dependents_by_default(), false),
+    };
+    if orphan == has(ORPHAN) && foreground == has(FOREGROUND) {
+        return;
+    }
+    if let Some(list) = object["metadata"]["finalizers"].as_array_mut() {
+        list.retain(|f| f != ORPHAN && f != FOREGROUND);
+    }
+    if orphan {
+        object::add_finalizer(object, ORPHAN);
+    }
+    if foreground {
+        object::add_finalizer(object, FOREGROUND);
+    }
 }
 
 /// Whether an update ends a pending deletion: the object is being deleted and nothing keeps

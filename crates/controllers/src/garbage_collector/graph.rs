@@ -1,0 +1,608 @@
+//! The garbage collector's dependency graph, upstream's GraphBuilder: a node per object
+//! observed (and a "virtual" node per owner referenced but not observed yet), each knowing
+//! its owners and dependents, kept from the monitors' events; each change puts the nodes that
+//! need a decision on the collector's queues.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde_json::Value;
+
+/// An object's coordinates: its kind, name, uid and namespace (upstream's objectReference).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Identity {
+    pub(crate) kind: String,
+    pub(crate) api_version: String,
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) uid: String,
+}
+
+impl std::fmt::Display for Identity {
+    /// Upstream's `[apps/v1/ReplicaSet, namespace: ns, name: n, uid: u]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "[{}/{}, namespace: {}, name: {}, uid: {}]",
+            self.api_version, self.kind, self.namespace, self.name, self.uid
+        )
+    }
+}
+
+/// One entry of `metadata.ownerReferences`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct OwnerRef {
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
+    pub(crate) uid: String,
+    pub(crate) block_owner_deletion: bool,
+    /// The entry as stored (patches write entries back as they were).
+    pub(crate) raw: Value,
+}
+
+impl OwnerRef {
+    /// The owner's identity as seen from a dependent in `namespace`.
+    fn identity(&self, namespace: &str) -> Identity {
+        Identity {
+            kind: self.kind.clone(),
+            api_version: self.api_version.clone(),
+            namespace: namespace.to_string(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+        }
+    }
+
+    /// Whether it names `identity`'s kind, name and uid (upstream's
+    /// ownerReferenceMatchesCoordinates).
+    fn matches(&self, identity: &Identity) -> bool {
+        self.uid == identity.uid
+            && self.name == identity.name
+            && self.kind == identity.kind
+            && self.api_version == identity.api_version
+    }
+}
+
+/// What the collector needs of an object's metadata.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Meta {
+    pub(crate) uid: String,
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) resource_version: String,
+    pub(crate) owners: Vec<OwnerRef>,
+    pub(crate) finalizers: Vec<String>,
+    pub(crate) being_deleted: bool,
+}
+
+impl Meta {
+    /// The metadata of an object or PartialObjectMetadata.
+    pub(crate) fn of(object: &Value) -> Meta {
+        let meta = &object["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        Meta {
+            uid: text(&meta["uid"]),
+            name: text(&meta["name"]),
+            namespace: text(&meta["namespace"]),
+            resource_version: text(&meta["resourceVersion"]),
+            owners: meta["ownerReferences"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| OwnerRef {
+                    api_version: text(&r["apiVersion"]),
+                    kind: text(&r["kind"]),
+                    name: text(&r["name"]),
+                    uid: text(&r["uid"]),
+                    block_owner_deletion: r["blockOwnerDeletion"] == true,
+                    raw: r.clone(),
+                })
+                .collect(),
+            finalizers: meta["finalizers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect(),
+            being_deleted: !meta["deletionTimestamp"].is_null(),
+        }
+    }
+
+    /// Whether it carries `finalizer`.
+    pub(crate) fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.finalizers.iter().any(|f| f == finalizer)
+    }
+}
+
+/// The finalizer of an object whose dependents are orphaned before it goes.
+pub(crate) const ORPHAN: &str = "orphan";
+/// The finalizer of an object whose blocking dependents are deleted before it goes.
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+
+/// One object in the graph.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    pub(crate) identity: Identity,
+    pub(crate) owners: Vec<OwnerRef>,
+    /// The uids of the objects naming it as owner.
+    pub(crate) dependents: HashSet<String>,
+    pub(crate) being_deleted: bool,
+    /// Being deleted in the foreground: waiting for its blocking dependents.
+    pub(crate) deleting_dependents: bool,
+    /// Known only from owner references, not observed by a monitor.
+    pub(crate) virtual_: bool,
+}
+
+/// Whether an event comes from a monitor or stands for an object the collector found gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Add,
+    Update,
+    Delete,
+}
+
+/// A change to the graph.
+pub(crate) struct Event {
+    pub(crate) type_: EventType,
+    /// A delete the collector derived from a lookup, not one a monitor observed.
+    pub(crate) virtual_: bool,
+    pub(crate) api_version: String,
+    pub(crate) kind: String,
+    pub(crate) meta: Meta,
+    /// The object before an update.
+    pub(crate) old: Option<Meta>,
+}
+
+impl Event {
+    fn identity(&self) -> Identity {
+        Identity {
+            kind: self.kind.clone(),
+            api_version: self.api_version.clone(),
+            namespace: self.meta.namespace.clone(),
+            name: self.meta.name.clone(),
+            uid: self.meta.uid.clone(),
+        }
+    }
+}
+
+/// What processing an event asks of the collector.
+#[derive(Default)]
+pub(crate) struct Work {
+    /// Nodes (uids) to decide on.
+    pub(crate) attempt_to_delete: Vec<String>,
+    /// The same, after a backoff.
+    pub(crate) attempt_to_delete_later: Vec<String>,
+    /// Owners (uids) whose dependents are to be orphaned.
+    pub(crate) attempt_to_orphan: Vec<String>,
+    /// Owner identities now known to be absent.
+    pub(crate) absent: Vec<Identity>,
+    /// Dependents whose owner reference names an owner in another namespace, and that
+    /// reference (for the `OwnerRefInvalidNamespace` event).
+    pub(crate) invalid_namespace: Vec<(Identity, OwnerRef)>,
+}
+
+/// The graph: every node by uid.
+#[derive(Default)]
+pub(crate) struct Graph {
+    nodes: HashMap<String, Node>,
+}
+
+impl Graph {
+    /// The node of `uid`.
+    pub(crate) fn node(&self, uid: &str) -> Option<&Node> {
+        self.nodes.get(uid)
+    }
+
+    /// The nodes of the dependents of `node`.
+    pub(crate) fn dependents(&self, node: &Node) -> Vec<Node> {
+        node.dependents
+            .iter()
+            .filter_map(|uid| self.nodes.get(uid).cloned())
+            .collect()
+    }
+
+    /// Applies one event (upstream's processGraphChanges).
+    pub(crate) fn process(&mut self, event: &Event) -> Work {
+        let mut work = Work::default();
+        let uid = &event.meta.uid;
+        let found = self.nodes.contains_key(uid);
+        if found && !event.virtual_ && self.nodes[uid].virtual_ {
+            self.observe(uid, event.identity(), &mut work);
+        }
+        match (event.type_, found) {
+            (EventType::Add | EventType::Update, false) => {
+                let node = Node {
+                    identity: event.identity(),
+                    owners: event.meta.owners.clone(),
+                    dependents: HashSet::new(),
+                    being_deleted: event.meta.being_deleted,
+                    deleting_dependents: event.meta.being_deleted
+                        && event.meta.has_finalizer(FOREGROUND),
+                    virtual_: false,
+                };
+                let owners = node.owners.clone();
+                self.nodes.insert(uid.clone(), node);
+                self.add_dependent_to_owners(uid, &owners, &mut work);
+                self.transitions(uid, event, &mut work);
+            }
+            (EventType::Add | EventType::Update, true) => {
+                let old_owners = self.nodes[uid].owners.clone();
+                let (added, removed, changed) = owner_diffs(&old_owners, &event.meta.owners);
+                if !added.is_empty() || !removed.is_empty() || !changed.is_empty() {
+                    self.unblocked_owners(&removed, &changed, &mut work);
+                    self.nodes.get_mut(uid).expect("found").owners = event.meta.owners.clone();
+                    self.add_dependent_to_owners(uid, &added, &mut work);
+                    for owner in &removed {
+                        if let Some(owner) = self.nodes.get_mut(&owner.uid) {
+                            owner.dependents.remove(uid);
+                        }
+                    }
+                }
+                if event.meta.being_deleted {
+                    self.nodes.get_mut(uid).expect("found").being_deleted = true;
+                }
+                self.transitions(uid, event, &mut work);
+            }
+            (EventType::Delete, false) => {}
+            (EventType::Delete, true) => self.delete(uid, event, &mut work),
+        }
+        work
+    }
+
+    /// A virtual node is observed: its identity is now the observed one, and dependents
+    /// that named it otherwise are looked at again.
+    fn observe(&mut self, uid: &str, observed: Identity, work: &mut Work) {
+        let node = self.nodes.get(uid).expect("found").clone();
+        if node.identity != observed {
+            let (_, mismatched) = self.partition_dependents(&node, &observed);
+            for dependent in mismatched {
+                if !observed.namespace.is_empty()
+                    && dependent.identity.namespace != observed.namespace
+                    && let Some(reference) = dependent.owners.iter().find(|o| o.uid == observed.uid)
+                {
+                    work.invalid_namespace
+                        .push((dependent.identity.clone(), reference.clone()));
+                }
+                work.attempt_to_delete.push(dependent.identity.uid);
+            }
+        }
+        let node = self.nodes.get_mut(uid).expect("found");
+        node.identity = observed;
+        node.virtual_ = false;
+    }
+
+    /// Removes the node of a delete event (or, for a virtual delete that disagrees with what
+    /// the graph knows, only marks the identity absent for the dependents that agree).
+    fn delete(&mut self, uid: &str, event: &Event, work: &mut Work) {
+        let existing = self.nodes[uid].clone();
+        let deleted = event.identity();
+        if event.virtual_ {
+            let (matching, mismatched) = self.partition_dependents(&existing, &deleted);
+            if existing.virtual_ && !mismatched.is_empty() {
+                if !matching.is_empty() {
+                    work.absent.push(deleted.clone());
+                    work.attempt_to_delete
+                        .extend(matching.into_iter().map(|d| d.identity.uid));
+                }
+                if existing.identity == deleted
+                    && let Some(replacement) = alternate_identity(&mismatched, &deleted)
+                {
+                    self.nodes.get_mut(uid).expect("found").identity = replacement;
+                    work.attempt_to_delete_later.push(uid.to_string());
+                }
+                return;
+            }
+            if !existing.virtual_ && existing.identity != deleted {
+                if !matching.is_empty() {
+                    work.absent.push(deleted);
+                    work.attempt_to_delete
+                        .extend(matching.into_iter().map(|d| d.identity.uid));
+                }
+                return;
+            }
+        }
+        self.nodes.remove(uid);
+        for owner in &existing.owners {
+            if let Some(owner) = self.nodes.get_mut(&owner.uid) {
+                owner.dependents.remove(uid);
+            }
+        }
+        if !existing.dependents.is_empty() {
+            work.absent.push(deleted);
+        }
+        work.attempt_to_delete
+            .extend(existing.dependents.iter().cloned());
+        for owner in &existing.owners {
+            if self
+                .nodes
+                .get(&owner.uid)
+                .is_some_and(|o| o.deleting_dependents)
+            {
+                work.attempt_to_delete.push(owner.uid.clone());
+            }
+        }
+    }
+
+    /// Adds the node `uid` to the dependents of each of `owners`, creating a virtual node
+    /// for an owner not in the graph (to be checked), and queueing the dependent when one of
+    /// its references may be invalid (another namespace, other coordinates).
+    fn add_dependent_to_owners(&mut self, uid: &str, owners: &[OwnerRef], work: &mut Work) {
+        let dependent = self.nodes[uid].identity.clone();
+        let mut potentially_invalid = false;
+        for reference in owners {
+            let Some(owner) = self.nodes.get_mut(&reference.uid) else {
+                let mut dependents = HashSet::new();
+                dependents.insert(uid.to_string());
+                self.nodes.insert(
+                    reference.uid.clone(),
+                    Node {
+                        identity: reference.identity(&dependent.namespace),
+                        owners: Vec::new(),
+                        dependents,
+                        being_deleted: false,
+                        deleting_dependents: false,
+                        virtual_: true,
+                    },
+                );
+                work.attempt_to_delete.push(reference.uid.clone());
+                continue;
+            };
+            owner.dependents.insert(uid.to_string());
+            let owner_namespaced = !owner.identity.namespace.is_empty();
+            if owner_namespaced && owner.identity.namespace != dependent.namespace {
+                if !owner.virtual_ {
+                    work.invalid_namespace
+                        .push((dependent.clone(), reference.clone()));
+                }
+                potentially_invalid = true;
+            } else if !reference.matches(&owner.identity)
+                || (!owner_namespaced
+                    && owner.identity.namespace != dependent.namespace
+                    && owner.virtual_)
+            {
+                potentially_invalid = true;
+            }
+        }
+        if potentially_invalid {
+            work.attempt_to_delete.push(uid.to_string());
+        }
+    }
+
+    /// Owners a removed or no longer blocking reference stops blocking are looked at again.
+    fn unblocked_owners(
+        &self,
+        removed: &[OwnerRef],
+        changed: &[(OwnerRef, OwnerRef)],
+        work: &mut Work,
+    ) {
+        let unblocked = removed.iter().filter(|r| r.block_owner_deletion).chain(
+            changed
+                .iter()
+                .filter(|(old, new)| old.block_owner_deletion && !new.block_owner_deletion)
+                .map(|(_, new)| new),
+        );
+        for reference in unblocked {
+            if self.nodes.contains_key(&reference.uid) {
+                work.attempt_to_delete.push(reference.uid.clone());
+            }
+        }
+    }
+
+    /// The deletion of the node starts waiting for its dependents: orphaned (the `orphan`
+    /// finalizer) or deleted first (`foregroundDeletion`).
+    fn transitions(&mut self, uid: &str, event: &Event, work: &mut Work) {
+        let starts = |finalizer: &str| {
+            event.meta.being_deleted
+                && event.meta.has_finalizer(finalizer)
+                && event
+                    .old
+                    .as_ref()
+                    .is_none_or(|old| !old.being_deleted || !old.has_finalizer(finalizer))
+        };
+        if starts(ORPHAN) {
+            work.attempt_to_orphan.push(uid.to_string());
+            return;
+        }
+        if starts(FOREGROUND) {
+            let node = self.nodes.get_mut(uid).expect("in the graph");
+            node.deleting_dependents = true;
+            work.attempt_to_delete
+                .extend(node.dependents.iter().cloned());
+            work.attempt_to_delete.push(uid.to_string());
+        }
+    }
+
+    /// The dependents of `owner` whose reference to its uid names `identity`, and those
+    /// naming it otherwise (a dependent can be in both).
+    fn partition_dependents(&self, owner: &Node, identity: &Identity) -> (Vec<Node>, Vec<Node>) {
+        let (mut matching, mut mismatched) = (Vec::new(), Vec::new());
+        for dependent in self.dependents(owner) {
+            let (mut found, mut other) = (false, false);
+            if !identity.namespace.is_empty() && identity.namespace != dependent.identity.namespace
+            {
+                other = true;
+            } else {
+                for reference in dependent.owners.iter().filter(|r| r.uid == identity.uid) {
+                    if reference.matches(identity) {
+                        found = true;
+                    } else {
+                        other = true;
+                    }
+                }
+            }
+            if found {
+                matching.push(dependent.clone());
+            }
+            if other {
+                mismatched.push(dependent);
+            }
+        }
+        (matching, mismatched)
+    }
+}
+
+/// The owner references added, removed and changed (old, new) between two lists, by uid.
+fn owner_diffs(
+    old: &[OwnerRef],
+    new: &[OwnerRef],
+) -> (Vec<OwnerRef>, Vec<OwnerRef>, Vec<(OwnerRef, OwnerRef)>) {
+    let (mut added, mut changed) = (Vec::new(), Vec::new());
+    for reference in new {
+        match old.iter().find(|o| o.uid == reference.uid) {
+            Some(before) if before != reference => {
+                changed.push((before.clone(), reference.clone()))
+            }
+            Some(_) => {}
+            None => added.push(reference.clone()),
+        }
+    }
+    let removed = old
+        .iter()
+        .filter(|o| !new.iter().any(|n| n.uid == o.uid))
+        .cloned()
+        .collect();
+    (added, removed, changed)
+}
+
+/// Another identity the dependents give the owner whose `absent` identity was verified
+/// gone: the first that follows it in upstream's order, else the first (its
+/// getAlternateOwnerIdentity).
+fn alternate_identity(dependents: &[Node], absent: &Identity) -> Option<Identity> {
+    let mut alternates: Vec<Identity> = dependents
+        .iter()
+        .flat_map(|d| {
+            d.owners
+                .iter()
+                .filter(|r| r.uid == absent.uid)
+                .filter(|r| {
+                    !(r.matches(absent)
+                        && (absent.namespace.is_empty()
+                            || absent.namespace == d.identity.namespace))
+                })
+                .map(|r| {
+                    let namespace = if absent.namespace.is_empty() {
+                        String::new()
+                    } else {
+                        d.identity.namespace.clone()
+                    };
+                    r.identity(&namespace)
+                })
+        })
+        .filter(|identity| identity != absent)
+        .collect();
+    alternates.sort();
+    alternates.dedup();
+    alternates
+        .iter()
+        .find(|identity| *identity > absent)
+        .or(alternates.first())
+        .cloned()
+}
+
+/// The owners verified absent, most recent first, at most [`ABSENT_OWNERS`] (upstream's
+/// absentOwnerCache, an LRU of 500).
+#[derive(Default)]
+pub(crate) struct AbsentOwners {
+    known: HashSet<Identity>,
+    order: VecDeque<Identity>,
+}
+
+/// How many absent owners are remembered.
+const ABSENT_OWNERS: usize = 500;
+
+impl AbsentOwners {
+    /// Remembers `identity` as absent.
+    pub(crate) fn add(&mut self, identity: Identity) {
+        if self.known.insert(identity.clone()) {
+            self.order.push_back(identity);
+            if self.order.len() > ABSENT_OWNERS
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.known.remove(&oldest);
+            }
+        }
+    }
+
+    /// Whether `identity` is known to be absent.
+    pub(crate) fn has(&self, identity: &Identity) -> bool {
+        self.known.contains(identity)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(type_: EventType, kind: &str, object: Value) -> Event {
+        Event {
+            type_,
+            virtual_: false,
+            api_version: "v1".into(),
+            kind: kind.into(),
+            meta: Meta::of(&object),
+            old: None,
+        }
+    }
+
+    fn owned(name: &str, uid: &str, owner_uid: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ns", "uid": uid, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_uid,
+             "blockOwnerDeletion": true}]}})
+    }
+
+    #[test]
+    fn owners_not_observed_yet_are_virtual_and_checked() {
+        let mut graph = Graph::default();
+        let work = graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
+        assert_eq!(work.attempt_to_delete, ["o1"]);
+        let owner = graph.node("o1").unwrap();
+        assert!(owner.virtual_);
+        assert_eq!(owner.identity.namespace, "ns");
+        assert!(owner.dependents.contains("d1"));
+        let observed = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1"}});
+        let work = graph.process(&event(EventType::Add, "ConfigMap", observed));
+        assert!(work.attempt_to_delete.is_empty());
+        assert!(!graph.node("o1").unwrap().virtual_);
+    }
+
+    #[test]
+    fn a_deleted_owner_sends_its_dependents_to_be_deleted() {
+        let mut graph = Graph::default();
+        let owner = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1"}});
+        graph.process(&event(EventType::Add, "ConfigMap", owner.clone()));
+        graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
+        let work = graph.process(&event(EventType::Delete, "ConfigMap", owner));
+        assert_eq!(work.attempt_to_delete, ["d1"]);
+        assert_eq!(work.absent.len(), 1);
+        assert!(graph.node("o1").is_none());
+    }
+
+    #[test]
+    fn deletions_waiting_for_dependents_are_queued() {
+        let mut graph = Graph::default();
+        graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
+        let orphaning = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1",
+            "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["orphan"]}});
+        let work = graph.process(&event(EventType::Update, "ConfigMap", orphaning));
+        assert_eq!(work.attempt_to_orphan, ["o1"]);
+        let foreground = json!({"metadata": {"name": "other", "namespace": "ns", "uid": "o2",
+            "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["foregroundDeletion"]}});
+        let work = graph.process(&event(EventType::Add, "ConfigMap", foreground));
+        assert_eq!(work.attempt_to_delete, ["o2"]);
+        assert!(graph.node("o2").unwrap().deleting_dependents);
+    }
+
+    #[test]
+    fn a_reference_into_another_namespace_is_reported() {
+        let mut graph = Graph::default();
+        let owner = json!({"metadata": {"name": "owner", "namespace": "elsewhere", "uid": "o1"}});
+        graph.process(&event(EventType::Add, "ConfigMap", owner));
+        let work = graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
+        assert_eq!(work.attempt_to_delete, ["d1"]);
+        assert_eq!(work.invalid_namespace.len(), 1);
+        assert_eq!(
+            work.invalid_namespace[0].1.identity("ns").to_string(),
+            "[v1/ConfigMap, namespace: ns, name: owner, uid: o1]"
+        );
+    }
+}

@@ -1,0 +1,212 @@
+//! One resource's monitor (upstream's metadata informer): lists the resource's objects
+//! (metadata only) across all namespaces, then watches from the list's resourceVersion with
+//! bookmarks, handing each change to the graph with the object's previous state; a watch
+//! that ends is resumed from the last resourceVersion seen, one the server can no longer
+//! serve (410) starts over with a list, whose differences from what was known become events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use http::{Method, Request, header};
+use http_body_util::BodyExt;
+use kapi_apimachinery::status::ApiError;
+use kapi_server::loopback::LoopbackClient;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::Shared;
+use super::graph::{Event, EventType, Meta};
+use crate::discovery::Resource;
+
+/// What lists ask for.
+const LIST_METADATA: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// What watches ask for.
+const WATCH_METADATA: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+/// The wait after a failed list or watch, doubling up to [`RETRY_MAX`].
+const RETRY_MIN: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(30);
+/// How long one watch request lasts before it is renewed (client-go's 5 to 10 minutes).
+const WATCH_SECONDS: u64 = 300;
+
+/// Follows `resource` until `stopping`, through its own connection `client`.
+pub(super) async fn run(
+    shared: Arc<Shared>,
+    resource: Resource,
+    client: LoopbackClient,
+    stopping: CancellationToken,
+) {
+    let mut monitor = Monitor {
+        shared,
+        api_version: resource.api_version(),
+        collection: resource.collection(None),
+        resource,
+        client,
+        known: HashMap::new(),
+    };
+    let mut retry = RETRY_MIN;
+    loop {
+        let outcome = tokio::select! {
+            () = stopping.cancelled() => return,
+            outcome = monitor.list_and_watch() => outcome,
+        };
+        match outcome {
+            Ok(()) => retry = RETRY_MIN,
+            Err(err) => {
+                tracing::debug!(
+                    resource = monitor.resource.gvr(),
+                    "garbage collector monitor: {err}"
+                );
+                tokio::select! {
+                    () = stopping.cancelled() => return,
+                    () = tokio::time::sleep(retry) => {}
+                }
+                retry = (retry * 2).min(RETRY_MAX);
+            }
+        }
+    }
+}
+
+struct Monitor {
+    shared: Arc<Shared>,
+    resource: Resource,
+    api_version: String,
+    collection: String,
+    client: LoopbackClient,
+    /// The objects seen, by uid.
+    known: HashMap<String, Meta>,
+}
+
+impl Monitor {
+    /// Lists, then watches until the watch cannot be resumed.
+    async fn list_and_watch(&mut self) -> Result<(), ApiError> {
+        let mut resource_version = self.list().await?;
+        loop {
+            match self.watch(&resource_version).await? {
+                Some(latest) => resource_version = latest,
+                None => return Ok(()),
+            }
+        }
+    }
+
+    /// Lists every object; what changed since the last list becomes events. The list's
+    /// resourceVersion.
+    async fn list(&mut self) -> Result<String, ApiError> {
+        let list = self
+            .client
+            .json(Method::GET, &self.collection, Some(LIST_METADATA), None)
+            .await?;
+        let mut seen = HashMap::new();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let meta = Meta::of(item);
+            seen.insert(meta.uid.clone(), meta);
+        }
+        let gone: Vec<Meta> = self
+            .known
+            .iter()
+            .filter(|(uid, _)| !seen.contains_key(*uid))
+            .map(|(_, meta)| meta.clone())
+            .collect();
+        for meta in gone {
+            self.changed(EventType::Delete, meta);
+        }
+        for (_, meta) in seen {
+            let unchanged = self
+                .known
+                .get(&meta.uid)
+                .is_some_and(|old| old.resource_version == meta.resource_version);
+            if !unchanged {
+                self.changed(EventType::Update, meta);
+            }
+        }
+        Ok(list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// Watches from `resource_version`: the resourceVersion to resume from when the watch
+    /// ended, or `None` when it must start over with a list (410 Gone).
+    async fn watch(&mut self, resource_version: &str) -> Result<Option<String>, ApiError> {
+        let path = format!(
+            "{}?watch=true&allowWatchBookmarks=true&resourceVersion={resource_version}&timeoutSeconds={WATCH_SECONDS}",
+            self.collection
+        );
+        let request = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header(header::ACCEPT, WATCH_METADATA)
+            .body(kapi_server::body::empty())
+            .map_err(|err| ApiError::bad_request(err.to_string()))?;
+        let response = self.client.send(request).await?;
+        if !response.status().is_success() {
+            let status = response.status().as_u16();
+            return Err(ApiError::new_generic(status, "", "watch refused"));
+        }
+        let mut body = response.into_body();
+        let mut buffer = BytesMut::new();
+        let mut latest = resource_version.to_string();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|err| ApiError::service_unavailable(err.to_string()))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            buffer.extend_from_slice(&data);
+            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+                let line = buffer.split_to(end + 1);
+                let event: Value = match serde_json::from_slice(&line[..end]) {
+                    Ok(event) => event,
+                    Err(err) => return Err(ApiError::internal(err)),
+                };
+                match self.apply(&event) {
+                    Some(version) => latest = version,
+                    None => return Ok(None),
+                }
+            }
+            if buffer.remaining() > 0 && buffer.len() > 64 * 1024 * 1024 {
+                return Err(ApiError::internal("a watch event over 64 MiB"));
+            }
+        }
+        Ok(Some(latest))
+    }
+
+    /// Applies one watch event; the resourceVersion it brings, or `None` for an error event
+    /// (the watch must start over).
+    fn apply(&mut self, event: &Value) -> Option<String> {
+        let object = &event["object"];
+        let version = object["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        match event["type"].as_str() {
+            Some("ADDED" | "MODIFIED") => self.changed(EventType::Update, Meta::of(object)),
+            Some("DELETED") => self.changed(EventType::Delete, Meta::of(object)),
+            Some("BOOKMARK") => {}
+            _ => return None,
+        }
+        Some(version)
+    }
+
+    /// Hands a change to the graph, with the previous state it knew.
+    fn changed(&mut self, type_: EventType, meta: Meta) {
+        let old = match type_ {
+            EventType::Delete => self.known.remove(&meta.uid),
+            _ => self.known.insert(meta.uid.clone(), meta.clone()),
+        };
+        let type_ = match (type_, &old) {
+            (EventType::Update, None) => EventType::Add,
+            (type_, _) => type_,
+        };
+        self.shared.process(Event {
+            type_,
+            virtual_: false,
+            api_version: self.api_version.clone(),
+            kind: self.resource.kind.clone(),
+            meta,
+            old,
+        });
+    }
+}
