@@ -32,7 +32,7 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// How long one watch request lasts before it is renewed (client-go's 5 to 10 minutes).
 const WATCH_SECONDS: u64 = 300;
 
-/// Follows `resource` until `stopping`, through its own connection `client`.
+/// Follows `resource` until `stopping`, through `client` (a connection shared with other monitors).
 pub(super) async fn run(
     shared: Arc<Shared>,
     resource: Resource,
