@@ -12,6 +12,7 @@ mod discovery;
 mod events;
 mod garbage_collector;
 mod kept_config_map;
+mod leader_election;
 mod namespace;
 mod namespace_objects;
 mod protection;
@@ -26,6 +27,7 @@ pub use cluster_authentication::{
 pub use garbage_collector::{
     GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, start_garbage_collector,
 };
+pub use leader_election::{LeaderElection, run_leader_elected};
 pub use namespace::{NAMESPACE_CONTROLLER, start_namespace_controller};
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use protection::{ProtectedStorage, start_protection_controllers};

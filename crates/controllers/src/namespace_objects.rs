@@ -26,6 +26,7 @@ const RESYNC: std::time::Duration = std::time::Duration::from_secs(60);
 const ROOT_CA_DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
 
 /// One object kept in every active namespace.
+#[derive(Clone)]
 pub struct NamespaceObject {
     /// Its collection.
     served: Served,

@@ -32,6 +32,7 @@ enum Dirty {
 }
 
 /// The collections the controllers read and write, and which of the two controllers run.
+#[derive(Clone)]
 pub struct ProtectedStorage {
     pub claims: Served,
     pub volumes: Served,

@@ -26,6 +26,7 @@ const ACCOUNT_UID: &str = "kubernetes.io/service-account.uid";
 const RESYNC: Duration = Duration::from_secs(60);
 
 /// What the token controller signs with and where it reads and writes.
+#[derive(Clone)]
 pub struct LegacyTokens {
     pub tokens: Arc<ServiceAccountTokens>,
     pub secrets: Served,

@@ -55,7 +55,7 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
     hooks.extend(apiextensions.post_start_hooks()?)?;
     hooks.extend(aggregator.post_start_hooks()?)?;
     hooks.extend(crate::controllers::post_start_hooks(
-        &config.options.controllers,
+        &config.options,
         &kube.resources,
         &kube.handler,
         &config.pki,

@@ -1,23 +1,29 @@
 //! kube-controller-manager's controllers that kapi runs in process, switched by
-//! `--controllers` as kube-controller-manager's flag switches them, each started by a
-//! post-start hook of the kube-apiserver of the chain.
+//! `--controllers` as kube-controller-manager's flag switches them. As kube-controller-
+//! manager's, they run only while this replica holds kube-system's `kube-controller-manager`
+//! Lease (`--leader-elect`, on by default): one post-start hook of the kube-apiserver of the
+//! chain starts the election, and each time the replica becomes the leader it starts every
+//! enabled controller with a token that is cancelled when leadership is lost.
 //!
-//! Adding one: its name to [`CONTROLLERS`], and a hook in [`post_start_hooks`] that starts
-//! it (from kapi-builtin) with the resources it follows from [`BuiltinResources`].
+//! Adding one: its name to [`CONTROLLERS`], and a [`Starter`] in [`starters`] that starts it
+//! with the resources it follows from [`BuiltinResources`].
 
+use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use kapi_builtin::token::ServiceAccountTokens;
 use kapi_controllers::{
-    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, LegacyTokens, NAMESPACE_CONTROLLER,
-    NamespaceObject, ProtectedStorage,
+    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, LeaderElection, LegacyTokens,
+    NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage,
 };
-use kapi_server::PostStartHooks;
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::loopback::{Loopback, LoopbackClient};
+use kapi_server::{PostStartHooks, UserInfo};
+use tokio_util::sync::CancellationToken;
 
 use crate::builtin_resources::BuiltinResources;
+use crate::options::ServeOptions;
 use crate::pki::PkiFiles;
 
 /// The controller keeping each namespace's `default` ServiceAccount.
@@ -32,6 +38,8 @@ const PVC_PROTECTION_CONTROLLER: &str = "persistentvolumeclaim-protection-contro
 const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
 /// The controller reporting ValidatingAdmissionPolicies' type checking.
 const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller";
+/// The file in the data directory naming this replica in the controllers' election.
+const IDENTITY_FILE: &str = "controller-manager-identity";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
 const CONTROLLERS: [&str; 8] = [
@@ -45,37 +53,104 @@ const CONTROLLERS: [&str; 8] = [
     VAP_STATUS_CONTROLLER,
 ];
 
-/// The post-start hooks starting the controllers `controllers` (the `--controllers` flag)
-/// enables, plus the resource quota controller, which the ResourceQuota admission plugin
-/// needs and kapi always runs.
+/// Starts one controller, its requests through the loopback, until the token is cancelled.
+type Starter = Box<dyn Fn(&Loopback, CancellationToken) + Send + Sync>;
+
+/// The post-start hook running the controllers `--controllers` enables (plus the resource
+/// quota controller, which the ResourceQuota admission plugin needs and kapi always runs),
+/// under leader election unless `--leader-elect=false`.
 pub(crate) fn post_start_hooks(
-    controllers: &[String],
+    options: &ServeOptions,
     resources: &BuiltinResources,
     api: &ApiHandler,
     pki: &PkiFiles,
     tokens: Arc<ServiceAccountTokens>,
 ) -> Result<PostStartHooks> {
+    let starters = starters(&options.controllers, resources, api, pki, tokens)?;
+    let election = match options.leader_elect {
+        true => Some((
+            LeaderElection {
+                lease_duration: options.leader_elect_lease_duration,
+                renew_deadline: options.leader_elect_renew_deadline,
+                retry_period: options.leader_elect_retry_period,
+            },
+            leader_identity(&options.data_dir)?,
+        )),
+        false => None,
+    };
+    let mut hooks = PostStartHooks::default();
+    hooks.add(
+        "start-kube-controller-manager-controllers",
+        move |context| async move {
+            let loopback = context.loopback.clone();
+            let start_all = move |leading: CancellationToken| {
+                for start in &starters {
+                    start(&loopback, leading.clone());
+                }
+            };
+            match election {
+                Some((settings, identity)) => {
+                    let user = UserInfo {
+                        name: "system:kube-controller-manager".into(),
+                        ..UserInfo::default()
+                    };
+                    let client = context
+                        .loopback
+                        .client(user, &user_agent("leader-election"));
+                    kapi_controllers::run_leader_elected(
+                        client,
+                        settings,
+                        identity,
+                        context.stopping,
+                        start_all,
+                    );
+                }
+                None => start_all(context.stopping),
+            }
+            Ok(())
+        },
+    )?;
+    Ok(hooks)
+}
+
+/// This replica's identity in the election: the host name and a uuid kept in the data
+/// directory, so that a replica restarted after a crash recognizes its own lease rather
+/// than waiting for it to expire.
+fn leader_identity(data_dir: &Path) -> Result<String> {
+    let path = data_dir.join(IDENTITY_FILE);
+    let uid = match std::fs::read_to_string(&path) {
+        Ok(uid) if !uid.trim().is_empty() => uid.trim().to_string(),
+        _ => {
+            let uid = kapi_apimachinery::meta::new_uid();
+            std::fs::write(&path, &uid).with_context(|| format!("writing {}", path.display()))?;
+            uid
+        }
+    };
+    let host = gethostname::gethostname().to_string_lossy().to_string();
+    Ok(format!("{host}_{uid}"))
+}
+
+/// A starter for each enabled controller.
+fn starters(
+    controllers: &[String],
+    resources: &BuiltinResources,
+    api: &ApiHandler,
+    pki: &PkiFiles,
+    tokens: Arc<ServiceAccountTokens>,
+) -> Result<Vec<Starter>> {
     let enabled = |name: &str| controller_enabled(controllers, name);
     let ca_pem = std::fs::read_to_string(&pki.ca_cert)
         .with_context(|| format!("reading {}", pki.ca_cert.display()))?;
-    let mut hooks = PostStartHooks::default();
+    let mut starters: Vec<Starter> = Vec::new();
     let (quotas, weak_api) = (resources.resource_quotas.clone(), api.downgrade());
-    hooks.add(
-        "start-resource-quota-controller",
-        move |context| async move {
-            kapi_builtin_admission::start_quota_controller(quotas, weak_api, context.stopping);
-            Ok(())
-        },
-    )?;
+    starters.push(Box::new(move |_, stop| {
+        kapi_builtin_admission::start_quota_controller(quotas.clone(), weak_api.clone(), stop);
+    }));
     let namespaces = resources.namespaces.clone();
     let objects = namespace_objects(resources, &ca_pem, controllers)?;
-    hooks.add(
-        "start-serviceaccount-controllers",
-        move |context| async move {
-            kapi_controllers::start_namespace_objects(namespaces, objects, context.stopping);
-            Ok(())
-        },
-    )?;
+    starters.push(Box::new(move |_, stop| {
+        kapi_controllers::start_namespace_objects(namespaces.clone(), objects.clone(), stop);
+    }));
     let protected = ProtectedStorage {
         claims: resources.persistent_volume_claims.clone(),
         volumes: resources.persistent_volumes.clone(),
@@ -83,43 +158,33 @@ pub(crate) fn post_start_hooks(
         release_claims: enabled(PVC_PROTECTION_CONTROLLER)?,
         release_volumes: enabled(PV_PROTECTION_CONTROLLER)?,
     };
-    hooks.add(
-        "start-storage-protection-controllers",
-        move |context| async move {
-            kapi_controllers::start_protection_controllers(protected, context.stopping);
-            Ok(())
-        },
-    )?;
+    starters.push(Box::new(move |_, stop| {
+        kapi_controllers::start_protection_controllers(protected.clone(), stop);
+    }));
     if enabled(NAMESPACE_CONTROLLER)? {
         let namespaces = resources.namespaces.clone();
-        hooks.add("start-namespace-controller", move |context| async move {
-            let client = controller_client(&context.loopback, NAMESPACE_CONTROLLER);
-            kapi_controllers::start_namespace_controller(namespaces, client, context.stopping);
-            Ok(())
-        })?;
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, NAMESPACE_CONTROLLER);
+            kapi_controllers::start_namespace_controller(namespaces.clone(), client, stop);
+        }));
     }
     if enabled(GARBAGE_COLLECTOR_CONTROLLER)? {
         let api_services = resources.api_services.clone();
-        hooks.add("start-garbage-collector", move |context| async move {
-            let client = controller_client(&context.loopback, GARBAGE_COLLECTOR_ACCOUNT);
-            kapi_controllers::start_garbage_collector(client, api_services, context.stopping);
-            Ok(())
-        })?;
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, GARBAGE_COLLECTOR_ACCOUNT);
+            kapi_controllers::start_garbage_collector(client, api_services.clone(), stop);
+        }));
     }
     if enabled(VAP_STATUS_CONTROLLER)? {
         let policies = resources.validating_admission_policies.clone();
         let weak_api = api.downgrade();
-        hooks.add(
-            "start-validating-admission-policy-status-controller",
-            move |context| async move {
-                tokio::spawn(kapi_admission::typecheck::run_status_controller(
-                    policies,
-                    weak_api,
-                    context.stopping,
-                ));
-                Ok(())
-            },
-        )?;
+        starters.push(Box::new(move |_, stop| {
+            tokio::spawn(kapi_admission::typecheck::run_status_controller(
+                policies.clone(),
+                weak_api.clone(),
+                stop,
+            ));
+        }));
     }
     if enabled(TOKEN_CONTROLLER)? {
         let legacy = LegacyTokens {
@@ -128,15 +193,11 @@ pub(crate) fn post_start_hooks(
             accounts: resources.service_accounts.clone(),
             ca_pem,
         };
-        hooks.add(
-            "start-serviceaccount-token-controller",
-            move |context| async move {
-                kapi_controllers::start_token_controller(legacy, context.stopping);
-                Ok(())
-            },
-        )?;
+        starters.push(Box::new(move |_, stop| {
+            kapi_controllers::start_token_controller(legacy.clone(), stop);
+        }));
     }
-    Ok(hooks)
+    Ok(starters)
 }
 
 /// A loopback client of a controller as kube-controller-manager's with
@@ -145,19 +206,24 @@ pub(crate) fn post_start_hooks(
 /// its user agent.
 fn controller_client(loopback: &Loopback, account: &str) -> LoopbackClient {
     let user = kapi_builtin::token::service_account_user_info("kube-system", account);
+    let user_agent = user_agent(&user.name);
+    loopback.client(user, &user_agent)
+}
+
+/// kube-controller-manager's user agent for a client named `suffix` (client-go's default:
+/// the commit's first 7 characters, or "unknown").
+fn user_agent(suffix: &str) -> String {
     let version = kapi_server::version::VersionInfo::current();
-    // client-go's default: the commit's first 7 characters, or "unknown".
     let commit: String = version.git_commit.chars().take(7).collect();
     let commit = if commit.is_empty() {
         "unknown".into()
     } else {
         commit
     };
-    let user_agent = format!(
-        "kube-controller-manager/{} ({}) kubernetes/{commit}/{}",
-        version.git_version, version.platform, user.name
-    );
-    loopback.client(user, &user_agent)
+    format!(
+        "kube-controller-manager/{} ({}) kubernetes/{commit}/{suffix}",
+        version.git_version, version.platform
+    )
 }
 
 /// What kube-controller-manager keeps in every namespace and kapi keeps itself: the

@@ -280,6 +280,26 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
 
+    /// Run the controllers only while this replica holds kube-system's
+    /// `kube-controller-manager` Lease, as kube-controller-manager's leader election: of
+    /// several kapi replicas on one etcd (or a kube-controller-manager beside kapi), one runs
+    /// them.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true")]
+    pub leader_elect: bool,
+
+    /// How long the controllers' lease lasts unrenewed before another replica takes it.
+    #[arg(long, default_value = "15s", value_parser = go_duration)]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it stops its controllers.
+    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// The wait between attempts to take or renew the lease.
+    #[arg(long, default_value = "2s", value_parser = go_duration)]
+    pub leader_elect_retry_period: Duration,
+
     /// An AdmissionConfiguration file (apiserver.config.k8s.io/v1): per-plugin configuration,
     /// inline or by path. kapi reads PodSecurity's.
     #[arg(long)]

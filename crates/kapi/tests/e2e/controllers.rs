@@ -316,3 +316,110 @@ on_both_backends!(
     a_deleted_namespace_is_emptied_then_removed,
     dependents_follow_their_owners
 );
+
+/// Two replicas on a three-member etcd: one holds kube-system's `kube-controller-manager`
+/// Lease and runs the controllers; killed, the other takes the lease over and runs them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_runs_the_controllers_until_another_takes_over() {
+    use common::process::Kapi;
+    use http::Method;
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+
+    let etcd = tokio::task::spawn_blocking(|| kapi_testing::etcd::EtcdCluster::start(3))
+        .await
+        .expect("etcd");
+    let endpoints = etcd.endpoints().join(",");
+    let flags = [
+        "--etcd-servers",
+        endpoints.as_str(),
+        "--leader-elect-lease-duration=3s",
+        "--leader-elect-renew-deadline=2s",
+        "--leader-elect-retry-period=500ms",
+    ];
+    let mut replicas = [
+        Kapi::start(Backend::Embedded, &flags).await,
+        Kapi::start(Backend::Embedded, &flags).await,
+    ];
+    let identity = |kapi: &Kapi| {
+        std::fs::read_to_string(kapi.data_dir.path().join("controller-manager-identity"))
+            .expect("the election identity")
+    };
+    const LEASE: &str =
+        "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager";
+    // Which replica holds the lease, once one does.
+    let holder = |replicas: &[Kapi; 2], asked: usize| {
+        let admin = replicas[asked].admin();
+        let ids = [identity(&replicas[0]), identity(&replicas[1])];
+        async move {
+            let lease = admin.get(LEASE).await.json();
+            let holder = lease["spec"]["holderIdentity"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            ids.iter()
+                .position(|id| holder.ends_with(&format!("_{id}")))
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        if let Some(leader) = holder(&replicas, 0).await {
+            break leader;
+        }
+        assert!(Instant::now() < deadline, "no replica took the lease");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let follower = 1 - leader;
+    // Only the leader started its controllers; a namespace made through the follower gets
+    // its default ServiceAccount from them.
+    const ACQUIRED: &str = "successfully acquired lease";
+    assert!(replicas[leader].log().contains(ACQUIRED));
+    assert!(!replicas[follower].log().contains(ACQUIRED));
+    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first"}});
+    let admin = replicas[follower].admin();
+    assert_eq!(
+        admin
+            .write(Method::POST, "/api/v1/namespaces", &namespace)
+            .await
+            .status,
+        201
+    );
+    let account = "/api/v1/namespaces/first/serviceaccounts/default";
+    while admin.get(account).await.status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "the leader made no default ServiceAccount"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The leader dies; the other replica takes the lease once it expires, and works.
+    replicas[leader].kill();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while holder(&replicas, follower).await != Some(follower) {
+        assert!(Instant::now() < deadline, "the lease was not taken over");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lease = admin.get(LEASE).await.json();
+    assert_eq!(lease["spec"]["leaseTransitions"], 1, "{lease}");
+    assert!(replicas[follower].log().contains(ACQUIRED));
+    let second = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "second"}});
+    assert_eq!(
+        admin
+            .write(Method::POST, "/api/v1/namespaces", &second)
+            .await
+            .status,
+        201
+    );
+    let account = "/api/v1/namespaces/second/serviceaccounts/default";
+    while admin.get(account).await.status != 200 {
+        assert!(
+            Instant::now() < deadline,
+            "the new leader made no default ServiceAccount"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let [first, second] = replicas;
+    first.stop().await;
+    second.stop().await;
+}
