@@ -66,6 +66,21 @@ async fn a_deleted_namespace_is_emptied_then_removed(backend: Backend) {
     install_crds(&server, WIDGET_CRD, &["widgets.example.com"]).await;
     server.kubectl_ok(&["create", "namespace", "doomed"]).await;
     ok_stdin(&server, &["apply", "-f", "-"], CONTENT).await;
+    // And an object whose owner is being deleted in the foreground.
+    let uid = owner(&server, "doomed", "leaving").await;
+    let dependent = owned("Secret", "v1", "left", "doomed", "leaving", &uid, "");
+    ok_stdin(&server, &["apply", "-f", "-"], &dependent).await;
+    server
+        .kubectl_ok(&[
+            "delete",
+            "configmap",
+            "leaving",
+            "-n",
+            "doomed",
+            "--cascade=foreground",
+            "--wait=false",
+        ])
+        .await;
     server
         .kubectl_ok(&["delete", "namespace", "doomed", "--wait=false"])
         .await;
@@ -314,7 +329,8 @@ async fn dependents_follow_their_owners(backend: Backend) {
 
 on_both_backends!(
     a_deleted_namespace_is_emptied_then_removed,
-    dependents_follow_their_owners
+    dependents_follow_their_owners,
+    owner_chains_go_as_their_propagation_says
 );
 
 /// Two replicas on a three-member etcd: one holds kube-system's `kube-controller-manager`
@@ -422,4 +438,144 @@ async fn one_replica_runs_the_controllers_until_another_takes_over() {
     let [first, second] = replicas;
     first.stop().await;
     second.stop().await;
+}
+
+/// Deployment → ReplicaSet → Pod chains, as their controllers would write them, deleted
+/// through kube-rs in each propagation; and a custom resource owning a ConfigMap.
+async fn owner_chains_go_as_their_propagation_says(backend: Backend) {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, PostParams};
+    use kube::core::GroupVersionKind;
+    use serde_json::json;
+
+    let server = TestServer::start(backend, &[]).await;
+    install_crds(&server, WIDGET_CRD, &["widgets.example.com"]).await;
+    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig).expect("kubeconfig");
+    let options = kube::config::KubeConfigOptions::default();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .expect("config");
+    let client = kube::Client::try_from(config).expect("client");
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let reference = |kind: &str, api_version: &str, name: &str, uid: &str| {
+        json!([{"apiVersion": api_version, "kind": kind, "name": name, "uid": uid,
+            "controller": true, "blockOwnerDeletion": true}])
+    };
+    let template = json!({"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]}});
+    // A chain named `name`: its Deployment, ReplicaSet and Pod.
+    let chain = |name: String| {
+        let (deployments, replica_sets, pods) =
+            (deployments.clone(), replica_sets.clone(), pods.clone());
+        let template = template.clone();
+        async move {
+            let deployment: Deployment = serde_json::from_value(json!({
+                "metadata": {"name": name},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}))
+            .unwrap();
+            let deployment = deployments
+                .create(&PostParams::default(), &deployment)
+                .await
+                .unwrap();
+            let uid = deployment.metadata.uid.unwrap();
+            let replica_set: ReplicaSet = serde_json::from_value(json!({
+                "metadata": {"name": format!("{name}-rs"),
+                    "ownerReferences": reference("Deployment", "apps/v1", &name, &uid)},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": template}}))
+            .unwrap();
+            let replica_set = replica_sets
+                .create(&PostParams::default(), &replica_set)
+                .await
+                .unwrap();
+            let uid = replica_set.metadata.uid.unwrap();
+            let pod: Pod = serde_json::from_value(json!({
+                "metadata": {"name": format!("{name}-pod"), "labels": {"app": "web"},
+                    "ownerReferences": reference("ReplicaSet", "apps/v1", &format!("{name}-rs"), &uid)},
+                "spec": template["spec"]}))
+            .unwrap();
+            pods.create(&PostParams::default(), &pod).await.unwrap();
+        }
+    };
+    // Background: the Deployment goes at once, then the ReplicaSet, then the Pod.
+    chain("back".into()).await;
+    deployments
+        .delete("back", &DeleteParams::background())
+        .await
+        .unwrap();
+    collected(&replica_sets, "back-rs").await;
+    collected(&pods, "back-pod").await;
+
+    // Foreground: the Deployment stays, marked, until its dependents are gone.
+    chain("fore".into()).await;
+    let marked = deployments
+        .delete("fore", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let marked = marked
+        .left()
+        .expect("the deployment is kept while its dependents go");
+    assert_eq!(marked.metadata.finalizers.unwrap(), ["foregroundDeletion"]);
+    collected(&deployments, "fore").await;
+    assert!(replica_sets.get_opt("fore-rs").await.unwrap().is_none());
+    assert!(pods.get_opt("fore-pod").await.unwrap().is_none());
+
+    // Orphan: the ReplicaSet stays without its owner, the Pod with its.
+    chain("orphan".into()).await;
+    deployments
+        .delete("orphan", &DeleteParams::orphan())
+        .await
+        .unwrap();
+    collected(&deployments, "orphan").await;
+    let replica_set = replica_sets.get("orphan-rs").await.unwrap();
+    assert!(
+        replica_set.metadata.owner_references.is_none(),
+        "{replica_set:?}"
+    );
+    let pod = pods.get("orphan-pod").await.unwrap();
+    assert_eq!(pod.metadata.owner_references.unwrap()[0].name, "orphan-rs");
+
+    // A custom resource owning a ConfigMap.
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Widget");
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &ApiResource::from_gvk(&gvk));
+    let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1",
+        "kind": "Widget", "metadata": {"name": "owner"}}))
+    .unwrap();
+    let widget = widgets
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    let uid = widget.metadata.uid.unwrap();
+    let owned: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "widget-data",
+        "ownerReferences": reference("Widget", "example.com/v1", "owner", &uid)}}))
+    .unwrap();
+    config_maps
+        .create(&PostParams::default(), &owned)
+        .await
+        .unwrap();
+    widgets
+        .delete("owner", &DeleteParams::default())
+        .await
+        .unwrap();
+    collected(&config_maps, "widget-data").await;
+    server.stop().await;
+}
+
+/// Waits (up to 30 s) until `api` has no object `name`.
+async fn collected<K>(api: &kube::Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + k8s_openapi::serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while api.get_opt(name).await.expect("get").is_some() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{name} was not collected"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
