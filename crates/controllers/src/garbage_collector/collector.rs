@@ -122,7 +122,7 @@ impl Shared {
             .filter(|d| {
                 d.owners
                     .iter()
-                    .any(|r| r.uid == node.identity.uid && r.block_owner_deletion)
+                    .any(|r| r.uid == node.identity.uid && r.blocks())
             })
             .collect();
         if blocking.is_empty() {
@@ -291,7 +291,7 @@ impl Shared {
             .owners
             .iter()
             .filter(|r| !owner_uids.contains(&r.uid.as_str()))
-            .map(|r| r.raw.clone())
+            .map(OwnerRef::to_json)
             .collect();
         if kept.len() == latest.owners.len() {
             return Ok(());
@@ -304,18 +304,18 @@ impl Shared {
     /// Makes the object's owner references non-blocking.
     async fn unblock_owner_references(&self, identity: &Identity) -> Result<(), ApiError> {
         let latest = self.get(identity).await?;
-        if !latest.owners.iter().any(|r| r.block_owner_deletion) {
+        if !latest.owners.iter().any(OwnerRef::blocks) {
             return Ok(());
         }
         let references: Vec<Value> = latest
             .owners
             .iter()
             .map(|r| {
-                let mut raw = r.raw.clone();
-                if r.block_owner_deletion {
-                    raw["blockOwnerDeletion"] = false.into();
+                let mut entry = r.to_json();
+                if r.blocks() {
+                    entry["blockOwnerDeletion"] = false.into();
                 }
-                raw
+                entry
             })
             .collect();
         let patch = json!({"metadata": {"ownerReferences": references,

@@ -35,12 +35,29 @@ pub(crate) struct OwnerRef {
     pub(crate) kind: String,
     pub(crate) name: String,
     pub(crate) uid: String,
-    pub(crate) block_owner_deletion: bool,
-    /// The entry as stored (patches write entries back as they were).
-    pub(crate) raw: Value,
+    pub(crate) controller: Option<bool>,
+    pub(crate) block_owner_deletion: Option<bool>,
 }
 
 impl OwnerRef {
+    /// Whether it blocks its owner's foreground deletion.
+    pub(crate) fn blocks(&self) -> bool {
+        self.block_owner_deletion == Some(true)
+    }
+
+    /// The entry as JSON, its unset fields left out as Go leaves them out.
+    pub(crate) fn to_json(&self) -> Value {
+        let mut entry = serde_json::json!({"apiVersion": self.api_version, "kind": self.kind,
+            "name": self.name, "uid": self.uid});
+        if let Some(controller) = self.controller {
+            entry["controller"] = controller.into();
+        }
+        if let Some(block) = self.block_owner_deletion {
+            entry["blockOwnerDeletion"] = block.into();
+        }
+        entry
+    }
+
     /// The owner's identity as seen from a dependent in `namespace`.
     fn identity(&self, namespace: &str) -> Identity {
         Identity {
@@ -93,8 +110,8 @@ impl Meta {
                     kind: text(&r["kind"]),
                     name: text(&r["name"]),
                     uid: text(&r["uid"]),
-                    block_owner_deletion: r["blockOwnerDeletion"] == true,
-                    raw: r.clone(),
+                    controller: r["controller"].as_bool(),
+                    block_owner_deletion: r["blockOwnerDeletion"].as_bool(),
                 })
                 .collect(),
             finalizers: meta["finalizers"]
@@ -374,10 +391,10 @@ impl Graph {
         changed: &[(OwnerRef, OwnerRef)],
         work: &mut Work,
     ) {
-        let unblocked = removed.iter().filter(|r| r.block_owner_deletion).chain(
+        let unblocked = removed.iter().filter(|r| r.blocks()).chain(
             changed
                 .iter()
-                .filter(|(old, new)| old.block_owner_deletion && !new.block_owner_deletion)
+                .filter(|(old, new)| old.blocks() && !new.blocks())
                 .map(|(_, new)| new),
         );
         for reference in unblocked {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::graph::{Event, EventType, Meta};
+use super::graph::{Event, EventType, FOREGROUND, Meta, ORPHAN};
 use crate::discovery::Resource;
 
 /// What lists ask for.
@@ -77,7 +77,46 @@ struct Monitor {
     collection: String,
     client: LoopbackClient,
     /// The objects seen, by uid.
-    known: HashMap<String, Meta>,
+    known: HashMap<String, Seen>,
+}
+
+/// What a monitor remembers of an object: what a later event is compared with (the graph
+/// keeps its owners).
+struct Seen {
+    name: String,
+    namespace: String,
+    resource_version: String,
+    being_deleted: bool,
+    /// Its garbage-collection finalizers.
+    finalizers: Vec<&'static str>,
+}
+
+impl Seen {
+    fn of(meta: &Meta) -> Seen {
+        Seen {
+            name: meta.name.clone(),
+            namespace: meta.namespace.clone(),
+            resource_version: meta.resource_version.clone(),
+            being_deleted: meta.being_deleted,
+            finalizers: [ORPHAN, FOREGROUND]
+                .into_iter()
+                .filter(|f| meta.has_finalizer(f))
+                .collect(),
+        }
+    }
+
+    /// The metadata it stands for, without owners.
+    fn meta(&self, uid: &str) -> Meta {
+        Meta {
+            uid: uid.to_string(),
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            resource_version: self.resource_version.clone(),
+            owners: Vec::new(),
+            finalizers: self.finalizers.iter().map(|f| f.to_string()).collect(),
+            being_deleted: self.being_deleted,
+        }
+    }
 }
 
 impl Monitor {
@@ -108,7 +147,7 @@ impl Monitor {
             .known
             .iter()
             .filter(|(uid, _)| !seen.contains_key(*uid))
-            .map(|(_, meta)| meta.clone())
+            .map(|(uid, known)| known.meta(uid))
             .collect();
         for meta in gone {
             self.changed(EventType::Delete, meta);
@@ -194,8 +233,9 @@ impl Monitor {
     fn changed(&mut self, type_: EventType, meta: Meta) {
         let old = match type_ {
             EventType::Delete => self.known.remove(&meta.uid),
-            _ => self.known.insert(meta.uid.clone(), meta.clone()),
+            _ => self.known.insert(meta.uid.clone(), Seen::of(&meta)),
         };
+        let old = old.map(|seen| seen.meta(&meta.uid));
         let type_ = match (type_, &old) {
             (EventType::Update, None) => EventType::Add,
             (type_, _) => type_,
