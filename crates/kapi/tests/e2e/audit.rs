@@ -291,12 +291,14 @@ rules:
     )
     .unwrap();
     for (mode, fails) in [("blocking", false), ("blocking-strict", true)] {
-        // Only kubectl's requests are counted: the garbage collector's would be too.
+        // Only kubectl's requests are counted: the garbage collector's and the leader
+        // election's would be too.
         let flags = [
             format!("--audit-policy-file={}", policy.display()),
             "--audit-log-path=/dev/full".to_string(),
             format!("--audit-log-mode={mode}"),
             "--controllers=*,-garbage-collector-controller".to_string(),
+            "--leader-elect=false".to_string(),
         ];
         let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
         let server = TestServer::start(Backend::Embedded, &flags).await;

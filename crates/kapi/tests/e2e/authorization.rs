@@ -465,10 +465,12 @@ async fn revision(admin: &Client) -> String {
 /// without bindings (403 but for the self reviews), and checks that nothing was stored.
 async fn walk_every_route(anonymous_auth: bool) {
     let flag = format!("--anonymous-auth={anonymous_auth}");
-    // No controller writes into the new namespace while the revision is compared.
+    // No controller writes into the new namespace while the revision is compared, nor
+    // renews the controllers' Lease.
     let quiet =
         "--controllers=-serviceaccount-controller,-root-ca-certificate-publisher-controller";
-    let server = TestServer::start(Backend::Embedded, &[&flag, quiet]).await;
+    let server =
+        TestServer::start(Backend::Embedded, &[&flag, quiet, "--leader-elect=false"]).await;
     server.kubectl_ok(&["create", "namespace", "team"]).await;
     let admin = client(&server.kubeconfig).await;
     let routes = routes(&admin).await;
