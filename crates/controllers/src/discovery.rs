@@ -77,6 +77,8 @@ pub(crate) struct Discovered {
     pub(crate) failure: Option<String>,
     /// The group versions that could not be read (`v1`, `apps/v1`).
     pub(crate) failed: Vec<String>,
+    /// Whether both documents (`/api` and `/apis`) were read.
+    pub(crate) complete: bool,
 }
 
 impl Discovered {
@@ -109,6 +111,7 @@ pub(crate) async fn discover(client: &LoopbackClient) -> Result<Discovered, ApiE
     for group in &groups {
         group_resources(group, &mut preferred, &mut all, &mut failed);
     }
+    let complete = errors.is_empty();
     let failure = match errors.pop() {
         // A whole document failed: its error, as client-go reports it.
         Some(err) => Some(err.to_string()),
@@ -127,6 +130,7 @@ pub(crate) async fn discover(client: &LoopbackClient) -> Result<Discovered, ApiE
         all,
         failure,
         failed: failed.into_keys().collect(),
+        complete,
     })
 }
 

@@ -92,9 +92,15 @@ impl Elector {
                     }
                     () = tokio::time::sleep(self.settings.retry_period) => {}
                 }
-                if self.try_acquire_or_renew().await {
+                // Each attempt is bounded by what is left of the deadline, as client-go's.
+                let left = self
+                    .settings
+                    .renew_deadline
+                    .saturating_sub(renewed.elapsed());
+                let attempt = tokio::time::timeout(left, self.try_acquire_or_renew()).await;
+                if attempt == Ok(true) {
                     renewed = Instant::now();
-                } else if renewed.elapsed() > self.settings.renew_deadline {
+                } else if renewed.elapsed() >= self.settings.renew_deadline {
                     tracing::warn!(identity = self.identity, "leader election lost");
                     leading.cancel();
                     break;

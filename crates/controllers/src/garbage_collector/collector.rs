@@ -16,6 +16,8 @@ use super::graph::{Event, EventType, FOREGROUND, Identity, Meta, Node, ORPHAN, O
 /// What metadata reads ask for.
 const METADATA: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+/// The tries of a write that conflicts.
+const CONFLICT_RETRIES: usize = 5;
 /// The content type of the collector's patches.
 const MERGE_PATCH: &str = "application/merge-patch+json";
 
@@ -326,7 +328,9 @@ impl Shared {
     /// Removes `finalizer` from the object, again after each conflict; nothing to do when
     /// it is gone or replaced.
     async fn remove_finalizer(&self, identity: &Identity, finalizer: &str) -> Result<(), Failure> {
-        loop {
+        // Conflicts are retried a few times (client-go's RetryOnConflict), then the node's
+        // backoff takes over.
+        for _ in 0..CONFLICT_RETRIES {
             let latest = match self.get(identity).await {
                 Ok(latest) if latest.uid == identity.uid => latest,
                 Ok(_) => return Ok(()),
@@ -351,6 +355,9 @@ impl Shared {
                 Err(err) => return Err(err.into()),
             }
         }
+        Err(Failure::Error(format!(
+            "removing {finalizer} from {identity}: conflicts"
+        )))
     }
 
     /// Sends a JSON merge patch to the object.

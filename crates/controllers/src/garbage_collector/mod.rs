@@ -18,6 +18,7 @@ mod monitor;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use kapi_server::endpoints::Served;
@@ -41,6 +42,8 @@ const RESYNC: Duration = Duration::from_secs(30);
 /// The monitors whose watches share one connection (HTTP/2 allows 100 streams at once; the
 /// rest are left for their relists).
 const WATCHES_PER_CONNECTION: usize = 50;
+/// How long the workers wait for the first monitors' lists.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// The wait before discovering again after discovery failed.
 const DISCOVERY_RETRY: Duration = Duration::from_secs(1);
 /// Decisions made at once (`--concurrent-gc-syncs`).
@@ -59,9 +62,41 @@ struct Shared {
     /// The resource of each (apiVersion, kind).
     mapper: RwLock<HashMap<(String, String), Resource>>,
     client: LoopbackClient,
+    /// The first monitors' lists not done yet (`usize::MAX` before discovery).
+    unlisted: AtomicUsize,
+    /// Notified when the last of them is done.
+    listed: Notify,
 }
 
 impl Shared {
+    /// The first monitors are `count`.
+    fn expect_first_lists(&self, count: usize) {
+        self.unlisted.store(count, Ordering::SeqCst);
+        if count == 0 {
+            self.listed.notify_waiters();
+        }
+    }
+
+    /// One of the first monitors has listed its resource.
+    fn first_list_done(&self) {
+        if self.unlisted.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.listed.notify_waiters();
+        }
+    }
+
+    /// Resolves once every first monitor has listed its resource.
+    async fn first_lists_done(&self) {
+        loop {
+            let listed = self.listed.notified();
+            tokio::pin!(listed);
+            listed.as_mut().enable();
+            if self.unlisted.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            listed.await;
+        }
+    }
+
     /// Applies one event to the graph and queues what it asks for.
     fn process(&self, event: Event) {
         let work = self.graph.lock().process(&event);
@@ -119,6 +154,8 @@ pub fn start_garbage_collector(
         absent: Mutex::default(),
         mapper: RwLock::default(),
         client,
+        unlisted: AtomicUsize::new(usize::MAX),
+        listed: Notify::new(),
     });
     let changed = Arc::new(Notify::new());
     kapi_server::informer::notify_on_changes([api_services], &changed, &stopping);
@@ -151,20 +188,27 @@ async fn sync_monitors(shared: Arc<Shared>, changed: Arc<Notify>, stopping: Canc
                     .filter(|r| r.has("delete") && r.has("list") && r.has("watch"))
                     .filter(|r| !IGNORED.contains(&(r.group.as_str(), r.resource.as_str())))
                     .collect();
-                // A group version that could not be read keeps its monitors, as upstream's.
-                let failed = &discovered.failed;
+                // A group version that could not be read keeps its monitors, as upstream's;
+                // so do all when a whole document could not be read.
+                let (failed, complete) = (&discovered.failed, discovered.complete);
                 monitors.retain(|resource, stop| {
-                    let keep =
-                        wanted.contains(resource) || failed.contains(&resource.api_version());
+                    let keep = !complete
+                        || wanted.contains(resource)
+                        || failed.contains(&resource.api_version());
                     if !keep {
                         stop.cancel();
                     }
                     keep
                 });
-                for resource in wanted {
-                    if monitors.contains_key(&resource) {
-                        continue;
-                    }
+                let first = monitors.is_empty();
+                let new: Vec<Resource> = wanted
+                    .into_iter()
+                    .filter(|r| !monitors.contains_key(r))
+                    .collect();
+                if first {
+                    shared.expect_first_lists(new.len());
+                }
+                for resource in new {
                     let stop = stopping.child_token();
                     if on_connection == WATCHES_PER_CONNECTION {
                         (connection, on_connection) = (shared.client.separate(), 0);
@@ -175,6 +219,7 @@ async fn sync_monitors(shared: Arc<Shared>, changed: Arc<Notify>, stopping: Canc
                         shared.clone(),
                         resource.clone(),
                         client,
+                        first,
                         stop.clone(),
                     ));
                     monitors.insert(resource, stop);
@@ -212,6 +257,13 @@ async fn worker(shared: Arc<Shared>, which: Queue, stopping: CancellationToken) 
         Queue::Delete => &shared.attempt_to_delete,
         Queue::Orphan => &shared.attempt_to_orphan,
     };
+    // As upstream, no decision before the graph holds what the first lists found (an owner
+    // orphaned before its dependents were seen would lose them), unless a monitor cannot
+    // list for [`SYNC_TIMEOUT`]: then, as upstream, the collector proceeds anyway.
+    tokio::select! {
+        () = stopping.cancelled() => return,
+        _ = tokio::time::timeout(SYNC_TIMEOUT, shared.first_lists_done()) => {}
+    }
     loop {
         let uid = tokio::select! {
             () = stopping.cancelled() => return,

@@ -32,11 +32,13 @@ const RETRY_MAX: Duration = Duration::from_secs(30);
 /// How long one watch request lasts before it is renewed (client-go's 5 to 10 minutes).
 const WATCH_SECONDS: u64 = 300;
 
-/// Follows `resource` until `stopping`, through `client` (a connection shared with other monitors).
+/// Follows `resource` until `stopping`, through `client` (a connection shared with other
+/// monitors); one of the `first` monitors says when its first list is done.
 pub(super) async fn run(
     shared: Arc<Shared>,
     resource: Resource,
     client: LoopbackClient,
+    first: bool,
     stopping: CancellationToken,
 ) {
     let mut monitor = Monitor {
@@ -46,6 +48,7 @@ pub(super) async fn run(
         resource,
         client,
         known: HashMap::new(),
+        first,
     };
     let mut retry = RETRY_MIN;
     loop {
@@ -78,6 +81,8 @@ struct Monitor {
     client: LoopbackClient,
     /// The objects seen, by uid.
     known: HashMap<String, Seen>,
+    /// One of the first monitors whose first list is not done yet.
+    first: bool,
 }
 
 /// What a monitor remembers of an object: what a later event is compared with (the graph
@@ -123,6 +128,9 @@ impl Monitor {
     /// Lists, then watches until the watch cannot be resumed.
     async fn list_and_watch(&mut self) -> Result<(), ApiError> {
         let mut resource_version = self.list().await?;
+        if std::mem::take(&mut self.first) {
+            self.shared.first_list_done();
+        }
         loop {
             match self.watch(&resource_version).await? {
                 Some(latest) => resource_version = latest,
