@@ -391,23 +391,27 @@ async fn one_replica_runs_the_controllers_until_another_takes_over() {
     const ACQUIRED: &str = "successfully acquired lease";
     assert!(replicas[leader].log().contains(ACQUIRED));
     assert!(!replicas[follower].log().contains(ACQUIRED));
-    let namespace = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "first"}});
     let admin = replicas[follower].admin();
-    assert_eq!(
-        admin
-            .write(Method::POST, "/api/v1/namespaces", &namespace)
-            .await
-            .status,
-        201
-    );
-    let account = "/api/v1/namespaces/first/serviceaccounts/default";
-    while admin.get(account).await.status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "the leader made no default ServiceAccount"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let served_by_the_leader = |name: &'static str, deadline: Instant| {
+        let admin = &admin;
+        async move {
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            let created = admin
+                .write(Method::POST, "/api/v1/namespaces", &namespace)
+                .await;
+            assert_eq!(created.status, 201);
+            let account = format!("/api/v1/namespaces/{name}/serviceaccounts/default");
+            while admin.get(&account).await.status != 200 {
+                assert!(
+                    Instant::now() < deadline,
+                    "no default ServiceAccount in {name}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    served_by_the_leader("first", deadline).await;
 
     // The leader dies; the other replica takes the lease once it expires, and works.
     replicas[leader].kill();
@@ -419,22 +423,7 @@ async fn one_replica_runs_the_controllers_until_another_takes_over() {
     let lease = admin.get(LEASE).await.json();
     assert_eq!(lease["spec"]["leaseTransitions"], 1, "{lease}");
     assert!(replicas[follower].log().contains(ACQUIRED));
-    let second = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "second"}});
-    assert_eq!(
-        admin
-            .write(Method::POST, "/api/v1/namespaces", &second)
-            .await
-            .status,
-        201
-    );
-    let account = "/api/v1/namespaces/second/serviceaccounts/default";
-    while admin.get(account).await.status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "the new leader made no default ServiceAccount"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    served_by_the_leader("second", deadline).await;
     let [first, second] = replicas;
     first.stop().await;
     second.stop().await;
