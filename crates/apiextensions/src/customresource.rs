@@ -52,6 +52,7 @@ pub(crate) fn build(
         key_prefix: format!("{}/{}", names.group, names.plural).into(),
         storage_version: GroupVersionKind::new(names.group.clone(), storage_version, &names.kind),
         namespaced,
+        ttl: None,
     });
     let mut built = CustomResources {
         definitions: Vec::new(),

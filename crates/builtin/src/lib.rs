@@ -58,20 +58,21 @@ pub const SYSTEM_NAMESPACES: [&str; 4] =
 
 /// Every built-in resource kapi serves, one definition per served group-version-resource,
 /// in the catalog's order (by group, version and plural). The versions of one resource share
-/// one storage definition.
-pub fn resources() -> Vec<ResourceDefinition> {
-    catalog::build_all().0
+/// one storage definition. Events expire `event_ttl` after their last write (kube-apiserver's
+/// `--event-ttl`); with 0 they are kept until deleted, as there.
+pub fn resources(event_ttl: std::time::Duration) -> Vec<ResourceDefinition> {
+    catalog::build_all(Some(event_ttl).filter(|ttl| !ttl.is_zero())).0
 }
 
 /// The built-in resources of kube-apiserver 1.35 kapi does not serve yet, and why (logged at
 /// startup; the discovery test knows them).
 pub fn unserved_resources() -> Vec<Unserved> {
-    catalog::build_all().1
+    catalog::build_all(None).1
 }
 
 /// The definition of `plural` in `group`/`version`, if served.
 pub fn definition(group: &str, version: &str, plural: &str) -> Option<ResourceDefinition> {
-    resources().into_iter().find(|definition| {
+    catalog::build_all(None).0.into_iter().find(|definition| {
         definition.group_version.group == group
             && definition.group_version.version == version
             && definition.plural == plural

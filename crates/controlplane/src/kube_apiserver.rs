@@ -54,7 +54,7 @@ impl KubeApiServer {
         let options = &config.options;
         let storage = &config.storage;
         let handler = ApiHandler::builder(storage.store.clone(), storage.prefix.clone())
-            .resources(kapi_builtin::resources())
+            .resources(kapi_builtin::resources(options.event_ttl))
             .delegate(delegate)
             .service(config.tokens.clone())
             .schemas(Arc::new(kapi_builtin::BuiltinSchemas))

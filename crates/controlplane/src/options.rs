@@ -82,6 +82,12 @@ pub struct ServeOptions {
     #[arg(long, default_value = "5m0s", value_parser = go_duration)]
     pub etcd_compaction_interval: Duration,
 
+    /// How long Events are kept after their last write (on etcd through leases, as
+    /// kube-apiserver keeps them; in the embedded store by its own expiry); 0s keeps them
+    /// until deleted.
+    #[arg(long, default_value = "1h0m0s", value_parser = go_duration)]
+    pub event_ttl: Duration,
+
     /// File with the default x509 serving certificate (chain) for HTTPS; generated in the
     /// data directory when not given.
     #[arg(long, requires = "tls_private_key_file")]

@@ -135,6 +135,7 @@ fn definition(
             key_prefix: plural.into(),
             storage_version: GroupVersionKind::new(GROUP, VERSION, kind),
             namespaced,
+            ttl: None,
         }),
         converter: None,
         deprecation: None,

@@ -379,6 +379,7 @@ pub(crate) mod tests {
             key_prefix: plural.into(),
             storage_version: GroupVersionKind::new(group, version, kind),
             namespaced,
+            ttl: None,
         });
         stored_in(
             group,
@@ -636,6 +637,7 @@ pub(crate) mod tests {
             key_prefix: "".into(),
             storage_version: GroupVersionKind::new("authentication.k8s.io", "v1", "TokenReview"),
             namespaced: false,
+            ttl: None,
         });
         let token_reviews = stored_in(
             "authentication.k8s.io",

@@ -493,7 +493,10 @@ impl Registry {
             }
             let name = object::name(&object).to_string();
             let key = self.key(namespace, &name);
-            match self.store.create(&key, codec::encode(&object)).await {
+            match (self.store)
+                .create_expiring(&key, codec::encode(&object), self.storage.ttl)
+                .await
+            {
                 Ok(revision) => {
                     codec::set_resource_version(&mut object, revision);
                     return Ok(object);
@@ -634,7 +637,10 @@ impl Registry {
             codec::set_resource_version(&mut new, current.mod_revision);
             return Ok(Some(new));
         }
-        match self.store.update(key, encoded, current.mod_revision).await {
+        match (self.store)
+            .update_expiring(key, encoded, current.mod_revision, self.storage.ttl)
+            .await
+        {
             Ok(revision) => {
                 codec::set_resource_version(&mut new, revision);
                 Ok(Some(new))

@@ -396,6 +396,9 @@ pub struct StorageDefinition {
     /// The version objects are written in.
     pub storage_version: GroupVersionKind,
     pub namespaced: bool,
+    /// How long a stored object lives after its last write (kube-apiserver's `TTLFunc`:
+    /// Events', `--event-ttl`); `None` for objects that live until deleted.
+    pub ttl: Option<std::time::Duration>,
 }
 
 /// Everything kapi serves for one group-version-resource.

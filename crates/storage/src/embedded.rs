@@ -13,6 +13,8 @@
 //! - **Watches** ([`watch`]) follow a broadcast of committed batches; one that falls behind
 //!   replays the log from disk and catches up, so a slow watcher neither misses events nor
 //!   holds back the others.
+//! - **Expiry** ([`expiry`]): a key written with a time to live is deleted by the committer
+//!   once its deadline passes, as etcd deletes the keys of an expired lease.
 //! - **Compaction** deletes superseded versions and log entries at or before the compacted
 //!   revision, in chunks between write batches; redb reuses the freed pages.
 //!
@@ -22,6 +24,7 @@
 //! damaged, and a value read later that fails its checksum fails that read.
 
 mod committer;
+mod expiry;
 mod history;
 mod open;
 mod snapshot;
@@ -162,8 +165,8 @@ impl EmbeddedStore {
         let path = config.data_dir.join(DB_FILE);
         let db = open::open_database(&path, config.cache_size, config.closed_cleanly)
             .map_err(|err| open::open_error(&path, err))?;
-        let (census, latest) = open::load(&db)?;
-        tracing::debug!(?census, "embedded store opened");
+        let (census, latest, expiring) = open::load(&db)?;
+        tracing::debug!(?census, expiring = expiring.len(), "embedded store opened");
         let state = State {
             revision: census.revision,
             compacted: census.compacted,
@@ -175,7 +178,7 @@ impl EmbeddedStore {
             state: RwLock::new(state),
         });
         let (requests, receiver) = mpsc::channel();
-        let committer = Committer::spawn(shared.clone(), receiver)?;
+        let committer = Committer::spawn(shared.clone(), receiver, expiring)?;
         let ticker = spawn_ticker(Arc::downgrade(&shared), config.progress_interval);
         Ok(EmbeddedStore {
             shared,
@@ -286,9 +289,15 @@ impl Store for EmbeddedStore {
         Ok(self.shared.state.read().revision)
     }
 
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision> {
+    async fn create_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
+        let deadline = expiry::deadline(ttl);
         match self
-            .submit(Op::Write(Write::Create(key.into(), value)))
+            .submit(Op::Write(Write::Create(key.into(), value, deadline)))
             .await?
         {
             Outcome::Written(revision) => Ok(revision),
@@ -333,9 +342,21 @@ impl Store for EmbeddedStore {
         Ok(page.into_response(prefix, revision))
     }
 
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision> {
+    async fn update_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
+        let deadline = expiry::deadline(ttl);
         match self
-            .submit(Op::Write(Write::Update(key.into(), value, expected)))
+            .submit(Op::Write(Write::Update(
+                key.into(),
+                value,
+                expected,
+                deadline,
+            )))
             .await?
         {
             Outcome::Written(revision) => Ok(revision),

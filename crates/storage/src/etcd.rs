@@ -9,6 +9,7 @@
 //!   revision (see `watch`), with periodic and on-demand progress notifications.
 
 mod endpoints;
+mod leases;
 mod watch;
 
 use std::path::PathBuf;
@@ -18,11 +19,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use etcd_client::{
-    Client, CompactionOptions, Compare, CompareOp, DeleteOptions, GetOptions, ResponseHeader, Txn,
-    TxnOp, TxnOpResponse, TxnResponse,
+    Client, CompactionOptions, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions,
+    ResponseHeader, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 
 use self::endpoints::{CallError, Endpoints};
+use self::leases::Leases;
 use self::watch::Watch;
 use crate::{
     DeleteResponse, GetResponse, KeyValue, ListOptions, ListResponse, Result, Revision,
@@ -80,6 +82,8 @@ pub struct EtcdStore {
 /// What the store and its watches share.
 struct Shared {
     endpoints: Endpoints,
+    /// The leases of keys written with a time to live.
+    leases: Leases,
     progress_interval: Duration,
     /// [`Store::request_progress`] bumps this; every live watch holds a receiver and asks
     /// etcd for a progress notification when it changes.
@@ -99,6 +103,7 @@ impl EtcdStore {
         let store = EtcdStore {
             shared: Arc::new(Shared {
                 endpoints: Endpoints::new(&config).await?,
+                leases: Leases::default(),
                 progress_interval: config.progress_interval,
                 progress_requests: tokio::sync::watch::Sender::new(0),
             }),
@@ -138,6 +143,18 @@ impl EtcdStore {
             (Err(err), Some(revision)) => Err(self.revision_error(err, revision).await),
             (Err(err), None) => Err(err.into_storage()),
         }
+    }
+
+    /// The put of `value` at `key`, attached to a lease when it expires after `ttl`.
+    async fn put(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<TxnOp> {
+        let options = match ttl {
+            Some(ttl) => {
+                let lease = self.shared.leases.lease(self.endpoints(), ttl).await?;
+                Some(PutOptions::new().with_lease(lease))
+            }
+            None => None,
+        };
+        Ok(TxnOp::put(key, value.to_vec(), options))
     }
 
     /// A transaction, sent once (see [`Endpoints::write`]).
@@ -204,10 +221,15 @@ impl Store for EtcdStore {
         header_revision(response.header())
     }
 
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision> {
+    async fn create_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
         let txn = Txn::new()
             .when([Compare::create_revision(key, CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key, value.to_vec(), None)]);
+            .and_then([self.put(key, value, ttl).await?]);
         let response = self.txn(txn).await?;
         if !response.succeeded() {
             return Err(StorageError::KeyExists { key: key.into() });
@@ -276,10 +298,16 @@ impl Store for EtcdStore {
         })
     }
 
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision> {
+    async fn update_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
         let txn = Txn::new()
             .when(unchanged_since(key, expected))
-            .and_then([TxnOp::put(key, value.to_vec(), None)])
+            .and_then([self.put(key, value, ttl).await?])
             .or_else([TxnOp::get(key, None)]);
         let response = self.txn(txn).await?;
         if !response.succeeded() {

@@ -29,6 +29,7 @@ mod etcd;
 mod update;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -163,7 +164,21 @@ pub trait Store: Send + Sync + 'static {
 
     /// Creates `key`; fails with [`StorageError::KeyExists`] if it exists. Returns the new
     /// revision, which is the key's create and mod revision.
-    async fn create(&self, key: &str, value: Bytes) -> Result<Revision>;
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision> {
+        self.create_expiring(key, value, None).await
+    }
+
+    /// [`Store::create`], and with `ttl` the key expires: unless a later write sets it again,
+    /// it is deleted (a new revision and a Delete event, as when an etcd lease expires) once
+    /// `ttl` has passed, also across restarts. A key never expires early, and may outlive
+    /// its `ttl` a little: on etcd by up to 5% (a minute at most), as kube-apiserver's keys
+    /// share leases.
+    async fn create_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<Revision>;
 
     /// Reads `key` at the latest revision (`None` or `Some(0)`, as etcd reads revision 0) or
     /// at a past one still retained.
@@ -175,8 +190,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// Replaces the value of `key` if its mod revision is still `expected`. Fails with
     /// [`StorageError::KeyNotFound`] if it does not exist and [`StorageError::Conflict`]
-    /// (carrying the current value) if it has changed. Returns the new revision.
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision>;
+    /// (carrying the current value) if it has changed. Returns the new revision. The key no
+    /// longer expires, as a put without a lease detaches etcd's.
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision> {
+        self.update_expiring(key, value, expected, None).await
+    }
+
+    /// [`Store::update`], the key then expiring after `ttl` as [`Store::create_expiring`]'s.
+    async fn update_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<Revision>;
 
     /// Deletes `key`, if given only while its mod revision is still `expected`. Fails with
     /// [`StorageError::KeyNotFound`] or [`StorageError::Conflict`] as [`Store::update`] does.

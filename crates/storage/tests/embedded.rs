@@ -117,3 +117,70 @@ async fn lagging_watcher_catches_up_from_disk() {
     let expected: Vec<i64> = (start + 1..=last).collect();
     assert_eq!(revisions, expected, "every change once, in order");
 }
+
+/// The next event of `watch`, within ten seconds.
+async fn next_event(watch: &mut kapi_storage::WatchStream) -> Event {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let next = tokio::time::timeout_at(deadline, watch.next()).await;
+        match next
+            .expect("an event within 10 s")
+            .expect("the watch goes on")
+        {
+            Ok(WatchResponse::Events(mut events)) => return events.remove(0),
+            Ok(WatchResponse::Progress(_)) => continue,
+            Err(err) => panic!("watch failed: {err}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expiry_survives_reopen_and_snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = |millis| Some(Duration::from_millis(millis));
+    let written = {
+        let store = open(dir.path());
+        store
+            .create_expiring("/r/a", Bytes::from("a"), ttl(200))
+            .await
+            .unwrap();
+        store
+            .create_expiring("/r/b", Bytes::from("b"), ttl(3000))
+            .await
+            .unwrap();
+        store.create("/r/c", Bytes::from("c")).await.unwrap()
+    };
+    // The deadline of /r/a passes while the store is closed.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut snapshot = Vec::new();
+    {
+        let store = open(dir.path());
+        let options = WatchOptions {
+            after: Some(written),
+            prefix: true,
+        };
+        let mut watch = store.watch("/r/", options).await.unwrap();
+        let expired = next_event(&mut watch).await;
+        assert_eq!(
+            (&*expired.kv.key, expired.kind),
+            ("/r/a", kapi_storage::EventKind::Delete),
+            "a key whose deadline passed while the store was closed is deleted on open"
+        );
+        store.write_snapshot(&mut snapshot).unwrap();
+    }
+    let restored = tempfile::tempdir().unwrap();
+    EmbeddedStore::restore_snapshot(&mut snapshot.as_slice(), restored.path()).unwrap();
+    let store = open(restored.path());
+    let options = WatchOptions {
+        prefix: true,
+        after: None,
+    };
+    let mut watch = store.watch("/r/", options).await.unwrap();
+    let expired = next_event(&mut watch).await;
+    assert_eq!(
+        (&*expired.kv.key, expired.kind),
+        ("/r/b", kapi_storage::EventKind::Delete),
+        "a restored snapshot keeps its keys' deadlines"
+    );
+    assert!(store.get("/r/c", None).await.unwrap().kv.is_some());
+}

@@ -69,6 +69,7 @@ pub fn definition() -> ResourceDefinition {
             key_prefix: KEY_PREFIX.into(),
             storage_version: GroupVersionKind::new(GROUP, "v1", kind),
             namespaced: false,
+            ttl: None,
         }),
         converter: None,
         deprecation: None,

@@ -14,6 +14,7 @@ mod generic;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kapi_apimachinery::schema::{GroupVersion, GroupVersionKind};
 use kapi_server::resource::{
@@ -142,10 +143,12 @@ fn default_table() -> TableConvertor {
     }
 }
 
-/// The stored collection of `entry`, shared by every version of its resource.
+/// The stored collection of `entry`, shared by every version of its resource. Events
+/// expire `event_ttl` after their last write, as kube-apiserver stores them.
 fn storage(
     entry: &CatalogEntry,
     shared: &mut HashMap<(&'static str, &'static str), Arc<StorageDefinition>>,
+    event_ttl: Option<Duration>,
 ) -> Arc<StorageDefinition> {
     let key = if entry.is_stored() {
         ("", entry.key_prefix)
@@ -163,6 +166,7 @@ fn storage(
                     entry.kind,
                 ),
                 namespaced: entry.namespaced,
+                ttl: event_ttl.filter(|_| (entry.storage_group, entry.kind) == ("", "Event")),
             })
         })
         .clone()
@@ -172,6 +176,7 @@ fn storage(
 fn build(
     entry: &CatalogEntry,
     shared: &mut HashMap<(&'static str, &'static str), Arc<StorageDefinition>>,
+    event_ttl: Option<Duration>,
 ) -> Result<ResourceDefinition, &'static str> {
     let kind =
         crate::kinds::strategies(entry.group, entry.kind).unwrap_or_else(|| KindStrategies {
@@ -204,7 +209,7 @@ fn build(
         subresources: subresources(entry),
         table: Some(kind.table.unwrap_or_else(default_table)),
         strategy: kind.strategy,
-        storage: storage(entry, shared),
+        storage: storage(entry, shared, event_ttl),
         converter,
         deprecation: None,
         capabilities: Capabilities::TYPED,
@@ -213,13 +218,14 @@ fn build(
     })
 }
 
-/// Every servable catalog entry as a definition, and the entries that are not served.
-pub(crate) fn build_all() -> (Vec<ResourceDefinition>, Vec<Unserved>) {
+/// Every servable catalog entry as a definition, and the entries that are not served;
+/// Events expire after `event_ttl`, if given.
+pub(crate) fn build_all(event_ttl: Option<Duration>) -> (Vec<ResourceDefinition>, Vec<Unserved>) {
     let mut shared = HashMap::new();
     let mut served = Vec::new();
     let mut unserved = Vec::new();
     for entry in CATALOG {
-        match build(entry, &mut shared) {
+        match build(entry, &mut shared, event_ttl) {
             Ok(definition) => served.push(definition),
             Err(reason) => unserved.push(Unserved {
                 group: entry.group,

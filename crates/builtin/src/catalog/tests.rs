@@ -156,7 +156,7 @@ fn catalog_is_ga_only_without_crds() {
 
 #[test]
 fn definitions_follow_their_entries() {
-    let (served, unserved) = build_all();
+    let (served, unserved) = build_all(None);
     assert_eq!(served.len() + unserved.len(), CATALOG.len());
     let served_keys: HashSet<(String, &str)> = served
         .iter()
@@ -194,7 +194,7 @@ fn definitions_follow_their_entries() {
 
 #[test]
 fn unserved_entries_say_why() {
-    let (_, unserved) = build_all();
+    let (_, unserved) = build_all(None);
     for u in &unserved {
         let e = entry(u.group, u.version, u.plural);
         let want = if !e.is_stored() && e.verbs.contains(&"create") {
@@ -213,7 +213,7 @@ fn unserved_entries_say_why() {
 
 #[test]
 fn versions_of_a_resource_share_their_storage() {
-    let (served, _) = build_all();
+    let (served, _) = build_all(None);
     let mut by_prefix: HashMap<&str, Vec<&ResourceDefinition>> = HashMap::new();
     for d in served.iter().filter(|d| !d.storage.key_prefix.is_empty()) {
         by_prefix.entry(&d.storage.key_prefix).or_default().push(d);
@@ -234,7 +234,7 @@ fn versions_of_a_resource_share_their_storage() {
 
 #[test]
 fn own_modules_provide_their_kinds() {
-    let (served, _) = build_all();
+    let (served, _) = build_all(None);
     let find = |group: &str, plural: &str| {
         served
             .iter()
@@ -340,7 +340,7 @@ fn scaled_resources_use_upstreams_scale_paths() {
         (("apps", "statefulsets"), label_selector),
         (("", "replicationcontrollers"), label_map),
     ]);
-    let (served, _) = build_all();
+    let (served, _) = build_all(None);
     let mut scaled: HashMap<(&str, &str), ScalePaths> = HashMap::new();
     for d in &served {
         for sub in d.subresources.iter().filter(|s| s.name == "scale") {
@@ -361,7 +361,7 @@ fn scaled_resources_use_upstreams_scale_paths() {
 
 #[test]
 fn pods_serve_upstreams_subresources() {
-    let (definitions, _) = build_all();
+    let (definitions, _) = build_all(None);
     let read_write = vec!["get", "patch", "update"];
     let stream = vec!["create", "get"];
     let proxy = vec!["create", "delete", "get", "patch", "update"];
@@ -384,7 +384,7 @@ fn pods_serve_upstreams_subresources() {
 
 #[test]
 fn other_kinds_serve_upstreams_special_subresources() {
-    let (definitions, _) = build_all();
+    let (definitions, _) = build_all(None);
     let read_write = vec!["get", "patch", "update"];
     let proxy = vec!["create", "delete", "get", "patch", "update"];
     let cases = [
@@ -446,7 +446,7 @@ fn computed_resources_are_create_only_and_never_stored() {
         ("authorization.k8s.io", "selfsubjectrulesreviews"),
         ("authorization.k8s.io", "subjectaccessreviews"),
     ]);
-    let (definitions, _) = build_all();
+    let (definitions, _) = build_all(None);
     let computed: HashSet<(&str, &str)> = definitions
         .iter()
         .filter(|d| d.storage.key_prefix.is_empty())

@@ -431,7 +431,7 @@ fn served(dir: &tempfile::TempDir, cidr: &str) -> (Served, Served, Arc<ServiceAl
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
     let api = kapi_server::ApiHandler::builder(store.clone(), "/registry")
-        .resources(crate::resources())
+        .resources(crate::resources(std::time::Duration::ZERO))
         .build();
     let services = api.served("", "v1", "services").unwrap().clone();
     let addresses = api

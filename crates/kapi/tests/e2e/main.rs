@@ -21,6 +21,7 @@ mod crd_conversion;
 mod crds;
 mod discovery;
 mod errors;
+mod event_ttl;
 mod kube_rs;
 mod kubectl;
 mod openapi;

@@ -42,6 +42,7 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
             key_prefix: plural.into(),
             storage_version: GroupVersionKind::new(group, "v1", kind),
             namespaced: false,
+            ttl: None,
         }),
         converter: None,
         deprecation: None,

@@ -83,7 +83,10 @@ impl Registry {
                 return Ok(DeleteOutcome::Pending(pending));
             }
             let encoded = codec::encode(&pending);
-            match self.store.update(&key, encoded, current.mod_revision).await {
+            match (self.store)
+                .update_expiring(&key, encoded, current.mod_revision, self.storage.ttl)
+                .await
+            {
                 Ok(revision) => {
                     let mut pending = pending;
                     codec::set_resource_version(&mut pending, revision);

@@ -7,17 +7,23 @@
 //!
 //! Compaction also runs here, in chunks of [`COMPACTION_CHUNK`] log entries, each its own
 //! transaction, with the write batches that arrive meanwhile committed in between.
+//!
+//! So does expiry (see `expiry`): between requests the thread waits no longer than the
+//! earliest deadline, and deletes the keys that are due in the next batch, as writes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use bytes::Bytes;
 use redb::ReadableTable;
 use tokio::sync::oneshot;
 
+use super::expiry::{self, Deadline, Expiring};
 use super::tables::{
-    HISTORY, LOG, META, META_COMPACTED, META_REVISION, decode_log, encode_log, encode_version,
+    EXPIRY, HISTORY, LOG, META, META_COMPACTED, META_REVISION, decode_log, encode_log,
+    encode_version,
 };
 use super::{Notification, Shared, State};
 use crate::{DeleteResponse, Event, EventKind, KeyValue, Result, Revision, StorageError};
@@ -34,18 +40,26 @@ pub(super) enum Op {
     Compact(Revision),
 }
 
-/// A write to one key.
+/// A write to one key. Creates and updates carry the key's new deadline, if it expires.
 #[derive(Debug)]
 pub(super) enum Write {
-    Create(Arc<str>, Bytes),
-    Update(Arc<str>, Bytes, Revision),
+    Create(Arc<str>, Bytes, Option<Deadline>),
+    Update(Arc<str>, Bytes, Revision, Option<Deadline>),
     Delete(Arc<str>, Option<Revision>),
 }
 
 impl Write {
     fn key(&self) -> &Arc<str> {
         match self {
-            Write::Create(key, _) | Write::Update(key, _, _) | Write::Delete(key, _) => key,
+            Write::Create(key, ..) | Write::Update(key, ..) | Write::Delete(key, _) => key,
+        }
+    }
+
+    /// The key's deadline once this write is done.
+    fn deadline(&self) -> Option<Deadline> {
+        match self {
+            Write::Create(_, _, deadline) | Write::Update(_, _, _, deadline) => *deadline,
+            Write::Delete(..) => None,
         }
     }
 }
@@ -76,6 +90,8 @@ pub(super) struct Request {
 pub(super) struct Committer {
     shared: Arc<Shared>,
     requests: mpsc::Receiver<Request>,
+    /// The deadlines of the keys that expire, as the `expiry` table holds them.
+    expiring: Expiring,
     /// Reused encoding buffers.
     version_buf: Vec<u8>,
     log_buf: Vec<u8>,
@@ -83,10 +99,15 @@ pub(super) struct Committer {
 
 impl Committer {
     /// Starts the committer thread; it ends when every sender of `requests` is dropped.
-    pub fn spawn(shared: Arc<Shared>, requests: mpsc::Receiver<Request>) -> Result<JoinHandle<()>> {
+    pub fn spawn(
+        shared: Arc<Shared>,
+        requests: mpsc::Receiver<Request>,
+        expiring: Expiring,
+    ) -> Result<JoinHandle<()>> {
         let committer = Committer {
             shared,
             requests,
+            expiring,
             version_buf: Vec::new(),
             log_buf: Vec::new(),
         };
@@ -97,13 +118,48 @@ impl Committer {
     }
 
     fn run(mut self) {
-        while let Ok(first) = self.requests.recv() {
-            let (writes, compactions) = self.take_batch(Some(first));
+        while let Some(first) = self.next_request() {
+            let (mut writes, compactions) = self.take_batch(first);
+            writes.extend(self.expirations());
             self.commit_writes(writes);
             for (revision, reply) in compactions {
                 let _ = reply.send(self.compact(revision).map(|()| Outcome::Compacted));
             }
         }
+    }
+
+    /// Waits for the next request, or until the earliest deadline (`Some(None)`); `None`
+    /// once the store is closed.
+    fn next_request(&self) -> Option<Option<Request>> {
+        let Some(deadline) = self.expiring.next() else {
+            return self.requests.recv().ok().map(Some);
+        };
+        let wait = Duration::from_millis(deadline.saturating_sub(expiry::now()));
+        match self.requests.recv_timeout(wait) {
+            Ok(request) => Some(Some(request)),
+            Err(mpsc::RecvTimeoutError::Timeout) => Some(None),
+            Err(mpsc::RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Deletes of the keys whose deadline has passed (up to [`MAX_BATCH`]); nobody waits
+    /// for their outcome. A deadline whose key is gone (never the case unless the table was
+    /// changed behind the store's back) is forgotten.
+    fn expirations(&mut self) -> Vec<WriteRequest> {
+        let due = self.expiring.due(expiry::now(), MAX_BATCH);
+        let state = self.shared.state.read();
+        let mut writes = Vec::with_capacity(due.len());
+        for key in due {
+            if !state.latest.contains_key(&key) {
+                self.expiring.set(&key, None);
+                continue;
+            }
+            writes.push(WriteRequest {
+                write: Write::Delete(key, None),
+                reply: oneshot::channel().0,
+            });
+        }
+        writes
     }
 
     /// `first` and every request already waiting behind it, up to [`MAX_BATCH`], split into
@@ -129,12 +185,12 @@ impl Committer {
         if writes.is_empty() {
             return;
         }
-        let (decisions, events, revision) = {
+        let (decisions, events, deadlines, revision) = {
             let state = self.shared.state.read();
             plan(&state, &writes)
         };
         if !events.is_empty() {
-            if let Err(err) = self.persist(&events, revision) {
+            if let Err(err) = self.persist(&events, &deadlines, revision) {
                 tracing::error!(%err, "embedded store commit failed");
                 let err = StorageError::internal(err);
                 for request in writes {
@@ -143,15 +199,25 @@ impl Committer {
                 return;
             }
             self.apply(events, revision);
+            for (key, deadline) in &deadlines {
+                self.expiring.set(key, *deadline);
+            }
         }
         for (request, decision) in writes.into_iter().zip(decisions) {
             let _ = request.reply.send(decision);
         }
     }
 
-    /// Writes a batch's events and the new revision in one durable transaction.
-    fn persist(&mut self, events: &[Event], revision: Revision) -> Result<(), redb::Error> {
+    /// Writes a batch's events, the deadlines it changes and the new revision in one durable
+    /// transaction.
+    fn persist(
+        &mut self,
+        events: &[Event],
+        deadlines: &[(Arc<str>, Option<Deadline>)],
+        revision: Revision,
+    ) -> Result<(), redb::Error> {
         let txn = self.shared.db.begin_write()?;
+        self.persist_deadlines(&txn, deadlines)?;
         {
             let mut history = txn.open_table(HISTORY)?;
             let mut log = txn.open_table(LOG)?;
@@ -166,6 +232,36 @@ impl Committer {
             meta.insert(META_REVISION, revision as u64)?;
         }
         txn.commit()?;
+        Ok(())
+    }
+
+    /// Writes the deadlines a batch sets and removes those it clears; the table is not even
+    /// opened when the batch touches no key that expires.
+    fn persist_deadlines(
+        &self,
+        txn: &redb::WriteTransaction,
+        deadlines: &[(Arc<str>, Option<Deadline>)],
+    ) -> Result<(), redb::Error> {
+        let mut set_here = HashSet::new();
+        let mut table = None;
+        for (key, deadline) in deadlines {
+            if deadline.is_none() && !self.expiring.contains(key) && !set_here.contains(key) {
+                continue;
+            }
+            let table = match &mut table {
+                Some(table) => table,
+                None => table.insert(txn.open_table(EXPIRY)?),
+            };
+            match deadline {
+                Some(deadline) => {
+                    table.insert(key.as_bytes(), *deadline)?;
+                    set_here.insert(key.clone());
+                }
+                None => {
+                    table.remove(key.as_bytes())?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -258,12 +354,22 @@ impl Committer {
     }
 }
 
-/// Decides every write of a batch against `state` and the batch's earlier writes. Returns each
-/// request's answer, the events of the accepted writes and the batch's last revision.
-fn plan(state: &State, writes: &[WriteRequest]) -> (Vec<Result<Outcome>>, Vec<Event>, Revision) {
+/// What [`plan`] decides for a batch: each request's answer, the events of the accepted
+/// writes, the deadline each accepted write leaves its key with, and the batch's last
+/// revision.
+type Plan = (
+    Vec<Result<Outcome>>,
+    Vec<Event>,
+    Vec<(Arc<str>, Option<Deadline>)>,
+    Revision,
+);
+
+/// Decides every write of a batch against `state` and the batch's earlier writes.
+fn plan(state: &State, writes: &[WriteRequest]) -> Plan {
     let mut revision = state.revision;
     let mut batch: HashMap<Arc<str>, Option<KeyValue>> = HashMap::new();
     let mut events = Vec::with_capacity(writes.len());
+    let mut deadlines = Vec::with_capacity(writes.len());
     let decisions = writes
         .iter()
         .map(|request| {
@@ -284,19 +390,20 @@ fn plan(state: &State, writes: &[WriteRequest]) -> (Vec<Result<Outcome>>, Vec<Ev
             let after = (event.kind == EventKind::Put).then(|| event.kv.clone());
             batch.insert(key.clone(), after);
             events.push(event);
+            deadlines.push((key.clone(), request.write.deadline()));
             Ok(outcome)
         })
         .collect();
-    (decisions, events, revision)
+    (decisions, events, deadlines, revision)
 }
 
 /// The event `write` makes at `revision` given the key's `current` version, or why it fails.
 fn decide(write: &Write, current: Option<&KeyValue>, revision: Revision) -> Result<Event> {
     match (write, current) {
-        (Write::Create(key, _), Some(_)) => Err(StorageError::KeyExists {
+        (Write::Create(key, ..), Some(_)) => Err(StorageError::KeyExists {
             key: key.to_string(),
         }),
-        (Write::Create(key, value), None) => Ok(Event {
+        (Write::Create(key, value, _), None) => Ok(Event {
             kind: EventKind::Put,
             kv: KeyValue {
                 key: key.clone(),
@@ -306,21 +413,18 @@ fn decide(write: &Write, current: Option<&KeyValue>, revision: Revision) -> Resu
             },
             prev_kv: None,
         }),
-        (Write::Update(key, _, _) | Write::Delete(key, _), None) => {
-            Err(StorageError::KeyNotFound {
-                key: key.to_string(),
-            })
-        }
-        (Write::Update(key, _, expected) | Write::Delete(key, Some(expected)), Some(current))
-            if current.mod_revision != *expected =>
-        {
-            Err(StorageError::Conflict {
-                key: key.to_string(),
-                expected: *expected,
-                current: Box::new(current.clone()),
-            })
-        }
-        (Write::Update(key, value, _), Some(current)) => Ok(Event {
+        (Write::Update(key, ..) | Write::Delete(key, _), None) => Err(StorageError::KeyNotFound {
+            key: key.to_string(),
+        }),
+        (
+            Write::Update(key, _, expected, _) | Write::Delete(key, Some(expected)),
+            Some(current),
+        ) if current.mod_revision != *expected => Err(StorageError::Conflict {
+            key: key.to_string(),
+            expected: *expected,
+            current: Box::new(current.clone()),
+        }),
+        (Write::Update(key, value, ..), Some(current)) => Ok(Event {
             kind: EventKind::Put,
             kv: KeyValue {
                 key: key.clone(),

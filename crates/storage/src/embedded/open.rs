@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use redb::{Database, DatabaseError, ReadableTable, ReadableTableMetadata, RepairSession};
 
+use super::expiry::Expiring;
 use super::history;
 use super::tables::{
-    FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, after_revision,
+    EXPIRY, FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, after_revision,
     decode_log, upgrade_log, upgrade_version,
 };
 use crate::{KeyValue, Result, Revision, StorageError};
@@ -87,7 +88,7 @@ pub(super) fn open_error(path: &Path, err: DatabaseError) -> StorageError {
 /// Loads what the store holds in one write transaction: creates the tables on first open,
 /// upgrades format 1 values, verifies every value, and rebuilds the latest version of every
 /// live key. An empty store starts at revision 1, as etcd does.
-pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, KeyValue>)> {
+pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, KeyValue>, Expiring)> {
     let txn = db.begin_write().map_err(StorageError::internal)?;
     let loaded = {
         let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
@@ -120,6 +121,7 @@ pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, Key
             .map_err(StorageError::internal)?;
         let log_entries = verify_log(&log, revision)?;
         let (latest, versions) = history::latest_versions(&history, revision as Revision)?;
+        let expiring = load_expiry(&txn, &latest)?;
         let census = StoreCensus {
             revision: revision as Revision,
             compacted: compacted as Revision,
@@ -127,10 +129,37 @@ pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, Key
             versions,
             log_entries,
         };
-        (census, latest)
+        (census, latest, expiring)
     };
     txn.commit().map_err(StorageError::internal)?;
     Ok(loaded)
+}
+
+/// The deadlines of the live keys that expire. A row whose key is not live (which the
+/// committer never leaves behind) is removed.
+fn load_expiry(
+    txn: &redb::WriteTransaction,
+    latest: &BTreeMap<Arc<str>, KeyValue>,
+) -> Result<Expiring> {
+    let mut table = txn.open_table(EXPIRY).map_err(StorageError::internal)?;
+    let mut expiring = Expiring::default();
+    let mut stale = Vec::new();
+    for row in table.iter().map_err(StorageError::internal)? {
+        let (key, deadline) = row.map_err(StorageError::internal)?;
+        let live = std::str::from_utf8(key.value())
+            .ok()
+            .and_then(|key| latest.get_key_value(key));
+        match live {
+            Some((key, _)) => expiring.set(key, Some(deadline.value())),
+            None => stale.push(key.value().to_vec()),
+        }
+    }
+    for key in stale {
+        table
+            .remove(key.as_slice())
+            .map_err(StorageError::internal)?;
+    }
+    Ok(expiring)
 }
 
 /// Checks every `log` entry against its checksum and the store's revision; how many there
@@ -210,7 +239,7 @@ pub(super) fn check(dir: &Path, closed_cleanly: bool) -> Result<StoreCensus> {
             // Errors name the file checked, not its copy.
             let db = open_database(&copy, 4 << 20, closed_cleanly)
                 .map_err(|err| open_error(&file, err))?;
-            load(&db).map(|(census, _)| census)
+            load(&db).map(|(census, ..)| census)
         });
     let _ = std::fs::remove_file(&copy);
     checked

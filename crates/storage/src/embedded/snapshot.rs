@@ -1,6 +1,6 @@
 //! Snapshots of the embedded store: what `etcdctl snapshot save` and `restore` are to etcd.
 //!
-//! A snapshot is the three tables as one redb read transaction saw them, so it is consistent
+//! A snapshot is the four tables as one redb read transaction saw them, so it is consistent
 //! at one revision while writes go on. It is a stream, written as it is read:
 //!
 //! ```text
@@ -8,6 +8,7 @@
 //! records:  1 | name len u32 | name | u64               (meta)
 //!           2 | key len u32 | key | revision u64 | value len u32 | value   (history)
 //!           3 | revision u64 | value len u32 | value                       (log)
+//!           4 | key len u32 | key | deadline u64                          (expiry)
 //! end:      255 | record count u64 | SHA-256 of every byte before it
 //! ```
 //!
@@ -23,7 +24,7 @@ use ring::digest::{Context, SHA256};
 
 use super::DB_FILE;
 use super::tables::{
-    FORMAT, HISTORY, LOG, META, META_FORMAT, META_REVISION, decode_log, verify_version,
+    EXPIRY, FORMAT, HISTORY, LOG, META, META_FORMAT, META_REVISION, decode_log, verify_version,
 };
 use crate::{Result, Revision, StorageError};
 
@@ -32,6 +33,7 @@ const SNAPSHOT_FORMAT: u32 = 1;
 const TAG_META: u8 = 1;
 const TAG_HISTORY: u8 = 2;
 const TAG_LOG: u8 = 3;
+const TAG_EXPIRY: u8 = 4;
 const TAG_END: u8 = 255;
 /// Records written per transaction when restoring.
 const RESTORE_CHUNK: u64 = 10_000;
@@ -45,7 +47,7 @@ const MAX_VALUE: usize = 1 << 30;
 pub struct SnapshotInfo {
     /// The store's revision when the snapshot was taken.
     pub revision: Revision,
-    /// Records (meta entries, versions and log entries) in the snapshot.
+    /// Records (meta entries, versions, log entries and deadlines) in the snapshot.
     pub records: u64,
     /// The snapshot's size in bytes.
     pub bytes: u64,
@@ -88,6 +90,14 @@ pub(super) fn write(db: &Database, out: &mut dyn Write) -> Result<SnapshotInfo> 
         out.put(&[TAG_LOG])?;
         out.put(&rev.value().to_le_bytes())?;
         out.put_bytes(raw.value())?;
+        records += 1;
+    }
+    let expiry = txn.open_table(EXPIRY).map_err(StorageError::internal)?;
+    for entry in expiry.iter().map_err(StorageError::internal)? {
+        let (key, deadline) = entry.map_err(StorageError::internal)?;
+        out.put(&[TAG_EXPIRY])?;
+        out.put_bytes(key.value())?;
+        out.put(&deadline.value().to_le_bytes())?;
         records += 1;
     }
     out.put(&[TAG_END])?;
@@ -133,6 +143,7 @@ pub(super) enum Record {
     Meta(String, u64),
     History(Vec<u8>, u64, Vec<u8>),
     Log(u64, Vec<u8>),
+    Expiry(Vec<u8>, u64),
 }
 
 /// Reads a snapshot from `input`, verifying every record, its count and its digest, and
@@ -181,6 +192,10 @@ pub(super) fn read(
                 let value = input.bytes(MAX_VALUE)?;
                 decode_log(rev, &value)?;
                 Record::Log(rev, value)
+            }
+            TAG_EXPIRY => {
+                let key = input.bytes(MAX_KEY)?;
+                Record::Expiry(key, input.u64()?)
             }
             TAG_END => break,
             other => return Err(bad_snapshot(&format!("unknown record type {other}"))),
@@ -238,6 +253,9 @@ fn insert(txn: &redb::WriteTransaction, record: Record) -> Result<(), redb::Erro
         }
         Record::Log(rev, value) => {
             txn.open_table(LOG)?.insert(rev, value.as_slice())?;
+        }
+        Record::Expiry(key, deadline) => {
+            txn.open_table(EXPIRY)?.insert(key.as_slice(), deadline)?;
         }
     }
     Ok(())

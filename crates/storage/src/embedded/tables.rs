@@ -1,4 +1,4 @@
-//! The on-disk layout of the embedded store: three redb tables.
+//! The on-disk layout of the embedded store: four redb tables.
 //!
 //! - `history`: `(key, revision)` → the key's value as written at that revision, or a
 //!   tombstone. Every retained version of every key; a read at revision R takes, per key, the
@@ -6,6 +6,7 @@
 //! - `log`: `revision` → which key changed at that revision, how, and its previous mod
 //!   revision. Watches replay it; compaction walks it to find superseded versions.
 //! - `meta`: the current and the compacted revision, and the format of the values.
+//! - `expiry`: key → the deadline of a key written with a time to live (see `expiry`).
 //!
 //! Revisions are stored as u64 (they are always positive). Every `history` and `log` value
 //! ends with a CRC-32 of its key, its revision and its bytes: redb checks its pages when the
@@ -23,6 +24,7 @@ use crate::{Event, EventKind, KeyValue, Revision, StorageError};
 pub(super) const HISTORY: TableDefinition<(&[u8], u64), &[u8]> = TableDefinition::new("history");
 pub(super) const LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("log");
 pub(super) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+pub(super) const EXPIRY: TableDefinition<&[u8], u64> = TableDefinition::new("expiry");
 
 /// `meta` key of the revision of the last committed write.
 pub(super) const META_REVISION: &str = "revision";

@@ -28,12 +28,14 @@ use common::*;
 mod basics;
 mod compaction;
 mod concurrency;
+mod expiry;
 mod lists;
 mod watches;
 
 use basics::*;
 use compaction::*;
 use concurrency::*;
+use expiry::*;
 use lists::*;
 use watches::*;
 
@@ -82,6 +84,8 @@ macro_rules! conformance_suite {
                 concurrent_guaranteed_updates_lose_no_update,
                 concurrent_creates_of_one_key_have_one_winner,
                 concurrent_updates_with_same_expected_revision_have_one_winner,
+                expiring_key_is_deleted_after_its_ttl,
+                writes_reset_or_clear_a_keys_ttl,
             ]);
 
             conformance_suite!(@cases $open, NO_PERIODIC_PROGRESS: [
