@@ -7,11 +7,13 @@
 //! (`token_tracking`) ConfigMaps; and the namespace controller (`namespace`), which works
 //! through the server's own API as kube-controller-manager's does. The control plane starts each from a post-start hook.
 
+mod certificates;
 mod cluster_authentication;
 mod discovery;
 mod events;
 mod garbage_collector;
 mod kept_config_map;
+mod keyed;
 mod leader_election;
 mod namespace;
 mod namespace_objects;
@@ -20,6 +22,11 @@ mod token_controller;
 mod token_tracking;
 mod workqueue;
 
+pub use certificates::{
+    CERTIFICATE_CONTROLLER_ACCOUNT, CSR_APPROVING_CONTROLLER, CSR_CLEANER_CONTROLLER,
+    CSR_SIGNING_CONTROLLER, CsrSigning, KUBE_APISERVER_CLIENT, KUBELET_CLIENT, KUBELET_SERVING,
+    LEGACY_UNKNOWN, SigningCa, start_csr_approving, start_csr_cleaner, start_csr_signing,
+};
 pub use cluster_authentication::{
     ClusterAuthenticationInfo, EXTENSION_AUTHENTICATION_CONFIG_MAP, RequestHeaderInfo,
     start_cluster_authentication_info,

@@ -44,6 +44,7 @@ builtin_resources! {
     limit_ranges: "" "limitranges",
     mutating_webhook_configurations: "admissionregistration.k8s.io" "mutatingwebhookconfigurations",
     api_services: "apiregistration.k8s.io" "apiservices",
+    certificate_signing_requests: "certificates.k8s.io" "certificatesigningrequests",
     validating_webhook_configurations: "admissionregistration.k8s.io" "validatingwebhookconfigurations",
     validating_admission_policies: "admissionregistration.k8s.io" "validatingadmissionpolicies",
     validating_admission_policy_bindings: "admissionregistration.k8s.io" "validatingadmissionpolicybindings",

@@ -14,8 +14,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use kapi_builtin::token::ServiceAccountTokens;
 use kapi_controllers::{
-    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, LeaderElection, LegacyTokens,
-    NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage,
+    CERTIFICATE_CONTROLLER_ACCOUNT, CSR_APPROVING_CONTROLLER, CSR_CLEANER_CONTROLLER,
+    CSR_SIGNING_CONTROLLER, CsrSigning, GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER,
+    KUBE_APISERVER_CLIENT, KUBELET_CLIENT, KUBELET_SERVING, LEGACY_UNKNOWN, LeaderElection,
+    LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage, SigningCa,
 };
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::loopback::{Loopback, LoopbackClient};
@@ -42,7 +44,10 @@ const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller
 const IDENTITY_FILE: &str = "controller-manager-identity";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
-const CONTROLLERS: [&str; 8] = [
+const CONTROLLERS: [&str; 11] = [
+    CSR_APPROVING_CONTROLLER,
+    CSR_CLEANER_CONTROLLER,
+    CSR_SIGNING_CONTROLLER,
     GARBAGE_COLLECTOR_CONTROLLER,
     NAMESPACE_CONTROLLER,
     SERVICE_ACCOUNT_CONTROLLER,
@@ -66,7 +71,7 @@ pub(crate) fn post_start_hooks(
     pki: &PkiFiles,
     tokens: Arc<ServiceAccountTokens>,
 ) -> Result<PostStartHooks> {
-    let starters = starters(&options.controllers, resources, api, pki, tokens)?;
+    let starters = starters(options, resources, api, pki, tokens)?;
     let election = match options.leader_elect {
         true => Some((
             LeaderElection {
@@ -132,12 +137,13 @@ fn leader_identity(data_dir: &Path) -> Result<String> {
 
 /// A starter for each enabled controller.
 fn starters(
-    controllers: &[String],
+    options: &ServeOptions,
     resources: &BuiltinResources,
     api: &ApiHandler,
     pki: &PkiFiles,
     tokens: Arc<ServiceAccountTokens>,
 ) -> Result<Vec<Starter>> {
+    let controllers = &options.controllers;
     let enabled = |name: &str| controller_enabled(controllers, name);
     let ca_pem = std::fs::read_to_string(&pki.ca_cert)
         .with_context(|| format!("reading {}", pki.ca_cert.display()))?;
@@ -175,6 +181,28 @@ fn starters(
             kapi_controllers::start_garbage_collector(client, api_services.clone(), stop);
         }));
     }
+    let csrs = &resources.certificate_signing_requests;
+    if enabled(CSR_SIGNING_CONTROLLER)? {
+        let (csrs, signing) = (csrs.clone(), csr_signing(options, pki)?);
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, CERTIFICATE_CONTROLLER_ACCOUNT);
+            kapi_controllers::start_csr_signing(csrs.clone(), client, signing.clone(), stop);
+        }));
+    }
+    if enabled(CSR_APPROVING_CONTROLLER)? {
+        let csrs = csrs.clone();
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, CERTIFICATE_CONTROLLER_ACCOUNT);
+            kapi_controllers::start_csr_approving(csrs.clone(), client, stop);
+        }));
+    }
+    if enabled(CSR_CLEANER_CONTROLLER)? {
+        let csrs = csrs.clone();
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, CERTIFICATE_CONTROLLER_ACCOUNT);
+            kapi_controllers::start_csr_cleaner(csrs.clone(), client, stop);
+        }));
+    }
     if enabled(VAP_STATUS_CONTROLLER)? {
         let policies = resources.validating_admission_policies.clone();
         let weak_api = api.downgrade();
@@ -198,6 +226,92 @@ fn starters(
         }));
     }
     Ok(starters)
+}
+
+/// The CA of each signer the CSR signing controller serves, as kube-controller-manager's
+/// `--cluster-signing-*` flags give them: one CA for all (by default the data directory's),
+/// or each signer's own, the signers without one not served.
+fn csr_signing(options: &ServeOptions, pki: &PkiFiles) -> Result<CsrSigning> {
+    let o = options;
+    let own = [
+        (
+            KUBE_APISERVER_CLIENT,
+            "kube-apiserver-client",
+            &o.cluster_signing_kube_apiserver_client_cert_file,
+            &o.cluster_signing_kube_apiserver_client_key_file,
+        ),
+        (
+            KUBELET_CLIENT,
+            "kubelet-client",
+            &o.cluster_signing_kubelet_client_cert_file,
+            &o.cluster_signing_kubelet_client_key_file,
+        ),
+        (
+            KUBELET_SERVING,
+            "kubelet-serving",
+            &o.cluster_signing_kubelet_serving_cert_file,
+            &o.cluster_signing_kubelet_serving_key_file,
+        ),
+        (
+            LEGACY_UNKNOWN,
+            "legacy-unknown",
+            &o.cluster_signing_legacy_unknown_cert_file,
+            &o.cluster_signing_legacy_unknown_key_file,
+        ),
+    ];
+    let any_own = own
+        .iter()
+        .any(|(_, _, cert, key)| cert.is_some() || key.is_some());
+    let shared = (&o.cluster_signing_cert_file, &o.cluster_signing_key_file);
+    let mut files = Vec::new();
+    match (any_own, shared) {
+        (true, (None, None)) => {
+            for (signer, flag, cert, key) in own {
+                match (cert, key) {
+                    (Some(cert), Some(key)) => files.push((signer, cert.clone(), key.clone())),
+                    (None, None) => {}
+                    _ => anyhow::bail!(
+                        "--cluster-signing-{flag}-cert-file and --cluster-signing-{flag}-key-file \
+                         must be given together"
+                    ),
+                }
+            }
+        }
+        (true, _) => anyhow::bail!(
+            "cannot specify --cluster-signing-{{cert,key}}-file and other \
+             --cluster-signing-*-file flags at the same time"
+        ),
+        (false, (Some(cert), Some(key))) => {
+            files = own
+                .map(|(signer, ..)| (signer, cert.clone(), key.clone()))
+                .to_vec();
+        }
+        (false, (None, None)) => {
+            files = own
+                .map(|(signer, ..)| (signer, pki.ca_cert.clone(), pki.ca_key.clone()))
+                .to_vec();
+        }
+        (false, _) => anyhow::bail!(
+            "--cluster-signing-cert-file and --cluster-signing-key-file must be given together"
+        ),
+    }
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let signers = files
+        .into_iter()
+        .map(|(signer, cert, key)| {
+            let ca = SigningCa {
+                cert_pem: read(&cert)?,
+                key_pem: read(&key)?,
+            };
+            Ok((signer.to_string(), ca))
+        })
+        .collect::<Result<_>>()?;
+    Ok(CsrSigning {
+        signers,
+        duration: options.cluster_signing_duration,
+    })
 }
 
 /// A loopback client of a controller as kube-controller-manager's with

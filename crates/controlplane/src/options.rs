@@ -294,6 +294,46 @@ pub struct ServeOptions {
         default_missing_value = "true")]
     pub leader_elect: bool,
 
+    /// The CA certificate (PEM) the CSR signing controller signs every `kubernetes.io`
+    /// signer's requests with; the data directory's CA when neither this nor a signer's
+    /// own file is given.
+    #[arg(long)]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+
+    /// The CA key (PEM) that goes with `--cluster-signing-cert-file`.
+    #[arg(long)]
+    pub cluster_signing_key_file: Option<PathBuf>,
+
+    /// The CA certificate and key of the `kubernetes.io/kube-apiserver-client` signer.
+    #[arg(long)]
+    pub cluster_signing_kube_apiserver_client_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    pub cluster_signing_kube_apiserver_client_key_file: Option<PathBuf>,
+
+    /// The CA certificate and key of the `kubernetes.io/kube-apiserver-client-kubelet`
+    /// signer.
+    #[arg(long)]
+    pub cluster_signing_kubelet_client_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    pub cluster_signing_kubelet_client_key_file: Option<PathBuf>,
+
+    /// The CA certificate and key of the `kubernetes.io/kubelet-serving` signer.
+    #[arg(long)]
+    pub cluster_signing_kubelet_serving_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    pub cluster_signing_kubelet_serving_key_file: Option<PathBuf>,
+
+    /// The CA certificate and key of the `kubernetes.io/legacy-unknown` signer.
+    #[arg(long)]
+    pub cluster_signing_legacy_unknown_cert_file: Option<PathBuf>,
+    #[arg(long)]
+    pub cluster_signing_legacy_unknown_key_file: Option<PathBuf>,
+
+    /// The longest validity of certificates the CSR signing controller issues (a
+    /// request's `spec.expirationSeconds` can ask for less).
+    #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
+    pub cluster_signing_duration: Duration,
+
     /// How long the controllers' lease lasts unrenewed before another replica takes it.
     #[arg(long, default_value = "15s", value_parser = go_duration)]
     pub leader_elect_lease_duration: Duration,

@@ -45,6 +45,8 @@ const KUBECONFIG_NAME: &str = "kapi";
 #[derive(Debug, Clone)]
 pub struct PkiFiles {
     pub ca_cert: PathBuf,
+    /// The CA's key, which the CSR signing controller signs with by default.
+    pub ca_key: PathBuf,
     pub serving_cert: PathBuf,
     pub serving_key: PathBuf,
     pub kubeconfig: PathBuf,
@@ -106,6 +108,7 @@ pub fn ensure(data_dir: &Path, names: &BTreeSet<String>, server_url: &str) -> Re
     )?;
     Ok(PkiFiles {
         ca_cert: dir.join("ca.crt"),
+        ca_key: dir.join("ca.key"),
         serving_cert: dir.join("apiserver.crt"),
         serving_key: dir.join("apiserver.key"),
         kubeconfig,

@@ -16,6 +16,7 @@ mod authn;
 mod authorization;
 mod builtin_admission;
 mod builtin_api;
+mod certificates;
 mod controllers;
 mod crd_conversion;
 mod crds;
