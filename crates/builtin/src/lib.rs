@@ -13,6 +13,7 @@
 //! (this crate's namespace, configmap, secret, serviceaccount, event and lease modules, the
 //! workloads, service and resources modules), or the catalog's generic strategy.
 
+pub mod bootstrap_token;
 mod catalog;
 pub mod configmap;
 pub mod event;

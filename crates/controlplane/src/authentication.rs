@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use kapi_builtin::bootstrap_token::BootstrapTokenAuthenticator;
 use kapi_builtin::token::{ServiceAccountAuthenticator, ServiceAccountTokens};
 use kapi_server::authn::webhook::WebhookTokenAuthenticator;
 use kapi_server::authn::{BearerToken, RequestHeaderConfig, TokenAuthenticator, TokenFile, oidc};
@@ -34,6 +35,11 @@ pub fn bearer_tokens(
         resources.pods.clone(),
         resources.secrets.clone(),
     )));
+    if options.enable_bootstrap_token_auth {
+        authenticators.push(Arc::new(BootstrapTokenAuthenticator::new(
+            resources.secrets.clone(),
+        )));
+    }
     if let Some(path) = options.authentication_config.as_deref() {
         // A JWT issuer may not be the service-account issuer, whose tokens are checked above.
         let service_account_issuers = [tokens_issuer];

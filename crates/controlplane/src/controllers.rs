@@ -14,10 +14,13 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use kapi_builtin::token::ServiceAccountTokens;
 use kapi_controllers::{
-    CERTIFICATE_CONTROLLER_ACCOUNT, CSR_APPROVING_CONTROLLER, CSR_CLEANER_CONTROLLER,
-    CSR_SIGNING_CONTROLLER, CsrSigning, GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER,
-    KUBE_APISERVER_CLIENT, KUBELET_CLIENT, KUBELET_SERVING, LEGACY_UNKNOWN, LeaderElection,
-    LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, ProtectedStorage, SigningCa,
+    BOOTSTRAP_SIGNER_CONTROLLER, CERTIFICATE_CONTROLLER_ACCOUNT, CSR_APPROVING_CONTROLLER,
+    CSR_CLEANER_CONTROLLER, CSR_SIGNING_CONTROLLER, CsrSigning, ENDPOINTS_CONTROLLER,
+    ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MIRRORING_CONTROLLER, EndpointsSources,
+    GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, KUBE_APISERVER_CLIENT, KUBELET_CLIENT,
+    KUBELET_SERVING, LEGACY_UNKNOWN, LeaderElection, LegacyTokens, NAMESPACE_CONTROLLER,
+    NamespaceObject, POD_GC_CONTROLLER, PodGc, ProtectedStorage, SigningCa,
+    TOKEN_CLEANER_CONTROLLER,
 };
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::loopback::{Loopback, LoopbackClient};
@@ -44,19 +47,28 @@ const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller
 const IDENTITY_FILE: &str = "controller-manager-identity";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
-const CONTROLLERS: [&str; 11] = [
+const CONTROLLERS: [&str; 17] = [
+    BOOTSTRAP_SIGNER_CONTROLLER,
     CSR_APPROVING_CONTROLLER,
     CSR_CLEANER_CONTROLLER,
     CSR_SIGNING_CONTROLLER,
+    ENDPOINTS_CONTROLLER,
+    ENDPOINTSLICE_CONTROLLER,
+    ENDPOINTSLICE_MIRRORING_CONTROLLER,
     GARBAGE_COLLECTOR_CONTROLLER,
     NAMESPACE_CONTROLLER,
+    POD_GC_CONTROLLER,
     SERVICE_ACCOUNT_CONTROLLER,
+    TOKEN_CLEANER_CONTROLLER,
     TOKEN_CONTROLLER,
     ROOT_CA_PUBLISHER,
     PVC_PROTECTION_CONTROLLER,
     PV_PROTECTION_CONTROLLER,
     VAP_STATUS_CONTROLLER,
 ];
+
+/// The controllers `*` leaves off, as kube-controller-manager's: they must be named.
+const DISABLED_BY_DEFAULT: [&str; 2] = [BOOTSTRAP_SIGNER_CONTROLLER, TOKEN_CLEANER_CONTROLLER];
 
 /// Starts one controller, its requests through the loopback, until the token is cancelled.
 type Starter = Box<dyn Fn(&Loopback, CancellationToken) + Send + Sync>;
@@ -201,6 +213,69 @@ fn starters(
         starters.push(Box::new(move |loopback, stop| {
             let client = controller_client(loopback, CERTIFICATE_CONTROLLER_ACCOUNT);
             kapi_controllers::start_csr_cleaner(csrs.clone(), client, stop);
+        }));
+    }
+    let sources = EndpointsSources {
+        services: resources.services.clone(),
+        pods: resources.pods.clone(),
+        nodes: resources.nodes.clone(),
+        endpoints: resources.endpoints.clone(),
+        endpoint_slices: resources.endpoint_slices.clone(),
+    };
+    type Start = fn(EndpointsSources, LoopbackClient, CancellationToken);
+    let endpoint_controllers: [(&str, &'static str, Start); 3] = [
+        (
+            ENDPOINTS_CONTROLLER,
+            "endpoint-controller",
+            kapi_controllers::start_endpoints_controller,
+        ),
+        (
+            ENDPOINTSLICE_CONTROLLER,
+            "endpointslice-controller",
+            kapi_controllers::start_endpointslice_controller,
+        ),
+        (
+            ENDPOINTSLICE_MIRRORING_CONTROLLER,
+            "endpointslicemirroring-controller",
+            kapi_controllers::start_endpointslice_mirroring,
+        ),
+    ];
+    for (name, account, start) in endpoint_controllers {
+        if enabled(name)? {
+            let sources = sources.clone();
+            starters.push(Box::new(move |loopback, stop| {
+                start(sources.clone(), controller_client(loopback, account), stop);
+            }));
+        }
+    }
+    if enabled(POD_GC_CONTROLLER)? {
+        let gc = PodGc {
+            pods: resources.pods.clone(),
+            nodes: resources.nodes.clone(),
+            terminated_threshold: options.terminated_pod_gc_threshold,
+        };
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, "pod-garbage-collector");
+            kapi_controllers::start_pod_gc(gc.clone(), client, stop);
+        }));
+    }
+    if enabled(BOOTSTRAP_SIGNER_CONTROLLER)? {
+        let (secrets, config_maps) = (resources.secrets.clone(), resources.config_maps.clone());
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, "bootstrap-signer");
+            kapi_controllers::start_bootstrap_signer(
+                secrets.clone(),
+                config_maps.clone(),
+                client,
+                stop,
+            );
+        }));
+    }
+    if enabled(TOKEN_CLEANER_CONTROLLER)? {
+        let secrets = resources.secrets.clone();
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, "token-cleaner");
+            kapi_controllers::start_token_cleaner(secrets.clone(), client, stop);
         }));
     }
     if enabled(VAP_STATUS_CONTROLLER)? {
@@ -361,7 +436,8 @@ fn namespace_objects(
 }
 
 /// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: `-name`
-/// disables, `name` enables, otherwise `*` enables; an unknown name is an error.
+/// disables, `name` enables, otherwise `*` enables all but [`DISABLED_BY_DEFAULT`]; an
+/// unknown name is an error.
 fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
     for given in controllers {
         let bare = given.trim_start_matches('-');
@@ -375,7 +451,8 @@ fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
     {
         return Ok(false);
     }
-    Ok(controllers.iter().any(|c| c == name || c == "*"))
+    let star = !DISABLED_BY_DEFAULT.contains(&name) && controllers.iter().any(|c| c == "*");
+    Ok(star || controllers.iter().any(|c| c == name))
 }
 
 #[cfg(test)]
@@ -392,5 +469,8 @@ mod controller_flag_tests {
         let only = flag(&["serviceaccount-controller"]);
         assert!(!controller_enabled(&only, ROOT_CA_PUBLISHER).unwrap());
         assert!(controller_enabled(&flag(&["nope"]), ROOT_CA_PUBLISHER).is_err());
+        assert!(!controller_enabled(&flag(&["*"]), TOKEN_CLEANER_CONTROLLER).unwrap());
+        let named = flag(&["*", "token-cleaner-controller"]);
+        assert!(controller_enabled(&named, TOKEN_CLEANER_CONTROLLER).unwrap());
     }
 }

@@ -175,6 +175,11 @@ pub struct ServeOptions {
     #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub anonymous_auth: bool,
 
+    /// Authenticate bootstrap tokens (`<id>.<secret>`, kept as `bootstrap.kubernetes.io/token`
+    /// Secrets in kube-system) as `system:bootstrap:<id>` in `system:bootstrappers`.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub enable_bootstrap_token_auth: bool,
+
     /// A CSV file of static bearer tokens: `token,user,uid[,"group1,group2"]` per line.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
@@ -333,6 +338,11 @@ pub struct ServeOptions {
     /// request's `spec.expirationSeconds` can ask for less).
     #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
     pub cluster_signing_duration: Duration,
+
+    /// How many terminated pods may exist before the pod garbage collector deletes the
+    /// oldest; 0 keeps them all.
+    #[arg(long, default_value_t = 12500)]
+    pub terminated_pod_gc_threshold: usize,
 
     /// How long the controllers' lease lasts unrenewed before another replica takes it.
     #[arg(long, default_value = "15s", value_parser = go_duration)]

@@ -323,6 +323,13 @@ pub trait Strategy: Send + Sync + 'static {
     /// Changes an object whose deletion is pending (namespaces turn `Terminating`).
     fn prepare_for_pending_deletion(&self, _object: &mut Value) {}
 
+    /// The grace period, in seconds, of a DELETE of `object` asking for `requested`
+    /// (upstream's `CheckGracefulDelete`): the object is marked deleted that long before it
+    /// goes (pods, which their kubelet stops first). `None` for resources deleted at once.
+    fn graceful_deletion(&self, _object: &Value, _requested: Option<i64>) -> Option<i64> {
+        None
+    }
+
     /// Whether a DELETE that names no propagation policy orphans the object's dependents
     /// (upstream's DefaultGarbageCollectionPolicy `OrphanDependents`, kept for backward
     /// compatibility by batch/v1 Jobs and v1 ReplicationControllers); otherwise the garbage

@@ -296,6 +296,7 @@ fn delete_options(eviction: &Value, dry_run: bool) -> DeleteParams {
         precondition_uid: precondition("uid"),
         precondition_resource_version: precondition("resourceVersion"),
         propagation_policy: options["propagationPolicy"].as_str().map(str::to_string),
+        grace_period_seconds: options["gracePeriodSeconds"].as_i64(),
         dry_run: dry_run || options["dryRun"].as_array().is_some_and(|d| !d.is_empty()),
     }
 }

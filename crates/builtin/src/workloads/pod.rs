@@ -78,6 +78,21 @@ impl Strategy for PodStrategy {
         validate_pod_update(&new["spec"], &old["spec"])
     }
 
+    /// Upstream's CheckGracefulDelete: the requested period, else the pod's
+    /// `terminationGracePeriodSeconds`; at once (0) when not bound to a node or already
+    /// terminated; a negative period is 1 s.
+    fn graceful_deletion(&self, pod: &Value, requested: Option<i64>) -> Option<i64> {
+        let spec = &pod["spec"];
+        let mut period = requested
+            .or_else(|| spec["terminationGracePeriodSeconds"].as_i64())
+            .unwrap_or(0);
+        let terminated = matches!(str_of(&pod["status"], "phase"), "Failed" | "Succeeded");
+        if str_of(spec, "nodeName").is_empty() || terminated {
+            period = 0;
+        }
+        Some(if period < 0 { 1 } else { period })
+    }
+
     /// A status write may not change the QOS class (an empty one keeps the old).
     fn validate_subresource_update(
         &self,

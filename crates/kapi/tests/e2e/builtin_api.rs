@@ -722,9 +722,16 @@ async fn approve_certificate(server: &TestServer) {
                 json!("This CSR was approved by kubectl certificate approve."),
             );
     });
-    let out = ok(server, &["get", "csr", "alice"], None).await;
-    let (_, cells) = row(&out, "alice");
-    if cells.last().map(String::as_str) != Some("Approved") {
+    // The signing controller issues the certificate.
+    let mut out = String::new();
+    for _ in 0..300 {
+        out = ok(server, &["get", "csr", "alice"], None).await;
+        if row(&out, "alice").1.last().map(String::as_str) == Some("Approved,Issued") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    if row(&out, "alice").1.last().map(String::as_str) != Some("Approved,Issued") {
         failures.push(format!("kubectl get csr after approval:\n{out}"));
     }
     assert_no_failures(&failures);

@@ -469,6 +469,7 @@ pub fn delete_params(
     if let Some(dry_run) = query.get("dryRun") {
         given.insert("dryRun".into(), serde_json::json!([dry_run]));
     }
+    let grace_period_seconds = given.get("gracePeriodSeconds").and_then(Value::as_i64);
     Ok(DeleteParams {
         options: Value::Object(given),
         precondition_uid: options["preconditions"]["uid"].as_str().map(str::to_string),
@@ -476,6 +477,7 @@ pub fn delete_params(
             .as_str()
             .map(str::to_string),
         propagation_policy,
+        grace_period_seconds,
         dry_run: dry_run.is_some(),
     })
 }

@@ -34,6 +34,8 @@ pub struct DeleteParams {
     pub precondition_resource_version: Option<String>,
     /// Orphan, Background or Foreground.
     pub propagation_policy: Option<String>,
+    /// `gracePeriodSeconds`, for resources deleted gracefully (pods); negative means 1.
+    pub grace_period_seconds: Option<i64>,
     pub dry_run: bool,
 }
 
@@ -66,35 +68,60 @@ impl Registry {
                     .validate(Operation::Delete, None, Some(&object))
                     .await?;
             }
-            let Some(pending) = pending_deletion(definition, &object, params) else {
-                if !params.dry_run {
-                    match self.delete_now(&key, current.mod_revision, false).await {
-                        Err(StorageError::Conflict { .. }) => continue,
-                        Err(err) => return Err(storage_error(err, &resource, name)),
-                        Ok(_) => {}
+            let (pending, then_delete) = match plan_deletion(definition, &object, params) {
+                Plan::AlreadyPending => return Ok(DeleteOutcome::Pending(object)),
+                Plan::Now => {
+                    if !params.dry_run {
+                        match self.delete_now(&key, current.mod_revision, false).await {
+                            Err(StorageError::Conflict { .. }) => continue,
+                            Err(err) => return Err(storage_error(err, &resource, name)),
+                            Ok(_) => {}
+                        }
+                        self.after_delete(&object).await;
                     }
-                    if let Some(hooks) = self.write_steps.get() {
-                        hooks.after_delete(&object).await;
-                    }
+                    return Ok(DeleteOutcome::Deleted(object));
                 }
-                return Ok(DeleteOutcome::Deleted(object));
+                Plan::Update {
+                    pending,
+                    then_delete,
+                } => (pending, then_delete),
             };
-            if pending == object || params.dry_run {
-                return Ok(DeleteOutcome::Pending(pending));
+            if params.dry_run || (pending == object && !then_delete) {
+                return Ok(match then_delete {
+                    true => DeleteOutcome::Deleted(pending),
+                    false => DeleteOutcome::Pending(pending),
+                });
             }
             let encoded = codec::encode(&pending);
-            match (self.store)
+            let revision = match (self.store)
                 .update_expiring(&key, encoded, current.mod_revision, self.storage.ttl)
                 .await
             {
-                Ok(revision) => {
-                    let mut pending = pending;
-                    codec::set_resource_version(&mut pending, revision);
-                    return Ok(DeleteOutcome::Pending(pending));
-                }
+                Ok(revision) => revision,
+                Err(StorageError::Conflict { .. }) => continue,
+                Err(err) => return Err(storage_error(err, &resource, name)),
+            };
+            let mut pending = pending;
+            codec::set_resource_version(&mut pending, revision);
+            if !then_delete {
+                return Ok(DeleteOutcome::Pending(pending));
+            }
+            // A graceless deletion of a resource deleted gracefully: marked, then gone (the
+            // object may already be gone, deleted by whoever raced this request).
+            match self.delete_now(&key, revision, false).await {
+                Ok(()) | Err(StorageError::KeyNotFound { .. }) => {}
                 Err(StorageError::Conflict { .. }) => continue,
                 Err(err) => return Err(storage_error(err, &resource, name)),
             }
+            self.after_delete(&pending).await;
+            return Ok(DeleteOutcome::Deleted(pending));
+        }
+    }
+
+    /// Runs the collection's steps after a deletion (releasing what the object held).
+    async fn after_delete(&self, object: &Value) {
+        if let Some(hooks) = self.write_steps.get() {
+            hooks.after_delete(object).await;
         }
     }
 
@@ -159,36 +186,93 @@ fn check_delete_preconditions(
     Ok(())
 }
 
-/// The object as a pending deletion leaves it, or `None` when it can go at once.
-fn pending_deletion(
-    definition: &ResourceDefinition,
-    object: &Value,
-    params: &DeleteParams,
-) -> Option<Value> {
-    let mut pending = object.clone();
-    set_propagation_finalizers(definition, &mut pending, params);
+/// What a DELETE does to an object (upstream's rest.BeforeDelete with the store's
+/// updateForGracefulDeletionAndFinalizers).
+enum Plan {
+    /// Delete it now.
+    Now,
+    /// Write `pending` (marked deleted, with the propagation finalizers), then delete it when
+    /// `then_delete` (a graceless deletion of a gracefully deleted resource) or keep it.
+    Update { pending: Value, then_delete: bool },
+    /// Its graceful deletion is under way and the request does not shorten it: nothing
+    /// changes.
+    AlreadyPending,
+}
+
+fn plan_deletion(definition: &ResourceDefinition, object: &Value, params: &DeleteParams) -> Plan {
     let strategy = &definition.strategy;
-    if !object::has_finalizers(&pending) && !strategy.has_pending_finalizers(&pending) {
-        return None;
-    }
-    if !object::is_deleting(&pending) {
-        // Marking an object deleted is a change its controllers see: a generation the
-        // object keeps grows (upstream's markAsDeleting).
-        if let Some(generation) = pending["metadata"]["generation"]
-            .as_i64()
-            .filter(|g| *g > 0)
-        {
-            object::set_meta(&mut pending, "generation", Value::from(generation + 1));
+    let requested = params
+        .grace_period_seconds
+        .map(|period| if period < 0 { 1 } else { period });
+    let mut pending = object.clone();
+    let graceful = match strategy.graceful_deletion(object, requested) {
+        None => None,
+        Some(_) if object::is_deleting(object) => {
+            let meta = &object["metadata"];
+            // A negative grace period counts as 1 s; none or 0 means the deletion only waits
+            // for finalizers.
+            let current = match meta["deletionGracePeriodSeconds"].as_i64() {
+                None | Some(0) => None,
+                Some(seconds) => Some(seconds.max(1)),
+            };
+            match (current, requested) {
+                (None, _) => None,
+                (Some(current), Some(period)) if period < current => {
+                    // Only a shorter grace period may be asked for: the deadline moves closer.
+                    let since = meta["deletionTimestamp"]
+                        .as_str()
+                        .and_then(kapi_apimachinery::gotime::parse_rfc3339)
+                        .map_or(0, |t| t.seconds);
+                    let deadline = since - current + period;
+                    set_deletion(&mut pending, deadline, period);
+                    Some(period)
+                }
+                _ => return Plan::AlreadyPending,
+            }
         }
-        object::set_meta(
-            &mut pending,
-            "deletionTimestamp",
-            Value::String(meta::now_rfc3339()),
-        );
-        object::set_meta(&mut pending, "deletionGracePeriodSeconds", Value::from(0));
+        Some(period) => {
+            let now = kapi_apimachinery::gotime::Timestamp::now().seconds;
+            set_deletion(&mut pending, now + period, period);
+            bump_generation(&mut pending);
+            Some(period)
+        }
+    };
+    set_propagation_finalizers(definition, &mut pending, params);
+    let finalizers = object::has_finalizers(&pending) || strategy.has_pending_finalizers(&pending);
+    match graceful {
+        None if !finalizers => return Plan::Now,
+        None if !object::is_deleting(&pending) => {
+            // Marking an object deleted is a change its controllers see: a generation the
+            // object keeps grows (upstream's markAsDeleting).
+            bump_generation(&mut pending);
+            object::set_meta(
+                &mut pending,
+                "deletionTimestamp",
+                Value::String(meta::now_rfc3339()),
+            );
+            object::set_meta(&mut pending, "deletionGracePeriodSeconds", Value::from(0));
+        }
+        _ => {}
     }
     strategy.prepare_for_pending_deletion(&mut pending);
-    Some(pending)
+    Plan::Update {
+        pending,
+        then_delete: !finalizers && graceful == Some(0),
+    }
+}
+
+/// Marks `object` deleted at `deadline` (seconds since the epoch) after `period` seconds.
+fn set_deletion(object: &mut Value, deadline: i64, period: i64) {
+    let timestamp = kapi_apimachinery::gotime::format_rfc3339(deadline);
+    object::set_meta(object, "deletionTimestamp", Value::String(timestamp));
+    object::set_meta(object, "deletionGracePeriodSeconds", Value::from(period));
+}
+
+/// Bumps a generation the object keeps.
+fn bump_generation(object: &mut Value) {
+    if let Some(generation) = object["metadata"]["generation"].as_i64().filter(|g| *g > 0) {
+        object::set_meta(object, "generation", Value::from(generation + 1));
+    }
 }
 
 /// The garbage collector's finalizer.
@@ -235,8 +319,14 @@ fn set_propagation_finalizers(
 
 /// Whether an update ends a pending deletion: the object is being deleted and nothing keeps
 /// it any more.
+/// A gracefully deleted object waiting out its grace period stays (upstream's
+/// shouldDeleteDuringUpdate).
 pub(super) fn should_delete_during_update(definition: &ResourceDefinition, new: &Value) -> bool {
     object::is_deleting(new)
         && !object::has_finalizers(new)
         && !definition.strategy.has_pending_finalizers(new)
+        && new["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0)
+            == 0
 }
