@@ -17,6 +17,7 @@ mod garbage_collector;
 mod kept_config_map;
 mod keyed;
 mod leader_election;
+mod legacy_token_cleaner;
 mod namespace;
 mod namespace_objects;
 mod podgc;
@@ -47,6 +48,9 @@ pub use garbage_collector::{
     GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, start_garbage_collector,
 };
 pub use leader_election::{LeaderElection, run_leader_elected};
+pub use legacy_token_cleaner::{
+    LEGACY_TOKEN_CLEANER_CONTROLLER, LegacyTokenCleaner, start_legacy_token_cleaner,
+};
 pub use namespace::{NAMESPACE_CONTROLLER, start_namespace_controller};
 pub use namespace_objects::{NamespaceObject, ROOT_CA_CONFIG_MAP, start_namespace_objects};
 pub use podgc::{POD_GC_CONTROLLER, PodGc, start_pod_gc};

@@ -28,7 +28,7 @@ fn wanted(existing: &Value, today: &str) -> Map<String, Value> {
 
 /// Whether `text` is a calendar date written `YYYY-MM-DD`, as Go's time.Parse with layout
 /// "2006-01-02" accepts it.
-fn is_date(text: &str) -> bool {
+pub(crate) fn is_date(text: &str) -> bool {
     let bytes = text.as_bytes();
     let digits = |range: std::ops::Range<usize>| {
         bytes[range.clone()]

@@ -18,9 +18,9 @@ use kapi_controllers::{
     CSR_CLEANER_CONTROLLER, CSR_SIGNING_CONTROLLER, CsrSigning, ENDPOINTS_CONTROLLER,
     ENDPOINTSLICE_CONTROLLER, ENDPOINTSLICE_MIRRORING_CONTROLLER, EndpointsSources,
     GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, KUBE_APISERVER_CLIENT, KUBELET_CLIENT,
-    KUBELET_SERVING, LEGACY_UNKNOWN, LeaderElection, LegacyTokens, NAMESPACE_CONTROLLER,
-    NamespaceObject, POD_GC_CONTROLLER, PodGc, ProtectedStorage, SigningCa,
-    TOKEN_CLEANER_CONTROLLER,
+    KUBELET_SERVING, LEGACY_TOKEN_CLEANER_CONTROLLER, LEGACY_UNKNOWN, LeaderElection,
+    LegacyTokenCleaner, LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, POD_GC_CONTROLLER,
+    PodGc, ProtectedStorage, SigningCa, TOKEN_CLEANER_CONTROLLER,
 };
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::loopback::{Loopback, LoopbackClient};
@@ -47,7 +47,7 @@ const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller
 const IDENTITY_FILE: &str = "controller-manager-identity";
 
 /// The controllers `--controllers` switches, by kube-controller-manager's names.
-const CONTROLLERS: [&str; 17] = [
+const CONTROLLERS: [&str; 18] = [
     BOOTSTRAP_SIGNER_CONTROLLER,
     CSR_APPROVING_CONTROLLER,
     CSR_CLEANER_CONTROLLER,
@@ -56,6 +56,7 @@ const CONTROLLERS: [&str; 17] = [
     ENDPOINTSLICE_CONTROLLER,
     ENDPOINTSLICE_MIRRORING_CONTROLLER,
     GARBAGE_COLLECTOR_CONTROLLER,
+    LEGACY_TOKEN_CLEANER_CONTROLLER,
     NAMESPACE_CONTROLLER,
     POD_GC_CONTROLLER,
     SERVICE_ACCOUNT_CONTROLLER,
@@ -276,6 +277,19 @@ fn starters(
         starters.push(Box::new(move |loopback, stop| {
             let client = controller_client(loopback, "token-cleaner");
             kapi_controllers::start_token_cleaner(secrets.clone(), client, stop);
+        }));
+    }
+    if enabled(LEGACY_TOKEN_CLEANER_CONTROLLER)? {
+        let cleaner = LegacyTokenCleaner {
+            secrets: resources.secrets.clone(),
+            service_accounts: resources.service_accounts.clone(),
+            pods: resources.pods.clone(),
+            config_maps: resources.config_maps.clone(),
+            clean_up_period: options.legacy_service_account_token_clean_up_period,
+        };
+        starters.push(Box::new(move |loopback, stop| {
+            let client = controller_client(loopback, "legacy-service-account-token-cleaner");
+            kapi_controllers::start_legacy_token_cleaner(cleaner.clone(), client, stop);
         }));
     }
     if enabled(VAP_STATUS_CONTROLLER)? {

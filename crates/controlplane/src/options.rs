@@ -339,6 +339,11 @@ pub struct ServeOptions {
     #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
     pub cluster_signing_duration: Duration,
 
+    /// How long an auto-generated legacy service account token Secret must go unused
+    /// before it is invalidated, and stay invalid before it is deleted.
+    #[arg(long, default_value = "8760h0m0s", value_parser = go_duration)]
+    pub legacy_service_account_token_clean_up_period: Duration,
+
     /// How many terminated pods may exist before the pod garbage collector deletes the
     /// oldest; 0 keeps them all.
     #[arg(long, default_value_t = 12500)]

@@ -568,3 +568,81 @@ where
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
+
+/// The legacy token cleaner: an auto-generated token Secret unused for the clean-up period
+/// is labelled invalid, one invalid that long is deleted, one a pod mounts stays. The
+/// period is a second and tracking is made to have started long ago; the cleaner looks at
+/// start, so the server is restarted once the Secrets are older than the period.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unused_legacy_tokens_are_invalidated_then_deleted() {
+    use crate::common::process::Kapi;
+    use serde_json::json;
+    let mut kapi = Kapi::start(
+        Backend::Embedded,
+        &["--legacy-service-account-token-clean-up-period=1s"],
+    )
+    .await;
+    let admin = kapi.admin();
+    let tracking = "/api/v1/namespaces/kube-system/configmaps/kube-apiserver-legacy-service-account-token-tracking";
+    let reply = admin
+        .write(
+            http::Method::PATCH,
+            tracking,
+            &json!({"data": {"since": "2020-01-01"}}),
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let secrets = "/api/v1/namespaces/default/secrets";
+    let token = |name: &str, labels: Value| {
+        json!({"metadata": {"name": name, "labels": labels,
+            "annotations": {"kubernetes.io/service-account.name": "default"}},
+            "type": "kubernetes.io/service-account-token"})
+    };
+    admin
+        .create(
+            secrets,
+            token(
+                "old",
+                json!({"kubernetes.io/legacy-token-invalid-since": "2020-01-01"}),
+            ),
+        )
+        .await;
+    admin.create(secrets, token("unused", json!({}))).await;
+    admin.create(secrets, token("mounted", json!({}))).await;
+    admin
+        .create(
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "user"}, "spec": {"containers": [{"name": "c", "image": "nginx"}],
+                "volumes": [{"name": "t", "secret": {"secretName": "mounted"}}]}}),
+        )
+        .await;
+    let account = "/api/v1/namespaces/default/serviceaccounts/default";
+    let listed = json!({"secrets": [{"name": "old"}, {"name": "unused"}, {"name": "mounted"}]});
+    let reply = admin.write(http::Method::PATCH, account, &listed).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The Secrets must be older than the period when the cleaner looks.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    kapi.restart().await;
+    let admin = kapi.admin();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let old = admin.get(&format!("{secrets}/old")).await.status;
+        let unused = admin.get(&format!("{secrets}/unused")).await.json();
+        let label = &unused["metadata"]["labels"]["kubernetes.io/legacy-token-invalid-since"];
+        if old == 404 && label.is_string() {
+            let today = kapi_apimachinery::gotime::format_rfc3339(
+                kapi_apimachinery::gotime::Timestamp::now().seconds,
+            );
+            assert_eq!(label.as_str().unwrap(), &today[..10]);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "old: {old}, unused: {unused}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let mounted = admin.get(&format!("{secrets}/mounted")).await.json();
+    assert!(mounted["metadata"]["labels"].is_null(), "{mounted}");
+    kapi.stop().await;
+}
