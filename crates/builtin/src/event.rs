@@ -8,7 +8,8 @@ use std::sync::Arc;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_subdomain, is_qualified_name};
 use kapi_server::resource::{
-    Converter, Name, NameValidator, PrinterColumn, Strategy, TableConvertor,
+    Converter, GarbageCollectionPolicy, Name, NameValidator, PrinterColumn, Strategy,
+    TableConvertor,
 };
 use serde_json::{Map, Value};
 
@@ -220,6 +221,11 @@ pub struct EventStrategy {
 }
 
 impl Strategy for EventStrategy {
+    /// Events take no part in garbage collection, as upstream's.
+    fn garbage_collection_policy(&self) -> GarbageCollectionPolicy {
+        GarbageCollectionPolicy::Unsupported
+    }
+
     fn prepare_for_create(&self, object: &mut Value) {
         normalize_core(object);
     }

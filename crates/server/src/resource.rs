@@ -330,12 +330,10 @@ pub trait Strategy: Send + Sync + 'static {
         None
     }
 
-    /// Whether a DELETE that names no propagation policy orphans the object's dependents
-    /// (upstream's DefaultGarbageCollectionPolicy `OrphanDependents`, kept for backward
-    /// compatibility by batch/v1 Jobs and v1 ReplicationControllers); otherwise the garbage
-    /// collector deletes them in the background.
-    fn orphans_dependents_by_default(&self) -> bool {
-        false
+    /// What a DELETE that names no propagation policy does to the object's dependents
+    /// (upstream's DefaultGarbageCollectionPolicy).
+    fn garbage_collection_policy(&self) -> GarbageCollectionPolicy {
+        GarbageCollectionPolicy::DeleteDependents
     }
 
     /// Whether failed delete preconditions are worded as the storage layer words them
@@ -360,6 +358,19 @@ pub trait Strategy: Send + Sync + 'static {
     fn creater(&self) -> Option<Arc<dyn Creater>> {
         None
     }
+}
+
+/// What a DELETE without a propagation policy does to an object's dependents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GarbageCollectionPolicy {
+    /// The garbage collector deletes them in the background (most resources).
+    DeleteDependents,
+    /// They are orphaned (batch/v1 Jobs and v1 ReplicationControllers, kept so for backward
+    /// compatibility).
+    OrphanDependents,
+    /// The resource takes no part in garbage collection (Events): a DELETE never adds the
+    /// `orphan` or `foregroundDeletion` finalizer, whatever its policy, and removes them.
+    Unsupported,
 }
 
 /// The validation of subresource writes that carry their own rules rather than the

@@ -8,7 +8,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     validate_annotations, validate_label_selector, validate_labels,
 };
-use kapi_server::resource::Strategy;
+use kapi_server::resource::{GarbageCollectionPolicy, Strategy};
 use serde_json::{Value, json};
 
 use super::defaults::{default_claim_template, default_pod_template, each_item, set_default};
@@ -512,8 +512,8 @@ impl ReplicationControllerStrategy {
 impl Strategy for ReplicationControllerStrategy {
     /// batch/v1 Jobs and v1 ReplicationControllers orphan their dependents unless told
     /// otherwise, as upstream keeps them for backward compatibility.
-    fn orphans_dependents_by_default(&self) -> bool {
-        true
+    fn garbage_collection_policy(&self) -> GarbageCollectionPolicy {
+        GarbageCollectionPolicy::OrphanDependents
     }
 
     /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the

@@ -5,7 +5,7 @@
 use kapi_apimachinery::labels::from_label_selector;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_label, validate_label_selector};
-use kapi_server::resource::Strategy;
+use kapi_server::resource::{GarbageCollectionPolicy, Strategy};
 use serde_json::{Map, Value, json};
 
 use super::cron::parse_standard;
@@ -342,8 +342,8 @@ impl JobStrategy {
 impl Strategy for JobStrategy {
     /// batch/v1 Jobs and v1 ReplicationControllers orphan their dependents unless told
     /// otherwise, as upstream keeps them for backward compatibility.
-    fn orphans_dependents_by_default(&self) -> bool {
-        true
+    fn garbage_collection_policy(&self) -> GarbageCollectionPolicy {
+        GarbageCollectionPolicy::OrphanDependents
     }
 
     /// Upstream's defaulting, run by the handlers before managedFields are recorded (so the

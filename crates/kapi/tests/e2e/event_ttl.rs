@@ -65,6 +65,17 @@ async fn events_expire_after_the_event_ttl_also_across_a_restart(backend: Backen
     kapi.launch().await;
     wait_gone(&kapi, &format!("{CORE_EVENTS}/over-a-restart")).await;
 
+    // Events take no part in garbage collection: a foreground deletion adds no finalizer.
+    let admin = kapi.admin();
+    admin.create(CORE_EVENTS, core_event("foreground")).await;
+    let path = format!("{CORE_EVENTS}/foreground?propagationPolicy=Foreground");
+    let deleted = admin.send(http::Method::DELETE, &path, &[], "").await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(
+        admin.get(&format!("{CORE_EVENTS}/foreground")).await.status,
+        404
+    );
+
     let kept = kapi
         .admin()
         .get("/api/v1/namespaces/default/configmaps/kept")

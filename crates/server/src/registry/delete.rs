@@ -14,7 +14,7 @@ use super::{Item, Registry, storage_error};
 use crate::admission::{Operation, WriteAdmission};
 use crate::codec;
 use crate::object;
-use crate::resource::ResourceDefinition;
+use crate::resource::{GarbageCollectionPolicy, ResourceDefinition};
 
 /// How a DELETE ended.
 #[derive(Debug)]
@@ -284,7 +284,8 @@ const FOREGROUND: &str = "foregroundDeletion";
 /// deletionFinalizersForGarbageCollection does: `orphan` when its dependents are to be
 /// orphaned, `foregroundDeletion` when they are to be deleted first. The request's policy
 /// decides; without one, a finalizer already there; without that, the resource's default
-/// (orphan for Jobs and ReplicationControllers). A Background deletion removes both.
+/// (orphan for Jobs and ReplicationControllers). A Background deletion removes both, as
+/// does any deletion of a resource outside garbage collection (Events).
 fn set_propagation_finalizers(
     definition: &ResourceDefinition,
     object: &mut Value,
@@ -295,13 +296,15 @@ fn set_propagation_finalizers(
             .as_array()
             .is_some_and(|list| list.iter().any(|f| f == finalizer))
     };
+    let policy = definition.strategy.garbage_collection_policy();
     let (orphan, foreground) = match params.propagation_policy.as_deref() {
+        _ if policy == GarbageCollectionPolicy::Unsupported => (false, false),
         Some("Orphan") => (true, false),
         Some("Foreground") => (false, true),
         Some(_) => (false, false),
         None if has(ORPHAN) => (true, false),
         None if has(FOREGROUND) => (false, true),
-        None => (definition.strategy.orphans_dependents_by_default(), false),
+        None => (policy == GarbageCollectionPolicy::OrphanDependents, false),
     };
     if orphan == has(ORPHAN) && foreground == has(FOREGROUND) {
         return;
