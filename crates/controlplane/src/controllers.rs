@@ -449,25 +449,59 @@ fn namespace_objects(
     Ok(objects)
 }
 
-/// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: `-name`
-/// disables, `name` enables, otherwise `*` enables all but [`DISABLED_BY_DEFAULT`]; an
-/// unknown name is an error.
+/// Whether `--controllers` enables `name`, as kube-controller-manager reads the flag: the
+/// first of `name` (or an alias of it, [`ALIASES`]) and `-name` decides, otherwise `*`
+/// enables all but [`DISABLED_BY_DEFAULT`]; an unknown name is an error.
 fn controller_enabled(controllers: &[String], name: &str) -> Result<bool> {
+    let mut enabled = None;
+    let mut star = false;
     for given in controllers {
-        let bare = given.trim_start_matches('-');
-        if given != "*" && !CONTROLLERS.contains(&bare) {
+        let (off, bare) = match given.strip_prefix('-') {
+            Some(bare) => (true, bare),
+            None => (false, given.as_str()),
+        };
+        if bare == "*" {
+            star = true;
+            continue;
+        }
+        let canonical = ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == bare)
+            .map_or(bare, |(_, canonical)| canonical);
+        if !CONTROLLERS.contains(&canonical) {
             anyhow::bail!("--controllers: unknown controller {given:?}; kapi runs {CONTROLLERS:?}");
         }
+        if canonical == name && enabled.is_none() {
+            enabled = Some(!off);
+        }
     }
-    if controllers
-        .iter()
-        .any(|c| c.strip_prefix('-') == Some(name))
-    {
-        return Ok(false);
-    }
-    let star = !DISABLED_BY_DEFAULT.contains(&name) && controllers.iter().any(|c| c == "*");
-    Ok(star || controllers.iter().any(|c| c == name))
+    Ok(enabled.unwrap_or(star && !DISABLED_BY_DEFAULT.contains(&name)))
 }
+
+/// kube-controller-manager's older names of the controllers kapi runs, which
+/// `--controllers` accepts as it does.
+const ALIASES: [(&str, &str); 17] = [
+    ("bootstrapsigner", BOOTSTRAP_SIGNER_CONTROLLER),
+    ("csrapproving", CSR_APPROVING_CONTROLLER),
+    ("csrcleaner", CSR_CLEANER_CONTROLLER),
+    ("csrsigning", CSR_SIGNING_CONTROLLER),
+    ("endpoint", ENDPOINTS_CONTROLLER),
+    ("endpointslice", ENDPOINTSLICE_CONTROLLER),
+    ("endpointslicemirroring", ENDPOINTSLICE_MIRRORING_CONTROLLER),
+    ("garbagecollector", GARBAGE_COLLECTOR_CONTROLLER),
+    (
+        "legacy-service-account-token-cleaner",
+        LEGACY_TOKEN_CLEANER_CONTROLLER,
+    ),
+    ("namespace", NAMESPACE_CONTROLLER),
+    ("podgc", POD_GC_CONTROLLER),
+    ("pv-protection", PV_PROTECTION_CONTROLLER),
+    ("pvc-protection", PVC_PROTECTION_CONTROLLER),
+    ("root-ca-cert-publisher", ROOT_CA_PUBLISHER),
+    ("serviceaccount", SERVICE_ACCOUNT_CONTROLLER),
+    ("serviceaccount-token", TOKEN_CONTROLLER),
+    ("tokencleaner", TOKEN_CLEANER_CONTROLLER),
+];
 
 #[cfg(test)]
 mod controller_flag_tests {
@@ -486,5 +520,9 @@ mod controller_flag_tests {
         assert!(!controller_enabled(&flag(&["*"]), TOKEN_CLEANER_CONTROLLER).unwrap());
         let named = flag(&["*", "token-cleaner-controller"]);
         assert!(controller_enabled(&named, TOKEN_CLEANER_CONTROLLER).unwrap());
+        let aliased = flag(&["*", "-garbagecollector", "tokencleaner"]);
+        assert!(!controller_enabled(&aliased, GARBAGE_COLLECTOR_CONTROLLER).unwrap());
+        assert!(controller_enabled(&aliased, TOKEN_CLEANER_CONTROLLER).unwrap());
+        assert!(controller_enabled(&aliased, NAMESPACE_CONTROLLER).unwrap());
     }
 }
