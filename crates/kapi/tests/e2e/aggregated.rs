@@ -523,3 +523,67 @@ async fn upgrade_requests_pass_through_the_proxy() {
     assert!(!headers.contains_key(http::header::AUTHORIZATION));
     assert_eq!(headers[http::header::UPGRADE], "echo");
 }
+
+/// An APIService whose Service selects pods reaches them through the EndpointSlices the
+/// endpointslice controller keeps: the pod's status, set as a kubelet would, gives the
+/// address.
+#[tokio::test]
+async fn an_apiservice_reaches_the_pods_its_service_selects() {
+    let kapi = crate::common::process::Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let dir = tempfile::tempdir().unwrap();
+    let ca = serving_pki(dir.path());
+    let (port, _) = echo_backend(dir.path()).await;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca);
+    let objects = [
+        (
+            "/api/v1/namespaces",
+            serde_json::json!({"metadata": {"name": "wardle"}}),
+        ),
+        (
+            "/api/v1/namespaces/wardle/services",
+            serde_json::json!({"metadata": {"name": "api"}, "spec": {"selector": {"app": "echo"},
+                "ports": [{"port": 443, "targetPort": "https"}]}}),
+        ),
+        (
+            "/api/v1/namespaces/wardle/pods",
+            serde_json::json!({"metadata": {"name": "echo-0", "labels": {"app": "echo"}},
+                "spec": {"containers": [{"name": "c", "image": "echo",
+                    "ports": [{"name": "https", "containerPort": port}]}]}}),
+        ),
+        (
+            "/apis/apiregistration.k8s.io/v1/apiservices",
+            serde_json::json!({"metadata": {"name": "v1.upgrade.example.com"},
+                "spec": {"group": "upgrade.example.com", "version": "v1",
+                    "service": {"namespace": "wardle", "name": "api", "port": 443},
+                    "caBundle": ca, "groupPriorityMinimum": 1000, "versionPriority": 15}}),
+        ),
+    ];
+    for (path, object) in objects {
+        admin.create(path, object).await;
+    }
+    let status = serde_json::json!({"status": {"phase": "Running", "podIP": "127.0.0.1",
+        "podIPs": [{"ip": "127.0.0.1"}], "conditions": [{"type": "Ready", "status": "True"}]}});
+    let reply = admin
+        .write(
+            http::Method::PATCH,
+            "/api/v1/namespaces/wardle/pods/echo-0/status",
+            &status,
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let service = "/apis/apiregistration.k8s.io/v1/apiservices/v1.upgrade.example.com";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while admin.get(service).await.json()["status"]["conditions"][0]["status"] != "True" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the APIService never became available: {}",
+            admin.get(service).await.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let listed = admin.get("/apis/upgrade.example.com/v1").await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(listed.body.contains("APIResourceList"), "{}", listed.body);
+    kapi.stop().await;
+}
