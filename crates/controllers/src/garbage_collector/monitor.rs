@@ -56,19 +56,26 @@ pub(super) async fn run(
             () = stopping.cancelled() => return,
             outcome = monitor.list_and_watch() => outcome,
         };
-        match outcome {
-            Ok(()) => retry = RETRY_MIN,
+        // A watch the server ended with an error event starts over after the shortest
+        // pause; a failed list or watch after a growing one.
+        let pause = match outcome {
+            Ok(()) => {
+                retry = RETRY_MIN;
+                RETRY_MIN
+            }
             Err(err) => {
                 tracing::debug!(
                     resource = monitor.resource.gvr(),
                     "garbage collector monitor: {err}"
                 );
-                tokio::select! {
-                    () = stopping.cancelled() => return,
-                    () = tokio::time::sleep(retry) => {}
-                }
+                let pause = retry;
                 retry = (retry * 2).min(RETRY_MAX);
+                pause
             }
+        };
+        tokio::select! {
+            () = stopping.cancelled() => return,
+            () = tokio::time::sleep(pause) => {}
         }
     }
 }
