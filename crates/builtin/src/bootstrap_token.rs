@@ -41,12 +41,9 @@ pub struct BootstrapTokenSecret<'a> {
 }
 
 impl<'a> BootstrapTokenSecret<'a> {
-    /// `secret` if it is a bootstrap token Secret (its type and name).
+    /// `secret` if it is a bootstrap token Secret (by its type).
     pub fn of(secret: &'a Value) -> Option<BootstrapTokenSecret<'a>> {
-        let name = secret["metadata"]["name"].as_str()?;
-        (secret["type"] == BOOTSTRAP_TOKEN_SECRET_TYPE
-            && name.starts_with(BOOTSTRAP_TOKEN_SECRET_PREFIX))
-        .then_some(BootstrapTokenSecret { secret })
+        (secret["type"] == BOOTSTRAP_TOKEN_SECRET_TYPE).then_some(BootstrapTokenSecret { secret })
     }
 
     /// The value of `key` in its data, "" when absent or not base64.
@@ -58,10 +55,11 @@ impl<'a> BootstrapTokenSecret<'a> {
             .unwrap_or_default()
     }
 
-    /// The token's id, as its name says.
-    pub fn name_id(&self) -> &str {
-        let name = self.secret["metadata"]["name"].as_str().unwrap_or_default();
-        name.trim_start_matches(BOOTSTRAP_TOKEN_SECRET_PREFIX)
+    /// The token's id, as its name (`bootstrap-token-<id>`) says, if it is of that form.
+    pub fn name_id(&self) -> Option<&str> {
+        let name = self.secret["metadata"]["name"].as_str()?;
+        let id = name.strip_prefix(BOOTSTRAP_TOKEN_SECRET_PREFIX)?;
+        parse_token(&format!("{id}.0000000000000000")).map(|_| id)
     }
 
     /// Its `expiration` in seconds since the epoch, if it has one; an unreadable one counts
@@ -225,7 +223,7 @@ mod tests {
             ("usage-bootstrap-authentication", "true"),
         ]);
         let token = BootstrapTokenSecret::of(&secret).unwrap();
-        assert_eq!(token.name_id(), "abcdef");
+        assert_eq!(token.name_id(), Some("abcdef"));
         assert!(token.expired(1_800_000_000));
         assert!(!token.expired(1_700_000_000));
         assert!(token.usable_for("authentication") && !token.usable_for("signing"));

@@ -146,12 +146,10 @@ async fn sign(
         let Some(token) = BootstrapTokenSecret::of(&secret) else {
             continue;
         };
+        // Upstream's validateSecretForSigning.
         let (id, token_secret) = (token.data("token-id"), token.data("token-secret"));
-        if id.is_empty()
-            || id != token.name_id()
-            || token.expired(now)
-            || !token.usable_for("signing")
-        {
+        let named = token.name_id() == Some(id.as_str());
+        if !named || token_secret.is_empty() || token.expired(now) || !token.usable_for("signing") {
             continue;
         }
         let signature = detached_signature(&content, &id, &token_secret);

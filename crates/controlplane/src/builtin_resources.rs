@@ -17,6 +17,11 @@ macro_rules! builtin_resources {
         }
 
         impl BuiltinResources {
+            /// Every one of them.
+            pub(crate) fn all(&self) -> Vec<Served> {
+                vec![$(self.$field.clone(),)*]
+            }
+
             /// Looks every one up in `api`.
             pub(crate) fn of(api: &ApiHandler) -> Result<BuiltinResources> {
                 Ok(BuiltinResources {

@@ -43,6 +43,8 @@ const PVC_PROTECTION_CONTROLLER: &str = "persistentvolumeclaim-protection-contro
 const PV_PROTECTION_CONTROLLER: &str = "persistentvolume-protection-controller";
 /// The controller reporting ValidatingAdmissionPolicies' type checking.
 const VAP_STATUS_CONTROLLER: &str = "validatingadmissionpolicy-status-controller";
+/// How long the controllers wait for the built-in resources' caches to fill.
+const CACHE_SYNC_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The file in the data directory naming this replica in the controllers' election.
 const IDENTITY_FILE: &str = "controller-manager-identity";
 
@@ -96,10 +98,25 @@ pub(crate) fn post_start_hooks(
         )),
         false => None,
     };
+    let caches = resources.all();
     let mut hooks = PostStartHooks::default();
     hooks.add(
         "start-kube-controller-manager-controllers",
         move |context| async move {
+            // As kube-controller-manager waits for its informers: no controller acts on a
+            // collection not listed yet (an empty Services cache would make every Endpoints
+            // look left over).
+            for served in &caches {
+                let synced = served
+                    .registry
+                    .cacher()
+                    .wait_for(1, CACHE_SYNC_TIMEOUT)
+                    .await;
+                if synced.is_err() {
+                    let plural = &served.definition.plural;
+                    return Err(format!("the {plural} cache did not fill in time").into());
+                }
+            }
             let loopback = context.loopback.clone();
             let start_all = move |leading: CancellationToken| {
                 for start in &starters {

@@ -14,9 +14,10 @@ use base64::engine::general_purpose::STANDARD;
 use kapi_apimachinery::meta::now_rfc3339;
 use kapi_server::endpoints::Served;
 use kapi_server::loopback::LoopbackClient;
+use rcgen::string::Ia5String;
 use rcgen::{
-    CertificateSigningRequestParams, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose, SerialNumber,
+    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, PublicKeyData, SanType, SerialNumber, SignatureAlgorithm,
 };
 use serde_json::{Value, json};
 use time::OffsetDateTime;
@@ -146,9 +147,7 @@ fn sign(
     let key = KeyPair::from_pem(&ca.key_pem).map_err(|err| err.to_string())?;
     let ca_end = ca_not_after(&ca.cert_pem)?;
     let issuer = Issuer::from_ca_cert_pem(&ca.cert_pem, key).map_err(|err| err.to_string())?;
-    let mut csr = CertificateSigningRequestParams::from_der(&request.der.clone().into())
-        .map_err(|err| err.to_string())?;
-    let params = &mut csr.params;
+    let (mut params, public_key) = requested(&request.der)?;
     let (key_usages, extended) = key_usages(usages)?;
     params.key_usages = key_usages;
     params.extended_key_usages = extended;
@@ -171,8 +170,87 @@ fn sign(
             "refusing to sign a certificate that expired in the past: NotAfter={ca_end}"
         ));
     }
-    let certificate = csr.signed_by(&issuer).map_err(|err| err.to_string())?;
+    let certificate = params
+        .signed_by(&public_key, &issuer)
+        .map_err(|err| err.to_string())?;
     Ok(certificate.pem())
+}
+
+/// The public key of a request, for signing.
+struct RequestKey {
+    der: Vec<u8>,
+    algorithm: &'static SignatureAlgorithm,
+}
+
+impl PublicKeyData for RequestKey {
+    fn der_bytes(&self) -> &[u8] {
+        &self.der
+    }
+
+    fn algorithm(&self) -> &'static SignatureAlgorithm {
+        self.algorithm
+    }
+}
+
+/// What a certificate for the request `der` carries from it, as upstream's signer takes it:
+/// its subject, names and public key (its signature checked), and none of the extensions
+/// it asks for (the usages come from the spec).
+fn requested(der: &[u8]) -> Result<(CertificateParams, RequestKey), String> {
+    use x509_parser::extensions::{GeneralName, ParsedExtension};
+    use x509_parser::prelude::FromDer;
+    let (_, csr) = x509_parser::certification_request::X509CertificationRequest::from_der(der)
+        .map_err(|err| err.to_string())?;
+    csr.verify_signature()
+        .map_err(|_| "the request's signature does not verify".to_string())?;
+    let info = &csr.certification_request_info;
+    let key_algorithm: Vec<u64> = csr
+        .signature_algorithm
+        .algorithm
+        .iter()
+        .ok_or("the request's signature algorithm is unreadable")?
+        .collect();
+    let algorithm = SignatureAlgorithm::from_oid(&key_algorithm).map_err(|err| err.to_string())?;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = DistinguishedName::new();
+    for attribute in info.subject.iter_attributes() {
+        let oid: Vec<u64> = attribute.attr_type().iter().into_iter().flatten().collect();
+        let value = attribute
+            .as_str()
+            .map_err(|_| "a subject attribute is not a string".to_string())?;
+        params
+            .distinguished_name
+            .push(DnType::from_oid(&oid), value);
+    }
+    for extension in csr.requested_extensions().into_iter().flatten() {
+        let ParsedExtension::SubjectAlternativeName(names) = extension else {
+            continue;
+        };
+        for name in &names.general_names {
+            let ia5 = |text: &str| Ia5String::try_from(text).map_err(|err| err.to_string());
+            let san = match name {
+                GeneralName::DNSName(dns) => SanType::DnsName(ia5(dns)?),
+                GeneralName::RFC822Name(email) => SanType::Rfc822Name(ia5(email)?),
+                GeneralName::URI(uri) => SanType::URI(ia5(uri)?),
+                GeneralName::IPAddress(bytes) => SanType::IpAddress(ip_of(bytes)?),
+                _ => continue,
+            };
+            params.subject_alt_names.push(san);
+        }
+    }
+    let key = RequestKey {
+        der: info.subject_pki.subject_public_key.data.to_vec(),
+        algorithm,
+    };
+    Ok((params, key))
+}
+
+/// An IP address SAN's bytes as an address.
+fn ip_of(bytes: &[u8]) -> Result<std::net::IpAddr, String> {
+    match bytes.len() {
+        4 => Ok(<[u8; 4]>::try_from(bytes).expect("4 bytes").into()),
+        16 => Ok(<[u8; 16]>::try_from(bytes).expect("16 bytes").into()),
+        n => Err(format!("an IP address SAN of {n} bytes")),
+    }
 }
 
 /// When the CA's certificate ends.
@@ -299,6 +377,41 @@ mod tests {
         assert_eq!(
             key_usages(&odd).unwrap_err(),
             r#"unrecognized usage values: ["flying"]"#
+        );
+    }
+
+    #[test]
+    fn requests_with_extensions_of_their_own_are_signed_without_them() {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let ca = SigningCa {
+            cert_pem: ca_cert.pem(),
+            key_pem: ca_key.serialize_pem(),
+        };
+        let mut params =
+            rcgen::CertificateParams::new(vec!["node.example".to_string(), "10.0.0.7".to_string()])
+                .unwrap();
+        let odd = rcgen::CustomExtension::from_oid_content(&[1, 2, 3, 4, 5], vec![5, 0]);
+        params.custom_extensions.push(odd);
+        let key = KeyPair::generate().unwrap();
+        let pem = params.serialize_request(&key).unwrap().pem().unwrap();
+        let request = request::parse(pem.as_bytes()).unwrap();
+        let usages = vec!["server auth".to_string()];
+        let issued = sign(&ca, &request, &usages, Duration::from_secs(3600)).unwrap();
+        let (_, pem) = x509_parser::pem::parse_x509_pem(issued.as_bytes()).unwrap();
+        let cert = pem.parse_x509().unwrap();
+        let sans = cert.subject_alternative_name().unwrap().unwrap();
+        assert_eq!(sans.value.general_names.len(), 2);
+        assert!(
+            cert.extensions()
+                .iter()
+                .all(|e| e.oid.to_id_string() != "1.2.3.4.5")
+        );
+        assert_eq!(
+            cert.public_key().raw,
+            key.subject_public_key_info().as_slice()
         );
     }
 

@@ -359,7 +359,7 @@ fn capacity_annotation_correct(endpoints: &Value, subsets: &[Value]) -> bool {
 }
 
 /// Upstream's `truncateEndpoints`: keeps at most [`MAX_CAPACITY`] addresses, each subset its
-/// share, dropping not-ready addresses first. Whether anything was dropped.
+/// share (rounded up while room remains), dropping not-ready addresses first. Whether anything was dropped.
 fn truncate(subsets: &mut [Value]) -> bool {
     let (ready, not_ready) = address_count(subsets);
     if ready + not_ready <= MAX_CAPACITY {
@@ -371,16 +371,18 @@ fn truncate(subsets: &mut [Value]) -> bool {
         false => (MAX_CAPACITY - ready, not_ready, "notReadyAddresses"),
     };
     let mut room = max;
-    for subset in subsets.iter_mut() {
-        let in_subset = subset[field].as_array().map_or(0, Vec::len);
-        let share = ((in_subset as f64 / total as f64) * max as f64).floor() as usize;
-        let keep = share.min(room);
-        if let Some(addresses) = subset[field].as_array_mut() {
-            addresses.truncate(keep);
+    for subset in subsets.iter_mut().filter_map(Value::as_object_mut) {
+        let addresses = subset.get_mut(field).and_then(Value::as_array_mut);
+        if let Some(addresses) = addresses {
+            let share = ((addresses.len() as f64 / total as f64) * max as f64).ceil() as usize;
+            addresses.truncate(share.min(room));
             room -= addresses.len();
+            if addresses.is_empty() {
+                subset.remove(field);
+            }
         }
         if truncate_ready {
-            subset["notReadyAddresses"] = json!([]);
+            subset.remove("notReadyAddresses");
         }
     }
     true

@@ -38,15 +38,17 @@ pub(super) struct Slices<'a> {
     pub capacity: usize,
 }
 
-/// Where an endpoint is placed: the pod it is, or its first address.
+/// What makes an endpoint the same one across syncs, as upstream's endpoint hash: its
+/// addresses, hostname and the object it stands for.
 fn identity(endpoint: &Value) -> String {
-    match endpoint["targetRef"]["uid"].as_str() {
-        Some(uid) if !uid.is_empty() => uid.to_string(),
-        _ => endpoint["addresses"][0]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-    }
+    let target = &endpoint["targetRef"];
+    format!(
+        "{}|{}|{}/{}",
+        endpoint["addresses"],
+        endpoint["hostname"].as_str().unwrap_or_default(),
+        target["namespace"].as_str().unwrap_or_default(),
+        target["name"].as_str().unwrap_or_default()
+    )
 }
 
 fn slice_key(slice: &Value) -> (String, String) {
@@ -82,7 +84,21 @@ impl Slices<'_> {
             .collect();
         let (mut updates, mut deletes) = (Vec::new(), Vec::new());
         let mut kept: Vec<Value> = Vec::new();
+        // Slices another owner controls (a deleted object of the same name) go, as
+        // upstream's reconciler deletes slices its Service does not own.
+        let owner = &self.metadata["ownerReferences"][0]["uid"];
+        let owned = |slice: &Value| {
+            let references = slice["metadata"]["ownerReferences"].as_array();
+            references
+                .into_iter()
+                .flatten()
+                .any(|r| r["controller"] == true && r["uid"] == *owner)
+        };
         for slice in &self.existing {
+            if owner.is_null() || !owned(slice) {
+                deletes.push(slice.clone());
+                continue;
+            }
             let key = slice_key(slice);
             let Some(wanted) = wanted.get(&key) else {
                 deletes.push(slice.clone());
@@ -149,7 +165,8 @@ impl Slices<'_> {
         {
             let empty = self.new_slice(address_type, &json!([]), Vec::new());
             let existing_placeholder = deletes.iter().position(|slice| {
-                slice_key(slice) == slice_key(&empty)
+                owned(slice)
+                    && slice_key(slice) == slice_key(&empty)
                     && slice["endpoints"].as_array().is_none_or(Vec::is_empty)
             });
             match existing_placeholder {
@@ -187,18 +204,32 @@ impl Slices<'_> {
             "ports": ports})
     }
 
-    /// Creates, updates and deletes, then waits for the cache to show each.
+    /// Creates, updates and deletes, then waits for the cache to show each write done (also
+    /// when one failed, so that the retry does not make a slice again).
     async fn write(
         &self,
         creates: Vec<Value>,
         updates: Vec<Value>,
         deletes: Vec<Value>,
     ) -> Result<(), String> {
+        let mut seen = Vec::new();
+        let written = self.send(creates, updates, deletes, &mut seen).await;
+        let cached = wait_cached(self.slices, self.namespace, &seen).await;
+        written.and(cached)
+    }
+
+    /// Sends the writes in order until one fails, recording each done in `seen`.
+    async fn send(
+        &self,
+        creates: Vec<Value>,
+        updates: Vec<Value>,
+        deletes: Vec<Value>,
+        seen: &mut Vec<(String, Option<i64>)>,
+    ) -> Result<(), String> {
         let path = format!(
             "/apis/discovery.k8s.io/v1/namespaces/{}/endpointslices",
             self.namespace
         );
-        let mut seen = Vec::new();
         for slice in creates {
             let created = self
                 .client
@@ -233,7 +264,7 @@ impl Slices<'_> {
                 Err(err) => return Err(format!("deleting EndpointSlice {name}: {err}")),
             }
         }
-        wait_cached(self.slices, self.namespace, &seen).await
+        Ok(())
     }
 }
 

@@ -65,8 +65,20 @@ async fn sync(
     }
     let address_types = address_types(&service);
     let mut desired = Desired::new();
+    let publish_not_ready = service["spec"]["publishNotReadyAddresses"] == true;
+    let mut skipped = Vec::new();
     for pod in selected_pods(&sources.pods, namespace, &service) {
         if !should_pod_be_in_endpoints(&pod, true) {
+            continue;
+        }
+        // A pod whose node does not exist is left out (and the Service looked at again
+        // later), unless its address is to be published regardless, as upstream.
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        if !publish_not_ready && sources.nodes.cached("", node).is_none() {
+            let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+            skipped.push(format!(
+                "skipping Pod {pod_name} for Service {key}: Node {node} Not Found"
+            ));
             continue;
         }
         let ports = endpoint_ports(&service, &pod);
@@ -95,7 +107,11 @@ async fn sync(
         metadata: metadata(&service),
         capacity: MAX_ENDPOINTS_PER_SLICE,
     };
-    slices.reconcile(desired, Some(placeholder)).await
+    slices.reconcile(desired, Some(placeholder)).await?;
+    match skipped.is_empty() {
+        true => Ok(()),
+        false => Err(skipped.join("; ")),
+    }
 }
 
 /// The address types of a Service's slices: its IP families, else its cluster IP's, else

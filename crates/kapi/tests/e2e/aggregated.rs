@@ -537,6 +537,10 @@ async fn an_apiservice_reaches_the_pods_its_service_selects() {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca);
     let objects = [
         (
+            "/api/v1/nodes",
+            serde_json::json!({"metadata": {"name": "n1"}}),
+        ),
+        (
             "/api/v1/namespaces",
             serde_json::json!({"metadata": {"name": "wardle"}}),
         ),
@@ -548,7 +552,7 @@ async fn an_apiservice_reaches_the_pods_its_service_selects() {
         (
             "/api/v1/namespaces/wardle/pods",
             serde_json::json!({"metadata": {"name": "echo-0", "labels": {"app": "echo"}},
-                "spec": {"containers": [{"name": "c", "image": "echo",
+                "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "echo",
                     "ports": [{"name": "https", "containerPort": port}]}]}}),
         ),
         (
@@ -577,8 +581,12 @@ async fn an_apiservice_reaches_the_pods_its_service_selects() {
     while admin.get(service).await.json()["status"]["conditions"][0]["status"] != "True" {
         assert!(
             std::time::Instant::now() < deadline,
-            "the APIService never became available: {}",
-            admin.get(service).await.body
+            "the APIService never became available: {}; slices: {}",
+            admin.get(service).await.body,
+            admin
+                .get("/apis/discovery.k8s.io/v1/namespaces/wardle/endpointslices")
+                .await
+                .body
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }

@@ -92,6 +92,9 @@ pub(super) struct Committer {
     requests: mpsc::Receiver<Request>,
     /// The deadlines of the keys that expire, as the `expiry` table holds them.
     expiring: Expiring,
+    /// No expiry is tried before this (after a failed commit, so that a failing disk does
+    /// not have the thread retry due deletes in a busy loop).
+    expiry_paused_until: Deadline,
     /// Reused encoding buffers.
     version_buf: Vec<u8>,
     log_buf: Vec<u8>,
@@ -108,6 +111,7 @@ impl Committer {
             shared,
             requests,
             expiring,
+            expiry_paused_until: 0,
             version_buf: Vec::new(),
             log_buf: Vec::new(),
         };
@@ -134,6 +138,7 @@ impl Committer {
         let Some(deadline) = self.expiring.next() else {
             return self.requests.recv().ok().map(Some);
         };
+        let deadline = deadline.max(self.expiry_paused_until);
         let wait = Duration::from_millis(deadline.saturating_sub(expiry::now()));
         match self.requests.recv_timeout(wait) {
             Ok(request) => Some(Some(request)),
@@ -143,19 +148,26 @@ impl Committer {
     }
 
     /// Deletes of the keys whose deadline has passed (up to [`MAX_BATCH`]); nobody waits
-    /// for their outcome. A deadline whose key is gone (never the case unless the table was
-    /// changed behind the store's back) is forgotten.
+    /// for their outcome. Each is conditioned on the key's current mod revision, so a key
+    /// written earlier in the same batch (which set or cleared its deadline) is spared. A
+    /// deadline whose key is gone (never the case unless the table was changed behind the
+    /// store's back) is forgotten.
     fn expirations(&mut self) -> Vec<WriteRequest> {
-        let due = self.expiring.due(expiry::now(), MAX_BATCH);
+        let now = expiry::now();
+        if now < self.expiry_paused_until {
+            return Vec::new();
+        }
+        let due = self.expiring.due(now, MAX_BATCH);
         let state = self.shared.state.read();
         let mut writes = Vec::with_capacity(due.len());
         for key in due {
-            if !state.latest.contains_key(&key) {
+            let Some(current) = state.latest.get(&key) else {
                 self.expiring.set(&key, None);
                 continue;
-            }
+            };
+            let revision = current.mod_revision;
             writes.push(WriteRequest {
-                write: Write::Delete(key, None),
+                write: Write::Delete(key, Some(revision)),
                 reply: oneshot::channel().0,
             });
         }
@@ -192,6 +204,7 @@ impl Committer {
         if !events.is_empty() {
             if let Err(err) = self.persist(&events, &deadlines, revision) {
                 tracing::error!(%err, "embedded store commit failed");
+                self.expiry_paused_until = expiry::now().saturating_add(1000);
                 let err = StorageError::internal(err);
                 for request in writes {
                     let _ = request.reply.send(Err(err.clone()));
