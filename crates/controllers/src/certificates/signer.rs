@@ -380,16 +380,21 @@ mod tests {
         );
     }
 
+    /// A self-signed CA.
+    fn test_ca() -> SigningCa {
+        let key = KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).unwrap();
+        SigningCa {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+        }
+    }
+
     #[test]
     fn requests_with_extensions_of_their_own_are_signed_without_them() {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let ca = SigningCa {
-            cert_pem: ca_cert.pem(),
-            key_pem: ca_key.serialize_pem(),
-        };
+        let ca = test_ca();
         let mut params =
             rcgen::CertificateParams::new(vec!["node.example".to_string(), "10.0.0.7".to_string()])
                 .unwrap();
@@ -417,14 +422,7 @@ mod tests {
 
     #[test]
     fn a_client_request_is_signed_by_the_ca() {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let ca = SigningCa {
-            cert_pem: ca_cert.pem(),
-            key_pem: ca_key.serialize_pem(),
-        };
+        let ca = test_ca();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name = rcgen::DistinguishedName::new();
         params
