@@ -50,35 +50,60 @@ impl Timestamp {
 /// `2006-01-02T15:04:05[.fraction](Z|±hh:mm)`, with a real calendar date.
 pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
     let b = text.as_bytes();
-    let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = b.get(range)?;
-        if !part.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        part.iter()
-            .try_fold(0i64, |n, d| Some(n * 10 + i64::from(d - b'0')))
+    let year = digits(b.get(0..4)?)?;
+    parse_after_year(year, b.get(4..)?)
+}
+
+/// Parses what [`format_rfc3339`] and [`format_rfc3339_micro`] write for any time: RFC 3339,
+/// and beyond its four-digit years (more digits, or a `-` before the year), which protobuf
+/// times can carry.
+pub fn parse_formatted(text: &str) -> Option<Timestamp> {
+    if let Some(t) = parse_rfc3339(text) {
+        return Some(t);
+    }
+    let (negative, body) = match text.strip_prefix('-') {
+        Some(body) => (true, body.as_bytes()),
+        None => (false, text.as_bytes()),
     };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
+    let end = body.iter().position(|&c| c == b'-')?;
+    if !(4..=12).contains(&end) {
+        return None;
+    }
+    let year = digits(&body[..end])?;
+    parse_after_year(if negative { -year } else { year }, &body[end..])
+}
+
+/// The decimal number `part` spells, if it is all digits.
+fn digits(part: &[u8]) -> Option<i64> {
+    if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    part.iter().try_fold(0i64, |n, d| {
+        n.checked_mul(10)?.checked_add(i64::from(d - b'0'))
+    })
+}
+
+/// The time whose year is `year` and whose text after the year is `b`
+/// (`-01-02T15:04:05[.fraction](Z|±hh:mm)`).
+fn parse_after_year(year: i64, b: &[u8]) -> Option<Timestamp> {
+    if b.len() < 16 || b[0] != b'-' || b[3] != b'-' || b[6] != b'T' || b[9] != b':' || b[12] != b':'
     {
         return None;
     }
-    let (year, month, day) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (hour, minute, second) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    let (month, day) = (digits(&b[1..3])?, digits(&b[4..6])?);
+    let (hour, minute, second) = (digits(&b[7..9])?, digits(&b[10..12])?, digits(&b[13..15])?);
     if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
         return None;
     }
     if hour > 23 || minute > 59 || second > 59 {
         return None;
     }
-    let (nanos, rest) = fraction(&b[19..])?;
+    let (nanos, rest) = fraction(&b[15..])?;
     let offset = utc_offset(rest)?;
-    let seconds =
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
+    // i128: the day's first second can lie beyond i64 where the time itself does not.
+    let seconds = i128::from(days_from_civil(year, month, day)) * 86_400
+        + i128::from(hour * 3600 + minute * 60 + second - offset);
+    let seconds = i64::try_from(seconds).ok()?;
     Some(Timestamp { seconds, nanos })
 }
 

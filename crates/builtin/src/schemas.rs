@@ -19,6 +19,10 @@ impl SchemaProvider for BuiltinSchemas {
         kapi_api::catalog().definitions_json()
     }
 
+    fn serves_protobuf(&self, api_version: &str, kind: &str) -> bool {
+        kapi_protobuf::supports(api_version, kind)
+    }
+
     fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
         kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
             415 => ProtobufError::Unsupported,

@@ -17,6 +17,7 @@
 //! rules (and pointers, and non-omitempty fields) say.
 
 mod decode;
+mod encode;
 mod format;
 pub mod schema;
 mod wire;
@@ -57,6 +58,174 @@ impl DecodeError {
             DecodeError::NotProtobuf | DecodeError::Malformed(_) => 400,
         }
     }
+}
+
+/// Why an object could not be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    /// The table has no message for the kind.
+    #[error("no protobuf encoding for kind {kind:?} in apiVersion {api_version:?}")]
+    UnknownKind { api_version: String, kind: String },
+    /// A value does not fit its field (a damaged object: admitted ones always fit).
+    #[error("{kind} cannot be encoded as protobuf: {message}")]
+    Invalid { kind: String, message: String },
+}
+
+fn message_for(api_version: &str, kind: &str) -> Result<&'static schema::Message, EncodeError> {
+    schema::lookup(api_version, kind).ok_or_else(|| EncodeError::UnknownKind {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+    })
+}
+
+fn invalid(kind: &str) -> impl Fn(String) -> EncodeError + '_ {
+    move |message| EncodeError::Invalid {
+        kind: kind.to_string(),
+        message,
+    }
+}
+
+/// Encodes `object`, a JSON object of `apiVersion`/`kind`, as a Kubernetes protobuf body:
+/// the magic and a `runtime.Unknown` holding the object's message, as kube-apiserver's
+/// protobuf serializer writes it.
+pub fn encode(api_version: &str, kind: &str, object: &Value) -> Result<Vec<u8>, EncodeError> {
+    let mut out = Vec::new();
+    encode_into(&mut out, api_version, kind, object)?;
+    Ok(out)
+}
+
+/// [`encode`], appending to `out`.
+pub fn encode_into(
+    out: &mut Vec<u8>,
+    api_version: &str,
+    kind: &str,
+    object: &Value,
+) -> Result<(), EncodeError> {
+    let msg = message_for(api_version, kind)?;
+    let map = object
+        .as_object()
+        .ok_or_else(|| invalid(kind)("not an object".into()))?;
+    let mut raw = encode::Rev::with_capacity(256);
+    encode::message(&mut raw, msg, map, 0).map_err(invalid(kind))?;
+    out.reserve(raw.len() + api_version.len() + kind.len() + 24);
+    envelope_head(out, api_version, kind, raw.len());
+    raw.finish_into(out);
+    envelope_tail(out);
+    Ok(())
+}
+
+/// The magic, the Unknown's typeMeta and the tag and length of its `raw` field.
+fn envelope_head(out: &mut Vec<u8>, api_version: &str, kind: &str, raw_len: usize) {
+    out.extend_from_slice(MAGIC);
+    let type_meta_len = 2
+        + wire::varint_len(api_version.len() as u64)
+        + api_version.len()
+        + wire::varint_len(kind.len() as u64)
+        + kind.len();
+    wire::put_len_tag(out, 1, type_meta_len);
+    wire::put_len_tag(out, 1, api_version.len());
+    out.extend_from_slice(api_version.as_bytes());
+    wire::put_len_tag(out, 2, kind.len());
+    out.extend_from_slice(kind.as_bytes());
+    wire::put_len_tag(out, 2, raw_len);
+}
+
+/// The Unknown's empty contentEncoding and contentType, which Go writes.
+fn envelope_tail(out: &mut Vec<u8>) {
+    wire::put_len_tag(out, 3, 0);
+    wire::put_len_tag(out, 4, 0);
+}
+
+/// Encodes a list body in pieces, so that its items can be encoded one at a time: the bytes
+/// before the items ([`ListEncoder::envelope`], which needs their total length), each item
+/// ([`ListEncoder::item`]), and the bytes after them.
+pub struct ListEncoder {
+    api_version: String,
+    kind: String,
+    list: &'static schema::Message,
+    items: &'static schema::Field,
+    item: &'static schema::Message,
+}
+
+impl ListEncoder {
+    /// The encoder of `apiVersion`/`list_kind` lists, whose message has a repeated `items`.
+    pub fn new(api_version: &str, list_kind: &str) -> Result<ListEncoder, EncodeError> {
+        let list = message_for(api_version, list_kind)?;
+        let items = list.fields.iter().find(|f| f.json == "items");
+        let Some((items, schema::Kind::Msg(item))) = items.map(|f| (f, f.kind)) else {
+            return Err(invalid(list_kind)("not a list".into()));
+        };
+        Ok(ListEncoder {
+            api_version: api_version.to_string(),
+            kind: list_kind.to_string(),
+            list,
+            items,
+            item,
+        })
+    }
+
+    /// Appends `item` (a JSON object) as one entry of the list's items.
+    pub fn item(&self, item: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let map = item
+            .as_object()
+            .ok_or_else(|| invalid(&self.kind)("item is not an object".into()))?;
+        let mut w = encode::Rev::with_capacity(512);
+        encode::message(&mut w, self.item, map, 1).map_err(invalid(&self.kind))?;
+        wire::put_len_tag(out, self.items.num, w.len());
+        w.finish_into(out);
+        Ok(())
+    }
+
+    /// The bytes before and after `items_len` bytes of items, for a list whose other fields
+    /// (its ListMeta) are those of `list` (a JSON object; its `items` are not read).
+    pub fn envelope(
+        &self,
+        list: &Value,
+        items_len: usize,
+    ) -> Result<(Vec<u8>, Vec<u8>), EncodeError> {
+        let map = list
+            .as_object()
+            .ok_or_else(|| invalid(&self.kind)("not an object".into()))?;
+        let mut without_items = map.clone();
+        without_items.remove("items");
+        let part = |nums| -> Result<Vec<u8>, EncodeError> {
+            let mut w = encode::Rev::default();
+            encode::fields(&mut w, self.list, &without_items, 0, nums)
+                .map_err(invalid(&self.kind))?;
+            let mut out = Vec::with_capacity(w.len());
+            w.finish_into(&mut out);
+            Ok(out)
+        };
+        let before = part(0..=self.items.num - 1)?;
+        let after = part(self.items.num + 1..=u32::MAX)?;
+        let mut prefix = Vec::with_capacity(before.len() + 64);
+        let raw_len = before.len() + items_len + after.len();
+        envelope_head(&mut prefix, &self.api_version, &self.kind, raw_len);
+        prefix.extend_from_slice(&before);
+        let mut suffix = after;
+        envelope_tail(&mut suffix);
+        Ok((prefix, suffix))
+    }
+}
+
+/// Appends one frame of a protobuf watch stream: a 4-byte big-endian length and a
+/// meta/v1 `WatchEvent` of `event_type` whose object is `object`, an encoded body (as
+/// [`encode`] writes it).
+pub fn watch_frame(out: &mut Vec<u8>, event_type: &str, object: &[u8]) {
+    let raw_ext_len = 1 + wire::varint_len(object.len() as u64) + object.len();
+    let len = 1
+        + wire::varint_len(event_type.len() as u64)
+        + event_type.len()
+        + 1
+        + wire::varint_len(raw_ext_len as u64)
+        + raw_ext_len;
+    out.reserve(4 + len);
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    wire::put_len_tag(out, 1, event_type.len());
+    out.extend_from_slice(event_type.as_bytes());
+    wire::put_len_tag(out, 2, raw_ext_len);
+    wire::put_len_tag(out, 1, object.len());
+    out.extend_from_slice(object);
 }
 
 /// The decoded `runtime.Unknown` envelope.

@@ -11,6 +11,26 @@ pub(crate) const FIXED32: u8 = 5;
 /// Nesting of groups we are willing to skip.
 const MAX_GROUP_DEPTH: usize = 64;
 
+/// Appends `v` as a varint.
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends a length-delimited field's tag and length.
+pub(crate) fn put_len_tag(out: &mut Vec<u8>, num: u32, len: usize) {
+    put_varint(out, u64::from(num) << 3 | u64::from(LEN));
+    put_varint(out, len as u64);
+}
+
+/// The size of `v` as a varint.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,

@@ -17,7 +17,10 @@ Usage:
 ROOT is "apiVersion/Kind" (e.g. "v1/ConfigMap", "events.k8s.io/v1/Event") or
 "meta/v1/Kind" for a meta/v1 kind decoded under any apiVersion (DeleteOptions,
 Status, ...). With --all every kind registered by every package is a root.
-Without roots, the DEFAULT_ROOTS below are used. Only the messages reachable
+"meta.k8s.io/v1/Kind" (and v1beta1) is a meta kind under that apiVersion
+(PartialObjectMetadata[List]). --roots-file reads more roots, one a line; kapi's
+table is generated from tools/roots.txt. Without roots, the DEFAULT_ROOTS below
+are used. Only the messages reachable
 from the roots are emitted.
 """
 import argparse
@@ -65,7 +68,8 @@ UNSUPPORTED = {
 SCALARS = {"string": "Str", "bool": "Bool", "int32": "Int32", "int64": "Int64",
            "bytes": "Bytes", "double": "Double"}
 
-APIMACHINERY_DIRS = ["pkg/apis/meta/v1", "pkg/runtime", "pkg/util/intstr", "pkg/api/resource"]
+APIMACHINERY_DIRS = ["pkg/apis/meta/v1", "pkg/apis/meta/v1beta1", "pkg/runtime",
+                     "pkg/util/intstr", "pkg/api/resource"]
 
 
 class Repo:
@@ -195,6 +199,7 @@ def main():
     ap.add_argument("--apimachinery", required=True)
     ap.add_argument("--ref", required=True)
     ap.add_argument("--all", action="store_true")
+    ap.add_argument("--roots-file", help="a file of roots, one a line (# comments)")
     ap.add_argument("roots", nargs="*")
     args = ap.parse_args()
 
@@ -222,12 +227,18 @@ def main():
                 else:
                     print(f"skipping {p.api_version}/{k}: not a Go struct", file=sys.stderr)
         roots += [(None, k, f"{meta.proto_package}.{k}") for k in sorted(META_ANY_VERSION)]
+    if args.roots_file:
+        with open(args.roots_file) as f:
+            args.roots += [line.split("#")[0].strip() for line in f if line.split("#")[0].strip()]
     for r in args.roots or ([] if args.all else DEFAULT_ROOTS):
         av, kind = r.rsplit("/", 1)
         if av == "meta/v1":
             roots.append((None, kind, f"{meta.proto_package}.{kind}"))
             continue
         found = [p for p in packages.values() if p.api_version == av and kind in p.messages]
+        if not found and av.startswith("meta.k8s.io/"):
+            # meta.k8s.io/v1beta1 serves meta/v1's PartialObjectMetadata as its own.
+            found = [meta] if kind in meta.messages else []
         if not found:
             sys.exit(f"no message for {r}")
         roots.append((av, kind, f"{found[0].proto_package}.{kind}"))

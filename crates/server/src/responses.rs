@@ -23,16 +23,39 @@ pub struct Unrouted;
 /// upstream's serializer writes it) with the status's code, and a `Retry-After` header when the
 /// status asks for a delay (upstream's `ErrorNegotiated`).
 pub fn api_error(err: &ApiError) -> Response<Body> {
-    let mut json = err.status().to_json();
-    json.push('\n');
-    let mut response = Response::new(full(json));
+    api_error_negotiated(err, None)
+}
+
+/// [`api_error`] in the representation the request's `accept` header asks for: protobuf when
+/// it prefers protobuf, JSON otherwise (upstream falls back to JSON for errors whatever the
+/// client accepts).
+pub fn api_error_negotiated(err: &ApiError, accept: Option<&str>) -> Response<Body> {
+    let protobuf = crate::endpoints::negotiation::discovery_in_protobuf(accept);
+    let mut response = Response::new(full(status_body(err, protobuf)));
     *response.status_mut() = status_code(err.code());
+    let content_type = match protobuf {
+        true => crate::endpoints::negotiation::PROTOBUF,
+        false => APPLICATION_JSON,
+    };
     let headers = response.headers_mut();
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static(APPLICATION_JSON));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(seconds) = err.retry_after_seconds() {
         headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
     }
     response
+}
+
+/// An error's `Status` as a protobuf body, or as a line of JSON.
+pub fn status_body(err: &ApiError, protobuf: bool) -> Vec<u8> {
+    if protobuf {
+        let value = serde_json::to_value(err.status()).unwrap_or_default();
+        if let Ok(body) = kapi_protobuf::encode("v1", "Status", &value) {
+            return body;
+        }
+    }
+    let mut json = err.status().to_json();
+    json.push('\n');
+    json.into_bytes()
 }
 
 /// A plain-text error as Go's `http.Error` writes it: the message and a newline, UTF-8 text,

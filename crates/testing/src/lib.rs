@@ -1,7 +1,8 @@
-//! Test support shared by kapi's crates: free loopback ports and real etcd processes started
-//! by the tests themselves.
+//! Test support shared by kapi's crates: free loopback ports, real etcd processes started
+//! by the tests themselves, and Kubernetes' generated protobuf messages.
 
 pub mod etcd;
+pub mod k8s_pb;
 
 use std::net::TcpListener;
 

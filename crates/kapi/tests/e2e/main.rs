@@ -30,6 +30,7 @@ mod kubectl;
 mod openapi;
 mod pod_lifecycle;
 mod policies;
+mod protobuf;
 mod reliability;
 mod resources;
 mod round_trip;

@@ -21,7 +21,7 @@ use http::Method;
 use serde_json::{Value, json};
 
 /// One object of every kind, as a user writes it.
-const EVERY_KIND: &str = include_str!("fixtures/every-kind.yaml");
+pub(crate) const EVERY_KIND: &str = include_str!("fixtures/every-kind.yaml");
 
 /// How often a PUT that lost a race with a controller's write (409) is tried again.
 const CONFLICT_RETRIES: usize = 10;
@@ -128,7 +128,7 @@ async fn round_trip(admin: &Client, path: &str, changed: Option<&str>) -> Result
 
 /// `(apiVersion, kind)` of every resource discovery lists with create, get and update, in
 /// the preferred version of its group, with its collection path.
-async fn creatable_kinds(admin: &Client) -> Vec<((String, String), String)> {
+pub(crate) async fn creatable_kinds(admin: &Client) -> Vec<((String, String), String)> {
     let mut group_versions = vec!["v1".to_string()];
     let groups = admin.get("/apis").await.json();
     for group in groups["groups"].as_array().expect("groups") {
@@ -173,13 +173,13 @@ async fn creatable_kinds(admin: &Client) -> Vec<((String, String), String)> {
     kinds
 }
 
-fn api_version_kind(object: &Value) -> (String, String) {
+pub(crate) fn api_version_kind(object: &Value) -> (String, String) {
     let field = |name: &str| object[name].as_str().unwrap_or_default().to_string();
     (field("apiVersion"), field("kind"))
 }
 
 /// The path of `sample` in the collection at `collection`.
-fn object_path(collection: &str, sample: &Value) -> String {
+pub(crate) fn object_path(collection: &str, sample: &Value) -> String {
     let meta = &sample["metadata"];
     let namespace = meta["namespace"].as_str().unwrap_or_default();
     let name = meta["name"].as_str().expect("a name");
@@ -187,7 +187,7 @@ fn object_path(collection: &str, sample: &Value) -> String {
 }
 
 /// A CertificateSigningRequest with a real PKCS#10 request, which the YAML cannot hold.
-fn certificate_signing_request() -> Value {
+pub(crate) fn certificate_signing_request() -> Value {
     let key = rcgen::KeyPair::generate().expect("a key");
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
     params

@@ -6,14 +6,25 @@ use super::{Emit::*, Kind::*, KindEntry, Message, Shape::*, f, k};
 
 pub static KINDS: &[KindEntry] = &[
     k(Some("admissionregistration.k8s.io/v1"), "MutatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION),
+    k(Some("admissionregistration.k8s.io/v1"), "MutatingWebhookConfigurationList", &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION_LIST),
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicy", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY),
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicyBinding", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicyBindingList", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_LIST),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicyList", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_LIST),
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION),
+    k(Some("admissionregistration.k8s.io/v1"), "ValidatingWebhookConfigurationList", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION_LIST),
+    k(Some("apidiscovery.k8s.io/v2"), "APIGroupDiscoveryList", &APIDISCOVERY_V2_API_GROUP_DISCOVERY_LIST),
+    k(Some("apidiscovery.k8s.io/v2beta1"), "APIGroupDiscoveryList", &APIDISCOVERY_V2BETA1_API_GROUP_DISCOVERY_LIST),
     k(Some("apps/v1"), "ControllerRevision", &APPS_V1_CONTROLLER_REVISION),
+    k(Some("apps/v1"), "ControllerRevisionList", &APPS_V1_CONTROLLER_REVISION_LIST),
     k(Some("apps/v1"), "DaemonSet", &APPS_V1_DAEMON_SET),
+    k(Some("apps/v1"), "DaemonSetList", &APPS_V1_DAEMON_SET_LIST),
     k(Some("apps/v1"), "Deployment", &APPS_V1_DEPLOYMENT),
+    k(Some("apps/v1"), "DeploymentList", &APPS_V1_DEPLOYMENT_LIST),
     k(Some("apps/v1"), "ReplicaSet", &APPS_V1_REPLICA_SET),
+    k(Some("apps/v1"), "ReplicaSetList", &APPS_V1_REPLICA_SET_LIST),
     k(Some("apps/v1"), "StatefulSet", &APPS_V1_STATEFUL_SET),
+    k(Some("apps/v1"), "StatefulSetList", &APPS_V1_STATEFUL_SET_LIST),
     k(Some("authentication.k8s.io/v1"), "SelfSubjectReview", &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW),
     k(Some("authentication.k8s.io/v1"), "TokenRequest", &AUTHENTICATION_V1_TOKEN_REQUEST),
     k(Some("authentication.k8s.io/v1"), "TokenReview", &AUTHENTICATION_V1_TOKEN_REVIEW),
@@ -22,58 +33,115 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("authorization.k8s.io/v1"), "SelfSubjectRulesReview", &AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW),
     k(Some("authorization.k8s.io/v1"), "SubjectAccessReview", &AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW),
     k(Some("autoscaling/v1"), "HorizontalPodAutoscaler", &AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER),
+    k(Some("autoscaling/v1"), "HorizontalPodAutoscalerList", &AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_LIST),
     k(Some("autoscaling/v1"), "Scale", &AUTOSCALING_V1_SCALE),
     k(Some("autoscaling/v2"), "HorizontalPodAutoscaler", &AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER),
+    k(Some("autoscaling/v2"), "HorizontalPodAutoscalerList", &AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_LIST),
     k(Some("batch/v1"), "CronJob", &BATCH_V1_CRON_JOB),
+    k(Some("batch/v1"), "CronJobList", &BATCH_V1_CRON_JOB_LIST),
     k(Some("batch/v1"), "Job", &BATCH_V1_JOB),
+    k(Some("batch/v1"), "JobList", &BATCH_V1_JOB_LIST),
     k(Some("certificates.k8s.io/v1"), "CertificateSigningRequest", &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST),
+    k(Some("certificates.k8s.io/v1"), "CertificateSigningRequestList", &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_LIST),
     k(Some("coordination.k8s.io/v1"), "Lease", &COORDINATION_V1_LEASE),
+    k(Some("coordination.k8s.io/v1"), "LeaseList", &COORDINATION_V1_LEASE_LIST),
     k(Some("discovery.k8s.io/v1"), "EndpointSlice", &DISCOVERY_V1_ENDPOINT_SLICE),
+    k(Some("discovery.k8s.io/v1"), "EndpointSliceList", &DISCOVERY_V1_ENDPOINT_SLICE_LIST),
     k(Some("events.k8s.io/v1"), "Event", &EVENTS_V1_EVENT),
+    k(Some("events.k8s.io/v1"), "EventList", &EVENTS_V1_EVENT_LIST),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "FlowSchema", &FLOWCONTROL_V1_FLOW_SCHEMA),
+    k(Some("flowcontrol.apiserver.k8s.io/v1"), "FlowSchemaList", &FLOWCONTROL_V1_FLOW_SCHEMA_LIST),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "PriorityLevelConfiguration", &FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION),
+    k(Some("flowcontrol.apiserver.k8s.io/v1"), "PriorityLevelConfigurationList", &FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_LIST),
+    k(Some("meta.k8s.io/v1"), "PartialObjectMetadata", &META_V1_PARTIAL_OBJECT_METADATA),
+    k(Some("meta.k8s.io/v1"), "PartialObjectMetadataList", &META_V1_PARTIAL_OBJECT_METADATA_LIST),
+    k(Some("meta.k8s.io/v1beta1"), "PartialObjectMetadata", &META_V1_PARTIAL_OBJECT_METADATA),
+    k(Some("meta.k8s.io/v1beta1"), "PartialObjectMetadataList", &META_V1BETA1_PARTIAL_OBJECT_METADATA_LIST),
     k(Some("networking.k8s.io/v1"), "IPAddress", &NETWORKING_V1_IP_ADDRESS),
+    k(Some("networking.k8s.io/v1"), "IPAddressList", &NETWORKING_V1_IP_ADDRESS_LIST),
     k(Some("networking.k8s.io/v1"), "Ingress", &NETWORKING_V1_INGRESS),
     k(Some("networking.k8s.io/v1"), "IngressClass", &NETWORKING_V1_INGRESS_CLASS),
+    k(Some("networking.k8s.io/v1"), "IngressClassList", &NETWORKING_V1_INGRESS_CLASS_LIST),
+    k(Some("networking.k8s.io/v1"), "IngressList", &NETWORKING_V1_INGRESS_LIST),
     k(Some("networking.k8s.io/v1"), "NetworkPolicy", &NETWORKING_V1_NETWORK_POLICY),
+    k(Some("networking.k8s.io/v1"), "NetworkPolicyList", &NETWORKING_V1_NETWORK_POLICY_LIST),
     k(Some("networking.k8s.io/v1"), "ServiceCIDR", &NETWORKING_V1_SERVICE_CIDR),
+    k(Some("networking.k8s.io/v1"), "ServiceCIDRList", &NETWORKING_V1_SERVICE_CIDR_LIST),
     k(Some("node.k8s.io/v1"), "RuntimeClass", &NODE_V1_RUNTIME_CLASS),
+    k(Some("node.k8s.io/v1"), "RuntimeClassList", &NODE_V1_RUNTIME_CLASS_LIST),
     k(Some("policy/v1"), "Eviction", &POLICY_V1_EVICTION),
     k(Some("policy/v1"), "PodDisruptionBudget", &POLICY_V1_POD_DISRUPTION_BUDGET),
+    k(Some("policy/v1"), "PodDisruptionBudgetList", &POLICY_V1_POD_DISRUPTION_BUDGET_LIST),
     k(Some("rbac.authorization.k8s.io/v1"), "ClusterRole", &RBAC_V1_CLUSTER_ROLE),
     k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleBinding", &RBAC_V1_CLUSTER_ROLE_BINDING),
+    k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleBindingList", &RBAC_V1_CLUSTER_ROLE_BINDING_LIST),
+    k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleList", &RBAC_V1_CLUSTER_ROLE_LIST),
     k(Some("rbac.authorization.k8s.io/v1"), "Role", &RBAC_V1_ROLE),
     k(Some("rbac.authorization.k8s.io/v1"), "RoleBinding", &RBAC_V1_ROLE_BINDING),
+    k(Some("rbac.authorization.k8s.io/v1"), "RoleBindingList", &RBAC_V1_ROLE_BINDING_LIST),
+    k(Some("rbac.authorization.k8s.io/v1"), "RoleList", &RBAC_V1_ROLE_LIST),
     k(Some("resource.k8s.io/v1"), "DeviceClass", &RESOURCE_V1_DEVICE_CLASS),
+    k(Some("resource.k8s.io/v1"), "DeviceClassList", &RESOURCE_V1_DEVICE_CLASS_LIST),
     k(Some("resource.k8s.io/v1"), "ResourceClaim", &RESOURCE_V1_RESOURCE_CLAIM),
+    k(Some("resource.k8s.io/v1"), "ResourceClaimList", &RESOURCE_V1_RESOURCE_CLAIM_LIST),
     k(Some("resource.k8s.io/v1"), "ResourceClaimTemplate", &RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE),
+    k(Some("resource.k8s.io/v1"), "ResourceClaimTemplateList", &RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_LIST),
     k(Some("resource.k8s.io/v1"), "ResourceSlice", &RESOURCE_V1_RESOURCE_SLICE),
+    k(Some("resource.k8s.io/v1"), "ResourceSliceList", &RESOURCE_V1_RESOURCE_SLICE_LIST),
     k(Some("scheduling.k8s.io/v1"), "PriorityClass", &SCHEDULING_V1_PRIORITY_CLASS),
+    k(Some("scheduling.k8s.io/v1"), "PriorityClassList", &SCHEDULING_V1_PRIORITY_CLASS_LIST),
     k(Some("storage.k8s.io/v1"), "CSIDriver", &STORAGE_V1_CSI_DRIVER),
+    k(Some("storage.k8s.io/v1"), "CSIDriverList", &STORAGE_V1_CSI_DRIVER_LIST),
     k(Some("storage.k8s.io/v1"), "CSINode", &STORAGE_V1_CSI_NODE),
+    k(Some("storage.k8s.io/v1"), "CSINodeList", &STORAGE_V1_CSI_NODE_LIST),
     k(Some("storage.k8s.io/v1"), "CSIStorageCapacity", &STORAGE_V1_CSI_STORAGE_CAPACITY),
+    k(Some("storage.k8s.io/v1"), "CSIStorageCapacityList", &STORAGE_V1_CSI_STORAGE_CAPACITY_LIST),
     k(Some("storage.k8s.io/v1"), "StorageClass", &STORAGE_V1_STORAGE_CLASS),
+    k(Some("storage.k8s.io/v1"), "StorageClassList", &STORAGE_V1_STORAGE_CLASS_LIST),
     k(Some("storage.k8s.io/v1"), "VolumeAttachment", &STORAGE_V1_VOLUME_ATTACHMENT),
+    k(Some("storage.k8s.io/v1"), "VolumeAttachmentList", &STORAGE_V1_VOLUME_ATTACHMENT_LIST),
     k(Some("storage.k8s.io/v1"), "VolumeAttributesClass", &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS),
+    k(Some("storage.k8s.io/v1"), "VolumeAttributesClassList", &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS_LIST),
     k(Some("v1"), "Binding", &CORE_V1_BINDING),
     k(Some("v1"), "ComponentStatus", &CORE_V1_COMPONENT_STATUS),
+    k(Some("v1"), "ComponentStatusList", &CORE_V1_COMPONENT_STATUS_LIST),
     k(Some("v1"), "ConfigMap", &CORE_V1_CONFIG_MAP),
+    k(Some("v1"), "ConfigMapList", &CORE_V1_CONFIG_MAP_LIST),
     k(Some("v1"), "Endpoints", &CORE_V1_ENDPOINTS),
+    k(Some("v1"), "EndpointsList", &CORE_V1_ENDPOINTS_LIST),
     k(Some("v1"), "Event", &CORE_V1_EVENT),
+    k(Some("v1"), "EventList", &CORE_V1_EVENT_LIST),
     k(Some("v1"), "LimitRange", &CORE_V1_LIMIT_RANGE),
+    k(Some("v1"), "LimitRangeList", &CORE_V1_LIMIT_RANGE_LIST),
     k(Some("v1"), "Namespace", &CORE_V1_NAMESPACE),
+    k(Some("v1"), "NamespaceList", &CORE_V1_NAMESPACE_LIST),
     k(Some("v1"), "Node", &CORE_V1_NODE),
+    k(Some("v1"), "NodeList", &CORE_V1_NODE_LIST),
     k(Some("v1"), "PersistentVolume", &CORE_V1_PERSISTENT_VOLUME),
     k(Some("v1"), "PersistentVolumeClaim", &CORE_V1_PERSISTENT_VOLUME_CLAIM),
+    k(Some("v1"), "PersistentVolumeClaimList", &CORE_V1_PERSISTENT_VOLUME_CLAIM_LIST),
+    k(Some("v1"), "PersistentVolumeList", &CORE_V1_PERSISTENT_VOLUME_LIST),
     k(Some("v1"), "Pod", &CORE_V1_POD),
+    k(Some("v1"), "PodList", &CORE_V1_POD_LIST),
     k(Some("v1"), "PodTemplate", &CORE_V1_POD_TEMPLATE),
+    k(Some("v1"), "PodTemplateList", &CORE_V1_POD_TEMPLATE_LIST),
     k(Some("v1"), "ReplicationController", &CORE_V1_REPLICATION_CONTROLLER),
+    k(Some("v1"), "ReplicationControllerList", &CORE_V1_REPLICATION_CONTROLLER_LIST),
     k(Some("v1"), "ResourceQuota", &CORE_V1_RESOURCE_QUOTA),
+    k(Some("v1"), "ResourceQuotaList", &CORE_V1_RESOURCE_QUOTA_LIST),
     k(Some("v1"), "Secret", &CORE_V1_SECRET),
+    k(Some("v1"), "SecretList", &CORE_V1_SECRET_LIST),
     k(Some("v1"), "Service", &CORE_V1_SERVICE),
     k(Some("v1"), "ServiceAccount", &CORE_V1_SERVICE_ACCOUNT),
+    k(Some("v1"), "ServiceAccountList", &CORE_V1_SERVICE_ACCOUNT_LIST),
+    k(Some("v1"), "ServiceList", &CORE_V1_SERVICE_LIST),
+    k(None, "APIGroup", &META_V1_API_GROUP),
+    k(None, "APIGroupList", &META_V1_API_GROUP_LIST),
+    k(None, "APIResourceList", &META_V1_API_RESOURCE_LIST),
+    k(None, "APIVersions", &META_V1_API_VERSIONS),
     k(None, "DeleteOptions", &META_V1_DELETE_OPTIONS),
     k(None, "Status", &META_V1_STATUS),
+    k(None, "WatchEvent", &META_V1_WATCH_EVENT),
 ];
 
 pub static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
@@ -134,6 +202,14 @@ pub static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Me
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "webhooks", Rep, Msg(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION_LIST: Message = Message {
+    name: "admissionregistration/v1.MutatingWebhookConfigurationList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION), Always),
     ],
 };
 
@@ -215,6 +291,14 @@ pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING: Message
     ],
 };
 
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_LIST: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING), Always),
+    ],
+};
+
 pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
     name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec",
     fields: &[
@@ -222,6 +306,14 @@ pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Me
         f(2, "paramRef", One, Msg(&ADMISSIONREGISTRATION_V1_PARAM_REF), Ptr),
         f(3, "matchResources", One, Msg(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES), Ptr),
         f(4, "validationActions", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_LIST: Message = Message {
+    name: "admissionregistration/v1.ValidatingAdmissionPolicyList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY), Always),
     ],
 };
 
@@ -272,6 +364,14 @@ pub static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = 
     ],
 };
 
+pub static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION_LIST: Message = Message {
+    name: "admissionregistration/v1.ValidatingWebhookConfigurationList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION), Always),
+    ],
+};
+
 pub static ADMISSIONREGISTRATION_V1_VALIDATION: Message = Message {
     name: "admissionregistration/v1.Validation",
     fields: &[
@@ -299,12 +399,118 @@ pub static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
     ],
 };
 
+pub static APIDISCOVERY_V2BETA1_API_GROUP_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2beta1.APIGroupDiscovery",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "versions", Rep, Msg(&APIDISCOVERY_V2BETA1_API_VERSION_DISCOVERY), OmitEmpty),
+    ],
+};
+
+pub static APIDISCOVERY_V2BETA1_API_GROUP_DISCOVERY_LIST: Message = Message {
+    name: "apidiscovery/v2beta1.APIGroupDiscoveryList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APIDISCOVERY_V2BETA1_API_GROUP_DISCOVERY), Always),
+    ],
+};
+
+pub static APIDISCOVERY_V2BETA1_API_RESOURCE_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2beta1.APIResourceDiscovery",
+    fields: &[
+        f(1, "resource", One, Str, Always),
+        f(2, "responseKind", One, Msg(&META_V1_GROUP_VERSION_KIND), Ptr),
+        f(3, "scope", One, Str, Always),
+        f(4, "singularResource", One, Str, Always),
+        f(5, "verbs", Rep, Str, Always),
+        f(6, "shortNames", Rep, Str, OmitEmpty),
+        f(7, "categories", Rep, Str, OmitEmpty),
+        f(8, "subresources", Rep, Msg(&APIDISCOVERY_V2BETA1_API_SUBRESOURCE_DISCOVERY), OmitEmpty),
+    ],
+};
+
+pub static APIDISCOVERY_V2BETA1_API_SUBRESOURCE_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2beta1.APISubresourceDiscovery",
+    fields: &[
+        f(1, "subresource", One, Str, Always),
+        f(2, "responseKind", One, Msg(&META_V1_GROUP_VERSION_KIND), Ptr),
+        f(3, "acceptedTypes", Rep, Msg(&META_V1_GROUP_VERSION_KIND), OmitEmpty),
+        f(4, "verbs", Rep, Str, Always),
+    ],
+};
+
+pub static APIDISCOVERY_V2BETA1_API_VERSION_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2beta1.APIVersionDiscovery",
+    fields: &[
+        f(1, "version", One, Str, Always),
+        f(2, "resources", Rep, Msg(&APIDISCOVERY_V2BETA1_API_RESOURCE_DISCOVERY), OmitEmpty),
+        f(3, "freshness", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APIDISCOVERY_V2_API_GROUP_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2.APIGroupDiscovery",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "versions", Rep, Msg(&APIDISCOVERY_V2_API_VERSION_DISCOVERY), OmitEmpty),
+    ],
+};
+
+pub static APIDISCOVERY_V2_API_GROUP_DISCOVERY_LIST: Message = Message {
+    name: "apidiscovery/v2.APIGroupDiscoveryList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APIDISCOVERY_V2_API_GROUP_DISCOVERY), Always),
+    ],
+};
+
+pub static APIDISCOVERY_V2_API_RESOURCE_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2.APIResourceDiscovery",
+    fields: &[
+        f(1, "resource", One, Str, Always),
+        f(2, "responseKind", One, Msg(&META_V1_GROUP_VERSION_KIND), Ptr),
+        f(3, "scope", One, Str, Always),
+        f(4, "singularResource", One, Str, Always),
+        f(5, "verbs", Rep, Str, Always),
+        f(6, "shortNames", Rep, Str, OmitEmpty),
+        f(7, "categories", Rep, Str, OmitEmpty),
+        f(8, "subresources", Rep, Msg(&APIDISCOVERY_V2_API_SUBRESOURCE_DISCOVERY), OmitEmpty),
+    ],
+};
+
+pub static APIDISCOVERY_V2_API_SUBRESOURCE_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2.APISubresourceDiscovery",
+    fields: &[
+        f(1, "subresource", One, Str, Always),
+        f(2, "responseKind", One, Msg(&META_V1_GROUP_VERSION_KIND), Ptr),
+        f(3, "acceptedTypes", Rep, Msg(&META_V1_GROUP_VERSION_KIND), OmitEmpty),
+        f(4, "verbs", Rep, Str, Always),
+    ],
+};
+
+pub static APIDISCOVERY_V2_API_VERSION_DISCOVERY: Message = Message {
+    name: "apidiscovery/v2.APIVersionDiscovery",
+    fields: &[
+        f(1, "version", One, Str, Always),
+        f(2, "resources", Rep, Msg(&APIDISCOVERY_V2_API_RESOURCE_DISCOVERY), OmitEmpty),
+        f(3, "freshness", One, Str, OmitEmpty),
+    ],
+};
+
 pub static APPS_V1_CONTROLLER_REVISION: Message = Message {
     name: "apps/v1.ControllerRevision",
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "data", One, RawExtension, Always),
         f(3, "revision", One, Int64, Always),
+    ],
+};
+
+pub static APPS_V1_CONTROLLER_REVISION_LIST: Message = Message {
+    name: "apps/v1.ControllerRevisionList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APPS_V1_CONTROLLER_REVISION), Always),
     ],
 };
 
@@ -325,6 +531,14 @@ pub static APPS_V1_DAEMON_SET_CONDITION: Message = Message {
         f(3, "lastTransitionTime", One, Time, Always),
         f(4, "reason", One, Str, OmitEmpty),
         f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_DAEMON_SET_LIST: Message = Message {
+    name: "apps/v1.DaemonSetList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APPS_V1_DAEMON_SET), Always),
     ],
 };
 
@@ -384,6 +598,14 @@ pub static APPS_V1_DEPLOYMENT_CONDITION: Message = Message {
     ],
 };
 
+pub static APPS_V1_DEPLOYMENT_LIST: Message = Message {
+    name: "apps/v1.DeploymentList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APPS_V1_DEPLOYMENT), Always),
+    ],
+};
+
 pub static APPS_V1_DEPLOYMENT_SPEC: Message = Message {
     name: "apps/v1.DeploymentSpec",
     fields: &[
@@ -438,6 +660,14 @@ pub static APPS_V1_REPLICA_SET_CONDITION: Message = Message {
         f(3, "lastTransitionTime", One, Time, Always),
         f(4, "reason", One, Str, OmitEmpty),
         f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_REPLICA_SET_LIST: Message = Message {
+    name: "apps/v1.ReplicaSetList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APPS_V1_REPLICA_SET), Always),
     ],
 };
 
@@ -505,6 +735,14 @@ pub static APPS_V1_STATEFUL_SET_CONDITION: Message = Message {
         f(3, "lastTransitionTime", One, Time, Always),
         f(4, "reason", One, Str, OmitEmpty),
         f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1_STATEFUL_SET_LIST: Message = Message {
+    name: "apps/v1.StatefulSetList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&APPS_V1_STATEFUL_SET), Always),
     ],
 };
 
@@ -810,6 +1048,14 @@ pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER: Message = Message {
     ],
 };
 
+pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_LIST: Message = Message {
+    name: "autoscaling/v1.HorizontalPodAutoscalerList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER), Always),
+    ],
+};
+
 pub static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC: Message = Message {
     name: "autoscaling/v1.HorizontalPodAutoscalerSpec",
     fields: &[
@@ -923,6 +1169,14 @@ pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_CONDITION: Message = Message
         f(3, "lastTransitionTime", One, Time, Always),
         f(4, "reason", One, Str, OmitEmpty),
         f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_LIST: Message = Message {
+    name: "autoscaling/v2.HorizontalPodAutoscalerList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER), Always),
     ],
 };
 
@@ -1078,6 +1332,14 @@ pub static BATCH_V1_CRON_JOB: Message = Message {
     ],
 };
 
+pub static BATCH_V1_CRON_JOB_LIST: Message = Message {
+    name: "batch/v1.CronJobList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&BATCH_V1_CRON_JOB), Always),
+    ],
+};
+
 pub static BATCH_V1_CRON_JOB_SPEC: Message = Message {
     name: "batch/v1.CronJobSpec",
     fields: &[
@@ -1119,6 +1381,14 @@ pub static BATCH_V1_JOB_CONDITION: Message = Message {
         f(4, "lastTransitionTime", One, Time, Always),
         f(5, "reason", One, Str, OmitEmpty),
         f(6, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static BATCH_V1_JOB_LIST: Message = Message {
+    name: "batch/v1.JobList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&BATCH_V1_JOB), Always),
     ],
 };
 
@@ -1246,6 +1516,14 @@ pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION: Message = Mess
     ],
 };
 
+pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_LIST: Message = Message {
+    name: "certificates/v1.CertificateSigningRequestList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST), Always),
+    ],
+};
+
 pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC: Message = Message {
     name: "certificates/v1.CertificateSigningRequestSpec",
     fields: &[
@@ -1273,6 +1551,14 @@ pub static COORDINATION_V1_LEASE: Message = Message {
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&COORDINATION_V1_LEASE_SPEC), Always),
+    ],
+};
+
+pub static COORDINATION_V1_LEASE_LIST: Message = Message {
+    name: "coordination/v1.LeaseList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&COORDINATION_V1_LEASE), Always),
     ],
 };
 
@@ -1451,6 +1737,14 @@ pub static CORE_V1_COMPONENT_STATUS: Message = Message {
     ],
 };
 
+pub static CORE_V1_COMPONENT_STATUS_LIST: Message = Message {
+    name: "core/v1.ComponentStatusList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_COMPONENT_STATUS), Always),
+    ],
+};
+
 pub static CORE_V1_CONFIG_MAP: Message = Message {
     name: "core/v1.ConfigMap",
     fields: &[
@@ -1475,6 +1769,14 @@ pub static CORE_V1_CONFIG_MAP_KEY_SELECTOR: Message = Message {
         f(1, "localObjectReference", One, Msg(&CORE_V1_LOCAL_OBJECT_REFERENCE), Inline),
         f(2, "key", One, Str, Always),
         f(3, "optional", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_CONFIG_MAP_LIST: Message = Message {
+    name: "core/v1.ConfigMapList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_CONFIG_MAP), Always),
     ],
 };
 
@@ -1731,6 +2033,14 @@ pub static CORE_V1_ENDPOINTS: Message = Message {
     ],
 };
 
+pub static CORE_V1_ENDPOINTS_LIST: Message = Message {
+    name: "core/v1.EndpointsList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_ENDPOINTS), Always),
+    ],
+};
+
 pub static CORE_V1_ENDPOINT_ADDRESS: Message = Message {
     name: "core/v1.EndpointAddress",
     fields: &[
@@ -1853,6 +2163,14 @@ pub static CORE_V1_EVENT: Message = Message {
         f(13, "related", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
         f(14, "reportingComponent", One, Str, Always),
         f(15, "reportingInstance", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_EVENT_LIST: Message = Message {
+    name: "core/v1.EventList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_EVENT), Always),
     ],
 };
 
@@ -2108,6 +2426,14 @@ pub static CORE_V1_LIMIT_RANGE_ITEM: Message = Message {
     ],
 };
 
+pub static CORE_V1_LIMIT_RANGE_LIST: Message = Message {
+    name: "core/v1.LimitRangeList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_LIMIT_RANGE), Always),
+    ],
+};
+
 pub static CORE_V1_LIMIT_RANGE_SPEC: Message = Message {
     name: "core/v1.LimitRangeSpec",
     fields: &[
@@ -2181,6 +2507,14 @@ pub static CORE_V1_NAMESPACE_CONDITION: Message = Message {
         f(4, "lastTransitionTime", One, Time, Always),
         f(5, "reason", One, Str, OmitEmpty),
         f(6, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_NAMESPACE_LIST: Message = Message {
+    name: "core/v1.NamespaceList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_NAMESPACE), Always),
     ],
 };
 
@@ -2273,6 +2607,14 @@ pub static CORE_V1_NODE_FEATURES: Message = Message {
     name: "core/v1.NodeFeatures",
     fields: &[
         f(1, "supplementalGroupsPolicy", One, Bool, Ptr),
+    ],
+};
+
+pub static CORE_V1_NODE_LIST: Message = Message {
+    name: "core/v1.NodeList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_NODE), Always),
     ],
 };
 
@@ -2424,6 +2766,14 @@ pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_CONDITION: Message = Message {
     ],
 };
 
+pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_LIST: Message = Message {
+    name: "core/v1.PersistentVolumeClaimList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM), Always),
+    ],
+};
+
 pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_SPEC: Message = Message {
     name: "core/v1.PersistentVolumeClaimSpec",
     fields: &[
@@ -2466,6 +2816,14 @@ pub static CORE_V1_PERSISTENT_VOLUME_CLAIM_VOLUME_SOURCE: Message = Message {
     fields: &[
         f(1, "claimName", One, Str, Always),
         f(2, "readOnly", One, Bool, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_PERSISTENT_VOLUME_LIST: Message = Message {
+    name: "core/v1.PersistentVolumeList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME), Always),
     ],
 };
 
@@ -2626,6 +2984,14 @@ pub static CORE_V1_POD_IP: Message = Message {
     ],
 };
 
+pub static CORE_V1_POD_LIST: Message = Message {
+    name: "core/v1.PodList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_POD), Always),
+    ],
+};
+
 pub static CORE_V1_POD_OS: Message = Message {
     name: "core/v1.PodOS",
     fields: &[
@@ -2765,6 +3131,14 @@ pub static CORE_V1_POD_TEMPLATE: Message = Message {
     ],
 };
 
+pub static CORE_V1_POD_TEMPLATE_LIST: Message = Message {
+    name: "core/v1.PodTemplateList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_POD_TEMPLATE), Always),
+    ],
+};
+
 pub static CORE_V1_POD_TEMPLATE_SPEC: Message = Message {
     name: "core/v1.PodTemplateSpec",
     fields: &[
@@ -2890,6 +3264,14 @@ pub static CORE_V1_REPLICATION_CONTROLLER_CONDITION: Message = Message {
     ],
 };
 
+pub static CORE_V1_REPLICATION_CONTROLLER_LIST: Message = Message {
+    name: "core/v1.ReplicationControllerList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_REPLICATION_CONTROLLER), Always),
+    ],
+};
+
 pub static CORE_V1_REPLICATION_CONTROLLER_SPEC: Message = Message {
     name: "core/v1.ReplicationControllerSpec",
     fields: &[
@@ -2943,6 +3325,14 @@ pub static CORE_V1_RESOURCE_QUOTA: Message = Message {
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&CORE_V1_RESOURCE_QUOTA_SPEC), Always),
         f(3, "status", One, Msg(&CORE_V1_RESOURCE_QUOTA_STATUS), Always),
+    ],
+};
+
+pub static CORE_V1_RESOURCE_QUOTA_LIST: Message = Message {
+    name: "core/v1.ResourceQuotaList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_RESOURCE_QUOTA), Always),
     ],
 };
 
@@ -3064,6 +3454,14 @@ pub static CORE_V1_SECRET_KEY_SELECTOR: Message = Message {
     ],
 };
 
+pub static CORE_V1_SECRET_LIST: Message = Message {
+    name: "core/v1.SecretList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_SECRET), Always),
+    ],
+};
+
 pub static CORE_V1_SECRET_PROJECTION: Message = Message {
     name: "core/v1.SecretProjection",
     fields: &[
@@ -3128,12 +3526,28 @@ pub static CORE_V1_SERVICE_ACCOUNT: Message = Message {
     ],
 };
 
+pub static CORE_V1_SERVICE_ACCOUNT_LIST: Message = Message {
+    name: "core/v1.ServiceAccountList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_SERVICE_ACCOUNT), Always),
+    ],
+};
+
 pub static CORE_V1_SERVICE_ACCOUNT_TOKEN_PROJECTION: Message = Message {
     name: "core/v1.ServiceAccountTokenProjection",
     fields: &[
         f(1, "audience", One, Str, OmitEmpty),
         f(2, "expirationSeconds", One, Int64, Ptr),
         f(3, "path", One, Str, Always),
+    ],
+};
+
+pub static CORE_V1_SERVICE_LIST: Message = Message {
+    name: "core/v1.ServiceList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&CORE_V1_SERVICE), Always),
     ],
 };
 
@@ -3504,6 +3918,14 @@ pub static DISCOVERY_V1_ENDPOINT_SLICE: Message = Message {
     ],
 };
 
+pub static DISCOVERY_V1_ENDPOINT_SLICE_LIST: Message = Message {
+    name: "discovery/v1.EndpointSliceList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&DISCOVERY_V1_ENDPOINT_SLICE), Always),
+    ],
+};
+
 pub static DISCOVERY_V1_FOR_NODE: Message = Message {
     name: "discovery/v1.ForNode",
     fields: &[
@@ -3536,6 +3958,14 @@ pub static EVENTS_V1_EVENT: Message = Message {
         f(13, "deprecatedFirstTimestamp", One, Time, Always),
         f(14, "deprecatedLastTimestamp", One, Time, Always),
         f(15, "deprecatedCount", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static EVENTS_V1_EVENT_LIST: Message = Message {
+    name: "events/v1.EventList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&EVENTS_V1_EVENT), Always),
     ],
 };
 
@@ -3579,6 +4009,14 @@ pub static FLOWCONTROL_V1_FLOW_SCHEMA_CONDITION: Message = Message {
         f(3, "lastTransitionTime", One, Time, Always),
         f(4, "reason", One, Str, OmitEmpty),
         f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1_FLOW_SCHEMA_LIST: Message = Message {
+    name: "flowcontrol/v1.FlowSchemaList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&FLOWCONTROL_V1_FLOW_SCHEMA), Always),
     ],
 };
 
@@ -3661,6 +4099,14 @@ pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_CONDITION: Message = Mess
     ],
 };
 
+pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_LIST: Message = Message {
+    name: "flowcontrol/v1.PriorityLevelConfigurationList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION), Always),
+    ],
+};
+
 pub static FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_REFERENCE: Message = Message {
     name: "flowcontrol/v1.PriorityLevelConfigurationReference",
     fields: &[
@@ -3729,6 +4175,63 @@ pub static FLOWCONTROL_V1_USER_SUBJECT: Message = Message {
     ],
 };
 
+pub static META_V1BETA1_PARTIAL_OBJECT_METADATA_LIST: Message = Message {
+    name: "meta/v1beta1.PartialObjectMetadataList",
+    fields: &[
+        f(1, "items", Rep, Msg(&META_V1_PARTIAL_OBJECT_METADATA), Always),
+        f(2, "metadata", One, Msg(&META_V1_LIST_META), Always),
+    ],
+};
+
+pub static META_V1_API_GROUP: Message = Message {
+    name: "meta/v1.APIGroup",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "versions", Rep, Msg(&META_V1_GROUP_VERSION_FOR_DISCOVERY), Always),
+        f(3, "preferredVersion", One, Msg(&META_V1_GROUP_VERSION_FOR_DISCOVERY), Always),
+        f(4, "serverAddressByClientCIDRs", Rep, Msg(&META_V1_SERVER_ADDRESS_BY_CLIENT_CIDR), OmitEmpty),
+    ],
+};
+
+pub static META_V1_API_GROUP_LIST: Message = Message {
+    name: "meta/v1.APIGroupList",
+    fields: &[
+        f(1, "groups", Rep, Msg(&META_V1_API_GROUP), Always),
+    ],
+};
+
+pub static META_V1_API_RESOURCE: Message = Message {
+    name: "meta/v1.APIResource",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "namespaced", One, Bool, Always),
+        f(3, "kind", One, Str, Always),
+        f(4, "verbs", One, StrList, Always),
+        f(5, "shortNames", Rep, Str, OmitEmpty),
+        f(6, "singularName", One, Str, Always),
+        f(7, "categories", Rep, Str, OmitEmpty),
+        f(8, "group", One, Str, OmitEmpty),
+        f(9, "version", One, Str, OmitEmpty),
+        f(10, "storageVersionHash", One, Str, OmitEmpty),
+    ],
+};
+
+pub static META_V1_API_RESOURCE_LIST: Message = Message {
+    name: "meta/v1.APIResourceList",
+    fields: &[
+        f(1, "groupVersion", One, Str, Always),
+        f(2, "resources", Rep, Msg(&META_V1_API_RESOURCE), Always),
+    ],
+};
+
+pub static META_V1_API_VERSIONS: Message = Message {
+    name: "meta/v1.APIVersions",
+    fields: &[
+        f(1, "versions", Rep, Str, Always),
+        f(2, "serverAddressByClientCIDRs", Rep, Msg(&META_V1_SERVER_ADDRESS_BY_CLIENT_CIDR), Always),
+    ],
+};
+
 pub static META_V1_CONDITION: Message = Message {
     name: "meta/v1.Condition",
     fields: &[
@@ -3759,6 +4262,23 @@ pub static META_V1_FIELD_SELECTOR_REQUIREMENT: Message = Message {
         f(1, "key", One, Str, Always),
         f(2, "operator", One, Str, Always),
         f(3, "values", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static META_V1_GROUP_VERSION_FOR_DISCOVERY: Message = Message {
+    name: "meta/v1.GroupVersionForDiscovery",
+    fields: &[
+        f(1, "groupVersion", One, Str, Always),
+        f(2, "version", One, Str, Always),
+    ],
+};
+
+pub static META_V1_GROUP_VERSION_KIND: Message = Message {
+    name: "meta/v1.GroupVersionKind",
+    fields: &[
+        f(1, "group", One, Str, Always),
+        f(2, "version", One, Str, Always),
+        f(3, "kind", One, Str, Always),
     ],
 };
 
@@ -3835,11 +4355,34 @@ pub static META_V1_OWNER_REFERENCE: Message = Message {
     ],
 };
 
+pub static META_V1_PARTIAL_OBJECT_METADATA: Message = Message {
+    name: "meta/v1.PartialObjectMetadata",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+    ],
+};
+
+pub static META_V1_PARTIAL_OBJECT_METADATA_LIST: Message = Message {
+    name: "meta/v1.PartialObjectMetadataList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&META_V1_PARTIAL_OBJECT_METADATA), Always),
+    ],
+};
+
 pub static META_V1_PRECONDITIONS: Message = Message {
     name: "meta/v1.Preconditions",
     fields: &[
         f(1, "uid", One, Str, Ptr),
         f(2, "resourceVersion", One, Str, Ptr),
+    ],
+};
+
+pub static META_V1_SERVER_ADDRESS_BY_CLIENT_CIDR: Message = Message {
+    name: "meta/v1.ServerAddressByClientCIDR",
+    fields: &[
+        f(1, "clientCIDR", One, Str, Always),
+        f(2, "serverAddress", One, Str, Always),
     ],
 };
 
@@ -3873,6 +4416,14 @@ pub static META_V1_STATUS_DETAILS: Message = Message {
         f(4, "causes", Rep, Msg(&META_V1_STATUS_CAUSE), OmitEmpty),
         f(5, "retryAfterSeconds", One, Int32, OmitEmpty),
         f(6, "uid", One, Str, OmitEmpty),
+    ],
+};
+
+pub static META_V1_WATCH_EVENT: Message = Message {
+    name: "meta/v1.WatchEvent",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "object", One, RawExtension, Always),
     ],
 };
 
@@ -3917,6 +4468,14 @@ pub static NETWORKING_V1_INGRESS_CLASS: Message = Message {
     ],
 };
 
+pub static NETWORKING_V1_INGRESS_CLASS_LIST: Message = Message {
+    name: "networking/v1.IngressClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NETWORKING_V1_INGRESS_CLASS), Always),
+    ],
+};
+
 pub static NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE: Message = Message {
     name: "networking/v1.IngressClassParametersReference",
     fields: &[
@@ -3933,6 +4492,14 @@ pub static NETWORKING_V1_INGRESS_CLASS_SPEC: Message = Message {
     fields: &[
         f(1, "controller", One, Str, OmitEmpty),
         f(2, "parameters", One, Msg(&NETWORKING_V1_INGRESS_CLASS_PARAMETERS_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1_INGRESS_LIST: Message = Message {
+    name: "networking/v1.IngressList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NETWORKING_V1_INGRESS), Always),
     ],
 };
 
@@ -4017,6 +4584,14 @@ pub static NETWORKING_V1_IP_ADDRESS: Message = Message {
     ],
 };
 
+pub static NETWORKING_V1_IP_ADDRESS_LIST: Message = Message {
+    name: "networking/v1.IPAddressList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NETWORKING_V1_IP_ADDRESS), Always),
+    ],
+};
+
 pub static NETWORKING_V1_IP_ADDRESS_SPEC: Message = Message {
     name: "networking/v1.IPAddressSpec",
     fields: &[
@@ -4053,6 +4628,14 @@ pub static NETWORKING_V1_NETWORK_POLICY_INGRESS_RULE: Message = Message {
     fields: &[
         f(1, "ports", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PORT), OmitEmpty),
         f(2, "from", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY_PEER), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1_NETWORK_POLICY_LIST: Message = Message {
+    name: "networking/v1.NetworkPolicyList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NETWORKING_V1_NETWORK_POLICY), Always),
     ],
 };
 
@@ -4111,6 +4694,14 @@ pub static NETWORKING_V1_SERVICE_CIDR: Message = Message {
     ],
 };
 
+pub static NETWORKING_V1_SERVICE_CIDR_LIST: Message = Message {
+    name: "networking/v1.ServiceCIDRList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NETWORKING_V1_SERVICE_CIDR), Always),
+    ],
+};
+
 pub static NETWORKING_V1_SERVICE_CIDR_SPEC: Message = Message {
     name: "networking/v1.ServiceCIDRSpec",
     fields: &[
@@ -4142,6 +4733,14 @@ pub static NODE_V1_RUNTIME_CLASS: Message = Message {
     ],
 };
 
+pub static NODE_V1_RUNTIME_CLASS_LIST: Message = Message {
+    name: "node/v1.RuntimeClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&NODE_V1_RUNTIME_CLASS), Always),
+    ],
+};
+
 pub static NODE_V1_SCHEDULING: Message = Message {
     name: "node/v1.Scheduling",
     fields: &[
@@ -4164,6 +4763,14 @@ pub static POLICY_V1_POD_DISRUPTION_BUDGET: Message = Message {
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&POLICY_V1_POD_DISRUPTION_BUDGET_SPEC), Always),
         f(3, "status", One, Msg(&POLICY_V1_POD_DISRUPTION_BUDGET_STATUS), Always),
+    ],
+};
+
+pub static POLICY_V1_POD_DISRUPTION_BUDGET_LIST: Message = Message {
+    name: "policy/v1.PodDisruptionBudgetList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&POLICY_V1_POD_DISRUPTION_BUDGET), Always),
     ],
 };
 
@@ -4215,6 +4822,22 @@ pub static RBAC_V1_CLUSTER_ROLE_BINDING: Message = Message {
     ],
 };
 
+pub static RBAC_V1_CLUSTER_ROLE_BINDING_LIST: Message = Message {
+    name: "rbac/v1.ClusterRoleBindingList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RBAC_V1_CLUSTER_ROLE_BINDING), Always),
+    ],
+};
+
+pub static RBAC_V1_CLUSTER_ROLE_LIST: Message = Message {
+    name: "rbac/v1.ClusterRoleList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RBAC_V1_CLUSTER_ROLE), Always),
+    ],
+};
+
 pub static RBAC_V1_POLICY_RULE: Message = Message {
     name: "rbac/v1.PolicyRule",
     fields: &[
@@ -4240,6 +4863,22 @@ pub static RBAC_V1_ROLE_BINDING: Message = Message {
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "subjects", Rep, Msg(&RBAC_V1_SUBJECT), OmitEmpty),
         f(3, "roleRef", One, Msg(&RBAC_V1_ROLE_REF), Always),
+    ],
+};
+
+pub static RBAC_V1_ROLE_BINDING_LIST: Message = Message {
+    name: "rbac/v1.RoleBindingList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RBAC_V1_ROLE_BINDING), Always),
+    ],
+};
+
+pub static RBAC_V1_ROLE_LIST: Message = Message {
+    name: "rbac/v1.RoleList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RBAC_V1_ROLE), Always),
     ],
 };
 
@@ -4416,6 +5055,14 @@ pub static RESOURCE_V1_DEVICE_CLASS_CONFIGURATION: Message = Message {
     ],
 };
 
+pub static RESOURCE_V1_DEVICE_CLASS_LIST: Message = Message {
+    name: "resource/v1.DeviceClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RESOURCE_V1_DEVICE_CLASS), Always),
+    ],
+};
+
 pub static RESOURCE_V1_DEVICE_CLASS_SPEC: Message = Message {
     name: "resource/v1.DeviceClassSpec",
     fields: &[
@@ -4564,6 +5211,14 @@ pub static RESOURCE_V1_RESOURCE_CLAIM_CONSUMER_REFERENCE: Message = Message {
     ],
 };
 
+pub static RESOURCE_V1_RESOURCE_CLAIM_LIST: Message = Message {
+    name: "resource/v1.ResourceClaimList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RESOURCE_V1_RESOURCE_CLAIM), Always),
+    ],
+};
+
 pub static RESOURCE_V1_RESOURCE_CLAIM_SPEC: Message = Message {
     name: "resource/v1.ResourceClaimSpec",
     fields: &[
@@ -4585,6 +5240,14 @@ pub static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE: Message = Message {
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_LIST: Message = Message {
+    name: "resource/v1.ResourceClaimTemplateList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE), Always),
     ],
 };
 
@@ -4613,6 +5276,14 @@ pub static RESOURCE_V1_RESOURCE_SLICE: Message = Message {
     ],
 };
 
+pub static RESOURCE_V1_RESOURCE_SLICE_LIST: Message = Message {
+    name: "resource/v1.ResourceSliceList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&RESOURCE_V1_RESOURCE_SLICE), Always),
+    ],
+};
+
 pub static RESOURCE_V1_RESOURCE_SLICE_SPEC: Message = Message {
     name: "resource/v1.ResourceSliceSpec",
     fields: &[
@@ -4638,11 +5309,27 @@ pub static SCHEDULING_V1_PRIORITY_CLASS: Message = Message {
     ],
 };
 
+pub static SCHEDULING_V1_PRIORITY_CLASS_LIST: Message = Message {
+    name: "scheduling/v1.PriorityClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&SCHEDULING_V1_PRIORITY_CLASS), Always),
+    ],
+};
+
 pub static STORAGE_V1_CSI_DRIVER: Message = Message {
     name: "storage/v1.CSIDriver",
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&STORAGE_V1_CSI_DRIVER_SPEC), Always),
+    ],
+};
+
+pub static STORAGE_V1_CSI_DRIVER_LIST: Message = Message {
+    name: "storage/v1.CSIDriverList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_CSI_DRIVER), Always),
     ],
 };
 
@@ -4680,6 +5367,14 @@ pub static STORAGE_V1_CSI_NODE_DRIVER: Message = Message {
     ],
 };
 
+pub static STORAGE_V1_CSI_NODE_LIST: Message = Message {
+    name: "storage/v1.CSINodeList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_CSI_NODE), Always),
+    ],
+};
+
 pub static STORAGE_V1_CSI_NODE_SPEC: Message = Message {
     name: "storage/v1.CSINodeSpec",
     fields: &[
@@ -4698,6 +5393,14 @@ pub static STORAGE_V1_CSI_STORAGE_CAPACITY: Message = Message {
     ],
 };
 
+pub static STORAGE_V1_CSI_STORAGE_CAPACITY_LIST: Message = Message {
+    name: "storage/v1.CSIStorageCapacityList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_CSI_STORAGE_CAPACITY), Always),
+    ],
+};
+
 pub static STORAGE_V1_STORAGE_CLASS: Message = Message {
     name: "storage/v1.StorageClass",
     fields: &[
@@ -4709,6 +5412,14 @@ pub static STORAGE_V1_STORAGE_CLASS: Message = Message {
         f(6, "allowVolumeExpansion", One, Bool, Ptr),
         f(7, "volumeBindingMode", One, Str, Ptr),
         f(8, "allowedTopologies", Rep, Msg(&CORE_V1_TOPOLOGY_SELECTOR_TERM), OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1_STORAGE_CLASS_LIST: Message = Message {
+    name: "storage/v1.StorageClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_STORAGE_CLASS), Always),
     ],
 };
 
@@ -4726,6 +5437,14 @@ pub static STORAGE_V1_VOLUME_ATTACHMENT: Message = Message {
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "spec", One, Msg(&STORAGE_V1_VOLUME_ATTACHMENT_SPEC), Always),
         f(3, "status", One, Msg(&STORAGE_V1_VOLUME_ATTACHMENT_STATUS), Always),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTACHMENT_LIST: Message = Message {
+    name: "storage/v1.VolumeAttachmentList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_VOLUME_ATTACHMENT), Always),
     ],
 };
 
@@ -4762,6 +5481,14 @@ pub static STORAGE_V1_VOLUME_ATTRIBUTES_CLASS: Message = Message {
         f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
         f(2, "driverName", One, Str, Always),
         f(3, "parameters", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1_VOLUME_ATTRIBUTES_CLASS_LIST: Message = Message {
+    name: "storage/v1.VolumeAttributesClassList",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
+        f(2, "items", Rep, Msg(&STORAGE_V1_VOLUME_ATTRIBUTES_CLASS), Always),
     ],
 };
 

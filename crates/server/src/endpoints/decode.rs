@@ -32,6 +32,12 @@ pub trait SchemaProvider: Send + Sync {
     fn decode_protobuf(&self, _body: &[u8]) -> Result<Value, ProtobufError> {
         Err(ProtobufError::Unsupported)
     }
+
+    /// Whether objects of `apiVersion`/`kind` (and their lists) are served in protobuf.
+    /// The default serves none, as upstream serves custom resources.
+    fn serves_protobuf(&self, _api_version: &str, _kind: &str) -> bool {
+        false
+    }
 }
 
 /// Why a protobuf body was not decoded.

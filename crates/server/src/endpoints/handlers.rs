@@ -63,6 +63,12 @@ impl Context<'_> {
         &self.served.definition
     }
 
+    /// The output the request's Accept header negotiates for one object or a list.
+    fn negotiate(&self, list: bool) -> Result<Output, ApiError> {
+        let protobuf = self.apis.serves_protobuf(self.definition());
+        negotiation::negotiate(self.accept.as_deref(), list, protobuf)
+    }
+
     fn renderer(&self, output: Output) -> Result<Renderer<'_>, ApiError> {
         Ok(Renderer {
             definition: self.definition(),
@@ -77,7 +83,7 @@ impl Context<'_> {
         status: StatusCode,
         object: Value,
     ) -> Result<Response<Body>, ApiError> {
-        let output = negotiation::negotiate(self.accept.as_deref(), false)?;
+        let output = self.negotiate(false)?;
         let body = self.renderer(output)?.value(object)?;
         Ok(response(status, content_type(output), body))
     }
@@ -227,7 +233,7 @@ where
         }
     }
     .await;
-    answer(response, &context.warnings)
+    answer(response, &context.warnings, context.accept.as_deref())
 }
 
 /// The answer to a request with its `Warning` headers: also an error's, since warnings
@@ -235,11 +241,12 @@ where
 pub(super) fn answer(
     result: Result<Response<Body>, ApiError>,
     warnings: &Warnings,
+    accept: Option<&str>,
 ) -> Result<Response<Body>, ApiError> {
     match result {
         Ok(response) => Ok(with_warnings(response, warnings)),
         Err(err) if warnings.all().is_empty() => Err(err),
-        Err(err) => Ok(with_warnings(super::error_response(&err), warnings)),
+        Err(err) => Ok(with_warnings(super::error_response(&err, accept), warnings)),
     }
 }
 
@@ -356,12 +363,15 @@ pub(super) fn content_type(output: Output) -> &'static str {
         Output::Yaml => "application/yaml",
         Output::Table { v1beta1: false } => "application/json;as=Table;v=v1;g=meta.k8s.io",
         Output::Table { v1beta1: true } => "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
-        Output::PartialMetadata { .. } => "application/json",
+        Output::PartialMetadata {
+            protobuf: false, ..
+        } => "application/json",
+        Output::Protobuf | Output::PartialMetadata { .. } => negotiation::PROTOBUF,
     }
 }
 
 async fn get(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
-    let output = negotiation::negotiate(context.accept.as_deref(), false)?;
+    let output = context.negotiate(false)?;
     let version = params::get_version(&context.query)?;
     let resource = context.definition().group_resource();
     let item = context
@@ -374,7 +384,7 @@ async fn get(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
 }
 
 async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
-    let output = negotiation::negotiate(context.accept.as_deref(), true)?;
+    let output = context.negotiate(true)?;
     let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
     let params = params::list_params(&context.query, context.definition(), namespace, false)?;
     let resource = context.definition().group_resource();
@@ -394,9 +404,9 @@ async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
 }
 
 async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
-    let accept = context.accept.as_deref();
-    let output =
-        negotiation::negotiate(accept, false).or_else(|_| negotiation::negotiate(accept, true))?;
+    let output = context
+        .negotiate(false)
+        .or_else(|_| context.negotiate(true))?;
     let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
     let params = params::watch_params(&context.query, context.definition(), namespace)?;
     let registry = &context.served.registry;
@@ -414,13 +424,17 @@ async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
     let body = match watch::serve(request).await {
         Ok(body) => body,
         // As upstream, a watch that cannot start still answers 200, with one ERROR event.
-        Err(err) if err.code() == 410 => crate::body::full(watch::error_frame(&err)),
+        Err(err) if err.code() == 410 => crate::body::full(watch::error_frame(output, &err)),
         Err(err) => return Err(err),
     };
     let mut response = Response::new(body);
+    let content_type = match output.is_protobuf() {
+        true => "application/vnd.kubernetes.protobuf;stream=watch",
+        false => "application/json",
+    };
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        http::HeaderValue::from_static("application/json"),
+        http::HeaderValue::from_static(content_type),
     );
     Ok(response)
 }

@@ -21,6 +21,7 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
 use kapi_apimachinery::status::ApiError;
+use kapi_protobuf::ListEncoder;
 use serde_json::{Value, json};
 
 use super::negotiation::Output;
@@ -77,6 +78,9 @@ impl ListBody {
         } else {
             list.items.into_iter().map(Entry::Stored).collect()
         };
+        if renderer.output.is_protobuf() {
+            return protobuf_body(renderer, &definition, meta, entries, chunk);
+        }
         let (prefix, suffix) = envelope(renderer, &definition, meta, entries.is_empty())?;
         let mut body = ListBody {
             definition,
@@ -136,19 +140,83 @@ impl ListBody {
                 codec::write_with_revision(&item.stored, item.revision, out);
                 return Ok(());
             }
-            (Entry::Stored(item), _) => renderer.served(&item).map_err(|err| err.to_string())?,
-            (Entry::Served(object), _) => object,
+            (entry, _) => entry.served(&renderer).map_err(|err| err.to_string())?,
         };
         match self.output {
-            Output::Json => codec::write_json(out, &served),
+            Output::Json | Output::Protobuf => codec::write_json(out, &served),
             Output::Yaml => write_yaml_entry(out, &served)?,
             Output::Table { .. } => codec::write_json(out, &renderer.row(&served)),
-            Output::PartialMetadata { v1beta1 } => {
+            Output::PartialMetadata { v1beta1, .. } => {
                 codec::write_json(out, &partial_metadata(&served, v1beta1))
             }
         }
         Ok(())
     }
+}
+
+impl Entry {
+    /// The object in the served version.
+    fn served(self, renderer: &Renderer<'_>) -> Result<Value, ApiError> {
+        match self {
+            Entry::Stored(item) => renderer.served(&item),
+            Entry::Served(object) => Ok(object),
+        }
+    }
+}
+
+/// A protobuf LIST body. The list's message holds the length of all its items before the
+/// first, so the items are encoded (into frames of at least `chunk` bytes) before the
+/// response starts; a damaged item is then an error status rather than a cut response.
+fn protobuf_body(
+    renderer: &Renderer<'_>,
+    definition: &ResourceDefinition,
+    meta: Value,
+    entries: Vec<Entry>,
+    chunk: usize,
+) -> Result<Body, ApiError> {
+    let partial = match renderer.output {
+        Output::PartialMetadata { v1beta1, .. } => Some(v1beta1),
+        _ => None,
+    };
+    let encoder = match partial {
+        Some(v1beta1) => ListEncoder::new(meta_api_version(v1beta1), "PartialObjectMetadataList"),
+        None => ListEncoder::new(
+            &definition.group_version.api_version(),
+            &definition.list_kind,
+        ),
+    }
+    .map_err(ApiError::internal)?;
+    let mut frames = Vec::new();
+    let (mut frame, mut total) = (Vec::with_capacity(chunk), 0);
+    for entry in entries {
+        let served = entry.served(renderer)?;
+        let before = frame.len();
+        let encoded = match partial {
+            Some(v1beta1) => encoder.item(&partial_metadata(&served, v1beta1), &mut frame),
+            None => encoder.item(&served, &mut frame),
+        };
+        encoded.map_err(ApiError::internal)?;
+        total += frame.len() - before;
+        if frame.len() >= chunk {
+            frames.push(Bytes::from(std::mem::replace(
+                &mut frame,
+                Vec::with_capacity(chunk),
+            )));
+        }
+    }
+    let (prefix, suffix) = encoder
+        .envelope(&json!({ "metadata": meta }), total)
+        .map_err(ApiError::internal)?;
+    frame.extend_from_slice(&suffix);
+    if frames.is_empty() {
+        let mut whole = prefix;
+        whole.extend_from_slice(&frame);
+        return Ok(crate::body::full(whole));
+    }
+    frames.insert(0, Bytes::from(prefix));
+    frames.push(Bytes::from(frame));
+    let stream = futures::stream::iter(frames.into_iter().map(|f| Ok(Frame::data(f))));
+    Ok(http_body_util::StreamBody::new(stream).boxed_unsync())
 }
 
 /// The bytes before the first item and after the last.
@@ -172,7 +240,7 @@ fn envelope(
     };
     let api_version = Value::from(definition.group_version.api_version());
     Ok(match renderer.output {
-        Output::Json => json_envelope(
+        Output::Json | Output::Protobuf => json_envelope(
             vec![
                 ("kind", Value::from(&*definition.list_kind)),
                 ("apiVersion", api_version),
@@ -180,7 +248,7 @@ fn envelope(
             ],
             "items",
         ),
-        Output::PartialMetadata { v1beta1 } => json_envelope(
+        Output::PartialMetadata { v1beta1, .. } => json_envelope(
             vec![
                 ("kind", Value::from("PartialObjectMetadataList")),
                 ("apiVersion", Value::from(meta_api_version(v1beta1))),

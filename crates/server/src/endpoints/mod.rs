@@ -6,7 +6,7 @@ mod decode;
 mod decoded_type;
 mod handlers;
 mod list_body;
-mod negotiation;
+pub(crate) mod negotiation;
 mod params;
 mod render;
 mod subresource;
@@ -330,6 +330,15 @@ impl Apis {
         self.schemas.as_deref()
     }
 
+    /// Whether the resource's objects are served in protobuf: built-in kinds the schemas
+    /// have a message for; never custom resources (upstream's 406).
+    fn serves_protobuf(&self, definition: &ResourceDefinition) -> bool {
+        !definition.capabilities.dynamic
+            && self.schemas().is_some_and(|schemas| {
+                schemas.serves_protobuf(&definition.group_version.api_version(), &definition.kind)
+            })
+    }
+
     fn admission(&self) -> &[Arc<dyn AdmissionPlugin>] {
         self.admission.get().map(Vec::as_slice).unwrap_or_default()
     }
@@ -584,6 +593,8 @@ impl ApiHandler {
         B: http_body::Body<Data = Bytes> + Send + 'static,
         B::Error: Into<BoxError>,
     {
+        let accept = header_str(&request, header::ACCEPT).map(str::to_owned);
+        let error_response = |err: &ApiError| error_response(err, accept.as_deref());
         let info = match request.extensions().get::<RequestInfo>() {
             Some(info) => info.clone(),
             None => {
@@ -630,7 +641,8 @@ impl ApiHandler {
             .is_some_and(|synced| !*synced.borrow());
         if unsynced {
             let err = ApiError::service_unavailable_retry(PATHS_NOT_INSTALLED, 5);
-            return Box::pin(std::future::ready(error_response(&err)));
+            let accept = header_str(&request, header::ACCEPT);
+            return Box::pin(std::future::ready(error_response(&err, accept)));
         }
         match &self.0.delegate {
             Some(delegate) => Box::pin(delegate.handle(request)),
@@ -670,24 +682,18 @@ impl ApiHandler {
         let defs = &self.0.chain_definitions();
         let document = match path.split('/').skip(1).collect::<Vec<_>>().as_slice() {
             ["api"] => match negotiation::aggregated_discovery(accept) {
-                Some(version) => {
+                Some((version, protobuf)) => {
                     let version = version.into();
-                    return aggregated(
-                        request,
-                        version,
-                        discovery::aggregated(defs, true, version),
-                    );
+                    let document = discovery::aggregated(defs, true, version);
+                    return aggregated(request, version, protobuf, document);
                 }
                 None => Some(discovery::api_versions(&self.0.server_address)),
             },
             ["apis"] => match negotiation::aggregated_discovery(accept) {
-                Some(version) => {
+                Some((version, protobuf)) => {
                     let version = version.into();
-                    return aggregated(
-                        request,
-                        version,
-                        discovery::aggregated(defs, false, version),
-                    );
+                    let document = discovery::aggregated(defs, false, version);
+                    return aggregated(request, version, protobuf, document);
                 }
                 None => Some(discovery::api_group_list(defs)),
             },
@@ -711,6 +717,10 @@ impl ApiHandler {
             _ => None,
         };
         match document {
+            Some(document) if negotiation::discovery_in_protobuf(accept) => {
+                let body = discovery_protobuf(&document)?;
+                Ok(response(StatusCode::OK, negotiation::PROTOBUF, body))
+            }
             Some(document) => Ok(json_response(StatusCode::OK, document)),
             None => Err(not_found()),
         }
@@ -766,16 +776,38 @@ fn without(resources: &Resources, owner: &str) -> Resources {
 }
 
 /// An aggregated discovery document, with its ETag (and 304 when the client has it).
+/// A discovery document, given as JSON, in protobuf. APIVersions, whose JSON names no
+/// apiVersion, is meta/v1's unversioned kind.
+fn discovery_protobuf(json: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let mut document: serde_json::Value =
+        serde_json::from_slice(json).map_err(ApiError::internal)?;
+    if document.get("apiVersion").is_none() {
+        document["apiVersion"] = serde_json::Value::from("v1");
+    }
+    render::protobuf(&document)
+}
+
+/// An aggregated discovery document (`bytes`, its JSON) as JSON or protobuf, with its ETag
+/// (of the JSON, whichever is sent) and a 304 when the client has it.
 fn aggregated<B>(
     request: &Request<B>,
     version: discovery::AggregatedVersion,
-    bytes: Vec<u8>,
+    protobuf: bool,
+    mut bytes: Vec<u8>,
 ) -> Result<Response<Body>, ApiError> {
     let etag = discovery::etag(&bytes);
     let content_type = format!(
-        "application/json;g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
+        "{};g=apidiscovery.k8s.io;v={};as=APIGroupDiscoveryList",
+        if protobuf {
+            negotiation::PROTOBUF
+        } else {
+            "application/json"
+        },
         version.api_version().rsplit('/').next().unwrap_or("v2")
     );
+    if protobuf {
+        bytes = discovery_protobuf(&bytes)?;
+    }
     let fresh = header_str(request, header::IF_NONE_MATCH) == Some(etag.as_str());
     let mut response = if fresh {
         Response::new(crate::body::empty())
@@ -834,6 +866,6 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Body> {
 }
 
 /// The response for an error: its Status as JSON.
-fn error_response(err: &ApiError) -> Response<Body> {
-    crate::responses::api_error(err)
+fn error_response(err: &ApiError, accept: Option<&str>) -> Response<Body> {
+    crate::responses::api_error_negotiated(err, accept)
 }

@@ -1,17 +1,20 @@
 //! Content negotiation: which representation a response takes (from `Accept`) and how a
 //! request body is decoded (from `Content-Type`), as kube-apiserver negotiates them.
 //!
-//! kapi serves JSON (and YAML); the `as=Table` and `as=PartialObjectMetadata[List]`
-//! transformations of meta.k8s.io; and aggregated discovery. Protobuf is not offered: a client
-//! that accepts only protobuf gets 406, and client-go falls back to JSON when it also lists it.
+//! kapi serves JSON, YAML and, for kinds with a protobuf message (the built-in ones),
+//! Kubernetes protobuf; the `as=Table` (JSON and YAML only, as upstream) and
+//! `as=PartialObjectMetadata[List]` (protobuf too, also for custom resources) transformations
+//! of meta.k8s.io; and aggregated discovery. Media ranges are tried by quality, then by
+//! specificity, then in order (goautoneg's ParseAccept).
 
 use kapi_apimachinery::status::ApiError;
 use serde_json::Value;
 
 use super::{ProtobufError, SchemaProvider};
 
-/// The media types kapi can answer with, for 406 messages.
-const SERVED: [&str; 2] = ["application/json", "application/yaml"];
+/// The media types kube-apiserver's serializers offer, for 406 messages (upstream lists
+/// protobuf even where the resource's kind has none, as for custom resources).
+const SERVED: [&str; 3] = ["application/json", "application/yaml", PROTOBUF];
 /// The media types of request bodies kapi decodes, for 415 messages.
 const ACCEPTED_BODIES: [&str; 3] = ["application/json", "application/yaml", PROTOBUF];
 
@@ -20,19 +23,33 @@ const ACCEPTED_BODIES: [&str; 3] = ["application/json", "application/yaml", PROT
 pub enum Output {
     Json,
     Yaml,
-    /// meta.k8s.io Table (v1 or v1beta1).
+    /// Kubernetes protobuf (`application/vnd.kubernetes.protobuf`).
+    Protobuf,
+    /// meta.k8s.io Table (v1 or v1beta1), as JSON.
     Table {
         v1beta1: bool,
     },
-    /// meta.k8s.io PartialObjectMetadata(List) (v1 or v1beta1).
+    /// meta.k8s.io PartialObjectMetadata(List) (v1 or v1beta1), as JSON or protobuf.
     PartialMetadata {
         v1beta1: bool,
+        protobuf: bool,
     },
+}
+
+impl Output {
+    /// Whether the output is protobuf.
+    pub fn is_protobuf(self) -> bool {
+        matches!(
+            self,
+            Output::Protobuf | Output::PartialMetadata { protobuf: true, .. }
+        )
+    }
 }
 
 /// One media range of an Accept header.
 struct MediaRange<'a> {
     essence: &'a str,
+    quality: f32,
     params: Vec<(&'a str, &'a str)>,
 }
 
@@ -43,72 +60,109 @@ impl<'a> MediaRange<'a> {
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
             .map(|(_, value)| *value)
     }
+
+    /// How specific the range is: 2 for `type/subtype`, 1 for `type/*`, 0 for `*/*`.
+    fn specificity(&self) -> u8 {
+        match self.essence.split_once('/') {
+            Some(("*", _)) => 0,
+            Some((_, "*")) => 1,
+            _ => 2,
+        }
+    }
 }
 
-fn media_ranges(accept: &str) -> impl Iterator<Item = MediaRange<'_>> {
-    accept.split(',').filter_map(|range| {
-        let mut parts = range.split(';').map(str::trim);
-        let essence = parts.next().filter(|e| !e.is_empty())?;
-        let params = parts
-            .filter_map(|param| {
-                let (key, value) = param.split_once('=')?;
-                Some((key.trim(), value.trim().trim_matches('"')))
+/// The media ranges of an Accept header, best first: by quality, then specificity, then in
+/// the header's order.
+fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
+    let mut ranges: Vec<MediaRange<'_>> = accept
+        .split(',')
+        .filter_map(|range| {
+            let mut parts = range.split(';').map(str::trim);
+            let essence = parts.next().filter(|e| !e.is_empty())?;
+            let essence = if essence == "*" { "*/*" } else { essence };
+            let mut quality = 1.0;
+            let params = parts
+                .filter_map(|param| {
+                    let (key, value) = param.split_once('=')?;
+                    let (key, value) = (key.trim(), value.trim().trim_matches('"'));
+                    if key == "q" {
+                        quality = value.parse().unwrap_or(0.0);
+                        return None;
+                    }
+                    Some((key, value))
+                })
+                .collect();
+            Some(MediaRange {
+                essence,
+                quality,
+                params,
             })
-            .collect();
-        Some(MediaRange { essence, params })
-    })
+        })
+        .collect();
+    ranges.sort_by(|a, b| {
+        b.quality
+            .total_cmp(&a.quality)
+            .then(b.specificity().cmp(&a.specificity()))
+    });
+    ranges
 }
 
 /// Chooses the output for a resource request from its Accept header. `list` says whether the
-/// response is a list (PartialObjectMetadataList) or one object (PartialObjectMetadata).
-pub fn negotiate(accept: Option<&str>, list: bool) -> Result<Output, ApiError> {
+/// response is a list (PartialObjectMetadataList) or one object (PartialObjectMetadata);
+/// `protobuf` whether the resource's kind has a protobuf message.
+pub fn negotiate(accept: Option<&str>, list: bool, protobuf: bool) -> Result<Output, ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Output::Json);
     };
-    for range in media_ranges(accept) {
-        if let Some(output) = output_for(&range, list) {
+    let ranges = media_ranges(accept);
+    for range in &ranges {
+        if let Some(output) = output_for(range, list, protobuf) {
             return Ok(output);
         }
     }
-    let json_like = media_ranges(accept).any(|range| {
-        matches!(
-            range.essence,
-            "application/json" | "application/*" | "*/*" | "application/yaml"
-        )
-    });
-    if json_like {
+    if ranges.iter().any(|range| served_type(range.essence)) {
         // A representation kapi has, with parameters it does not serve (the handler's 406).
         return Err(ApiError::not_acceptable(SERVED));
     }
     Err(router_not_acceptable(list))
 }
 
+/// Whether a media range names one of kube-apiserver's representations.
+fn served_type(essence: &str) -> bool {
+    matches!(
+        essence,
+        "application/json" | "application/*" | "*/*" | "application/yaml" | PROTOBUF
+    )
+}
+
 /// The 406 go-restful answers before any handler when no media range names a representation
-/// the route produces. kapi produces JSON and YAML (and JSON watch streams on collections);
-/// kube-apiserver lists protobuf too, which kapi does not serve yet.
+/// the route produces.
 fn router_not_acceptable(list: bool) -> ApiError {
     let mut available = SERVED.join(", ");
     if list {
-        available.push_str(", application/json;stream=watch");
+        available.push_str(", application/json;stream=watch, ");
+        available.push_str(PROTOBUF);
+        available.push_str(";stream=watch");
     }
     let message = format!("406: Not Acceptable\n\nAvailable representations: {available}");
     super::router_error(406, "NotAcceptable", message)
 }
 
-fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
-    let json_like = matches!(
-        range.essence,
-        "application/json" | "application/*" | "*/*" | "application/yaml"
-    );
-    if !json_like {
-        return None;
-    }
+fn output_for(range: &MediaRange<'_>, list: bool, protobuf: bool) -> Option<Output> {
+    // Wildcards match the serializers in upstream's order: JSON first.
+    let (yaml, proto) = match range.essence {
+        "application/json" | "application/*" | "*/*" => (false, false),
+        "application/yaml" => (true, false),
+        PROTOBUF => (false, true),
+        _ => return None,
+    };
     let Some(as_kind) = range.param("as") else {
-        return Some(if range.essence == "application/yaml" {
-            Output::Yaml
-        } else {
-            Output::Json
-        });
+        return match (yaml, proto) {
+            (true, _) => Some(Output::Yaml),
+            (_, true) if protobuf => Some(Output::Protobuf),
+            (_, true) => None,
+            _ => Some(Output::Json),
+        };
     };
     if range.param("g") != Some("meta.k8s.io") {
         return None;
@@ -119,32 +173,49 @@ fn output_for(range: &MediaRange<'_>, list: bool) -> Option<Output> {
         _ => return None,
     };
     match as_kind {
-        "Table" => Some(Output::Table { v1beta1 }),
-        "PartialObjectMetadata" if !list => Some(Output::PartialMetadata { v1beta1 }),
-        "PartialObjectMetadataList" if list => Some(Output::PartialMetadata { v1beta1 }),
+        "Table" if !proto => Some(Output::Table { v1beta1 }),
+        "PartialObjectMetadata" if !list => Some(Output::PartialMetadata {
+            v1beta1,
+            protobuf: proto,
+        }),
+        "PartialObjectMetadataList" if list => Some(Output::PartialMetadata {
+            v1beta1,
+            protobuf: proto,
+        }),
         _ => None,
     }
 }
 
-/// The aggregated discovery version a discovery request accepts, if any.
-pub fn aggregated_discovery(accept: Option<&str>) -> Option<&'static str> {
+/// The aggregated discovery version a discovery request accepts, if any, and whether in
+/// protobuf.
+pub fn aggregated_discovery(accept: Option<&str>) -> Option<(&'static str, bool)> {
     for range in media_ranges(accept?) {
+        let protobuf = range.essence == PROTOBUF;
         if range.param("g") == Some("apidiscovery.k8s.io")
             && range.param("as") == Some("APIGroupDiscoveryList")
+            && (protobuf || range.essence == "application/json")
         {
             match range.param("v") {
-                Some("v2") => return Some("v2"),
-                Some("v2beta1") => return Some("v2beta1"),
+                Some("v2") => return Some(("v2", protobuf)),
+                Some("v2beta1") => return Some(("v2beta1", protobuf)),
                 _ => {}
             }
         }
-        if matches!(range.essence, "application/json" | "*/*" | "application/*")
-            && range.param("as").is_none()
-        {
+        if served_type(range.essence) && range.param("as").is_none() {
             return None;
         }
     }
     None
+}
+
+/// Whether a discovery document (APIVersions, APIGroupList, APIGroup, APIResourceList) is
+/// asked for in protobuf: the best media range kapi serves is protobuf.
+pub fn discovery_in_protobuf(accept: Option<&str>) -> bool {
+    let Some(accept) = accept else { return false };
+    media_ranges(accept)
+        .iter()
+        .find(|range| served_type(range.essence) && range.param("as").is_none())
+        .is_some_and(|range| range.essence == PROTOBUF)
 }
 
 /// The format of a request body.
@@ -257,32 +328,94 @@ mod tests {
     fn kubectl_get_accept_is_table() {
         let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(
-            negotiate(Some(accept), true).unwrap(),
+            negotiate(Some(accept), true, true).unwrap(),
             Output::Table { v1beta1: false }
         );
     }
 
     #[test]
-    fn protobuf_only_is_not_acceptable() {
-        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), false).unwrap_err();
+    fn protobuf_only_for_kinds_that_have_it() {
+        let proto = "application/vnd.kubernetes.protobuf";
+        assert_eq!(
+            negotiate(Some(proto), false, true).unwrap(),
+            Output::Protobuf
+        );
+        let err = negotiate(Some(proto), false, false).unwrap_err();
         assert_eq!(err.code(), 406);
+        assert_eq!(
+            err.status().message,
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
         let both = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(both), false).unwrap(), Output::Json);
+        assert_eq!(negotiate(Some(both), false, false).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some(both), false, true).unwrap(),
+            Output::Protobuf
+        );
+        // client-go's protobuf clients.
+        let client_go = "application/vnd.kubernetes.protobuf, */*";
+        assert_eq!(
+            negotiate(Some(client_go), true, false).unwrap(),
+            Output::Json
+        );
+    }
+
+    #[test]
+    fn quality_then_specificity_then_order() {
+        let accept = "application/vnd.kubernetes.protobuf;q=0.5,application/json";
+        assert_eq!(negotiate(Some(accept), false, true).unwrap(), Output::Json);
+        let accept = "*/*,application/vnd.kubernetes.protobuf";
+        assert_eq!(
+            negotiate(Some(accept), false, true).unwrap(),
+            Output::Protobuf
+        );
+        let accept = "application/yaml;q=0.9,application/json;q=0.9,text/html";
+        assert_eq!(negotiate(Some(accept), false, true).unwrap(), Output::Yaml);
+        let err = negotiate(Some("text/html"), true, true).unwrap_err();
+        assert!(
+            err.status().message.ends_with(
+                "application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
+            ),
+            "{}",
+            err.status().message
+        );
+    }
+
+    #[test]
+    fn tables_are_never_protobuf() {
+        let accept =
+            "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(accept), true, true).unwrap(), Output::Json);
     }
 
     #[test]
     fn partial_metadata_matches_list_or_object() {
         let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert!(negotiate(Some(list), true).is_ok());
-        assert!(negotiate(Some(list), false).is_err());
+        assert!(negotiate(Some(list), true, false).is_ok());
+        assert!(negotiate(Some(list), false, false).is_err());
+        let proto =
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(
+            negotiate(Some(proto), true, false).unwrap(),
+            Output::PartialMetadata {
+                v1beta1: false,
+                protobuf: true
+            }
+        );
     }
 
     #[test]
     fn aggregated_discovery_v2() {
         let accept =
             "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
-        assert_eq!(aggregated_discovery(Some(accept)), Some("v2"));
+        assert_eq!(aggregated_discovery(Some(accept)), Some(("v2", false)));
         assert_eq!(aggregated_discovery(Some("application/json")), None);
+        let proto = "application/vnd.kubernetes.protobuf;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(aggregated_discovery(Some(proto)), Some(("v2", true)));
+        assert!(discovery_in_protobuf(Some(
+            "application/vnd.kubernetes.protobuf, */*"
+        )));
+        assert!(!discovery_in_protobuf(Some(accept)));
     }
 }
 

@@ -54,13 +54,13 @@ impl Renderer<'_> {
     /// One object already decoded into its served form.
     pub fn value(&self, object: Value) -> Result<Vec<u8>, ApiError> {
         let document = match self.output {
-            Output::Json | Output::Yaml => object,
+            Output::Json | Output::Yaml | Output::Protobuf => object,
             Output::Table { v1beta1 } => {
                 let revision = object["metadata"]["resourceVersion"].clone();
                 let rows = vec![self.row(&object)];
                 self.table(v1beta1, json!({ "resourceVersion": revision }), rows)
             }
-            Output::PartialMetadata { v1beta1 } => partial_metadata(&object, v1beta1),
+            Output::PartialMetadata { v1beta1, .. } => partial_metadata(&object, v1beta1),
         };
         encode(self.output, &document)
     }
@@ -195,10 +195,17 @@ pub fn encode(output: Output, document: &Value) -> Result<Vec<u8>, ApiError> {
         Output::Yaml => serde_yaml_ng::to_string(document)
             .map(String::into_bytes)
             .map_err(ApiError::internal),
+        _ if output.is_protobuf() => protobuf(document),
         _ => {
             let mut out = Vec::new();
             codec::write_json(&mut out, document);
             Ok(out)
         }
     }
+}
+
+/// A document (which names its apiVersion and kind) as a Kubernetes protobuf body.
+pub fn protobuf(document: &Value) -> Result<Vec<u8>, ApiError> {
+    let field = |name: &str| document[name].as_str().unwrap_or_default();
+    kapi_protobuf::encode(field("apiVersion"), field("kind"), document).map_err(ApiError::internal)
 }

@@ -110,10 +110,17 @@ impl Call<'_> {
         self.served.definition.group_resource()
     }
 
-    /// Renders `document` as the client accepts (JSON or YAML).
+    /// Renders `document` as the client accepts (JSON, YAML, or protobuf for kinds that
+    /// have it).
     fn respond(&self, status: StatusCode, document: &Value) -> Result<Response<Body>, ApiError> {
-        let output = match negotiation::negotiate(self.accept.as_deref(), false)? {
-            negotiation::Output::Yaml => negotiation::Output::Yaml,
+        let field = |name: &str| document[name].as_str().unwrap_or_default();
+        let protobuf = !self.served.definition.capabilities.dynamic
+            && self
+                .apis
+                .schemas()
+                .is_some_and(|s| s.serves_protobuf(field("apiVersion"), field("kind")));
+        let output = match negotiation::negotiate(self.accept.as_deref(), false, protobuf)? {
+            out @ (negotiation::Output::Yaml | negotiation::Output::Protobuf) => out,
             _ => negotiation::Output::Json,
         };
         Ok(response(
@@ -126,7 +133,7 @@ impl Call<'_> {
     /// Renders a Scale as the client accepts: JSON, YAML, or a Table with upstream's Scale
     /// columns (`kubectl get --subresource=scale`).
     fn respond_scale(&self, scale: Value) -> Result<Response<Body>, ApiError> {
-        let output = negotiation::negotiate(self.accept.as_deref(), false)?;
+        let output = negotiation::negotiate(self.accept.as_deref(), false, true)?;
         let definition = ResourceDefinition {
             table: Some(scale_table()),
             ..ResourceDefinition::clone(&self.served.definition)
@@ -225,7 +232,7 @@ where
         }
     }
     .await;
-    answer(response, &call.warnings)
+    answer(response, &call.warnings, call.accept.as_deref())
 }
 
 /// The autoscaling/v1 Scale of `object`: its name, namespace, uid, resourceVersion and

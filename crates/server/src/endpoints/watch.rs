@@ -25,18 +25,17 @@ use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
 use kapi_apimachinery::status::ApiError;
 use kapi_storage::Revision;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 
 use super::negotiation::Output;
 use super::params::WatchParams;
-use super::render::{Renderer, partial_metadata};
+use super::render::{self, Renderer, partial_metadata};
 use crate::body::Body;
 use crate::cacher::{
     CacheError, CacheEvent, CacheNotification, CachedObject, Cacher, EventType, Subscription,
 };
-use crate::codec;
 use crate::registry::{Item, cache_error};
 use crate::resource::ResourceDefinition;
 use crate::serving::ResponseDeadline;
@@ -267,19 +266,21 @@ impl Watcher {
             metadata["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
         }
         let definition = &self.request.definition;
-        let object = match self.request.output {
-            Output::Json | Output::Yaml => json!({
+        let output = self.request.output;
+        let object = match output {
+            Output::Json | Output::Yaml | Output::Protobuf => json!({
                 "kind": definition.kind,
                 "apiVersion": definition.group_version.api_version(),
                 "metadata": metadata,
             }),
-            Output::Table { v1beta1 } | Output::PartialMetadata { v1beta1 } => {
+            Output::Table { v1beta1 } | Output::PartialMetadata { v1beta1, .. } => {
                 partial_metadata(&json!({ "metadata": metadata }), v1beta1)
             }
         };
-        let mut frame = br#"{"type":"BOOKMARK","object":"#.to_vec();
-        codec::write_json(&mut frame, &object);
-        frame.extend_from_slice(b"}\n");
+        let frame = match render::encode(output, &object) {
+            Ok(encoded) => event_frame(output, "BOOKMARK", &encoded),
+            Err(err) => error_frame(output, &err),
+        };
         self.push(frame).await
     }
 
@@ -309,37 +310,48 @@ impl Watcher {
 
     /// Sends one event frame.
     async fn send(&mut self, type_: &str, object: &CachedObject) -> bool {
+        let output = self.request.output;
         let frame = match self.frame(type_, object) {
             Ok(frame) => frame,
-            Err(err) => error_frame(&err),
+            Err(err) => error_frame(output, &err),
         };
         self.push(frame).await
     }
 
     fn frame(&self, type_: &str, object: &CachedObject) -> Result<Vec<u8>, ApiError> {
-        let mut frame = Vec::with_capacity(object.stored.len() + 48);
-        frame.extend_from_slice(b"{\"type\":\"");
-        frame.extend_from_slice(type_.as_bytes());
-        frame.extend_from_slice(b"\",\"object\":");
+        let output = match self.request.output {
+            Output::Yaml => Output::Json,
+            other => other,
+        };
         let renderer = Renderer {
             definition: &self.request.definition,
-            output: match self.request.output {
-                Output::Yaml => Output::Json,
-                other => other,
-            },
+            output,
             include_object: self.request.include_object,
         };
-        frame.extend_from_slice(&renderer.object(&Item::from(object))?);
-        frame.extend_from_slice(b"}\n");
-        Ok(frame)
+        let encoded = renderer.object(&Item::from(object))?;
+        Ok(event_frame(output, type_, &encoded))
     }
 }
 
-/// An ERROR event carrying `err`'s Status.
-pub fn error_frame(err: &ApiError) -> Vec<u8> {
-    let mut frame = br#"{"type":"ERROR","object":"#.to_vec();
-    let status = serde_json::to_value(err.status()).unwrap_or(Value::Null);
-    codec::write_json(&mut frame, &status);
+/// One event of a watch stream in `output`'s framing: a line of JSON, or a length-prefixed
+/// protobuf `WatchEvent`. `object` is the event's object already encoded.
+fn event_frame(output: Output, type_: &str, object: &[u8]) -> Vec<u8> {
+    if output.is_protobuf() {
+        let mut frame = Vec::with_capacity(object.len() + 32);
+        kapi_protobuf::watch_frame(&mut frame, type_, object);
+        return frame;
+    }
+    let mut frame = Vec::with_capacity(object.len() + 32);
+    frame.extend_from_slice(b"{\"type\":\"");
+    frame.extend_from_slice(type_.as_bytes());
+    frame.extend_from_slice(b"\",\"object\":");
+    frame.extend_from_slice(object);
     frame.extend_from_slice(b"}\n");
     frame
+}
+
+/// An ERROR event carrying `err`'s Status.
+pub fn error_frame(output: Output, err: &ApiError) -> Vec<u8> {
+    let object = crate::responses::status_body(err, output.is_protobuf());
+    event_frame(output, "ERROR", &object)
 }

@@ -17,7 +17,7 @@ use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::Auditor;
 use crate::authn::{Authentication, with_notes};
 use crate::body::Body;
-use crate::responses::api_error;
+use crate::responses::api_error_negotiated;
 use crate::serving::ConnectionInfo;
 
 /// The layer that adds [`Authenticate`].
@@ -59,7 +59,9 @@ impl Filter for Authenticate {
                         super::audit::failed_authentication(auditor, &parts, &notes.annotations);
                     }
                     close_after_response(close.as_ref());
-                    return Ok(api_error(&ApiError::unauthorized("Unauthorized")));
+                    let err = ApiError::unauthorized("Unauthorized");
+                    let accept = super::authorization::accept(&parts);
+                    return Ok(api_error_negotiated(&err, accept));
                 }
             };
             authentication.clear_credentials(&mut parts.headers);

@@ -15,7 +15,7 @@ use crate::audit::AuditAnnotations;
 use crate::authn::UserInfo;
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::body::Body;
-use crate::responses::{X_CONTENT_TYPE_OPTIONS, api_error, internal_error, sanitize};
+use crate::responses::{X_CONTENT_TYPE_OPTIONS, api_error_negotiated, internal_error, sanitize};
 
 /// The audit annotations of every authorized request: the decision and its reason.
 const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
@@ -77,20 +77,33 @@ async fn decide(authorizer: &dyn Authorizer, request: &Parts) -> Result<(), Resp
             tracing::debug!(uri, reason, "Forbidden");
             audit.add(DECISION_ANNOTATION, "forbid");
             audit.add(REASON_ANNOTATION, &reason);
-            Err(forbidden(&attributes, &reason))
+            Err(forbidden(&attributes, &reason, accept(request)))
         }
         Err(err) => Err(internal_error(uri, &err.to_string())),
     }
 }
 
+/// The request's Accept header, which errors are negotiated by.
+pub(crate) fn accept(request: &Parts) -> Option<&str> {
+    request
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+}
+
 /// The 403 for a refused request (upstream's `responsewriters.Forbidden`).
-pub(crate) fn forbidden(attributes: &Attributes<'_>, reason: &str) -> Response<Body> {
+pub(crate) fn forbidden(
+    attributes: &Attributes<'_>,
+    reason: &str,
+    accept: Option<&str>,
+) -> Response<Body> {
     let mut message = sanitize(&attributes.forbidden_message());
     if !reason.is_empty() {
         message = format!("{message}: {reason}");
     }
     let resource = GroupResource::new(attributes.api_group, attributes.resource);
-    let mut response = api_error(&ApiError::forbidden(&resource, attributes.name, message));
+    let err = ApiError::forbidden(&resource, attributes.name, message);
+    let mut response = api_error_negotiated(&err, accept);
     response
         .headers_mut()
         .insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

@@ -11,7 +11,7 @@ use http::{HeaderMap, Request, Response};
 use kapi_apimachinery::ApiError;
 use kapi_apimachinery::request_info::path_unescape;
 
-use super::authorization::forbidden;
+use super::authorization::{accept, forbidden};
 use super::{Filter, FilterFuture, FilterLayer, Next, call};
 use crate::audit::AuditContext;
 use crate::authn::{ALL_AUTHENTICATED, ALL_UNAUTHENTICATED, ANONYMOUS, UserInfo};
@@ -208,9 +208,9 @@ async fn impersonated(
         match authorizer.authorize(&attributes).await {
             Ok(Decision::Allow(_)) => {}
             Ok(Decision::Deny(reason) | Decision::NoOpinion(reason)) => {
-                return Err(forbidden(&attributes, &reason));
+                return Err(forbidden(&attributes, &reason, accept(parts)));
             }
-            Err(err) => return Err(forbidden(&attributes, &err.0)),
+            Err(err) => return Err(forbidden(&attributes, &err.0, accept(parts))),
         }
     }
     user.extra = extra;

@@ -419,3 +419,24 @@ where
     });
     (address, ca)
 }
+
+/// Installs `widgets.example.com` (namespaced, v1, any fields) through `admin` and waits
+/// until it is served; returns the `default` namespace's collection path.
+pub async fn install_widgets(admin: &process::Client) -> &'static str {
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object",
+                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    admin.create(crds, crd).await;
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin.get(widgets).await.status != 200 {
+        assert!(Instant::now() < deadline, "the CRD was never served");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    widgets
+}

@@ -313,7 +313,9 @@ pub struct Reply {
     pub request: String,
     pub status: u16,
     pub headers: HeaderMap,
+    /// The body as text (invalid UTF-8 replaced: see `bytes` for binary bodies).
     pub body: String,
+    pub bytes: Bytes,
 }
 
 impl Reply {
@@ -369,7 +371,8 @@ impl Client {
             request: description,
             status: parts.status.as_u16(),
             headers: parts.headers,
-            body: String::from_utf8(body.to_vec())?,
+            body: String::from_utf8_lossy(&body).into_owned(),
+            bytes: body,
         })
     }
 

@@ -31,11 +31,6 @@ mod requests;
 /// only behind the alpha CBORServingAndStorage gate, off by default).
 const MEDIA_TYPES: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
 
-/// The media types kapi answers in: kube-apiserver's [`MEDIA_TYPES`] less protobuf, whose
-/// responses kapi does not serve yet (it decodes protobuf request bodies). This is the one
-/// deliberate difference in these tests: a 406 lists only what kapi can actually send.
-const RESPONSE_MEDIA_TYPES: &str = "application/json, application/yaml";
-
 fn configmap(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})
 }

@@ -52,25 +52,7 @@ async fn custom_resource_paths_the_crd_handler_does_not_serve() {
     let kapi = embedded().await;
     let mut checks = Checks::default();
     let admin = kapi.admin();
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object",
-                    "x-kubernetes-preserve-unknown-fields": true}}}]}});
-    admin
-        .create(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            crd,
-        )
-        .await;
-    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while admin.get(widgets).await.status != 200 {
-        assert!(Instant::now() < deadline, "the CRD was never served");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let widgets = common::install_widgets(&admin).await;
     let widget =
         json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}});
     admin.create(widgets, widget).await;
@@ -634,7 +616,7 @@ async fn not_acceptable() {
         &failure(
             406,
             "NotAcceptable",
-            &format!("406: Not Acceptable\n\nAvailable representations: {RESPONSE_MEDIA_TYPES}"),
+            &format!("406: Not Acceptable\n\nAvailable representations: {MEDIA_TYPES}"),
             Some(json!({})),
         ),
     );
@@ -645,7 +627,7 @@ async fn not_acceptable() {
             406,
             "NotAcceptable",
             &format!(
-                "406: Not Acceptable\n\nAvailable representations: {RESPONSE_MEDIA_TYPES}, application/json;stream=watch"
+                "406: Not Acceptable\n\nAvailable representations: {MEDIA_TYPES}, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
             ),
             Some(json!({})),
         ),
@@ -663,7 +645,7 @@ async fn not_acceptable() {
         &failure(
             406,
             "NotAcceptable",
-            &format!("only the following media types are accepted: {RESPONSE_MEDIA_TYPES}"),
+            &format!("only the following media types are accepted: {MEDIA_TYPES}"),
             None,
         ),
     );
