@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kapi_schema::KindSchema;
-use kapi_server::endpoints::SchemaProvider;
+use kapi_server::endpoints::{self, ProtobufError, SchemaProvider};
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
 
@@ -69,5 +69,15 @@ impl SchemaProvider for CrdSchemas {
 
     fn definitions(&self) -> &Map<String, Value> {
         kapi_api::catalog().definitions_json()
+    }
+
+    /// CustomResourceDefinitions (custom resources have no protobuf: their handlers are
+    /// dynamic, which the server never serves in protobuf).
+    fn serves_protobuf(&self, api_version: &str, kind: &str) -> bool {
+        endpoints::table_serves_protobuf(api_version, kind)
+    }
+
+    fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
+        endpoints::decode_table_protobuf(body)
     }
 }

@@ -3,7 +3,7 @@
 //! table for protobuf request bodies.
 
 use kapi_schema::KindSchema;
-use kapi_server::endpoints::{ProtobufError, SchemaProvider};
+use kapi_server::endpoints::{self, ProtobufError, SchemaProvider};
 use serde_json::{Map, Value};
 
 /// The schemas and protobuf decoding of the built-in kinds of Kubernetes 1.35.
@@ -20,13 +20,10 @@ impl SchemaProvider for BuiltinSchemas {
     }
 
     fn serves_protobuf(&self, api_version: &str, kind: &str) -> bool {
-        kapi_protobuf::supports(api_version, kind)
+        endpoints::table_serves_protobuf(api_version, kind)
     }
 
     fn decode_protobuf(&self, body: &[u8]) -> Result<Value, ProtobufError> {
-        kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
-            415 => ProtobufError::Unsupported,
-            _ => ProtobufError::Malformed(err.to_string()),
-        })
+        endpoints::decode_table_protobuf(body)
     }
 }

@@ -21,7 +21,7 @@ use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
 
 mod common;
-use common::CONCURRENCY;
+use common::{CONCURRENCY, cpu};
 
 /// The namespace of the flunders.
 const NAMESPACE: &str = "bench";
@@ -35,8 +35,6 @@ const GETS: usize = 20_000;
 const LISTS: usize = 100;
 /// Flunders created one at a time while two watches (proxied and direct) deliver them.
 const WATCHED: usize = 500;
-/// The clock ticks of /proc's CPU times per second.
-const TICKS_PER_SECOND: f64 = 100.0;
 
 fn main() {
     if let Ok(setting) = std::env::var(WARDLE_ENV) {
@@ -319,17 +317,6 @@ where
         per(kapi),
         per(wardle)
     )
-}
-
-/// The user and system CPU seconds of the `/proc` stat file at `path`.
-fn cpu(path: &str) -> f64 {
-    let stat = std::fs::read_to_string(path).expect("a /proc stat file");
-    let fields: Vec<&str> = stat[stat.rfind(')').expect("comm") + 2..]
-        .split(' ')
-        .collect();
-    let ticks = |i: usize| fields[i].parse::<f64>().expect("ticks");
-    // utime and stime are fields 14 and 15 of the file, 12 and 13 after the command.
-    (ticks(11) + ticks(12)) / TICKS_PER_SECOND
 }
 
 /// Delivery latency of [`WATCHED`] creates (sent directly, one at a time) to a watch through

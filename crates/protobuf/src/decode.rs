@@ -317,6 +317,9 @@ fn special_value(kind: Kind, data: &[u8], path: &str, depth: usize) -> Result<Va
                 .map_err(|e| at(path, format!("embedded object is not JSON: {e}")))?,
             None => Value::Null,
         },
+        Kind::SchemaOrBool(schema)
+        | Kind::SchemaOrArray(schema)
+        | Kind::SchemaOrStrings(schema) => schema_union(kind, schema, data, path, depth)?,
         Kind::Str
         | Kind::Bool
         | Kind::Int32
@@ -327,6 +330,58 @@ fn special_value(kind: Kind, data: &[u8], path: &str, depth: usize) -> Result<Va
         | Kind::Msg(_) => {
             unreachable!("not a special kind")
         }
+    })
+}
+
+/// An apiextensions schema union as Go's JSON shows it (apiextensions v1 marshal.go): the
+/// schema when set (for lists, only when the list is empty), else the bool, the list, or
+/// `null`.
+fn schema_union(
+    kind: Kind,
+    schema: &'static Message,
+    data: &[u8],
+    path: &str,
+    depth: usize,
+) -> Result<Value, Error> {
+    if depth > MAX_DEPTH {
+        return Err(at(path, "messages nested too deep"));
+    }
+    let or_bool = matches!(kind, Kind::SchemaOrBool(_));
+    let schema_num = if or_bool { 2 } else { 1 };
+    let (mut allows, mut chunks, mut items) = (false, Vec::new(), Vec::new());
+    let mut r = Reader::new(data);
+    while !r.at_end() {
+        let (num, wt) = r.tag().map_err(|e| at(path, e))?;
+        match (num, wt) {
+            (n, LEN) if n == schema_num => chunks.push(r.bytes().map_err(|e| at(path, e))?),
+            (1, VARINT) if or_bool => allows = r.varint().map_err(|e| at(path, e))? != 0,
+            (2, LEN) if !or_bool => {
+                let bytes = r.bytes().map_err(|e| at(path, e))?;
+                items.push(match kind {
+                    Kind::SchemaOrArray(_) => {
+                        Value::Object(message(schema, bytes, path, depth + 1)?)
+                    }
+                    _ => Value::String(string(bytes)),
+                });
+            }
+            (1 | 2, _) => return Err(wire_error(path, wt, "schema union")),
+            _ => r.skip(num, wt).map_err(|e| at(path, e))?,
+        }
+    }
+    let single = match chunks.as_slice() {
+        [] => None,
+        chunks => Some(Value::Object(message(
+            schema,
+            &chunks.concat(),
+            path,
+            depth + 1,
+        )?)),
+    };
+    Ok(match (or_bool, single) {
+        (true, Some(schema)) => schema,
+        (true, None) => Value::Bool(allows),
+        (false, _) if !items.is_empty() => Value::Array(items),
+        (false, single) => single.unwrap_or(Value::Null),
     })
 }
 
@@ -345,7 +400,10 @@ fn zero(kind: Kind) -> Value {
         | Kind::Time
         | Kind::MicroTime
         | Kind::FieldsV1
-        | Kind::RawExtension => Value::Null,
+        | Kind::RawExtension
+        | Kind::SchemaOrArray(_)
+        | Kind::SchemaOrStrings(_) => Value::Null,
+        Kind::SchemaOrBool(_) => Value::Bool(false),
     }
 }
 

@@ -181,8 +181,15 @@ fn zero(w: &mut Rev, num: u32, kind: Kind, depth: usize) -> Result<(), Error> {
             message(w, inner, &Map::new(), depth + 1)?;
             w.close(num, start);
         }
-        // The zero time is an empty message; FieldsV1 and RawExtension have nil bytes.
-        Kind::Time | Kind::MicroTime | Kind::FieldsV1 | Kind::RawExtension => w.close(num, w.len()),
+        // The zero time is an empty message; FieldsV1 and RawExtension have nil bytes, the
+        // schema unions nothing set.
+        Kind::Time
+        | Kind::MicroTime
+        | Kind::FieldsV1
+        | Kind::RawExtension
+        | Kind::SchemaOrBool(_)
+        | Kind::SchemaOrArray(_)
+        | Kind::SchemaOrStrings(_) => w.close(num, w.len()),
         Kind::Duration => one(w, num, kind, &Value::from("0s"), depth)?,
         Kind::IntOrString => one(w, num, kind, &Value::from(0), depth)?,
         Kind::Quantity => one(w, num, kind, &Value::from("0"), depth)?,
@@ -302,6 +309,56 @@ fn one(w: &mut Rev, num: u32, kind: Kind, value: &Value, depth: usize) -> Result
             w.string_field(1, &raw);
             w.close(num, start);
         }
+        Kind::SchemaOrBool(schema)
+        | Kind::SchemaOrArray(schema)
+        | Kind::SchemaOrStrings(schema) => {
+            let start = w.len();
+            schema_union(w, kind, schema, value, depth)?;
+            w.close(num, start);
+        }
+    }
+    Ok(())
+}
+
+/// The fields of an apiextensions schema union from its JSON (apiextensions v1 marshal.go):
+/// an object is the schema (and, for JSONSchemaPropsOrBool, `allows`), a bool `allows`, a
+/// list the schemas or strings.
+fn schema_union(
+    w: &mut Rev,
+    kind: Kind,
+    schema: &'static Message,
+    value: &Value,
+    depth: usize,
+) -> Result<(), Error> {
+    let or_bool = matches!(kind, Kind::SchemaOrBool(_));
+    match value {
+        Value::Object(object) => {
+            let start = w.len();
+            message(w, schema, object, depth + 1)?;
+            w.close(if or_bool { 2 } else { 1 }, start);
+            if or_bool {
+                w.varint(1);
+                w.tag(1, VARINT);
+            }
+        }
+        Value::Bool(allows) if or_bool => {
+            w.varint(u64::from(*allows));
+            w.tag(1, VARINT);
+        }
+        Value::Array(items) if !or_bool => {
+            for item in items.iter().rev() {
+                match kind {
+                    Kind::SchemaOrArray(_) => {
+                        let object = item.as_object().ok_or("a schema is not an object")?;
+                        let start = w.len();
+                        message(w, schema, object, depth + 1)?;
+                        w.close(2, start);
+                    }
+                    _ => w.string_field(2, str_of(item)?.as_bytes()),
+                }
+            }
+        }
+        _ => return Err("not a schema or what stands for one".into()),
     }
     Ok(())
 }

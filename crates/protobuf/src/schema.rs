@@ -78,8 +78,18 @@ pub enum Kind {
     Quantity,
     /// meta/v1 `FieldsV1`: the JSON its raw bytes hold.
     FieldsV1,
-    /// runtime `RawExtension`: the embedded JSON (or embedded protobuf object).
+    /// runtime `RawExtension` (and apiextensions' `JSON`): the embedded JSON (or embedded
+    /// protobuf object).
     RawExtension,
+    /// apiextensions `JSONSchemaPropsOrBool` (`{allows = 1, schema = 2}`): the schema, or a
+    /// bool.
+    SchemaOrBool(&'static Message),
+    /// apiextensions `JSONSchemaPropsOrArray` (`{schema = 1, jSONSchemas = 2}`): the schema,
+    /// or a list of schemas.
+    SchemaOrArray(&'static Message),
+    /// apiextensions `JSONSchemaPropsOrStringArray` (`{schema = 1, property = 2}`): the
+    /// schema, or a list of strings.
+    SchemaOrStrings(&'static Message),
 }
 
 /// How a field shows in JSON, from its Go type and `json` tag.

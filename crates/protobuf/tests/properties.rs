@@ -284,7 +284,44 @@ impl Encoder<'_, '_> {
                 put_len(out, num, &f);
             }
             Kind::RawExtension => self.raw_extension(out, num, depth),
+            Kind::SchemaOrBool(schema)
+            | Kind::SchemaOrArray(schema)
+            | Kind::SchemaOrStrings(schema) => self.schema_union(out, num, kind, schema, depth),
         }
+    }
+
+    /// An apiextensions schema union: its bool, one schema and the list, each maybe.
+    fn schema_union(
+        &mut self,
+        out: &mut Vec<u8>,
+        num: u32,
+        kind: Kind,
+        schema: &'static Message,
+        depth: usize,
+    ) {
+        let mut m = Vec::new();
+        let or_bool = matches!(kind, Kind::SchemaOrBool(_));
+        if or_bool && self.tape.below(2) == 0 {
+            put_tag(&mut m, 1, VARINT);
+            put_varint(&mut m, u64::from(self.tape.below(2)));
+        }
+        if depth < MAX_GEN_DEPTH && self.tape.below(2) == 0 {
+            let payload = self.message(schema, depth + 1);
+            put_len(&mut m, if or_bool { 2 } else { 1 }, &payload);
+        }
+        if !or_bool {
+            for _ in 0..self.tape.below(3) {
+                match kind {
+                    Kind::SchemaOrArray(_) if depth < MAX_GEN_DEPTH => {
+                        let payload = self.message(schema, depth + 1);
+                        put_len(&mut m, 2, &payload);
+                    }
+                    Kind::SchemaOrArray(_) => put_len(&mut m, 2, &[]),
+                    _ => put_len(&mut m, 2, &self.tape.bytes()),
+                }
+            }
+        }
+        put_len(out, num, &m);
     }
 
     /// A small message of varint fields (Time, MicroTime, Duration).

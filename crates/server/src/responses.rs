@@ -31,7 +31,12 @@ pub fn api_error(err: &ApiError) -> Response<Body> {
 /// client accepts).
 pub fn api_error_negotiated(err: &ApiError, accept: Option<&str>) -> Response<Body> {
     let protobuf = crate::endpoints::negotiation::discovery_in_protobuf(accept);
-    let mut response = Response::new(full(status_body(err, protobuf)));
+    let mut body = status_body(err, protobuf);
+    if !protobuf {
+        // One line, as upstream's JSON serializer writes it.
+        body.push(b'\n');
+    }
+    let mut response = Response::new(full(body));
     *response.status_mut() = status_code(err.code());
     let content_type = match protobuf {
         true => crate::endpoints::negotiation::PROTOBUF,
@@ -45,7 +50,7 @@ pub fn api_error_negotiated(err: &ApiError, accept: Option<&str>) -> Response<Bo
     response
 }
 
-/// An error's `Status` as a protobuf body, or as a line of JSON.
+/// An error's `Status` as a protobuf body, or as JSON.
 pub fn status_body(err: &ApiError, protobuf: bool) -> Vec<u8> {
     if protobuf {
         let value = serde_json::to_value(err.status()).unwrap_or_default();
@@ -53,9 +58,7 @@ pub fn status_body(err: &ApiError, protobuf: bool) -> Vec<u8> {
             return body;
         }
     }
-    let mut json = err.status().to_json();
-    json.push('\n');
-    json.into_bytes()
+    err.status().to_json().into_bytes()
 }
 
 /// A plain-text error as Go's `http.Error` writes it: the message and a newline, UTF-8 text,

@@ -43,6 +43,10 @@ pub fn reencode(name: &str, raw: &[u8]) -> Result<Vec<u8>, prost::DecodeError> {
         "apidiscovery/v2beta1.APIGroupDiscoveryList" => {
             check::<k8s_pb::api::apidiscovery::v2beta1::APIGroupDiscoveryList>(raw)
         }
+        "apiextensions/v1.CustomResourceDefinition" => check::<k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>(raw),
+        "apiextensions/v1.CustomResourceDefinitionList" => check::<k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinitionList>(raw),
+        "apiregistration/v1.APIService" => check::<k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIService>(raw),
+        "apiregistration/v1.APIServiceList" => check::<k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1::APIServiceList>(raw),
         "apps/v1.ControllerRevision" => check::<k8s_pb::api::apps::v1::ControllerRevision>(raw),
         "apps/v1.ControllerRevisionList" => {
             check::<k8s_pb::api::apps::v1::ControllerRevisionList>(raw)

@@ -1,5 +1,8 @@
 //! What the benchmarks share: running operations at a fixed concurrency and the report line
-//! of their rate and latencies.
+//! of their rate and latencies, the server's CPU time, and a realistic Pod.
+
+// Each benchmark is a crate of its own that uses a part of this module.
+#![allow(dead_code)]
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -10,6 +13,7 @@ use futures::StreamExt;
 use kapi::flags::{Cli, Command};
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
+use serde_json::{Value, json};
 
 /// The allocator of the `kapi` binary (src/main.rs), so the in-process server runs as it does.
 #[global_allocator]
@@ -157,10 +161,121 @@ pub async fn start_report(client: &kube::Client, namespace: &str) {
 /// Creates the namespace `namespace`.
 pub async fn create_namespace(client: &kube::Client, namespace: &str) {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let object = serde_json::from_value(serde_json::json!({"metadata": {"name": namespace}}))
-        .expect("namespace");
+    let object =
+        serde_json::from_value(json!({"metadata": {"name": namespace}})).expect("namespace");
     namespaces
         .create(&kube::api::PostParams::default(), &object)
         .await
         .expect("create namespace");
+}
+
+/// Clock ticks per second of `/proc` stat files (`getconf CLK_TCK`, 100 on Linux).
+const TICKS_PER_SECOND: f64 = 100.0;
+
+/// The user and system CPU seconds of the `/proc` stat file at `path`.
+pub fn cpu(path: &str) -> f64 {
+    let stat = std::fs::read_to_string(path).expect("a /proc stat file");
+    let fields: Vec<&str> = stat[stat.rfind(')').expect("comm") + 2..]
+        .split(' ')
+        .collect();
+    let ticks = |i: usize| fields[i].parse::<f64>().expect("ticks");
+    // utime and stime are fields 14 and 15 of the file, 12 and 13 after the command.
+    (ticks(11) + ticks(12)) / TICKS_PER_SECOND
+}
+
+/// The CPU seconds the in-process server has used: the process's less the calling thread's
+/// (the benchmarks' client runs on one thread).
+pub fn server_cpu() -> f64 {
+    cpu("/proc/self/stat") - cpu("/proc/thread-self/stat")
+}
+
+/// A Pod of about 4 KiB.
+pub fn pod(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {"app": "web", "tier": "frontend", "release": "2026.11", "team": "platform",
+                "pod-template-hash": "7d9f8b6c5d"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                "name": "web-7d9f8b6c5d", "uid": "6f1c3a52-1d0e-4c1b-9a57-2f3e8d4b7c10",
+                "controller": true, "blockOwnerDeletion": true}],
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "kubectl.kubernetes.io/default-container": "web",
+                "example.com/owner": "platform-team@example.com",
+                "example.com/description": "A benchmark pod shaped like a typical web workload with a sidecar, probes, resources and volumes.",
+            },
+        },
+        "spec": pod_spec(),
+    })
+}
+
+pub fn pod_spec() -> Value {
+    let mut env: Vec<Value> = (0..12)
+        .map(|i| json!({"name": format!("SETTING_{i}"), "value": format!("value-of-setting-number-{i}")}))
+        .collect();
+    env.extend([
+        json!({"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}),
+        json!({"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}),
+        json!({"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "web-db", "key": "password"}}}),
+    ]);
+    json!({
+        "serviceAccountName": "default",
+        "securityContext": {"runAsNonRoot": true, "runAsUser": 1000, "fsGroup": 2000},
+        "containers": [
+            {
+                "name": "web",
+                "image": "registry.example.com/team/web:1.27.3",
+                "args": ["--port=8080", "--metrics-port=9090", "--log-level=info"],
+                "ports": [
+                    {"name": "http", "containerPort": 8080},
+                    {"name": "metrics", "containerPort": 9090},
+                ],
+                "env": env,
+                "resources": {
+                    "requests": {"cpu": "250m", "memory": "256Mi"},
+                    "limits": {"cpu": "1", "memory": "512Mi"},
+                },
+                "readinessProbe": {"httpGet": {"path": "/ready", "port": "http"}, "periodSeconds": 5},
+                "startupProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30},
+                "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+                    "capabilities": {"drop": ["ALL"]}},
+                "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http"}, "initialDelaySeconds": 10},
+                "volumeMounts": [
+                    {"name": "config", "mountPath": "/etc/web"},
+                    {"name": "cache", "mountPath": "/var/cache/web"},
+                ],
+            },
+            {
+                "name": "log-shipper",
+                "image": "registry.example.com/team/log-shipper:3.1.0",
+                "args": ["--input=/var/log/web", "--output=collector.logging.svc:24224"],
+                "resources": {
+                    "requests": {"cpu": "50m", "memory": "64Mi"},
+                    "limits": {"cpu": "200m", "memory": "128Mi"},
+                },
+                "volumeMounts": [{"name": "logs", "mountPath": "/var/log/web"}],
+            },
+        ],
+        "volumes": [
+            {"name": "config", "configMap": {"name": "web-config"}},
+            {"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}},
+            {"name": "logs", "emptyDir": {}},
+            {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace",
+                    "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}},
+        ],
+        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "web", "effect": "NoSchedule"}],
+        "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+            "weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                "labelSelector": {"matchLabels": {"app": "web"}}}}]}},
+        "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": {"matchLabels": {"app": "web"}}}],
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+    })
 }

@@ -40,6 +40,22 @@ pub trait SchemaProvider: Send + Sync {
     }
 }
 
+/// Decodes a protobuf body of a kind kapi's protobuf table has (the built-in kinds, with
+/// CustomResourceDefinition and APIService): what providers of those kinds answer
+/// [`SchemaProvider::decode_protobuf`] with.
+pub fn decode_table_protobuf(body: &[u8]) -> Result<Value, ProtobufError> {
+    kapi_protobuf::decode(body).map_err(|err| match err.status_code() {
+        415 => ProtobufError::Unsupported,
+        _ => ProtobufError::Malformed(err.to_string()),
+    })
+}
+
+/// Whether kapi's protobuf table has `apiVersion`/`kind`: what providers of the table's kinds
+/// answer [`SchemaProvider::serves_protobuf`] with.
+pub fn table_serves_protobuf(api_version: &str, kind: &str) -> bool {
+    kapi_protobuf::supports(api_version, kind)
+}
+
 /// Why a protobuf body was not decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProtobufError {

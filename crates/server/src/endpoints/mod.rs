@@ -36,7 +36,7 @@ use crate::openapi;
 use crate::registry::Registry;
 use crate::resource::{Name, ResourceDefinition};
 
-pub use decode::{ProtobufError, SchemaProvider};
+pub use decode::{ProtobufError, SchemaProvider, decode_table_protobuf, table_serves_protobuf};
 pub use render::NAME_DESCRIPTION;
 
 /// The 503 of a request made before every known path was installed, as upstream words it.

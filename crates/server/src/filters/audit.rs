@@ -121,9 +121,14 @@ async fn finish(
     Response::from_parts(parts, body::full(bytes))
 }
 
-/// A JSON response body as its object (kapi answers resource requests in JSON only).
+/// A response body (JSON, or protobuf for clients that ask for it) as its object: the audit
+/// log records objects as JSON whatever the client was sent, as upstream's does.
 fn decoded(bytes: &[u8]) -> Option<Map<String, Value>> {
-    match serde_json::from_slice(bytes).ok()? {
+    let object = match bytes.starts_with(kapi_protobuf::MAGIC) {
+        true => kapi_protobuf::decode(bytes).ok()?,
+        false => serde_json::from_slice(bytes).ok()?,
+    };
+    match object {
         Value::Object(object) => Some(object),
         _ => None,
     }
