@@ -29,6 +29,7 @@ fn main() {
     common::with_server(|kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
         common::start_report(&client, NAMESPACE).await;
+        common::wait_for_service_account(&client, NAMESPACE).await;
         let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
         let report = creates(PODS, |i| {
             let pods = pods.clone();
@@ -82,7 +83,7 @@ async fn list(client: &kube::Client, path: &str, accept: &str) -> (f64, f64, usi
 /// [`WATCHERS`] watches of ConfigMaps in `accept`, then [`EVENTS`] creates: server CPU per
 /// delivered event and bytes per event, once every watcher has read every event.
 async fn watch_delivery(client: &kube::Client, accept: &str) -> String {
-    let namespace = format!("watch-{}", accept.rsplit('/').next().unwrap_or("x"));
+    let namespace = format!("watch-{}", if accept == PROTOBUF { "protobuf" } else { "json" });
     common::create_namespace(client, &namespace).await;
     let path = format!("/api/v1/namespaces/{namespace}/configmaps?watch=1&resourceVersion=0");
     let mut bodies = Vec::new();

@@ -20,6 +20,7 @@ mod decode;
 mod encode;
 mod format;
 pub mod schema;
+mod transcode;
 mod wire;
 
 use serde_json::{Map, Value};
@@ -114,6 +115,25 @@ pub fn encode_into(
     Ok(())
 }
 
+/// [`encode_into`] from JSON text rather than a parsed value: faster (no tree is built), and
+/// the message holds only the fields the JSON has (Go's zero values left out, which a reader
+/// takes the same way).
+pub fn encode_json_into(
+    out: &mut Vec<u8>,
+    api_version: &str,
+    kind: &str,
+    json: &[u8],
+) -> Result<(), EncodeError> {
+    let msg = message_for(api_version, kind)?;
+    let mut raw = Vec::with_capacity(json.len());
+    transcode::message(&mut raw, msg, json).map_err(invalid(kind))?;
+    out.reserve(raw.len() + api_version.len() + kind.len() + 24);
+    envelope_head(out, api_version, kind, raw.len());
+    out.extend_from_slice(&raw);
+    envelope_tail(out);
+    Ok(())
+}
+
 /// The magic, the Unknown's typeMeta and the tag and length of its `raw` field.
 fn envelope_head(out: &mut Vec<u8>, api_version: &str, kind: &str, raw_len: usize) {
     out.extend_from_slice(MAGIC);
@@ -173,6 +193,18 @@ impl ListEncoder {
         encode::message(&mut w, self.item, map, 1).map_err(invalid(&self.kind))?;
         wire::put_len_tag(out, self.items.num, w.len());
         w.finish_into(out);
+        Ok(())
+    }
+
+    /// [`ListEncoder::item`] from the item's JSON text (see [`encode_json_into`]).
+    pub fn item_json(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        let start = out.len();
+        wire::put_len_tag(out, self.items.num, 0);
+        let payload = out.len();
+        transcode::message(out, self.item, json).map_err(invalid(&self.kind))?;
+        let mut head = Vec::with_capacity(6);
+        wire::put_len_tag(&mut head, self.items.num, out.len() - payload);
+        out.splice(start..payload, head);
         Ok(())
     }
 

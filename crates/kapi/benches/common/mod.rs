@@ -279,3 +279,15 @@ pub fn pod_spec() -> Value {
         "nodeSelector": {"kubernetes.io/os": "linux"},
     })
 }
+
+/// Waits until the namespace's `default` ServiceAccount exists (the controller makes it just
+/// after the namespace): Pods name it, and admission refuses them until it is there.
+pub async fn wait_for_service_account(client: &kube::Client, namespace: &str) {
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(client.clone(), namespace);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while accounts.get("default").await.is_err() {
+        assert!(Instant::now() < deadline, "no default ServiceAccount");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

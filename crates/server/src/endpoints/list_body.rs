@@ -187,13 +187,21 @@ fn protobuf_body(
     }
     .map_err(ApiError::internal)?;
     let mut frames = Vec::new();
-    let (mut frame, mut total) = (Vec::with_capacity(chunk), 0);
+    let (mut frame, mut total, mut json) = (Vec::with_capacity(chunk), 0, Vec::new());
     for entry in entries {
-        let served = entry.served(renderer)?;
         let before = frame.len();
-        let encoded = match partial {
-            Some(v1beta1) => encoder.item(&partial_metadata(&served, v1beta1), &mut frame),
-            None => encoder.item(&served, &mut frame),
+        let encoded = match (entry, partial) {
+            // Straight from the stored JSON text, without a tree.
+            (Entry::Stored(item), None) => {
+                json.clear();
+                codec::write_with_revision(&item.stored, item.revision, &mut json);
+                encoder.item_json(&json, &mut frame)
+            }
+            (entry, Some(v1beta1)) => {
+                let served = entry.served(renderer)?;
+                encoder.item(&partial_metadata(&served, v1beta1), &mut frame)
+            }
+            (entry, None) => encoder.item(&entry.served(renderer)?, &mut frame),
         };
         encoded.map_err(ApiError::internal)?;
         total += frame.len() - before;

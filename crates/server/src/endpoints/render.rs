@@ -47,6 +47,19 @@ impl Renderer<'_> {
             codec::write_with_revision(&item.stored, item.revision, &mut out);
             return Ok(out);
         }
+        if self.output == Output::Protobuf && self.definition.converter.is_none() {
+            // Straight from the stored JSON text, without a tree.
+            let mut json = Vec::with_capacity(item.stored.len() + 32);
+            codec::write_with_revision(&item.stored, item.revision, &mut json);
+            let mut out = Vec::with_capacity(json.len());
+            let (api_version, kind) = (
+                self.definition.group_version.api_version(),
+                &self.definition.kind,
+            );
+            kapi_protobuf::encode_json_into(&mut out, &api_version, kind, &json)
+                .map_err(ApiError::internal)?;
+            return Ok(out);
+        }
         let object = self.served(item)?;
         self.value(object)
     }
