@@ -83,7 +83,14 @@ async fn list(client: &kube::Client, path: &str, accept: &str) -> (f64, f64, usi
 /// [`WATCHERS`] watches of ConfigMaps in `accept`, then [`EVENTS`] creates: server CPU per
 /// delivered event and bytes per event, once every watcher has read every event.
 async fn watch_delivery(client: &kube::Client, accept: &str) -> String {
-    let namespace = format!("watch-{}", if accept == PROTOBUF { "protobuf" } else { "json" });
+    let namespace = format!(
+        "watch-{}",
+        if accept == PROTOBUF {
+            "protobuf"
+        } else {
+            "json"
+        }
+    );
     common::create_namespace(client, &namespace).await;
     let path = format!("/api/v1/namespaces/{namespace}/configmaps?watch=1&resourceVersion=0");
     let mut bodies = Vec::new();

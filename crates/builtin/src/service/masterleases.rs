@@ -52,9 +52,11 @@ impl MasterLeases {
             let lease: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
             let renewed = lease["metadata"]["annotations"][RENEWED]
                 .as_str()
-                .and_then(|s| s.parse::<u64>().ok())
-                .unwrap_or(0);
-            if renewed + LEASE_TTL.as_secs() < now {
+                .and_then(|s| s.parse::<u64>().ok());
+            // A lease without kapi's renewal time is another server's (kube-apiserver's, on a
+            // shared etcd: protobuf, expired by its etcd lease): live while it exists, and
+            // never deleted here.
+            if renewed.is_some_and(|renewed| renewed + LEASE_TTL.as_secs() < now) {
                 // Another server may have renewed or deleted it meanwhile: nothing to do then.
                 let _ = self.store.delete(&kv.key, Some(kv.mod_revision)).await;
                 continue;
@@ -151,6 +153,25 @@ mod tests {
             .await
             .unwrap();
         assert!(left.kvs.is_empty());
+    }
+
+    #[tokio::test]
+    async fn leases_kapi_did_not_write_are_live_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
+        let leases = MasterLeases::new(store.clone(), "/registry");
+        let key = "/registry/masterleases/10.0.0.9";
+        store
+            .create(
+                key,
+                Bytes::from_static(b"k8s\0\x0a\x0c\x0a\x02v1\x12\x09Endpoints"),
+            )
+            .await
+            .unwrap();
+        let live = leases.live().await.unwrap();
+        assert_eq!(live, vec!["10.0.0.9".parse::<IpAddr>().unwrap()]);
+        assert!(store.get(key, None).await.unwrap().kv.is_some());
     }
 
     fn now_minus(seconds: u64) -> u64 {
