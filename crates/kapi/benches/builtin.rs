@@ -10,7 +10,6 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 mod common;
@@ -27,16 +26,8 @@ fn main() {
     common::with_server(|kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
         common::start_report(&client, NAMESPACE).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
         let size = serde_json::to_vec(&pod("sample")).expect("json").len();
-        let report = creates(PODS, |i| {
-            let pods = pods.clone();
-            async move {
-                let pod = serde_json::from_value(pod(&format!("pod-{i}"))).expect("pod");
-                pods.create(&PostParams::default(), &pod).await.map(drop)
-            }
-        })
-        .await;
+        let report = common::create_pods(&client, NAMESPACE, PODS).await;
         println!("| Pod creates ({size} B each), concurrency {CONCURRENCY} | {report} |");
         let deployments: Api<Deployment> = Api::namespaced(client.clone(), NAMESPACE);
         let size = serde_json::to_vec(&deployment("sample", 1))

@@ -10,11 +10,11 @@
 use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
 
 mod common;
-use common::{CONCURRENCY, creates, pod, server_cpu};
+use common::{CONCURRENCY, server_cpu};
 use serde_json::json;
 
 const PODS: usize = 10_000;
@@ -29,16 +29,7 @@ fn main() {
     common::with_server(|kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
         common::start_report(&client, NAMESPACE).await;
-        common::wait_for_service_account(&client, NAMESPACE).await;
-        let pods: Api<Pod> = Api::namespaced(client.clone(), NAMESPACE);
-        let report = creates(PODS, |i| {
-            let pods = pods.clone();
-            async move {
-                let pod = serde_json::from_value(pod(&format!("pod-{i}"))).expect("pod");
-                pods.create(&PostParams::default(), &pod).await.map(drop)
-            }
-        })
-        .await;
+        let report = common::create_pods(&client, NAMESPACE, PODS).await;
         println!("| {PODS} Pod creates, concurrency {CONCURRENCY} | {report} |");
         let path = format!("/api/v1/namespaces/{NAMESPACE}/pods");
         let mut totals = [(0.0, 0.0, 0usize); 2];

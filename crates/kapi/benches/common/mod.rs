@@ -280,6 +280,21 @@ pub fn pod_spec() -> Value {
     })
 }
 
+/// Creates `n` realistic Pods ([`pod`]) in `namespace` at [`CONCURRENCY`], once the
+/// namespace's ServiceAccount exists; returns the report of [`creates`].
+pub async fn create_pods(client: &kube::Client, namespace: &str, n: usize) -> String {
+    wait_for_service_account(client, namespace).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), namespace);
+    creates(n, |i| {
+        let pods = pods.clone();
+        async move {
+            let pod = serde_json::from_value(pod(&format!("pod-{i}"))).expect("pod");
+            pods.create(&Default::default(), &pod).await.map(drop)
+        }
+    })
+    .await
+}
+
 /// Waits until the namespace's `default` ServiceAccount exists (the controller makes it just
 /// after the namespace): Pods name it, and admission refuses them until it is there.
 pub async fn wait_for_service_account(client: &kube::Client, namespace: &str) {
