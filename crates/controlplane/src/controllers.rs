@@ -73,6 +73,35 @@ const CONTROLLERS: [&str; 18] = [
 /// The controllers `*` leaves off, as kube-controller-manager's: they must be named.
 const DISABLED_BY_DEFAULT: [&str; 2] = [BOOTSTRAP_SIGNER_CONTROLLER, TOKEN_CLEANER_CONTROLLER];
 
+/// The name of the hook starting the controllers (its readiness check is `poststarthook/`
+/// and the name).
+const CONTROLLERS_HOOK: &str = "start-kube-controller-manager-controllers";
+
+/// Waits until the server is ready but for the controllers' own hook, as
+/// kube-controller-manager waits for a healthy server before it campaigns: until then its
+/// RBAC roles and kube-system may be missing, and a failed first attempt would hold the
+/// controllers back a whole retry period. Polled, as kube-controller-manager polls.
+async fn wait_for_ready(loopback: &Loopback, stopping: &CancellationToken) {
+    let user = UserInfo {
+        name: "system:kube-controller-manager".into(),
+        ..UserInfo::default()
+    };
+    let client = loopback.client(user, &user_agent("wait-for-ready"));
+    let path = format!("/readyz?exclude=poststarthook/{CONTROLLERS_HOOK}");
+    while !stopping.is_cancelled() {
+        let request = http::Request::get(&path).body(kapi_server::body::empty());
+        let Ok(request) = request else { return };
+        let ready = client.send(request).await;
+        if ready.is_ok_and(|response| response.status() == http::StatusCode::OK) {
+            return;
+        }
+        tokio::select! {
+            () = stopping.cancelled() => return,
+            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+        }
+    }
+}
+
 /// Starts one controller, its requests through the loopback, until the token is cancelled.
 type Starter = Box<dyn Fn(&Loopback, CancellationToken) + Send + Sync>;
 
@@ -100,51 +129,49 @@ pub(crate) fn post_start_hooks(
     };
     let caches = resources.all();
     let mut hooks = PostStartHooks::default();
-    hooks.add(
-        "start-kube-controller-manager-controllers",
-        move |context| async move {
-            // As kube-controller-manager waits for its informers: no controller acts on a
-            // collection not listed yet (an empty Services cache would make every Endpoints
-            // look left over).
-            for served in &caches {
-                let synced = served
-                    .registry
-                    .cacher()
-                    .wait_for(1, CACHE_SYNC_TIMEOUT)
-                    .await;
-                if synced.is_err() {
-                    let plural = &served.definition.plural;
-                    return Err(format!("the {plural} cache did not fill in time").into());
-                }
+    hooks.add(CONTROLLERS_HOOK, move |context| async move {
+        // As kube-controller-manager waits for its informers: no controller acts on a
+        // collection not listed yet (an empty Services cache would make every Endpoints
+        // look left over).
+        for served in &caches {
+            let synced = served
+                .registry
+                .cacher()
+                .wait_for(1, CACHE_SYNC_TIMEOUT)
+                .await;
+            if synced.is_err() {
+                let plural = &served.definition.plural;
+                return Err(format!("the {plural} cache did not fill in time").into());
             }
-            let loopback = context.loopback.clone();
-            let start_all = move |leading: CancellationToken| {
-                for start in &starters {
-                    start(&loopback, leading.clone());
-                }
-            };
-            match election {
-                Some((settings, identity)) => {
-                    let user = UserInfo {
-                        name: "system:kube-controller-manager".into(),
-                        ..UserInfo::default()
-                    };
-                    let client = context
-                        .loopback
-                        .client(user, &user_agent("leader-election"));
-                    kapi_controllers::run_leader_elected(
-                        client,
-                        settings,
-                        identity,
-                        context.stopping,
-                        start_all,
-                    );
-                }
-                None => start_all(context.stopping),
+        }
+        wait_for_ready(&context.loopback, &context.stopping).await;
+        let loopback = context.loopback.clone();
+        let start_all = move |leading: CancellationToken| {
+            for start in &starters {
+                start(&loopback, leading.clone());
             }
-            Ok(())
-        },
-    )?;
+        };
+        match election {
+            Some((settings, identity)) => {
+                let user = UserInfo {
+                    name: "system:kube-controller-manager".into(),
+                    ..UserInfo::default()
+                };
+                let client = context
+                    .loopback
+                    .client(user, &user_agent("leader-election"));
+                kapi_controllers::run_leader_elected(
+                    client,
+                    settings,
+                    identity,
+                    context.stopping,
+                    start_all,
+                );
+            }
+            None => start_all(context.stopping),
+        }
+        Ok(())
+    })?;
     Ok(hooks)
 }
 
