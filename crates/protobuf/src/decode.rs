@@ -299,9 +299,15 @@ fn special_value(kind: Kind, data: &[u8], path: &str, depth: usize) -> Result<Va
                 t => return Err(at(path, format!("impossible IntOrString type {t}"))),
             }
         }
+        // Go's Unmarshal parses the text (refusing what is not a quantity) and shows it
+        // canonical; an absent text is the zero quantity.
         Kind::Quantity => match small(data, path)?.bytes[1] {
-            Some(s) if !s.is_empty() => Value::String(string(s)),
-            _ => Value::String("0".into()),
+            Some(s) => {
+                let text = std::str::from_utf8(s).map_err(|e| at(path, e))?;
+                let q = kapi_apimachinery::quantity::Quantity::parse(text);
+                Value::String(q.map_err(|e| at(path, e))?.canonical())
+            }
+            None => Value::String("0".into()),
         },
         Kind::FieldsV1 => match small(data, path)?.bytes[1] {
             Some(raw) => serde_json::from_slice(raw)

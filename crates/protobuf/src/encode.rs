@@ -244,7 +244,9 @@ fn one(w: &mut Rev, num: u32, kind: Kind, value: &Value, depth: usize) -> Result
         Kind::StrList => {
             let start = w.len();
             for item in value.as_array().ok_or("not an array")?.iter().rev() {
-                w.string_field(1, str_of(item)?.as_bytes());
+                // A null element is Go's zero string.
+                let text = if item.is_null() { "" } else { str_of(item)? };
+                w.string_field(1, text.as_bytes());
             }
             w.close(num, start);
         }
@@ -289,18 +291,12 @@ fn one(w: &mut Rev, num: u32, kind: Kind, value: &Value, depth: usize) -> Result
             w.close(num, start);
         }
         Kind::Quantity => {
-            let canonical;
-            let text = match value {
-                Value::String(s) => s.as_str(),
-                v => {
-                    canonical = Quantity::from_json(v)
-                        .map_err(|e| e.to_string())?
-                        .canonical();
-                    &canonical
-                }
-            };
+            // Go's Marshal writes `q.String()`: the canonical form, whatever was parsed.
+            let canonical = Quantity::from_json(value)
+                .map_err(|e| e.to_string())?
+                .canonical();
             let start = w.len();
-            w.string_field(1, text.as_bytes());
+            w.string_field(1, canonical.as_bytes());
             w.close(num, start);
         }
         Kind::FieldsV1 | Kind::RawExtension => {

@@ -7,7 +7,8 @@
 //! (moving the message's bytes) when the message is 128 bytes or more. Members go out in the
 //! JSON's order, and fields the JSON leaves out are not written: a protobuf reader (Go's
 //! generated `Unmarshal` too) takes an absent field as its zero value, so the message means
-//! what `encode.rs`'s, which writes Go's zeros, means. `null` is an absent field. The members
+//! what `encode.rs`'s, which writes Go's zeros, means. `null` is an absent field, and the zero
+//! value in a list. The members
 //! of an inlined struct (`json:",inline"`) are gathered into their own message.
 
 use std::fmt;
@@ -219,17 +220,57 @@ impl<'de> Visitor<'de> for ListSeed<'_> {
         f.write_str("an array")
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq
-            .next_element_seed(ValueSeed {
-                out: &mut *self.out,
-                num: self.num,
-                kind: self.kind,
-                depth: self.depth,
-            })?
-            .is_some()
-        {}
-        Ok(())
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        elements(self.out, self.num, self.kind, self.depth, seq)
+    }
+}
+
+/// The elements of a JSON array, each as one occurrence of field `num`. A `null` element is
+/// the element type's zero value, as Go's JSON decoding makes it (a value writes nothing only
+/// when it is `null`: every other value writes at least its tag).
+fn elements<'de, A: SeqAccess<'de>>(
+    out: &mut Vec<u8>,
+    num: u32,
+    kind: Kind,
+    depth: usize,
+    mut seq: A,
+) -> Result<(), A::Error> {
+    loop {
+        let before = out.len();
+        let seed = ValueSeed {
+            out: &mut *out,
+            num,
+            kind,
+            depth,
+        };
+        if seq.next_element_seed(seed)?.is_none() {
+            return Ok(());
+        }
+        if out.len() == before {
+            zero(out, num, kind);
+        }
+    }
+}
+
+/// The zero value of `kind` as field `num`. Messages are written empty: a protobuf reader
+/// takes their absent fields as zeros.
+fn zero(out: &mut Vec<u8>, num: u32, kind: Kind) {
+    match kind {
+        Kind::Str | Kind::Bytes => bytes_field(out, num, b""),
+        Kind::Bool | Kind::Int32 | Kind::Int64 => varint_field(out, num, 0),
+        Kind::Double => {
+            wire::put_varint(out, u64::from(num) << 3 | u64::from(FIXED64));
+            out.extend_from_slice(&0f64.to_bits().to_le_bytes());
+        }
+        Kind::Quantity => {
+            let start = open(out, num);
+            bytes_field(out, 1, b"0");
+            close(out, start);
+        }
+        _ => {
+            let start = open(out, num);
+            close(out, start);
+        }
     }
 }
 
@@ -462,8 +503,9 @@ impl<'de> Visitor<'de> for Scalar<'_> {
                 close(self.out, start);
             }
             Kind::Quantity => {
+                let canonical = Quantity::parse(v).map_err(E::custom)?.canonical();
                 let start = open(self.out, self.num);
-                bytes_field(self.out, 1, v.as_bytes());
+                bytes_field(self.out, 1, canonical.as_bytes());
                 close(self.out, start);
             }
             kind => return Err(E::custom(format!("a string where a {kind:?} belongs"))),
@@ -471,7 +513,7 @@ impl<'de> Visitor<'de> for Scalar<'_> {
         Ok(())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
         let start = open(self.out, self.num);
         let (item_num, item_kind) = match self.kind {
             Kind::StrList | Kind::SchemaOrStrings(_) => (
@@ -489,15 +531,7 @@ impl<'de> Visitor<'de> for Scalar<'_> {
                 )));
             }
         };
-        while seq
-            .next_element_seed(ValueSeed {
-                out: &mut *self.out,
-                num: item_num,
-                kind: item_kind,
-                depth: self.depth + 1,
-            })?
-            .is_some()
-        {}
+        elements(self.out, item_num, item_kind, self.depth + 1, seq)?;
         close(self.out, start);
         Ok(())
     }

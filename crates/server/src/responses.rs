@@ -50,15 +50,22 @@ pub fn api_error_negotiated(err: &ApiError, accept: Option<&str>) -> Response<Bo
     response
 }
 
-/// An error's `Status` as a protobuf body, or as JSON.
+/// An error's `Status` as a protobuf body, or as JSON (without a newline).
 pub fn status_body(err: &ApiError, protobuf: bool) -> Vec<u8> {
-    if protobuf {
-        let value = serde_json::to_value(err.status()).unwrap_or_default();
-        if let Ok(body) = kapi_protobuf::encode("v1", "Status", &value) {
-            return body;
-        }
+    if !protobuf {
+        return err.status().to_json().into_bytes();
     }
-    err.status().to_json().into_bytes()
+    let value = serde_json::to_value(err.status()).unwrap_or_default();
+    kapi_protobuf::encode("v1", "Status", &value).unwrap_or_else(|_| {
+        // A Status kapi made always encodes; were it not to, the body still has to be the
+        // protobuf its Content-Type promises: the Status without its details.
+        let bare = serde_json::json!({
+            "status": "Failure",
+            "code": err.code(),
+            "message": err.status().message,
+        });
+        kapi_protobuf::encode("v1", "Status", &bare).unwrap_or_default()
+    })
 }
 
 /// A plain-text error as Go's `http.Error` writes it: the message and a newline, UTF-8 text,

@@ -247,6 +247,15 @@ async fn watch_frames_status_discovery_and_metadata_in_protobuf() {
     let table = format!("{PROTOBUF};as=Table;g=meta.k8s.io;v=v1");
     let refused = get_as(&admin, configmaps, &table).await;
     assert_eq!(refused.status, 406, "{}", refused.body);
+    // A PartialObjectMetadataList asked of one object is upstream's 406 (in JSON: errors
+    // take no transformation), whatever follows it.
+    let one = format!("{configmaps}/a");
+    let wrong = get_as(&admin, &one, &format!("{meta_list}, application/json")).await;
+    assert_eq!(wrong.status, 406);
+    assert_eq!(
+        wrong.json()["message"],
+        "you requested PartialObjectMetadataList, but the requested object is not a list (*core.ConfigMap)"
+    );
 
     // Custom resources have no protobuf: 406, as upstream, unless JSON is accepted too.
     let widgets = common::install_widgets(&admin).await;

@@ -58,6 +58,22 @@ struct Context<'a> {
     http2: bool,
 }
 
+/// The Go type kube-apiserver's handler holds for the resource's objects or lists (its
+/// internal type's package and name, `%T`), which some of its messages name.
+pub(super) fn go_type(definition: &ResourceDefinition, list: bool) -> String {
+    let suffix = if list { "List" } else { "" };
+    if definition.capabilities.dynamic {
+        return format!("*unstructured.Unstructured{suffix}");
+    }
+    let package = match definition.group_version.group.as_str() {
+        // Events of events.k8s.io are core's internal Event.
+        "" | "events.k8s.io" => "core",
+        "internal.apiserver.k8s.io" => "apiserverinternal",
+        group => group.split('.').next().unwrap_or(group),
+    };
+    format!("*{package}.{}{suffix}", definition.kind)
+}
+
 impl Context<'_> {
     fn definition(&self) -> &Arc<ResourceDefinition> {
         &self.served.definition
@@ -66,7 +82,12 @@ impl Context<'_> {
     /// The output the request's Accept header negotiates for one object or a list.
     fn negotiate(&self, list: bool) -> Result<Output, ApiError> {
         let protobuf = self.apis.serves_protobuf(self.definition());
-        negotiation::negotiate(self.accept.as_deref(), list, protobuf)
+        let go_type = go_type(self.definition(), list);
+        let shape = match list {
+            true => negotiation::Shape::List(&go_type),
+            false => negotiation::Shape::Object(&go_type),
+        };
+        negotiation::negotiate(self.accept.as_deref(), shape, protobuf)
     }
 
     fn renderer(&self, output: Output) -> Result<Renderer<'_>, ApiError> {

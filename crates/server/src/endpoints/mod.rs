@@ -775,15 +775,17 @@ fn without(resources: &Resources, owner: &str) -> Resources {
     }
 }
 
-/// An aggregated discovery document, with its ETag (and 304 when the client has it).
 /// A discovery document, given as JSON, in protobuf. APIVersions, whose JSON names no
 /// apiVersion, is meta/v1's unversioned kind.
 fn discovery_protobuf(json: &[u8]) -> Result<Vec<u8>, ApiError> {
     let mut document: serde_json::Value =
         serde_json::from_slice(json).map_err(ApiError::internal)?;
-    if document.get("apiVersion").is_none() {
-        document["apiVersion"] = serde_json::Value::from("v1");
-    }
+    let object = document
+        .as_object_mut()
+        .ok_or_else(|| ApiError::internal("a discovery document is not an object"))?;
+    object
+        .entry("apiVersion")
+        .or_insert_with(|| serde_json::Value::from("v1"));
     render::protobuf(&document)
 }
 

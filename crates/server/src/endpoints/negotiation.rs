@@ -107,24 +107,43 @@ fn media_ranges(accept: &str) -> Vec<MediaRange<'_>> {
     ranges
 }
 
-/// Chooses the output for a resource request from its Accept header. `list` says whether the
+/// What a resource handler answers with: one object or a list, named by the Go type
+/// kube-apiserver's handler holds (`*core.Pod`, `*unstructured.UnstructuredList`), which its
+/// 406 for a PartialObjectMetadata of the other shape names.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape<'a> {
+    Object(&'a str),
+    List(&'a str),
+}
+
+impl Shape<'_> {
+    fn is_list(self) -> bool {
+        matches!(self, Shape::List(_))
+    }
+}
+
+/// Chooses the output for a resource request from its Accept header. `shape` says whether the
 /// response is a list (PartialObjectMetadataList) or one object (PartialObjectMetadata);
 /// `protobuf` whether the resource's kind has a protobuf message.
-pub fn negotiate(accept: Option<&str>, list: bool, protobuf: bool) -> Result<Output, ApiError> {
+pub fn negotiate(
+    accept: Option<&str>,
+    shape: Shape<'_>,
+    protobuf: bool,
+) -> Result<Output, ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Output::Json);
     };
     let ranges = media_ranges(accept);
     for range in &ranges {
-        if let Some(output) = output_for(range, list, protobuf) {
-            return Ok(output);
+        if let Some(output) = output_for(range, shape, protobuf) {
+            return output;
         }
     }
     if ranges.iter().any(|range| served_type(range.essence)) {
         // A representation kapi has, with parameters it does not serve (the handler's 406).
         return Err(ApiError::not_acceptable(SERVED));
     }
-    Err(router_not_acceptable(list))
+    Err(router_not_acceptable(shape.is_list()))
 }
 
 /// Whether a media range names one of kube-apiserver's representations.
@@ -148,7 +167,13 @@ fn router_not_acceptable(list: bool) -> ApiError {
     super::router_error(406, "NotAcceptable", message)
 }
 
-fn output_for(range: &MediaRange<'_>, list: bool, protobuf: bool) -> Option<Output> {
+/// The output `range` asks for, if the endpoint has it. Like upstream, a PartialObjectMetadata
+/// range is taken whatever the response's shape, and the wrong shape is a 406.
+fn output_for(
+    range: &MediaRange<'_>,
+    shape: Shape<'_>,
+    protobuf: bool,
+) -> Option<Result<Output, ApiError>> {
     // Wildcards match the serializers in upstream's order: JSON first.
     let (yaml, proto) = match range.essence {
         "application/json" | "application/*" | "*/*" => (false, false),
@@ -158,10 +183,10 @@ fn output_for(range: &MediaRange<'_>, list: bool, protobuf: bool) -> Option<Outp
     };
     let Some(as_kind) = range.param("as") else {
         return match (yaml, proto) {
-            (true, _) => Some(Output::Yaml),
-            (_, true) if protobuf => Some(Output::Protobuf),
+            (true, _) => Some(Ok(Output::Yaml)),
+            (_, true) if protobuf => Some(Ok(Output::Protobuf)),
             (_, true) => None,
-            _ => Some(Output::Json),
+            _ => Some(Ok(Output::Json)),
         };
     };
     if range.param("g") != Some("meta.k8s.io") {
@@ -172,16 +197,21 @@ fn output_for(range: &MediaRange<'_>, list: bool, protobuf: bool) -> Option<Outp
         Some("v1beta1") => true,
         _ => return None,
     };
-    match as_kind {
-        "Table" if !proto => Some(Output::Table { v1beta1 }),
-        "PartialObjectMetadata" if !list => Some(Output::PartialMetadata {
-            v1beta1,
-            protobuf: proto,
-        }),
-        "PartialObjectMetadataList" if list => Some(Output::PartialMetadata {
-            v1beta1,
-            protobuf: proto,
-        }),
+    let partial = Output::PartialMetadata {
+        v1beta1,
+        protobuf: proto,
+    };
+    let wrong_shape = |message: String| ApiError::new_generic(406, "NotAcceptable", message);
+    match (as_kind, shape) {
+        ("Table", _) if !proto => Some(Ok(Output::Table { v1beta1 })),
+        ("PartialObjectMetadata", Shape::Object(_)) => Some(Ok(partial)),
+        ("PartialObjectMetadataList", Shape::List(_)) => Some(Ok(partial)),
+        ("PartialObjectMetadata", Shape::List(go_type)) => Some(Err(wrong_shape(format!(
+            "you requested PartialObjectMetadata, but the requested object is a list ({go_type})"
+        )))),
+        ("PartialObjectMetadataList", Shape::Object(go_type)) => Some(Err(wrong_shape(format!(
+            "you requested PartialObjectMetadataList, but the requested object is not a list ({go_type})"
+        )))),
         _ => None,
     }
 }
@@ -324,11 +354,14 @@ pub fn essence(content_type: &str) -> &str {
 mod tests {
     use super::*;
 
+    const OBJECT: Shape = Shape::Object("*core.Pod");
+    const LIST: Shape = Shape::List("*core.PodList");
+
     #[test]
     fn kubectl_get_accept_is_table() {
         let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(
-            negotiate(Some(accept), true, true).unwrap(),
+            negotiate(Some(accept), LIST, true).unwrap(),
             Output::Table { v1beta1: false }
         );
     }
@@ -337,25 +370,25 @@ mod tests {
     fn protobuf_only_for_kinds_that_have_it() {
         let proto = "application/vnd.kubernetes.protobuf";
         assert_eq!(
-            negotiate(Some(proto), false, true).unwrap(),
+            negotiate(Some(proto), OBJECT, true).unwrap(),
             Output::Protobuf
         );
-        let err = negotiate(Some(proto), false, false).unwrap_err();
+        let err = negotiate(Some(proto), OBJECT, false).unwrap_err();
         assert_eq!(err.code(), 406);
         assert_eq!(
             err.status().message,
             "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
         );
         let both = "application/vnd.kubernetes.protobuf,application/json";
-        assert_eq!(negotiate(Some(both), false, false).unwrap(), Output::Json);
+        assert_eq!(negotiate(Some(both), OBJECT, false).unwrap(), Output::Json);
         assert_eq!(
-            negotiate(Some(both), false, true).unwrap(),
+            negotiate(Some(both), OBJECT, true).unwrap(),
             Output::Protobuf
         );
         // client-go's protobuf clients.
         let client_go = "application/vnd.kubernetes.protobuf, */*";
         assert_eq!(
-            negotiate(Some(client_go), true, false).unwrap(),
+            negotiate(Some(client_go), LIST, false).unwrap(),
             Output::Json
         );
     }
@@ -363,15 +396,15 @@ mod tests {
     #[test]
     fn quality_then_specificity_then_order() {
         let accept = "application/vnd.kubernetes.protobuf;q=0.5,application/json";
-        assert_eq!(negotiate(Some(accept), false, true).unwrap(), Output::Json);
+        assert_eq!(negotiate(Some(accept), OBJECT, true).unwrap(), Output::Json);
         let accept = "*/*,application/vnd.kubernetes.protobuf";
         assert_eq!(
-            negotiate(Some(accept), false, true).unwrap(),
+            negotiate(Some(accept), OBJECT, true).unwrap(),
             Output::Protobuf
         );
         let accept = "application/yaml;q=0.9,application/json;q=0.9,text/html";
-        assert_eq!(negotiate(Some(accept), false, true).unwrap(), Output::Yaml);
-        let err = negotiate(Some("text/html"), true, true).unwrap_err();
+        assert_eq!(negotiate(Some(accept), OBJECT, true).unwrap(), Output::Yaml);
+        let err = negotiate(Some("text/html"), LIST, true).unwrap_err();
         assert!(
             err.status().message.ends_with(
                 "application/vnd.kubernetes.protobuf, application/json;stream=watch, application/vnd.kubernetes.protobuf;stream=watch"
@@ -385,18 +418,34 @@ mod tests {
     fn tables_are_never_protobuf() {
         let accept =
             "application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(accept), true, true).unwrap(), Output::Json);
+        assert_eq!(negotiate(Some(accept), LIST, true).unwrap(), Output::Json);
     }
 
     #[test]
     fn partial_metadata_matches_list_or_object() {
         let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert!(negotiate(Some(list), true, false).is_ok());
-        assert!(negotiate(Some(list), false, false).is_err());
+        assert!(negotiate(Some(list), LIST, false).is_ok());
+        // The wrong shape is upstream's 406, not a reason to try the next range.
+        let then_json = format!("{list},application/json");
+        let err = negotiate(Some(&then_json), OBJECT, false).unwrap_err();
+        assert_eq!((err.code(), err.reason()), (406, "NotAcceptable"));
+        assert_eq!(
+            err.status().message,
+            "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)"
+        );
+        let object = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        let err = negotiate(Some(object), LIST, false).unwrap_err();
+        assert_eq!(
+            err.status().message,
+            "you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)"
+        );
+        // Another meta version is not a transformation kapi has: the next range serves.
+        let v2 = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v2,application/json";
+        assert_eq!(negotiate(Some(v2), LIST, false).unwrap(), Output::Json);
         let proto =
             "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         assert_eq!(
-            negotiate(Some(proto), true, false).unwrap(),
+            negotiate(Some(proto), LIST, false).unwrap(),
             Output::PartialMetadata {
                 v1beta1: false,
                 protobuf: true

@@ -113,13 +113,10 @@ impl Call<'_> {
     /// Renders `document` as the client accepts (JSON, YAML, or protobuf for kinds that
     /// have it).
     fn respond(&self, status: StatusCode, document: &Value) -> Result<Response<Body>, ApiError> {
-        let field = |name: &str| document[name].as_str().unwrap_or_default();
-        let protobuf = !self.served.definition.capabilities.dynamic
-            && self
-                .apis
-                .schemas()
-                .is_some_and(|s| s.serves_protobuf(field("apiVersion"), field("kind")));
-        let output = match negotiation::negotiate(self.accept.as_deref(), false, protobuf)? {
+        let protobuf = self.serves_protobuf(document);
+        let go_type = super::handlers::go_type(&self.served.definition, false);
+        let shape = negotiation::Shape::Object(&go_type);
+        let output = match negotiation::negotiate(self.accept.as_deref(), shape, protobuf)? {
             out @ (negotiation::Output::Yaml | negotiation::Output::Protobuf) => out,
             _ => negotiation::Output::Json,
         };
@@ -130,10 +127,23 @@ impl Call<'_> {
         ))
     }
 
+    /// Whether `document` may be answered in protobuf: never for custom resources (their
+    /// subresources included, as upstream), else when its kind is in the schema table.
+    fn serves_protobuf(&self, document: &Value) -> bool {
+        let field = |name: &str| document[name].as_str().unwrap_or_default();
+        !self.served.definition.capabilities.dynamic
+            && self
+                .apis
+                .schemas()
+                .is_some_and(|s| s.serves_protobuf(field("apiVersion"), field("kind")))
+    }
+
     /// Renders a Scale as the client accepts: JSON, YAML, or a Table with upstream's Scale
     /// columns (`kubectl get --subresource=scale`).
     fn respond_scale(&self, scale: Value) -> Result<Response<Body>, ApiError> {
-        let output = negotiation::negotiate(self.accept.as_deref(), false, true)?;
+        let protobuf = self.serves_protobuf(&scale);
+        let shape = negotiation::Shape::Object("*autoscaling.Scale");
+        let output = negotiation::negotiate(self.accept.as_deref(), shape, protobuf)?;
         let definition = ResourceDefinition {
             table: Some(scale_table()),
             ..ResourceDefinition::clone(&self.served.definition)
