@@ -77,7 +77,7 @@ const DISABLED_BY_DEFAULT: [&str; 2] = [BOOTSTRAP_SIGNER_CONTROLLER, TOKEN_CLEAN
 /// and the name).
 const CONTROLLERS_HOOK: &str = "start-kube-controller-manager-controllers";
 
-/// Waits until the server is ready but for the controllers' own hook, as
+/// Waits until the server is ready (but for the controllers' own hook), as
 /// kube-controller-manager waits for a healthy server before it campaigns: until then its
 /// RBAC roles and kube-system may be missing, and a failed first attempt would hold the
 /// controllers back a whole retry period. Polled, as kube-controller-manager polls.
@@ -144,32 +144,36 @@ pub(crate) fn post_start_hooks(
                 return Err(format!("the {plural} cache did not fill in time").into());
             }
         }
-        wait_for_ready(&context.loopback, &context.stopping).await;
-        let loopback = context.loopback.clone();
-        let start_all = move |leading: CancellationToken| {
-            for start in &starters {
-                start(&loopback, leading.clone());
+        // The controllers start on their own once the server is ready, as a separate
+        // kube-controller-manager would: the server's readiness does not wait for them.
+        tokio::spawn(async move {
+            wait_for_ready(&context.loopback, &context.stopping).await;
+            let loopback = context.loopback.clone();
+            let start_all = move |leading: CancellationToken| {
+                for start in &starters {
+                    start(&loopback, leading.clone());
+                }
+            };
+            match election {
+                Some((settings, identity)) => {
+                    let user = UserInfo {
+                        name: "system:kube-controller-manager".into(),
+                        ..UserInfo::default()
+                    };
+                    let client = context
+                        .loopback
+                        .client(user, &user_agent("leader-election"));
+                    kapi_controllers::run_leader_elected(
+                        client,
+                        settings,
+                        identity,
+                        context.stopping,
+                        start_all,
+                    );
+                }
+                None => start_all(context.stopping),
             }
-        };
-        match election {
-            Some((settings, identity)) => {
-                let user = UserInfo {
-                    name: "system:kube-controller-manager".into(),
-                    ..UserInfo::default()
-                };
-                let client = context
-                    .loopback
-                    .client(user, &user_agent("leader-election"));
-                kapi_controllers::run_leader_elected(
-                    client,
-                    settings,
-                    identity,
-                    context.stopping,
-                    start_all,
-                );
-            }
-            None => start_all(context.stopping),
-        }
+        });
         Ok(())
     })?;
     Ok(hooks)
