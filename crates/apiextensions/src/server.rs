@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use kapi_server::admission::AdmissionPlugin;
+use kapi_server::encryption::EncryptionConfig;
 use kapi_server::endpoints::{ApiHandler, Served};
 use kapi_server::{PostStartHooks, ServerError};
 use kapi_storage::Store;
@@ -24,16 +25,19 @@ pub struct ApiExtensionsServer {
 }
 
 impl ApiExtensionsServer {
-    /// The server over `store` (keys under `storage_prefix`). `resolver` finds the
+    /// The server over `store` (keys under `storage_prefix`), encrypting the resources
+    /// `encryption` names (custom resources by group and plural). `resolver` finds the
     /// conversion webhooks that CRDs name by Service.
     pub fn new(
         store: Arc<dyn Store>,
         storage_prefix: &str,
+        encryption: Option<Arc<EncryptionConfig>>,
         resolver: Arc<dyn ServiceResolver>,
     ) -> ApiExtensionsServer {
         let (synced_tx, synced) = watch::channel(false);
         let schemas = Arc::new(CrdSchemas::default());
         let handler = ApiHandler::builder(store, storage_prefix)
+            .encryption(encryption)
             .resources([crate::crd::definition()])
             .schemas(schemas.clone())
             .unserved_unavailable_until(synced.clone())

@@ -38,6 +38,7 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
     let apiextensions = ApiExtensionsServer::new(
         storage.store.clone(),
         &storage.prefix,
+        storage.encryption.clone(),
         config.resolver.clone(),
     );
     let kube = KubeApiServer::new(config, apiextensions.handler())?;

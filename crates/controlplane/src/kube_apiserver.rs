@@ -58,6 +58,9 @@ impl KubeApiServer {
             .delegate(delegate)
             .service(config.tokens.clone())
             .schemas(Arc::new(kapi_builtin::BuiltinSchemas))
+            // APIServices are JSON as the aggregator's codec writes them.
+            .storage_media_type(options.storage_media_type(), &["apiregistration.k8s.io"])
+            .encryption(storage.encryption.clone())
             .server_address(SocketAddr::new(config.advertise, options.secure_port).to_string())
             .build();
         for unserved in kapi_builtin::unserved_resources() {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Subcommand};
+use kapi_server::storage_codec::StorageMediaType;
 
 /// `kapi store`: what `etcdctl snapshot save`, `etcdutl snapshot restore` and an integrity
 /// check give etcd, for the embedded store.
@@ -77,6 +78,18 @@ pub struct ServeOptions {
     /// The prefix to prepend to all resource paths in storage.
     #[arg(long, default_value = "/registry")]
     pub etcd_prefix: String,
+
+    /// The form built-in objects are written in: application/json, application/yaml or
+    /// application/vnd.kubernetes.protobuf. Default: protobuf on etcd (as kube-apiserver),
+    /// JSON on the embedded store (kapi's fastest: responses are spliced from stored JSON).
+    /// Reads take any of them; custom resources, CRDs and APIServices are always JSON.
+    #[arg(long)]
+    pub storage_media_type: Option<StorageMediaType>,
+
+    /// The file (an EncryptionConfiguration) saying how resources are encrypted in storage:
+    /// identity, aescbc, aesgcm and secretbox providers, values in kube-apiserver's format.
+    #[arg(long)]
+    pub encryption_provider_config: Option<PathBuf>,
 
     /// The interval of compaction requests; 0s disables compaction.
     #[arg(long, default_value = "5m0s", value_parser = go_duration)]
@@ -425,6 +438,17 @@ pub struct ServeOptions {
     /// RUST_LOG, when set, takes precedence.
     #[arg(short = 'v', long = "v", default_value_t = 0)]
     pub verbosity: u8,
+}
+
+impl ServeOptions {
+    /// The form built-in objects are written in: the flag's, else the backend's default.
+    pub fn storage_media_type(&self) -> StorageMediaType {
+        match self.storage_media_type {
+            Some(media_type) => media_type,
+            None if self.etcd_servers.is_empty() => StorageMediaType::Json,
+            None => StorageMediaType::Protobuf,
+        }
+    }
 }
 
 /// Parses `--service-cluster-ip-range`.

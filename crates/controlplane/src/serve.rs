@@ -72,6 +72,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     chain
         .aggregator_metrics
         .register(server.metrics_mut().registry_mut());
+    storage
+        .encryption_metrics
+        .register(server.metrics_mut().registry_mut());
     server.set_authorizer(chain.authorizer);
     if let Some(auditor) = crate::audit::auditor(&options)? {
         server.set_auditor(auditor);

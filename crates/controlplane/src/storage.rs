@@ -10,6 +10,8 @@ use kapi_storage::{
     Compactor, EmbeddedConfig, EmbeddedStore, EtcdConfig, EtcdStore, StorageError, Store,
 };
 
+use kapi_server::encryption::{EncryptionConfig, Metrics as EncryptionMetrics};
+
 use crate::options::ServeOptions;
 
 /// The store the server runs on, the key prefix resources live under, and the compactor
@@ -24,12 +26,21 @@ pub struct Storage {
     identity: Option<PathBuf>,
     /// The embedded store, for snapshots; `None` on etcd.
     pub embedded: Option<Arc<EmbeddedStore>>,
+    /// Encryption at rest (`--encryption-provider-config`).
+    pub encryption: Option<Arc<EncryptionConfig>>,
+    /// The transformation metrics of encryption at rest.
+    pub encryption_metrics: EncryptionMetrics,
     _compactor: Option<Compactor>,
 }
 
 impl Storage {
     /// Opens the store the options select and starts compacting it.
     pub async fn open(options: &ServeOptions) -> Result<Storage> {
+        let encryption_metrics = EncryptionMetrics::default();
+        let encryption = match &options.encryption_provider_config {
+            Some(path) => Some(Arc::new(EncryptionConfig::load(path, &encryption_metrics)?)),
+            None => None,
+        };
         let mut identity = None;
         let mut embedded = None;
         let (store, description): (Arc<dyn Store>, String) = if options.etcd_servers.is_empty() {
@@ -56,6 +67,8 @@ impl Storage {
             description,
             identity,
             embedded,
+            encryption,
+            encryption_metrics,
             _compactor: compactor,
         })
     }

@@ -32,6 +32,7 @@ pub mod resource;
 pub mod responses;
 pub mod server;
 pub mod serving;
+pub mod storage_codec;
 mod systemd;
 mod type_meta;
 pub mod version;
@@ -41,6 +42,7 @@ pub mod write_steps;
 /// The Kubernetes API machinery and the schema machinery a server built on this crate
 /// names its types with.
 pub use kapi_apimachinery as apimachinery;
+pub use kapi_encryption as encryption;
 pub use kapi_schema as schema;
 
 pub use authn::{Authentication, Authenticator, UserInfo};

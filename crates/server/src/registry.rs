@@ -633,7 +633,10 @@ impl Registry {
             };
         }
         let encoded = codec::encode(&new);
-        if encoded == current.value || write.dry_run {
+        // An unchanged object is not written again, unless its stored value is encrypted
+        // with an older key (then the write re-encrypts it, as upstream's stale values).
+        let unchanged = encoded == current.value && !self.store.is_stale(current).await?;
+        if unchanged || write.dry_run {
             codec::set_resource_version(&mut new, current.mod_revision);
             return Ok(Some(new));
         }

@@ -60,6 +60,12 @@ pub enum StorageError {
     #[error("storage damaged: {0}")]
     Damaged(String),
 
+    /// A value could not be decrypted or encrypted (encryption at rest: no key for it, a
+    /// key that does not authenticate it): the message names the key, as kube-apiserver's
+    /// `unable to transform key` does.
+    #[error("{0}")]
+    Transform(String),
+
     /// The backend failed in a way it should not (I/O error).
     #[error("storage internal error: {0}")]
     Internal(String),

@@ -225,6 +225,14 @@ pub trait Store: Send + Sync + 'static {
         true
     }
 
+    /// Whether `kv`'s value, as stored, must be written again even when an update leaves
+    /// it unchanged: it was encrypted with another key than the one writing now (upstream's
+    /// stale values, which `kubectl replace` re-encrypts). False for plain stores.
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        let _ = kv;
+        Ok(false)
+    }
+
     /// Drops the history before `revision`: reads and watches at older revisions fail with
     /// [`StorageError::Compacted`] from now on, and their space is reclaimed.
     async fn compact(&self, revision: Revision) -> Result<()>;

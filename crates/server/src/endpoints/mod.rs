@@ -35,6 +35,8 @@ use crate::discovery;
 use crate::openapi;
 use crate::registry::Registry;
 use crate::resource::{Name, ResourceDefinition};
+use crate::storage_codec::{StorageCodec, StorageMediaType};
+use kapi_encryption::EncryptionConfig;
 
 pub use decode::{ProtobufError, SchemaProvider, decode_table_protobuf, table_serves_protobuf};
 pub use render::NAME_DESCRIPTION;
@@ -114,9 +116,31 @@ pub struct ApiHandlerBuilder {
     schemas: Option<Arc<dyn SchemaProvider>>,
     delegate: Option<ApiHandler>,
     synced: Option<tokio::sync::watch::Receiver<bool>>,
+    media_type: StorageMediaType,
+    json_groups: Vec<String>,
+    encryption: Option<Arc<EncryptionConfig>>,
 }
 
 impl ApiHandlerBuilder {
+    /// Encrypts the values of the resources `config` names (`--encryption-provider-config`).
+    pub fn encryption(mut self, config: Option<Arc<EncryptionConfig>>) -> Self {
+        self.encryption = config;
+        self
+    }
+
+    /// How objects are written (`--storage-media-type`; JSON unless set), but for the groups
+    /// of `json_groups`, always JSON (upstream's APIServices: the aggregator's codec is
+    /// JSON whatever the flag). Custom resources are JSON whatever this says, as upstream.
+    pub fn storage_media_type(
+        mut self,
+        media_type: StorageMediaType,
+        json_groups: &[&str],
+    ) -> Self {
+        self.media_type = media_type;
+        self.json_groups = json_groups.iter().map(|g| g.to_string()).collect();
+        self
+    }
+
     /// The next server of the delegation chain: requests for paths this handler does not
     /// serve go to it (instead of the 404 at the end of the chain), and the discovery and
     /// OpenAPI documents served here include what it serves.
@@ -174,6 +198,9 @@ impl ApiHandlerBuilder {
             store: self.store,
             prefix: self.storage_prefix,
             schemas: self.schemas.clone(),
+            media_type: self.media_type,
+            json_groups: self.json_groups,
+            encryption: self.encryption,
         };
         let definitions: Vec<Arc<ResourceDefinition>> =
             self.definitions.into_iter().map(Arc::new).collect();
@@ -205,9 +232,52 @@ struct StorageFactory {
     store: Arc<dyn Store>,
     prefix: String,
     schemas: Option<Arc<dyn SchemaProvider>>,
+    media_type: StorageMediaType,
+    /// Groups stored as JSON whatever `media_type` says.
+    json_groups: Vec<String>,
+    /// Encryption at rest of the resources it names.
+    encryption: Option<Arc<EncryptionConfig>>,
 }
 
 impl StorageFactory {
+    /// The store of `definition`'s collection: values in the form its kind is stored in,
+    /// read from any form.
+    fn codec(
+        &self,
+        definition: &ResourceDefinition,
+        definitions: &[Arc<ResourceDefinition>],
+    ) -> Arc<dyn Store> {
+        let gvk = &definition.storage.storage_version;
+        let json_only = definition.capabilities.dynamic || self.json_groups.contains(&gvk.group);
+        let media_type = match json_only {
+            true => StorageMediaType::Json,
+            false => self.media_type,
+        };
+        // Encryption names the stored group and resource (events.k8s.io Events are core's).
+        let transformer = self
+            .encryption
+            .as_ref()
+            .and_then(|config| config.transformer(&gvk.group, &definition.plural));
+        let codec = StorageCodec::new(
+            self.store.clone(),
+            media_type,
+            gvk.group_version().api_version(),
+            gvk.kind.to_string(),
+        );
+        let codec = codec.encrypted(transformer);
+        // The stored version's definition defaults what is read (the collection's first
+        // definition may be another version).
+        let stored = definitions.iter().find(|d| {
+            d.group_version.group == gvk.group
+                && d.group_version.version == gvk.version
+                && d.kind == gvk.kind
+        });
+        match stored {
+            Some(stored) => Arc::new(codec.defaulted(stored.strategy.clone())),
+            None => Arc::new(codec),
+        }
+    }
+
     /// The served resources of `definitions`, one registry per stored collection.
     fn serve(&self, definitions: &[Arc<ResourceDefinition>]) -> HashMap<ServedKey, Served> {
         let mut registries: HashMap<&str, Arc<Registry>> = HashMap::new();
@@ -219,7 +289,7 @@ impl StorageFactory {
                     let fields = storage_fields(definition, definitions);
                     Arc::new(Registry::new(
                         definition.storage.clone(),
-                        self.store.clone(),
+                        self.codec(definition, definitions),
                         &self.prefix,
                         fields,
                         self.schemas.clone(),
@@ -453,6 +523,9 @@ impl ApiHandler {
             schemas: None,
             delegate: None,
             synced: None,
+            media_type: StorageMediaType::Json,
+            json_groups: Vec::new(),
+            encryption: None,
         }
     }
 

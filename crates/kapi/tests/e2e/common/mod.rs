@@ -440,3 +440,20 @@ pub async fn install_widgets(admin: &process::Client) -> &'static str {
     }
     widgets
 }
+
+/// A value as kube-apiserver stores it in protobuf: the `k8s\0` magic and a
+/// `runtime.Unknown` naming `api_version`/`kind` around `object`'s message, encoded by k8s-pb
+/// (upstream's `.proto` files).
+pub fn protobuf_value(api_version: &str, kind: &str, object: &impl prost::Message) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    let envelope = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(object.encode_to_vec()),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    [&b"k8s\0"[..], &prost::Message::encode_to_vec(&envelope)].concat()
+}

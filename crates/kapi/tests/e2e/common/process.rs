@@ -75,6 +75,11 @@ impl Kapi {
         }
     }
 
+    /// The etcd cluster the server stores in, on [`Backend::Etcd`].
+    pub fn etcd(&self) -> Option<&EtcdCluster> {
+        self._etcd.as_ref()
+    }
+
     /// Starts the server process on a free port, its standard error appended to `kapi.log`.
     fn spawn(&mut self) {
         let port = kapi_testing::free_port();

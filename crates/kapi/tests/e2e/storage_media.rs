@@ -1,0 +1,172 @@
+//! The forms objects take in storage (`--storage-media-type`): on etcd, built-in objects are
+//! written in protobuf as kube-apiserver writes them, custom resources and APIServices as
+//! JSON; and whatever form a value was written in (by kube-apiserver or by kapi), kapi serves
+//! it the same.
+
+use bytes::Bytes;
+use http::Method;
+use k8s_pb::api::core::v1::ConfigMap;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+use kapi_storage::{EtcdConfig, EtcdStore, Store};
+use prost::Message;
+use serde_json::json;
+
+use crate::common::process::Kapi;
+use crate::common::{self, Backend};
+
+const MAGIC: &[u8] = b"k8s\0";
+
+/// A ConfigMap as kube-apiserver stores it.
+fn upstream_config_map(name: &str) -> Bytes {
+    let object = ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            uid: Some("6b1d5d0a-5a2e-4b9e-9d8e-0d3c1f6a0b01".into()),
+            creation_timestamp: Some(Time {
+                seconds: Some(1_767_225_600),
+                nanos: Some(0),
+            }),
+            ..ObjectMeta::default()
+        }),
+        data: [("written-by".to_string(), "kube-apiserver".to_string())].into(),
+        ..ConfigMap::default()
+    };
+    Bytes::from(common::protobuf_value("v1", "ConfigMap", &object))
+}
+
+/// `value` as an Unknown envelope and its kind's message, read by k8s-pb.
+fn read_upstream(value: &[u8]) -> (TypeMeta, ConfigMap) {
+    assert!(value.starts_with(MAGIC), "not protobuf: {value:?}");
+    let envelope = Unknown::decode(&value[MAGIC.len()..]).expect("an Unknown");
+    let object =
+        ConfigMap::decode(envelope.raw.unwrap_or_default().as_slice()).expect("a ConfigMap");
+    (envelope.type_meta.unwrap_or_default(), object)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
+    let kapi = Kapi::start(Backend::Etcd, &[]).await;
+    let admin = kapi.admin();
+    let etcd = kapi.etcd().expect("an etcd backend");
+    let store = EtcdStore::connect(EtcdConfig::new(etcd.endpoints()))
+        .await
+        .expect("connect to etcd");
+    let raw = |key: &'static str| {
+        let store = &store;
+        async move {
+            let kv = store.get(key, None).await.expect("etcd get").kv;
+            kv.unwrap_or_else(|| panic!("{key} is not stored")).value
+        }
+    };
+
+    // kapi writes built-in objects in protobuf, which an independent implementation reads.
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    admin
+        .create(
+            configmaps,
+            json!({"metadata": {"name": "by-kapi"}, "data": {"a": "1"}}),
+        )
+        .await;
+    let (type_meta, object) = read_upstream(&raw("/registry/configmaps/default/by-kapi").await);
+    assert_eq!(type_meta.api_version.as_deref(), Some("v1"));
+    assert_eq!(type_meta.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(object.data["a"], "1");
+    assert_eq!(object.metadata.unwrap().resource_version, None);
+
+    // Custom resources and APIServices stay JSON.
+    let widgets = common::install_widgets(&admin).await;
+    admin
+        .create(
+            widgets,
+            json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"size": 1}}),
+        )
+        .await;
+    let widget = raw("/registry/example.com/widgets/default/w").await;
+    assert_eq!(widget.first(), Some(&b'{'), "{widget:?}");
+    let apiservice = raw("/registry/apiregistration.k8s.io/apiservices/v1.").await;
+    assert_eq!(apiservice.first(), Some(&b'{'), "{apiservice:?}");
+
+    // What kube-apiserver writes (protobuf), and JSON and YAML, are served alike.
+    let revision = store
+        .create(
+            "/registry/configmaps/default/upstream",
+            upstream_config_map("upstream"),
+        )
+        .await
+        .expect("etcd put");
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: as-yaml\n  namespace: default\n  uid: 0f0e8a52-1c1e-4f7e-a0f5-2b2b9e0c9d11\n  creationTimestamp: \"2026-01-01T00:00:00Z\"\ndata:\n  written-by: yaml\n";
+    store
+        .create("/registry/configmaps/default/as-yaml", Bytes::from(yaml))
+        .await
+        .expect("etcd put");
+    let upstream = admin.get(&format!("{configmaps}/upstream")).await;
+    assert_eq!(upstream.status, 200, "{}", upstream.body);
+    let upstream = upstream.json();
+    assert_eq!(upstream["data"]["written-by"], "kube-apiserver");
+    assert_eq!(
+        upstream["metadata"]["creationTimestamp"],
+        "2026-01-01T00:00:00Z"
+    );
+    assert_eq!(
+        upstream["metadata"]["resourceVersion"],
+        revision.to_string()
+    );
+    let listed = admin.get(configmaps).await.json();
+    let names: Vec<&str> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"upstream") && names.contains(&"as-yaml"),
+        "{names:?}"
+    );
+    let yaml_object = admin.get(&format!("{configmaps}/as-yaml")).await.json();
+    assert_eq!(yaml_object["data"]["written-by"], "yaml");
+
+    // kapi's update of kube-apiserver's object is protobuf again, and keeps what it had.
+    let patched = admin
+        .write(
+            Method::PATCH,
+            &format!("{configmaps}/upstream"),
+            &json!({"data": {"patched": "yes"}}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let (_, object) = read_upstream(&raw("/registry/configmaps/default/upstream").await);
+    assert_eq!(object.data["written-by"], "kube-apiserver");
+    assert_eq!(object.data["patched"], "yes");
+
+    // A value that is no object kapi can read is named, never served.
+    store
+        .create(
+            "/registry/limitranges/default/damaged",
+            Bytes::from_static(b"\x00\x01garbage"),
+        )
+        .await
+        .expect("etcd put");
+    let damaged = admin
+        .get("/api/v1/namespaces/default/limitranges/damaged")
+        .await;
+    assert_eq!(damaged.status, 500, "{}", damaged.body);
+    assert!(
+        damaged
+            .body
+            .contains("/registry/limitranges/default/damaged"),
+        "{}",
+        damaged.body
+    );
+    assert!(damaged.body.contains("storage damaged"), "{}", damaged.body);
+    let list = admin.get("/api/v1/namespaces/default/limitranges").await;
+    assert_eq!(list.status, 500, "{}", list.body);
+    assert!(
+        list.body.contains("/registry/limitranges/default/damaged"),
+        "{}",
+        list.body
+    );
+    kapi.stop().await;
+}

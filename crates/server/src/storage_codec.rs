@@ -1,0 +1,480 @@
+//! The codec between a registry and the store (upstream's storage codec): a [`Store`] that
+//! writes a collection's values in the form `--storage-media-type` chooses and reads any
+//! form kube-apiserver or kapi may have written, so that the registry and its watch cache
+//! always see kapi's stored JSON (see [`crate::codec`]).
+//!
+//! Reads recognise the value as kube-apiserver's recognizer does: `k8s\0` is protobuf (the
+//! `runtime.Unknown` envelope), `{` after whitespace JSON, anything else YAML, and last
+//! base64-wrapped protobuf (etcd2-era values). JSON passes through untouched, so a JSON store
+//! costs one byte test per value. A value that is none of them, or does not decode, is
+//! [`StorageError::Damaged`], naming its key: never served, never silently dropped.
+//!
+//! With encryption at rest (`--encryption-provider-config`) the collection's transformer
+//! encrypts the encoded value last on its way to storage and decrypts it first on its way
+//! back, authenticating the etcd key; a value encrypted for a collection kapi has no
+//! transformer for is refused with upstream's `identity transformer tried to read encrypted
+//! data`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use bytes::Bytes;
+use futures::StreamExt as _;
+use kapi_encryption::{ENCRYPTED_PREFIX, IDENTITY_READ_ENCRYPTED, Transformer};
+use kapi_storage::{
+    DeleteResponse, Event, GetResponse, KeyValue, ListOptions, ListResponse, Result, Revision,
+    StorageError, Store, WatchOptions, WatchResponse, WatchStream,
+};
+
+use crate::resource::Strategy;
+use serde_json::Value;
+
+/// The forms objects can be stored in (`--storage-media-type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StorageMediaType {
+    Json,
+    Yaml,
+    Protobuf,
+}
+
+impl StorageMediaType {
+    /// The media type's name, as the flag takes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StorageMediaType::Json => "application/json",
+            StorageMediaType::Yaml => "application/yaml",
+            StorageMediaType::Protobuf => kapi_protobuf::MEDIA_TYPE,
+        }
+    }
+}
+
+impl std::str::FromStr for StorageMediaType {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text {
+            "application/json" => Ok(StorageMediaType::Json),
+            "application/yaml" => Ok(StorageMediaType::Yaml),
+            kapi_protobuf::MEDIA_TYPE => Ok(StorageMediaType::Protobuf),
+            other => Err(format!(
+                "{other:?} is not a storage media type: application/json, application/yaml or {}",
+                kapi_protobuf::MEDIA_TYPE
+            )),
+        }
+    }
+}
+
+/// A store whose values are one collection's objects, written as `media_type` says (as JSON
+/// where the form cannot hold the kind: protobuf for kinds without a message) and read from
+/// any form.
+pub struct StorageCodec {
+    inner: Arc<dyn Store>,
+    media_type: StorageMediaType,
+    /// The stored kind's `apiVersion` and `kind`, for protobuf's envelope.
+    api_version: String,
+    kind: String,
+    /// The collection's encryption, if the encryption configuration names it.
+    transformer: Option<Arc<Transformer>>,
+    /// The stored version's defaulting, applied to values decoded from another form than
+    /// kapi's JSON, as upstream's decoder defaults what it reads (protobuf drops, for one,
+    /// the apiVersion and kind of embedded objects, which defaulting sets again).
+    defaults: Option<Arc<dyn Strategy>>,
+}
+
+impl StorageCodec {
+    /// `inner` with values of `api_version`/`kind` written as `media_type`.
+    pub fn new(
+        inner: Arc<dyn Store>,
+        media_type: StorageMediaType,
+        api_version: String,
+        kind: String,
+    ) -> StorageCodec {
+        let media_type = match media_type {
+            StorageMediaType::Protobuf if !kapi_protobuf::supports(&api_version, &kind) => {
+                StorageMediaType::Json
+            }
+            other => other,
+        };
+        StorageCodec {
+            inner,
+            media_type,
+            api_version,
+            kind,
+            transformer: None,
+            defaults: None,
+        }
+    }
+
+    /// The codec with `strategy`'s defaulting applied to values read from other forms.
+    pub fn defaulted(mut self, strategy: Arc<dyn Strategy>) -> StorageCodec {
+        self.defaults = Some(strategy);
+        self
+    }
+
+    /// The codec with values encrypted by `transformer`.
+    pub fn encrypted(mut self, transformer: Option<Arc<Transformer>>) -> StorageCodec {
+        self.transformer = transformer;
+        self
+    }
+
+    /// A value from the registry (kapi's stored JSON) in the stored form, encrypted.
+    fn encode(&self, key: &str, json: Bytes) -> Result<Bytes> {
+        let encoded = self.encode_media(key, json)?;
+        match &self.transformer {
+            None => Ok(encoded),
+            Some(transformer) => transformer
+                .to_storage(&encoded, key)
+                .map(Bytes::from)
+                .map_err(|err| transform_error(key, &err)),
+        }
+    }
+
+    /// A value from the registry in the stored media type.
+    fn encode_media(&self, key: &str, json: Bytes) -> Result<Bytes> {
+        let failed = |err: String| StorageError::Internal(format!("encoding {key}: {err}"));
+        match self.media_type {
+            StorageMediaType::Json => Ok(json),
+            StorageMediaType::Yaml => {
+                let value: Value =
+                    serde_json::from_slice(&json).map_err(|e| failed(e.to_string()))?;
+                let yaml = serde_yaml_ng::to_string(&value).map_err(|e| failed(e.to_string()))?;
+                Ok(Bytes::from(yaml))
+            }
+            StorageMediaType::Protobuf => {
+                let mut out = Vec::with_capacity(json.len());
+                kapi_protobuf::encode_json_into(&mut out, &self.api_version, &self.kind, &json)
+                    .map_err(|e| failed(e.to_string()))?;
+                Ok(Bytes::from(out))
+            }
+        }
+    }
+}
+
+impl StorageCodec {
+    /// A stored value decrypted: the plaintext, and whether it must be written again.
+    fn decrypt(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
+        match &self.transformer {
+            Some(transformer) if !value.is_empty() => {
+                let read = transformer
+                    .from_storage(&value, key)
+                    .map_err(|err| transform_error(key, &err))?;
+                Ok((Bytes::from(read.data), read.stale))
+            }
+            _ if value.starts_with(ENCRYPTED_PREFIX) => {
+                Err(transform_error(key, IDENTITY_READ_ENCRYPTED))
+            }
+            _ => Ok((value, false)),
+        }
+    }
+
+    /// `kv` with its value decrypted and decoded.
+    fn decode_kv(&self, mut kv: KeyValue) -> Result<KeyValue> {
+        let (plain, _) = self.decrypt(&kv.key, kv.value)?;
+        kv.value = decode(&kv.key, plain, self.defaults.as_deref())?;
+        Ok(kv)
+    }
+
+    fn decode_event(&self, mut event: Event) -> Result<Event> {
+        event.kv = self.decode_kv(event.kv)?;
+        event.prev_kv = event.prev_kv.map(|kv| self.decode_kv(kv)).transpose()?;
+        Ok(event)
+    }
+
+    /// `err` with the value a conflict carries decoded.
+    fn decode_error(&self, err: StorageError) -> StorageError {
+        match err {
+            StorageError::Conflict {
+                key,
+                expected,
+                current,
+            } => match self.decode_kv(*current) {
+                Ok(current) => StorageError::Conflict {
+                    key,
+                    expected,
+                    current: Box::new(current),
+                },
+                Err(damaged) => damaged,
+            },
+            other => other,
+        }
+    }
+
+    /// A copy sharing the store and the transformer, for a watch stream to own.
+    fn share(&self) -> StorageCodec {
+        StorageCodec {
+            inner: self.inner.clone(),
+            media_type: self.media_type,
+            api_version: self.api_version.clone(),
+            kind: self.kind.clone(),
+            transformer: self.transformer.clone(),
+            defaults: self.defaults.clone(),
+        }
+    }
+}
+
+/// A transformation failure, named by its key as upstream's list error names it.
+fn transform_error(key: &str, err: &str) -> StorageError {
+    StorageError::Transform(format!("unable to transform key {key:?}: {err}"))
+}
+
+/// A stored value as kapi's stored JSON, whatever form it was written in, `defaults`
+/// applied to what was not kapi's JSON. Empty values (deletion events) stay empty.
+pub fn decode(key: &str, value: Bytes, defaults: Option<&dyn Strategy>) -> Result<Bytes> {
+    let first = value.iter().find(|b| !b.is_ascii_whitespace());
+    if value.is_empty() || first == Some(&b'{') {
+        return Ok(value);
+    }
+    let mut object = decode_object(key, value)?;
+    if let Some(strategy) = defaults {
+        strategy.default(&mut object);
+    }
+    Ok(crate::codec::encode(&object))
+}
+
+/// A stored value in another form than JSON as an object.
+fn decode_object(key: &str, value: Bytes) -> Result<Value> {
+    let damaged = |what: String| StorageError::Damaged(format!("the value of {key} {what}"));
+    if value.starts_with(kapi_protobuf::MAGIC) {
+        return kapi_protobuf::decode(&value)
+            .map_err(|e| damaged(format!("is not a protobuf object: {e}")));
+    }
+    if let Some(object) = yaml_object(&value) {
+        return Ok(object);
+    }
+    let unwrapped = base64::engine::general_purpose::STANDARD.decode(value.trim_ascii());
+    match unwrapped {
+        Ok(inner) if inner.starts_with(kapi_protobuf::MAGIC) => {
+            decode_object(key, Bytes::from(inner))
+        }
+        _ => Err(damaged(
+            "is neither JSON, YAML nor protobuf (an encrypted value kapi has no key for, or damage)"
+                .to_string(),
+        )),
+    }
+}
+
+/// The YAML object `value` holds, if it is one.
+fn yaml_object(value: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(value).ok()?;
+    serde_yaml_ng::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+}
+
+#[async_trait]
+impl Store for StorageCodec {
+    async fn current_revision(&self) -> Result<Revision> {
+        self.inner.current_revision().await
+    }
+
+    async fn create_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
+        let value = self.encode(key, value)?;
+        self.inner.create_expiring(key, value, ttl).await
+    }
+
+    async fn get(&self, key: &str, revision: Option<Revision>) -> Result<GetResponse> {
+        let mut response = self.inner.get(key, revision).await?;
+        response.kv = response.kv.map(|kv| self.decode_kv(kv)).transpose()?;
+        Ok(response)
+    }
+
+    async fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListResponse> {
+        let mut response = self.inner.list(prefix, options).await?;
+        let kvs = std::mem::take(&mut response.kvs);
+        response.kvs = kvs
+            .into_iter()
+            .map(|kv| self.decode_kv(kv))
+            .collect::<Result<_>>()?;
+        Ok(response)
+    }
+
+    async fn update_expiring(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<Revision> {
+        let value = self.encode(key, value)?;
+        let written = self.inner.update_expiring(key, value, expected, ttl).await;
+        written.map_err(|err| self.decode_error(err))
+    }
+
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<DeleteResponse> {
+        let mut response = self
+            .inner
+            .delete(key, expected)
+            .await
+            .map_err(|err| self.decode_error(err))?;
+        response.prev_kv = self.decode_kv(response.prev_kv)?;
+        Ok(response)
+    }
+
+    async fn watch(&self, key: &str, options: WatchOptions) -> Result<WatchStream> {
+        let stream = self.inner.watch(key, options).await?;
+        let codec = self.share();
+        let decoded = stream.map(move |item| match item? {
+            WatchResponse::Events(events) => events
+                .into_iter()
+                .map(|event| codec.decode_event(event))
+                .collect::<Result<_>>()
+                .map(WatchResponse::Events),
+            progress => Ok(progress),
+        });
+        Ok(decoded.boxed())
+    }
+
+    async fn request_progress(&self) -> Result<()> {
+        self.inner.request_progress().await
+    }
+
+    fn ordered_progress(&self) -> bool {
+        self.inner.ordered_progress()
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.inner.compact(revision).await
+    }
+
+    /// Reads the value as stored again (only with encryption: plain values are never stale)
+    /// to learn whether it was encrypted with another key than the writing one.
+    async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
+        if self.transformer.is_none() {
+            return Ok(false);
+        }
+        let stored = self.inner.get(&kv.key, None).await?.kv;
+        match stored {
+            Some(stored) if stored.mod_revision == kv.mod_revision => {
+                Ok(self.decrypt(&stored.key, stored.value)?.1)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: &str = "/registry/configmaps/default/c";
+
+    fn decoded(value: &[u8]) -> Result<Value> {
+        let json = decode(KEY, Bytes::copy_from_slice(value), None)?;
+        Ok(serde_json::from_slice(&json).expect("kapi's stored JSON"))
+    }
+
+    #[test]
+    fn json_passes_through_untouched() {
+        let json = Bytes::from_static(b"  {\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\"}");
+        assert_eq!(decode(KEY, json.clone(), None).unwrap(), json);
+        assert_eq!(decode(KEY, Bytes::new(), None).unwrap(), Bytes::new());
+    }
+
+    #[test]
+    fn protobuf_yaml_and_base64_protobuf_read_as_json() {
+        let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default"}, "data": {"a": "1"}});
+        let protobuf = kapi_protobuf::encode("v1", "ConfigMap", &object).unwrap();
+        let read = decoded(&protobuf).unwrap();
+        assert_eq!(read["data"], object["data"]);
+        assert_eq!(read["metadata"]["name"], "c");
+        // kapi's stored layout: apiVersion, kind and metadata lead.
+        let json = decode(KEY, Bytes::from(protobuf.clone()), None).unwrap();
+        assert!(json.starts_with(b"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"));
+        let wrapped = base64::engine::general_purpose::STANDARD.encode(&protobuf);
+        assert_eq!(decoded(wrapped.as_bytes()).unwrap(), read);
+        let yaml = serde_yaml_ng::to_string(&object).unwrap();
+        assert_eq!(decoded(yaml.as_bytes()).unwrap(), object);
+    }
+
+    #[test]
+    fn what_is_no_object_is_damage_naming_its_key() {
+        let protobuf = kapi_protobuf::encode("v1", "ConfigMap", &serde_json::json!({})).unwrap();
+        let cut = &protobuf[..protobuf.len() - 1];
+        for value in [
+            &b"k8s:enc:aescbc:v1:key1:\x01\x02"[..],
+            b"\x00\x01",
+            b"- a\n- b\n",
+            cut,
+        ] {
+            match decoded(value) {
+                Err(StorageError::Damaged(message)) => assert!(message.contains(KEY), "{message}"),
+                other => panic!("{value:?}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn protobuf_writes_only_kinds_with_a_message() {
+        let store: Arc<dyn Store> = Arc::new(Unreachable);
+        let codec = StorageCodec::new(
+            store.clone(),
+            StorageMediaType::Protobuf,
+            "example.com/v1".into(),
+            "Widget".into(),
+        );
+        assert_eq!(codec.media_type, StorageMediaType::Json);
+        let codec = StorageCodec::new(
+            store,
+            StorageMediaType::Protobuf,
+            "v1".into(),
+            "ConfigMap".into(),
+        );
+        let json = Bytes::from_static(b"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\"},\"data\":{\"a\":\"1\"}}");
+        let written = codec.encode(KEY, json).unwrap();
+        assert!(written.starts_with(kapi_protobuf::MAGIC));
+        assert_eq!(decoded(&written).unwrap()["data"]["a"], "1");
+    }
+
+    /// A store the tests never call.
+    struct Unreachable;
+
+    #[async_trait]
+    impl Store for Unreachable {
+        async fn current_revision(&self) -> Result<Revision> {
+            unreachable!()
+        }
+        async fn create_expiring(
+            &self,
+            _: &str,
+            _: Bytes,
+            _: Option<Duration>,
+        ) -> Result<Revision> {
+            unreachable!()
+        }
+        async fn get(&self, _: &str, _: Option<Revision>) -> Result<GetResponse> {
+            unreachable!()
+        }
+        async fn list(&self, _: &str, _: &ListOptions) -> Result<ListResponse> {
+            unreachable!()
+        }
+        async fn update_expiring(
+            &self,
+            _: &str,
+            _: Bytes,
+            _: Revision,
+            _: Option<Duration>,
+        ) -> Result<Revision> {
+            unreachable!()
+        }
+        async fn delete(&self, _: &str, _: Option<Revision>) -> Result<DeleteResponse> {
+            unreachable!()
+        }
+        async fn watch(&self, _: &str, _: WatchOptions) -> Result<WatchStream> {
+            unreachable!()
+        }
+        async fn request_progress(&self) -> Result<()> {
+            unreachable!()
+        }
+        async fn compact(&self, _: Revision) -> Result<()> {
+            unreachable!()
+        }
+    }
+}
