@@ -14,6 +14,7 @@ mod discovery;
 mod endpoints;
 mod events;
 mod garbage_collector;
+mod identity_lease;
 mod kept_config_map;
 mod keyed;
 mod leader_election;
@@ -46,6 +47,10 @@ pub use endpoints::{
 };
 pub use garbage_collector::{
     GARBAGE_COLLECTOR_ACCOUNT, GARBAGE_COLLECTOR_CONTROLLER, start_garbage_collector,
+};
+pub use identity_lease::{
+    IDENTITY_LABEL, IdentityLeaseTiming, api_server_id, start_identity_lease_controller,
+    start_identity_lease_gc,
 };
 pub use leader_election::{LeaderElection, run_leader_elected};
 pub use legacy_token_cleaner::{

@@ -17,6 +17,7 @@ use kapi_server::authn::BearerToken;
 use kapi_server::endpoints::Served;
 use kapi_server::{
     ApiHandler, BoxError, GenericApiServer, PostStartHookContext, PostStartHooks, ServerError,
+    UserInfo,
 };
 
 use crate::authorization::Authorization;
@@ -99,6 +100,41 @@ impl KubeApiServer {
     }
 }
 
+/// The identity Lease of this server and the collection of expired ones (upstream's
+/// APIServerIdentity hooks), written as kube-apiserver's loopback user.
+fn add_identity_lease_hooks(hooks: &mut PostStartHooks) -> Result<()> {
+    let hostname = gethostname::gethostname().to_string_lossy().into_owned();
+    let timing = kapi_controllers::IdentityLeaseTiming::default();
+    let apiserver = || UserInfo {
+        name: "system:apiserver".into(),
+        groups: vec!["system:masters".into(), "system:authenticated".into()],
+        ..UserInfo::default()
+    };
+    let own = hostname.clone();
+    hooks.add(
+        "start-kube-apiserver-identity-lease-controller",
+        move |context| async move {
+            let client = context.loopback.client(apiserver(), "kube-apiserver");
+            kapi_controllers::start_identity_lease_controller(
+                client,
+                own,
+                timing,
+                context.stopping,
+            );
+            Ok(())
+        },
+    )?;
+    hooks.add(
+        "start-kube-apiserver-identity-lease-garbage-collector",
+        move |context| async move {
+            let client = context.loopback.client(apiserver(), "kube-apiserver");
+            kapi_controllers::start_identity_lease_gc(client, &hostname, timing, context.stopping);
+            Ok(())
+        },
+    )?;
+    Ok(())
+}
+
 /// kube-apiserver's own post-start hooks, with upstream's names.
 fn post_start_hooks(
     config: &Config,
@@ -130,6 +166,7 @@ fn post_start_hooks(
             Ok(())
         },
     )?;
+    add_identity_lease_hooks(&mut hooks)?;
     let config_maps = resources.config_maps.clone();
     hooks.add(
         "start-legacy-token-tracking-controller",

@@ -33,6 +33,7 @@ mod pod_lifecycle;
 mod policies;
 mod protobuf;
 mod reliability;
+mod replicas;
 mod resources;
 mod round_trip;
 mod serve;
