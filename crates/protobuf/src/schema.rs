@@ -9,8 +9,10 @@
 //! `decode.rs` is generic over the table:
 //!
 //! ```text
-//! python3 crates/protobuf/tools/gen_schema.py --api <kubernetes/api git dir> \
-//!     --apimachinery <kubernetes/apimachinery git dir> --ref v0.35.7 [--all] [ROOT ...] \
+//! python3 crates/protobuf/tools/gen_schema.py --roots-file crates/protobuf/tools/roots.txt \
+//!     --api <kubernetes/api git dir> --apimachinery <kubernetes/apimachinery git dir> \
+//!     --aggregator <kubernetes/kube-aggregator git dir>@v0.35.6 \
+//!     --apiextensions <kubernetes/apiextensions-apiserver git dir> --ref v0.35.7 \
 //!     > crates/protobuf/src/schema/table.rs
 //! ```
 

@@ -132,6 +132,7 @@ pub fn reencode(name: &str, raw: &[u8]) -> Result<Vec<u8>, prost::DecodeError> {
         "core/v1.PodList" => check::<k8s_pb::api::core::v1::PodList>(raw),
         "core/v1.PodTemplate" => check::<k8s_pb::api::core::v1::PodTemplate>(raw),
         "core/v1.PodTemplateList" => check::<k8s_pb::api::core::v1::PodTemplateList>(raw),
+        "core/v1.RangeAllocation" => check::<k8s_pb::api::core::v1::RangeAllocation>(raw),
         "core/v1.ReplicationController" => {
             check::<k8s_pb::api::core::v1::ReplicationController>(raw)
         }

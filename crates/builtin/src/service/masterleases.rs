@@ -1,10 +1,11 @@
 //! The API servers' leases behind the `kubernetes` Endpoints (upstream's lease endpoint
 //! reconciler, the default `--endpoint-reconciler-type`): every server keeps a lease at
 //! `<prefix>/masterleases/<advertised IP>`, renewed each reconcile, and the Endpoints list
-//! the IPs of the leases still alive, so several servers on one store agree on one list
-//! instead of overwriting each other. The store has no TTLs, so a lease carries its renewal
-//! time and a lease not renewed within [`LEASE_TTL`] is expired (and deleted) by whichever
-//! server sees it.
+//! the IPs of the leases that exist, so several servers on one store agree on one list
+//! instead of overwriting each other. As upstream's, a lease is an Endpoints naming the IP,
+//! its generation bumped at each renewal, written to expire [`LEASE_TTL`] after it (an etcd
+//! lease; the embedded store's expiry): a server that stops renewing drops out, and
+//! kube-apiserver and kapi sharing an etcd see each other's leases alike.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -17,46 +18,43 @@ use serde_json::{Value, json};
 
 /// How long a lease lives without renewal (upstream's master lease TTL).
 pub(super) const LEASE_TTL: Duration = Duration::from_secs(15);
-/// The annotation holding a lease's renewal time, in Unix seconds.
-const RENEWED: &str = "kapi.io/lease-renewed";
+/// The renewal time (Unix seconds) earlier kapi wrote on leases that did not expire by
+/// themselves; such a lease older than the TTL is deleted.
+const LEGACY_RENEWED: &str = "kapi.io/lease-renewed";
 
 /// The leases of the servers sharing a store.
 pub(super) struct MasterLeases {
     pub store: Arc<dyn Store>,
     /// The key prefix of the leases, ending in `/`.
     pub prefix: String,
+    /// How long a lease lives unrenewed.
+    pub ttl: Duration,
 }
 
 impl MasterLeases {
     /// The leases under `<storage_prefix>/masterleases/`.
     pub fn new(store: Arc<dyn Store>, storage_prefix: &str) -> MasterLeases {
         let prefix = format!("{}/masterleases/", storage_prefix.trim_end_matches('/'));
-        MasterLeases { store, prefix }
+        MasterLeases {
+            store,
+            prefix,
+            ttl: LEASE_TTL,
+        }
     }
 
-    /// Renews this server's lease and returns the IPs of every live lease, sorted; expired
-    /// leases are deleted.
+    /// Renews this server's lease and returns the IPs of every live lease, sorted.
     pub async fn renew(&self, own: IpAddr) -> Result<Vec<IpAddr>, ApiError> {
-        self.write(own, unix_seconds())
-            .await
-            .map_err(ApiError::internal)?;
+        self.write(own).await.map_err(ApiError::internal)?;
         self.live().await
     }
 
-    /// The IPs of every live lease, sorted; expired leases are deleted.
+    /// The IPs of every live lease, sorted: every lease that exists (expired ones are gone
+    /// from the store), but earlier kapi's leases past their renewal, which are deleted.
     pub async fn live(&self) -> Result<Vec<IpAddr>, ApiError> {
-        let now = unix_seconds();
         let listed = self.store.list(&self.prefix, &ListOptions::default()).await;
         let mut live = Vec::new();
         for kv in listed.map_err(ApiError::internal)?.kvs {
-            let lease: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-            let renewed = lease["metadata"]["annotations"][RENEWED]
-                .as_str()
-                .and_then(|s| s.parse::<u64>().ok());
-            // A lease without kapi's renewal time is another server's (kube-apiserver's, on a
-            // shared etcd: protobuf, expired by its etcd lease): live while it exists, and
-            // never deleted here.
-            if renewed.is_some_and(|renewed| renewed + LEASE_TTL.as_secs() < now) {
+            if legacy_expired(&kv.key, &kv.value, self.ttl) {
                 // Another server may have renewed or deleted it meanwhile: nothing to do then.
                 let _ = self.store.delete(&kv.key, Some(kv.mod_revision)).await;
                 continue;
@@ -84,25 +82,32 @@ impl MasterLeases {
         format!("{}{ip}", self.prefix)
     }
 
-    /// Writes this server's lease renewed at `now`.
-    async fn write(&self, own: IpAddr, now: u64) -> Result<(), StorageError> {
+    /// Writes this server's lease again, expiring a TTL from now, its generation bumped (as
+    /// upstream's, whose update must change the object to refresh the TTL).
+    async fn write(&self, own: IpAddr) -> Result<(), StorageError> {
         let key = self.key(own);
-        let lease = json!({
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": { "name": own.to_string(), "annotations": { RENEWED: now.to_string() } },
-            "subsets": [{ "addresses": [{ "ip": own.to_string() }] }],
-        });
-        let value = Bytes::from(lease.to_string());
         for _ in 0..8 {
             let current = self.store.get(&key, None).await?.kv;
+            let generation = current
+                .as_ref()
+                .and_then(|kv| stored_object(&kv.key, &kv.value))
+                .and_then(|lease| lease["metadata"]["generation"].as_i64())
+                .unwrap_or(0);
+            let lease = json!({
+                "apiVersion": "v1",
+                "kind": "Endpoints",
+                "metadata": {"generation": generation + 1},
+                "subsets": [{"addresses": [{"ip": own.to_string()}]}],
+            });
+            let value = Bytes::from(lease.to_string());
+            let ttl = Some(self.ttl);
             let written = match current {
                 Some(kv) => {
                     self.store
-                        .update(&key, value.clone(), kv.mod_revision)
+                        .update_expiring(&key, value, kv.mod_revision, ttl)
                         .await
                 }
-                None => self.store.create(&key, value.clone()).await,
+                None => self.store.create_expiring(&key, value, ttl).await,
             };
             match written {
                 Err(StorageError::Conflict { .. } | StorageError::KeyExists { .. }) => continue,
@@ -112,6 +117,23 @@ impl MasterLeases {
         }
         Ok(())
     }
+}
+
+/// A stored lease in whatever form it was written (kube-apiserver's protobuf, kapi's JSON).
+fn stored_object(key: &str, value: &Bytes) -> Option<Value> {
+    let json = kapi_server::storage_codec::decode(key, value.clone(), None).ok()?;
+    serde_json::from_slice(&json).ok()
+}
+
+/// Whether the lease is one earlier kapi wrote without expiry and it was last renewed more
+/// than `ttl` ago.
+fn legacy_expired(key: &str, value: &Bytes, ttl: Duration) -> bool {
+    let renewed = stored_object(key, value).and_then(|lease| {
+        lease["metadata"]["annotations"][LEGACY_RENEWED]
+            .as_str()
+            .and_then(|s| s.parse::<u64>().ok())
+    });
+    renewed.is_some_and(|renewed| renewed + ttl.as_secs() < unix_seconds())
 }
 
 fn unix_seconds() -> u64 {
@@ -126,33 +148,62 @@ mod tests {
     use kapi_storage::{EmbeddedConfig, EmbeddedStore};
 
     #[tokio::test]
-    async fn live_leases_are_listed_and_expired_ones_deleted() {
+    async fn leases_are_listed_until_they_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> =
+            Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
+        let mut leases = MasterLeases::new(store.clone(), "/registry");
+        leases.ttl = Duration::from_secs(1);
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.2".parse().unwrap(), "10.0.0.1".parse().unwrap());
+        assert_eq!(leases.renew(a).await.unwrap(), [a]);
+        assert_eq!(leases.renew(b).await.unwrap(), [b, a]);
+        // Upstream's form: an Endpoints of the IP, its generation bumped at each renewal.
+        leases.renew(a).await.unwrap();
+        let key = "/registry/masterleases/10.0.0.2";
+        let stored = store.get(key, None).await.unwrap().kv.unwrap();
+        let lease: Value = serde_json::from_slice(&stored.value).unwrap();
+        assert_eq!(lease["metadata"]["generation"], 2);
+        assert_eq!(lease["subsets"][0]["addresses"][0]["ip"], "10.0.0.2");
+        // Unrenewed, both expire by themselves.
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while !leases.live().await.unwrap().is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the leases never expired"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        leases.renew(b).await.unwrap();
+        leases.remove(b).await.unwrap();
+        leases.remove(b).await.unwrap();
+        assert!(leases.live().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn earlier_kapi_leases_past_their_renewal_are_deleted() {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn Store> =
             Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
         let leases = MasterLeases::new(store.clone(), "/registry");
-        let (a, b): (IpAddr, IpAddr) = ("10.0.0.2".parse().unwrap(), "10.0.0.1".parse().unwrap());
-        assert_eq!(leases.renew(a).await.unwrap(), [a]);
-        assert_eq!(leases.renew(b).await.unwrap(), [b, a]);
-        // A lease not renewed for longer than the TTL is gone.
-        let stale = now_minus(LEASE_TTL.as_secs() + 5);
-        leases.write(a, stale).await.unwrap();
-        assert_eq!(leases.renew(b).await.unwrap(), [b]);
-        assert!(
-            store
-                .get("/registry/masterleases/10.0.0.2", None)
-                .await
-                .unwrap()
-                .kv
-                .is_none()
+        let legacy = |renewed: u64| {
+            let lease = json!({"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"annotations": {LEGACY_RENEWED: renewed.to_string()}}});
+            Bytes::from(lease.to_string())
+        };
+        let (stale, fresh) = (
+            "/registry/masterleases/10.0.0.3",
+            "/registry/masterleases/10.0.0.4",
         );
-        leases.remove(b).await.unwrap();
-        leases.remove(b).await.unwrap();
-        let left = store
-            .list("/registry/masterleases/", &ListOptions::default())
+        store
+            .create(stale, legacy(unix_seconds() - 60))
             .await
             .unwrap();
-        assert!(left.kvs.is_empty());
+        store.create(fresh, legacy(unix_seconds())).await.unwrap();
+        assert_eq!(
+            leases.live().await.unwrap(),
+            ["10.0.0.4".parse::<IpAddr>().unwrap()]
+        );
+        assert!(store.get(stale, None).await.unwrap().kv.is_none());
     }
 
     #[tokio::test]
@@ -172,9 +223,5 @@ mod tests {
         let live = leases.live().await.unwrap();
         assert_eq!(live, vec!["10.0.0.9".parse::<IpAddr>().unwrap()]);
         assert!(store.get(key, None).await.unwrap().kv.is_some());
-    }
-
-    fn now_minus(seconds: u64) -> u64 {
-        unix_seconds() - seconds
     }
 }

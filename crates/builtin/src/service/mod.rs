@@ -8,7 +8,7 @@
 //! ClusterIPs are reserved as upstream's MultiCIDRServiceAllocator does: creating the
 //! IPAddress named by the IP is the reservation, so several servers on one store never hand
 //! out one IP twice. NodePorts are reserved in the RangeAllocation bitmap kept at
-//! `<prefix>/services/nodeports`, written with compare-and-swap.
+//! `<prefix>/ranges/servicenodeports`, written with compare-and-swap.
 
 use crate::kinds::KindStrategies;
 

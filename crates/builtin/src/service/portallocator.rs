@@ -1,9 +1,10 @@
 //! NodePort allocation from `--service-node-port-range`, as upstream's port allocator
 //! (pkg/registry/core/service/portallocator): one core/v1 RangeAllocation at
-//! `<prefix>/services/nodeports` holds the bitmap of reserved ports (bit i is the range's
-//! i-th port; `data` is the bitmap as a big-endian integer, as upstream writes it). Every
-//! change is a compare-and-swap on that key, so servers sharing a store agree. Automatic
-//! picks are random, from the upper (dynamic) part of the range first.
+//! `<prefix>/ranges/servicenodeports`, kube-apiserver's key, holds the bitmap of reserved
+//! ports (bit i is the range's i-th port; `data` is the bitmap as a big-endian integer, as
+//! upstream writes it). Every change is a compare-and-swap on that key, so servers sharing a
+//! store (kube-apiserver too: its protobuf value is read, kapi writes JSON, which it reads)
+//! agree. Automatic picks are random, from the upper (dynamic) part of the range first.
 
 use std::sync::Arc;
 
@@ -179,14 +180,16 @@ pub(super) struct PortAllocator {
 }
 
 impl PortAllocator {
-    /// The allocator of `range`, its bitmap at `<storage_prefix>/services/nodeports`.
+    /// The allocator of `range`, its bitmap at `<storage_prefix>/ranges/servicenodeports`.
+    /// (Earlier kapi kept it at `services/nodeports`, now left unused; the repair at start
+    /// marks every port stored Services use, so the bitmap moves with nothing lost.)
     pub fn new(
         range: PortRange,
         store: Arc<dyn Store>,
         storage_prefix: &str,
     ) -> Arc<PortAllocator> {
         let key = format!(
-            "{}/services/nodeports",
+            "{}/ranges/servicenodeports",
             storage_prefix.trim_end_matches('/')
         );
         Arc::new(PortAllocator { range, store, key })
@@ -257,9 +260,11 @@ impl PortAllocator {
     ) -> Result<i64, PortError> {
         for _ in 0..CAS_ATTEMPTS {
             let current = self.store.get(&self.key, None).await.map_err(storage)?.kv;
-            let stored = current
-                .as_ref()
-                .and_then(|kv| serde_json::from_slice::<Value>(&kv.value).ok());
+            // A value that does not read is an error, never an empty bitmap written over it.
+            let stored = match &current {
+                Some(kv) => Some(stored_object(&kv.key, &kv.value)?),
+                None => None,
+            };
             let mut bitmap = match &stored {
                 Some(stored) => Bitmap::decode(stored, self.range),
                 None => Bitmap::empty(self.range.size),
@@ -285,6 +290,17 @@ impl PortAllocator {
             "too many concurrent NodePort allocations",
         )))
     }
+}
+
+/// The stored RangeAllocation, in whatever form it was written (kube-apiserver's protobuf,
+/// kapi's JSON).
+fn stored_object(key: &str, value: &Bytes) -> Result<Value, PortError> {
+    let json = kapi_server::storage_codec::decode(key, value.clone(), None).map_err(storage)?;
+    serde_json::from_slice(&json).map_err(|err| {
+        storage(StorageError::Damaged(format!(
+            "the value of {key} is not an object: {err}"
+        )))
+    })
 }
 
 fn storage(err: StorageError) -> PortError {

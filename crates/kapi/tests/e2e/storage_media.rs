@@ -141,6 +141,47 @@ async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
     assert_eq!(object.data["written-by"], "kube-apiserver");
     assert_eq!(object.data["patched"], "yes");
 
+    // The NodePort bitmap is kube-apiserver's RangeAllocation at its key, read in any form:
+    // a port kube-apiserver marked in protobuf is not handed out again.
+    let service = |name: &str, port: u16| {
+        json!({"metadata": {"name": name}, "spec": {"type": "NodePort",
+            "ports": [{"port": 80, "nodePort": port}]}})
+    };
+    let services = "/api/v1/namespaces/default/services";
+    admin.create(services, service("first", 30080)).await;
+    let key = "/registry/ranges/servicenodeports";
+    let stored = store
+        .get(key, None)
+        .await
+        .unwrap()
+        .kv
+        .expect("the NodePort bitmap");
+    let bitmap: serde_json::Value = serde_json::from_slice(&stored.value).unwrap();
+    assert_eq!(bitmap["kind"], "RangeAllocation");
+    assert_eq!(bitmap["range"], "30000-32767");
+    // Ports 30080 and 30081: bits 80 and 81 of a big-endian integer.
+    let mut data = vec![0x03];
+    data.extend([0; 10]);
+    let allocation = k8s_pb::api::core::v1::RangeAllocation {
+        metadata: Some(ObjectMeta::default()),
+        range: Some("30000-32767".into()),
+        data: Some(data),
+    };
+    let value = common::protobuf_value("v1", "RangeAllocation", &allocation);
+    store
+        .update(key, Bytes::from(value), stored.mod_revision)
+        .await
+        .expect("etcd put");
+    let taken = admin
+        .write(Method::POST, services, &service("second", 30081))
+        .await;
+    assert_eq!(taken.status, 422, "{}", taken.body);
+    assert!(
+        taken.body.contains("provided port is already allocated"),
+        "{}",
+        taken.body
+    );
+
     // A value that is no object kapi can read is named, never served.
     store
         .create(

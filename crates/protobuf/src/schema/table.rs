@@ -130,6 +130,7 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("v1"), "PodList", &CORE_V1_POD_LIST),
     k(Some("v1"), "PodTemplate", &CORE_V1_POD_TEMPLATE),
     k(Some("v1"), "PodTemplateList", &CORE_V1_POD_TEMPLATE_LIST),
+    k(Some("v1"), "RangeAllocation", &CORE_V1_RANGE_ALLOCATION),
     k(Some("v1"), "ReplicationController", &CORE_V1_REPLICATION_CONTROLLER),
     k(Some("v1"), "ReplicationControllerList", &CORE_V1_REPLICATION_CONTROLLER_LIST),
     k(Some("v1"), "ResourceQuota", &CORE_V1_RESOURCE_QUOTA),
@@ -3507,6 +3508,15 @@ pub static CORE_V1_QUOBYTE_VOLUME_SOURCE: Message = Message {
         f(4, "user", One, Str, OmitEmpty),
         f(5, "group", One, Str, OmitEmpty),
         f(6, "tenant", One, Str, OmitEmpty),
+    ],
+};
+
+pub static CORE_V1_RANGE_ALLOCATION: Message = Message {
+    name: "core/v1.RangeAllocation",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "range", One, Str, Always),
+        f(3, "data", One, Bytes, Always),
     ],
 };
 
