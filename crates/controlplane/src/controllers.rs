@@ -22,7 +22,7 @@ use kapi_controllers::{
     LegacyTokenCleaner, LegacyTokens, NAMESPACE_CONTROLLER, NamespaceObject, POD_GC_CONTROLLER,
     PodGc, ProtectedStorage, SigningCa, TOKEN_CLEANER_CONTROLLER,
 };
-use kapi_server::endpoints::ApiHandler;
+use kapi_server::endpoints::{ApiHandler, Served};
 use kapi_server::loopback::{Loopback, LoopbackClient};
 use kapi_server::{PostStartHooks, UserInfo};
 use tokio_util::sync::CancellationToken;
@@ -77,10 +77,34 @@ const DISABLED_BY_DEFAULT: [&str; 2] = [BOOTSTRAP_SIGNER_CONTROLLER, TOKEN_CLEAN
 /// and the name).
 const CONTROLLERS_HOOK: &str = "start-kube-controller-manager-controllers";
 
+/// Waits until every cache has listed its collection, as kube-controller-manager waits for
+/// its informers: no controller acts on a collection not listed yet (an empty Services
+/// cache would make every Endpoints look left over). A cache that takes long is logged and
+/// waited for again. False when the server stops first.
+async fn wait_for_caches(caches: &[Served], stopping: &CancellationToken) -> bool {
+    for served in caches {
+        loop {
+            let synced = tokio::select! {
+                () = stopping.cancelled() => return false,
+                synced = served.registry.cacher().wait_for(1, CACHE_SYNC_TIMEOUT) => synced,
+            };
+            match synced {
+                Ok(()) => break,
+                Err(err) => tracing::warn!(
+                    resource = %served.definition.plural,
+                    "the controllers wait for a cache that has not listed yet: {err}"
+                ),
+            }
+        }
+    }
+    true
+}
+
 /// Waits until the server is ready (but for the controllers' own hook), as
 /// kube-controller-manager waits for a healthy server before it campaigns: until then its
 /// RBAC roles and kube-system may be missing, and a failed first attempt would hold the
-/// controllers back a whole retry period. Polled, as kube-controller-manager polls.
+/// controllers back a whole retry period. Polled, as kube-controller-manager polls, backing
+/// off to once a second.
 async fn wait_for_ready(loopback: &Loopback, stopping: &CancellationToken) {
     let user = UserInfo {
         name: "system:kube-controller-manager".into(),
@@ -88,6 +112,8 @@ async fn wait_for_ready(loopback: &Loopback, stopping: &CancellationToken) {
     };
     let client = loopback.client(user, &user_agent("wait-for-ready"));
     let path = format!("/readyz?exclude=poststarthook/{CONTROLLERS_HOOK}");
+    // Soon after a start the answer changes within milliseconds; later, once a second.
+    let mut interval = std::time::Duration::from_millis(50);
     while !stopping.is_cancelled() {
         let request = http::Request::get(&path).body(kapi_server::body::empty());
         let Ok(request) = request else { return };
@@ -97,8 +123,9 @@ async fn wait_for_ready(loopback: &Loopback, stopping: &CancellationToken) {
         }
         tokio::select! {
             () = stopping.cancelled() => return,
-            () = tokio::time::sleep(std::time::Duration::from_millis(50)) => {}
+            () = tokio::time::sleep(interval) => {}
         }
+        interval = (interval * 2).min(std::time::Duration::from_secs(1));
     }
 }
 
@@ -130,23 +157,14 @@ pub(crate) fn post_start_hooks(
     let caches = resources.all();
     let mut hooks = PostStartHooks::default();
     hooks.add(CONTROLLERS_HOOK, move |context| async move {
-        // As kube-controller-manager waits for its informers: no controller acts on a
-        // collection not listed yet (an empty Services cache would make every Endpoints
-        // look left over).
-        for served in &caches {
-            let synced = served
-                .registry
-                .cacher()
-                .wait_for(1, CACHE_SYNC_TIMEOUT)
-                .await;
-            if synced.is_err() {
-                let plural = &served.definition.plural;
-                return Err(format!("the {plural} cache did not fill in time").into());
-            }
-        }
         // The controllers start on their own once the server is ready, as a separate
-        // kube-controller-manager would: the server's readiness does not wait for them.
+        // kube-controller-manager would: the server's readiness does not wait for them,
+        // and a collection that cannot be listed (a value no key decrypts) holds back the
+        // controllers, not the server.
         tokio::spawn(async move {
+            if !wait_for_caches(&caches, &context.stopping).await {
+                return;
+            }
             wait_for_ready(&context.loopback, &context.stopping).await;
             let loopback = context.loopback.clone();
             let start_all = move |leading: CancellationToken| {
