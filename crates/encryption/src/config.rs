@@ -213,19 +213,25 @@ fn validate_provider(provider: &ProviderConfiguration, path: &Path) -> FieldErro
             "more than one provider specified in a single element, should split into different list elements",
         )),
     }
+    // Upstream validates the first provider set, in the order kms, aesgcm, aescbc,
+    // secretbox (a second one is already an error).
+    if provider.kms.is_some() {
+        return errors;
+    }
     let keyed = [
         (&provider.aesgcm, "aesgcm", &[16, 24, 32][..]),
         (&provider.aescbc, "aescbc", &[16, 24, 32][..]),
         (&provider.secretbox, "secretbox", &[32][..]),
     ];
-    for (keys, name, lengths) in keyed {
-        if let Some(keys) = keys {
-            errors.extend(validate_keys(
-                keys,
-                &path.child(name).child("keys"),
-                lengths,
-            ));
-        }
+    let first = keyed
+        .into_iter()
+        .find_map(|(keys, name, lengths)| Some((keys.as_ref()?, name, lengths)));
+    if let Some((keys, name, lengths)) = first {
+        errors.extend(validate_keys(
+            keys,
+            &path.child(name).child("keys"),
+            lengths,
+        ));
     }
     errors
 }
@@ -233,8 +239,7 @@ fn validate_provider(provider: &ProviderConfiguration, path: &Path) -> FieldErro
 fn validate_keys(keys: &Keys, path: &Path, lengths: &[usize]) -> FieldErrors {
     let mut errors = FieldErrors::new();
     if keys.keys.is_empty() {
-        let detail = format!("at least one {} is required", path.as_str());
-        errors.push(FieldError::required(path, detail));
+        errors.push(FieldError::required(path, "at least one keys is required"));
     }
     for (i, key) in keys.keys.iter().enumerate() {
         let at = path.index(i);

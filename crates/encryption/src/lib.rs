@@ -91,10 +91,15 @@ impl EncryptionConfig {
     /// does not name it (its values are then stored as they are).
     pub fn transformer(&self, group: &str, resource: &str) -> Option<Arc<Transformer>> {
         let get = |g: &str, r: &str| self.transformers.get(&(g.to_string(), r.to_string()));
-        get(group, resource)
+        let matched = get(group, resource)
             .or_else(|| get(group, "*"))
-            .or_else(|| get("*", "*"))
-            .cloned()
+            .or_else(|| get("*", "*"))?;
+        // The metrics name the resource, whichever rule matched it.
+        Some(Arc::new(Transformer {
+            providers: matched.providers.clone(),
+            resource: shown_name(group, resource),
+            metrics: matched.metrics.clone(),
+        }))
     }
 
     /// `sha256:<hex>` of the file loaded.
@@ -114,9 +119,11 @@ fn build(
     for entry in &file.resources {
         for name in &entry.resources {
             let (group, resource) = group_resource(name);
-            let masked_by = lists.iter().map(|(gr, _)| gr).find(|(g, r)| {
-                r == "*" && (g == "*" || g == group) && !(g == group && r == resource)
-            });
+            // An earlier wildcard masks every later name of its groups, itself included.
+            let masked_by = lists
+                .iter()
+                .map(|(gr, _)| gr)
+                .find(|(g, r)| r == "*" && (g == "*" || g == group));
             if let Some((g, r)) = masked_by {
                 return Err(format!(
                     "resource {:?} is masked by earlier rule {:?}",
@@ -144,7 +151,7 @@ fn build(
                 group => format!("{resource}.{group}"),
             };
             let transformer = Transformer {
-                providers,
+                providers: providers.into(),
                 resource: shown,
                 metrics: metrics.clone(),
             };

@@ -242,6 +242,16 @@ fn refused_files_say_why_as_upstream() {
         refused(&config("[Secrets]", "  - identity: {}\n")),
         "error while parsing file: resources[0].resources[0]: Invalid value: \"Secrets\": resource name should not contain capital letters"
     );
+    let twice = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: ['*.apps']\n  providers:\n  - identity: {}\n- resources: ['*.apps']\n  providers:\n  - identity: {}\n";
+    assert_eq!(
+        refused(twice),
+        "error while building transformers: resource \"*.apps\" is masked by earlier rule \"*.apps\""
+    );
+    let no_keys = config("[secrets]", "  - aescbc:\n      keys: []\n");
+    assert_eq!(
+        refused(&no_keys),
+        "error while parsing file: resources[0].providers[0].aescbc.keys: Required value: at least one keys is required"
+    );
     let masked = "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: ['*.']\n  providers:\n  - identity: {}\n- resources: [secrets]\n  providers:\n  - identity: {}\n";
     assert_eq!(
         refused(masked),
@@ -256,4 +266,35 @@ fn refused_files_say_why_as_upstream() {
         "{}",
         refused(&kms)
     );
+}
+
+#[test]
+fn wildcard_matches_are_labelled_by_their_resource() {
+    let loaded = load(&config("['*.apps']", &aescbc("k1", KEY32))).unwrap();
+    assert_eq!(
+        loaded.transformer("apps", "deployments").unwrap().resource,
+        "deployments.apps"
+    );
+    let everything = load(&config("['*.*']", "  - identity: {}\n")).unwrap();
+    assert_eq!(
+        everything.transformer("", "secrets").unwrap().resource,
+        "secrets"
+    );
+}
+
+#[test]
+fn failures_of_several_providers_are_listed_flat() {
+    // Two aescbc providers share a prefix: both are tried, both errors reported.
+    let providers = format!("{}{}", aescbc("k1", KEY32), aescbc("k1", KEY16));
+    let both = load(&config("[secrets]", &providers)).unwrap();
+    let both = both.transformer("", "secrets").unwrap();
+    let mut value = b"k8s:enc:aescbc:v1:k1:".to_vec();
+    value.extend([0u8; 20]);
+    assert_eq!(
+        both.from_storage(&value, KEY).unwrap_err(),
+        "the stored data is not a multiple of the block size"
+    );
+    value.extend([0u8; 12]);
+    let err = both.from_storage(&value, KEY).unwrap_err();
+    assert!(err.starts_with('[') && !err[1..].contains('['), "{err}");
 }

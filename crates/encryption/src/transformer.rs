@@ -3,6 +3,7 @@
 //! reading the values that carry its prefix. A value read by any but the first provider or
 //! key is *stale*: it must be written again (with the first) even when unchanged.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::ciphers::Cipher;
@@ -33,7 +34,7 @@ pub struct Read {
 
 /// The transformer of one resource.
 pub struct Transformer {
-    pub(crate) providers: Vec<Provider>,
+    pub(crate) providers: Arc<[Provider]>,
     /// The resource, `secrets` or `deployments.apps`, for the metrics.
     pub(crate) resource: String,
     pub(crate) metrics: Metrics,
@@ -95,7 +96,8 @@ impl Transformer {
                     read.stale |= i != 0;
                     return Ok(read);
                 }
-                Err(err) => errors.push(err),
+                // Upstream's aggregate prints nested lists flat.
+                Err(mut failed) => errors.append(&mut failed),
             }
         }
         if errors.is_empty() {
@@ -107,14 +109,15 @@ impl Transformer {
         Err(aggregate(errors))
     }
 
-    /// Opens a value of `provider` (its prefix stripped) with the key its name prefix names.
+    /// Opens a value of `provider` (its prefix stripped) with the key its name prefix names;
+    /// the errors of every key tried, or the provider's no-key error.
     fn open(
         &self,
         provider: &Provider,
         rest: &[u8],
         key: &str,
         started: Instant,
-    ) -> Result<Read, String> {
+    ) -> Result<Read, Vec<String>> {
         let mut errors = Vec::new();
         for (j, (name, cipher)) in provider.keys.iter().enumerate() {
             let Some(sealed) = rest.strip_prefix(name.as_bytes()) else {
@@ -134,10 +137,13 @@ impl Transformer {
                 Err(err) => errors.push(err),
             }
         }
-        match errors.is_empty() {
-            true => Err(provider.no_key.to_string()),
-            false => Err(aggregate(errors)),
+        if errors.is_empty() {
+            // As upstream's nested list, a value of no key counts under `unknown`.
+            self.metrics
+                .record(&self.resource, FROM_STORAGE, "unknown", None);
+            errors.push(provider.no_key.to_string());
         }
+        Err(errors)
     }
 }
 

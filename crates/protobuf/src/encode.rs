@@ -137,7 +137,11 @@ fn write_field(
             let Some(value) = value else { return Ok(()) };
             let items = value.as_array().ok_or("not an array")?;
             for item in items.iter().rev() {
-                one(w, field.num, field.kind, item, depth)?;
+                match (item, field.kind) {
+                    // A nil element of [][]byte is still written, empty.
+                    (Value::Null, Kind::Bytes) => w.string_field(field.num, b""),
+                    _ => one(w, field.num, field.kind, item, depth)?,
+                }
             }
         }
         Shape::Map => {

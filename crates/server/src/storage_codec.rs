@@ -131,6 +131,16 @@ impl StorageCodec {
         }
     }
 
+    /// Whether the plaintext `value` is in the form this codec writes.
+    fn written_form(&self, value: &[u8]) -> bool {
+        let json = value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        match self.media_type {
+            StorageMediaType::Json => json,
+            StorageMediaType::Protobuf => value.starts_with(kapi_protobuf::MAGIC),
+            StorageMediaType::Yaml => !json && !value.starts_with(kapi_protobuf::MAGIC),
+        }
+    }
+
     /// A value from the registry in the stored media type.
     fn encode_media(&self, key: &str, json: Bytes) -> Result<Bytes> {
         let failed = |err: String| StorageError::Internal(format!("encoding {key}: {err}"));
@@ -215,8 +225,21 @@ impl StorageCodec {
 }
 
 /// A transformation failure, named by its key as upstream's list error names it.
-fn transform_error(key: &str, err: &str) -> StorageError {
-    StorageError::Transform(format!("unable to transform key {key:?}: {err}"))
+/// A transformation failure as a get, an update or a delete reports it: the transformer's
+/// words alone (a list names the key, see [`in_list`]).
+fn transform_error(_key: &str, err: &str) -> StorageError {
+    StorageError::Transform(err.to_string())
+}
+
+/// `err` of reading the value of `key` as a list reports it: a transformation failure
+/// names its key, as upstream's `unable to transform key`.
+fn in_list(key: &str, err: StorageError) -> StorageError {
+    match err {
+        StorageError::Transform(err) => {
+            StorageError::Transform(format!("unable to transform key {key:?}: {err}"))
+        }
+        other => other,
+    }
 }
 
 /// A stored value as kapi's stored JSON, whatever form it was written in, `defaults`
@@ -290,7 +313,10 @@ impl Store for StorageCodec {
         let kvs = std::mem::take(&mut response.kvs);
         response.kvs = kvs
             .into_iter()
-            .map(|kv| self.decode_kv(kv))
+            .map(|kv| {
+                let key = kv.key.clone();
+                self.decode_kv(kv).map_err(|err| in_list(&key, err))
+            })
             .collect::<Result<_>>()?;
         Ok(response)
     }
@@ -323,10 +349,20 @@ impl Store for StorageCodec {
         let decoded = stream.map(move |item| match item? {
             WatchResponse::Events(events) => events
                 .into_iter()
-                .map(|event| codec.decode_event(event))
+                .map(|event| {
+                    let key = event.kv.key.clone();
+                    codec.decode_event(event).map_err(|err| in_list(&key, err))
+                })
                 .collect::<Result<_>>()
                 .map(WatchResponse::Events),
             progress => Ok(progress),
+        });
+        // An error is the stream's last item, as the trait promises.
+        let mut failed = false;
+        let decoded = decoded.take_while(move |item| {
+            let go_on = !failed;
+            failed |= item.is_err();
+            std::future::ready(go_on)
         });
         Ok(decoded.boxed())
     }
@@ -343,19 +379,17 @@ impl Store for StorageCodec {
         self.inner.compact(revision).await
     }
 
-    /// Reads the value as stored again (only with encryption: plain values are never stale)
-    /// to learn whether it was encrypted with another key than the writing one.
+    /// Reads the value as stored again to learn whether it must be rewritten: encrypted
+    /// with another key than the writing one, or stored in another form than the one
+    /// written now (a `--storage-media-type` change, a value kube-apiserver wrote), as
+    /// upstream compares the new encoding with the stored bytes.
     async fn is_stale(&self, kv: &KeyValue) -> Result<bool> {
-        if self.transformer.is_none() {
-            return Ok(false);
-        }
         let stored = self.inner.get(&kv.key, None).await?.kv;
-        match stored {
-            Some(stored) if stored.mod_revision == kv.mod_revision => {
-                Ok(self.decrypt(&stored.key, stored.value)?.1)
-            }
-            _ => Ok(false),
-        }
+        let Some(stored) = stored.filter(|stored| stored.mod_revision == kv.mod_revision) else {
+            return Ok(false);
+        };
+        let (plain, stale) = self.decrypt(&stored.key, stored.value)?;
+        Ok(stale || !self.written_form(&plain))
     }
 }
 

@@ -141,6 +141,16 @@ async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
     assert_eq!(object.data["written-by"], "kube-apiserver");
     assert_eq!(object.data["patched"], "yes");
 
+    // An update that changes nothing still writes a value stored in another form in the
+    // form written now, as upstream's (storage migration, `kubectl replace`).
+    let unchanged = admin.get(&format!("{configmaps}/as-yaml")).await.json();
+    let replaced = admin
+        .write(Method::PUT, &format!("{configmaps}/as-yaml"), &unchanged)
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    let (_, object) = read_upstream(&raw("/registry/configmaps/default/as-yaml").await);
+    assert_eq!(object.data["written-by"], "yaml");
+
     // The NodePort bitmap is kube-apiserver's RangeAllocation at its key, read in any form:
     // a port kube-apiserver marked in protobuf is not handed out again.
     let service = |name: &str, port: u16| {

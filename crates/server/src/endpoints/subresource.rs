@@ -128,7 +128,7 @@ impl Call<'_> {
     }
 
     /// Whether `document` may be answered in protobuf: never for custom resources (their
-    /// subresources included, as upstream), else when its kind is in the schema table.
+    /// status included, as upstream), else when its kind is in the schema table.
     fn serves_protobuf(&self, document: &Value) -> bool {
         let field = |name: &str| document[name].as_str().unwrap_or_default();
         !self.served.definition.capabilities.dynamic
@@ -141,9 +141,15 @@ impl Call<'_> {
     /// Renders a Scale as the client accepts: JSON, YAML, or a Table with upstream's Scale
     /// columns (`kubectl get --subresource=scale`).
     fn respond_scale(&self, scale: Value) -> Result<Response<Body>, ApiError> {
-        let protobuf = self.serves_protobuf(&scale);
-        let shape = negotiation::Shape::Object("*autoscaling.Scale");
-        let output = negotiation::negotiate(self.accept.as_deref(), shape, protobuf)?;
+        // Scales are autoscaling/v1's, in protobuf too, custom resources' included: upstream
+        // serves their scale with a codec factory of autoscaling's scheme (and holds the
+        // versioned type there, `*v1.Scale`, where built-in scales are internal).
+        let go_type = match self.served.definition.capabilities.dynamic {
+            true => "*v1.Scale",
+            false => "*autoscaling.Scale",
+        };
+        let shape = negotiation::Shape::Object(go_type);
+        let output = negotiation::negotiate(self.accept.as_deref(), shape, true)?;
         let definition = ResourceDefinition {
             table: Some(scale_table()),
             ..ResourceDefinition::clone(&self.served.definition)
