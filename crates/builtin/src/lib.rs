@@ -42,8 +42,8 @@ pub use catalog::Unserved;
 pub use resources::{SYSTEM_PRIORITY_CLASSES, ensure_system_priority_classes};
 pub use schemas::BuiltinSchemas;
 pub use service::{
-    Cidr, CidrError, KubernetesService, PortRange, PortRangeError, ServiceAllocator, ServiceRanges,
-    leave_kubernetes_endpoints, reconcile_kubernetes_service,
+    Cidr, CidrError, EndpointReconciler, KubernetesService, PortRange, PortRangeError,
+    ServiceAllocator, ServiceRanges, leave_kubernetes_endpoints, reconcile_kubernetes_service,
 };
 
 /// The finalizer StorageObjectInUseProtection puts on claims, which the protection

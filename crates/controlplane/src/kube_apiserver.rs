@@ -313,6 +313,7 @@ impl ServiceAllocation {
             secure_port: options.secure_port,
             store: storage.store.clone(),
             storage_prefix: storage.prefix.clone(),
+            reconciler: options.endpoint_reconciler(),
         };
         ServiceAllocation {
             allocator,
@@ -354,7 +355,9 @@ async fn kubernetes_service(
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     }
-    tokio::spawn(async move {
+    // In the server's tasks: leaving the Endpoints is a shutdown step the server waits for
+    // before its storage closes (upstream's pre-shutdown hook).
+    context.tasks.spawn(async move {
         let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
         interval.tick().await;
         loop {

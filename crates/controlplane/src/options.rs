@@ -410,6 +410,16 @@ pub struct ServeOptions {
     #[arg(long, default_value = "30000-32767", value_parser = port_range)]
     pub service_node_port_range: kapi_builtin::PortRange,
 
+    /// How the `kubernetes` Service's Endpoints are kept: `lease` (every live server, by
+    /// the leases servers renew), `master-count` (each server adds itself, the list cut to
+    /// `--apiserver-count`) or `none`.
+    #[arg(long, default_value = "lease", value_parser = ["master-count", "lease", "none"])]
+    pub endpoint_reconciler_type: String,
+
+    /// The number of API servers running, with `--endpoint-reconciler-type=master-count`.
+    #[arg(long, default_value_t = 1, value_parser = apiserver_count)]
+    pub apiserver_count: usize,
+
     /// Files with PEM public (or private) keys that verify service-account tokens;
     /// repeatable. The data directory's `pki/sa.pub` when not given.
     #[arg(long)]
@@ -441,6 +451,16 @@ pub struct ServeOptions {
 }
 
 impl ServeOptions {
+    /// How the `kubernetes` Endpoints are kept, from `--endpoint-reconciler-type` and
+    /// `--apiserver-count`.
+    pub fn endpoint_reconciler(&self) -> kapi_builtin::EndpointReconciler {
+        match self.endpoint_reconciler_type.as_str() {
+            "master-count" => kapi_builtin::EndpointReconciler::MasterCount(self.apiserver_count),
+            "none" => kapi_builtin::EndpointReconciler::None,
+            _ => kapi_builtin::EndpointReconciler::Lease,
+        }
+    }
+
     /// The form built-in objects are written in: the flag's, else the backend's default.
     pub fn storage_media_type(&self) -> StorageMediaType {
         match self.storage_media_type {
@@ -448,6 +468,16 @@ impl ServeOptions {
             None if self.etcd_servers.is_empty() => StorageMediaType::Json,
             None => StorageMediaType::Protobuf,
         }
+    }
+}
+
+/// Parses `--apiserver-count`: a positive number.
+fn apiserver_count(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(count) if count > 0 => Ok(count),
+        _ => Err(format!(
+            "--apiserver-count should be a positive number, but value '{value}' provided"
+        )),
     }
 }
 

@@ -10,6 +10,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -19,6 +20,7 @@ use kapi_apimachinery::request_info::RequestInfoFactory;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use tower::ServiceBuilder;
 use tower::util::BoxCloneService;
 
@@ -80,7 +82,14 @@ pub struct PostStartHookContext {
     pub stopping: CancellationToken,
     /// Clients of this server's own chain (upstream's `LoopbackClientConfig`).
     pub loopback: Loopback,
+    /// Where a hook spawns work that must finish its shutdown steps (upstream's
+    /// pre-shutdown hooks): once `stopping` is cancelled the server waits for these tasks,
+    /// up to [`PRE_SHUTDOWN_TIMEOUT`], before it stops serving and its storage closes.
+    pub tasks: TaskTracker,
 }
+
+/// How long a shutdown waits for the hooks' tasks to finish their shutdown steps.
+pub const PRE_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A post-start hook's function.
 type HookFn =
@@ -336,7 +345,8 @@ impl ListeningServer {
         }
         let loopback = Loopback::new(chain.clone(), drain.clone());
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
-        let mut running_hooks = start_hooks(hooks, &stopping, &loopback);
+        let tasks = TaskTracker::new();
+        let mut running_hooks = start_hooks(hooks, &stopping, &loopback, &tasks);
         crate::systemd::notify_ready(readyz, stopping.clone());
         let result = tokio::select! {
             () = shutdown => Ok(()),
@@ -345,7 +355,13 @@ impl ListeningServer {
         tracing::info!("Shutting down");
         crate::systemd::notify_stopping();
         stopping.cancel();
-        tokio::time::sleep(shutdown_delay).await;
+        // The hooks' shutdown steps, while the shutdown delay runs.
+        tasks.close();
+        let pre_shutdown = tokio::time::timeout(PRE_SHUTDOWN_TIMEOUT, tasks.wait());
+        let (finished, ()) = tokio::join!(pre_shutdown, tokio::time::sleep(shutdown_delay));
+        if finished.is_err() {
+            tracing::warn!("post-start hooks' tasks did not finish their shutdown in time");
+        }
         drain.cancel();
         if let Ok(connections) = accepting.await {
             wait_for_connections(connections, shutdown_timeout).await;
@@ -360,12 +376,14 @@ fn start_hooks(
     hooks: Vec<(PostStartHook, CancellationToken)>,
     stopping: &CancellationToken,
     loopback: &Loopback,
+    tasks: &TaskTracker,
 ) -> JoinSet<Result<(), ServerError>> {
     let mut running = JoinSet::new();
     for (hook, done) in hooks {
         let context = PostStartHookContext {
             stopping: stopping.clone(),
             loopback: loopback.clone(),
+            tasks: tasks.clone(),
         };
         running.spawn(async move {
             let outcome = AssertUnwindSafe((hook.run)(context)).catch_unwind().await;

@@ -40,6 +40,21 @@ pub struct KubernetesService {
     /// The store and key prefix of the servers' leases.
     pub store: Arc<dyn Store>,
     pub storage_prefix: String,
+    /// How the Endpoints are kept (`--endpoint-reconciler-type`).
+    pub reconciler: EndpointReconciler,
+}
+
+/// How the `kubernetes` Endpoints and EndpointSlice are kept (`--endpoint-reconciler-type`),
+/// as upstream's reconcilers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndpointReconciler {
+    /// Every server keeps a lease; the Endpoints list the live ones (the default).
+    Lease,
+    /// Every server adds its address and cuts the list to this many (`--apiserver-count`),
+    /// dropping the addresses that follow its own.
+    MasterCount(usize),
+    /// The Endpoints are left alone.
+    None,
 }
 
 impl KubernetesService {
@@ -53,23 +68,101 @@ impl KubernetesService {
 /// and the EndpointSlice listing every live server. Every object is attempted; the first
 /// error is returned.
 pub async fn reconcile_kubernetes_service(target: &KubernetesService) -> Result<(), ApiError> {
-    let (addresses, lease_error) = match target.leases().renew(target.advertise).await {
-        Ok(addresses) => (addresses, None),
-        Err(err) => (vec![target.advertise], Some(err)),
+    match target.reconciler {
+        EndpointReconciler::Lease => {
+            let (addresses, lease_error) = match target.leases().renew(target.advertise).await {
+                Ok(addresses) => (addresses, None),
+                Err(err) => (vec![target.advertise], Some(err)),
+            };
+            let reconciled = reconcile_objects(target, Some(&addresses)).await;
+            lease_error.map_or(reconciled, Err)
+        }
+        EndpointReconciler::MasterCount(count) => {
+            let listed = listed_addresses(target).await?;
+            let addresses = master_count(listed, &target.advertise.to_string(), count);
+            let addresses: Vec<IpAddr> =
+                addresses.iter().filter_map(|ip| ip.parse().ok()).collect();
+            reconcile_objects(target, Some(&addresses)).await
+        }
+        EndpointReconciler::None => reconcile_objects(target, None).await,
+    }
+}
+
+/// The addresses the Endpoints list now, as the master-count reconciler reads them: those
+/// of its one subset (`None` when it is missing or not in that form, to be made anew).
+async fn listed_addresses(target: &KubernetesService) -> Result<Option<Vec<String>>, ApiError> {
+    let served = &target.endpoints;
+    let resource = served.definition.group_resource();
+    let read = served
+        .registry
+        .get(&resource, NAMESPACE, NAME, &ReadVersion::MostRecent)
+        .await;
+    let current = match read {
+        Ok(item) => item.decode()?,
+        Err(err) if err.is_not_found() => return Ok(None),
+        Err(err) => return Err(err),
     };
-    let reconciled = reconcile_objects(target, &addresses).await;
-    lease_error.map_or(reconciled, Err)
+    let subsets = current["subsets"].as_array().cloned().unwrap_or_default();
+    let [subset] = subsets.as_slice() else {
+        return Ok(None);
+    };
+    let addresses = subset["addresses"].as_array().cloned().unwrap_or_default();
+    Ok(Some(
+        addresses
+            .iter()
+            .filter_map(|address| address["ip"].as_str().map(str::to_string))
+            .collect(),
+    ))
+}
+
+/// Upstream's master-count reconciliation of the addresses `listed`: kept when they hold
+/// `own` and number `count`; otherwise `own` is added, the list sorted as text, and while it
+/// is too long the address after `own` (wrapping around) removed, so that servers that
+/// agree on the count converge on one list.
+fn master_count(listed: Option<Vec<String>>, own: &str, count: usize) -> Vec<String> {
+    let Some(mut addresses) = listed else {
+        return vec![own.to_string()];
+    };
+    if addresses.iter().any(|ip| ip == own) && addresses.len() == count {
+        return addresses;
+    }
+    if !addresses.iter().any(|ip| ip == own) {
+        addresses.push(own.to_string());
+    }
+    addresses.sort();
+    addresses.dedup();
+    // As upstream's loop, the index of `own` is not moved when an address before it goes.
+    if let Some(i) = addresses.iter().position(|ip| ip == own) {
+        while addresses.len() > count.max(1) {
+            let remove = (i + 1) % addresses.len();
+            addresses.remove(remove);
+        }
+    }
+    addresses
 }
 
 /// A graceful shutdown's step: this server's lease is removed and the Endpoints list the
-/// servers left (left alone when none is, rather than emptied, as upstream does).
+/// servers left (left alone when none is, rather than emptied, as upstream does); with the
+/// master-count reconciler this server's address is removed from them.
 pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<(), ApiError> {
-    let leases = target.leases();
-    leases.remove(target.advertise).await?;
-    let addresses = leases.live().await?;
-    if addresses.is_empty() {
-        return Ok(());
-    }
+    let addresses = match target.reconciler {
+        EndpointReconciler::None => return Ok(()),
+        EndpointReconciler::MasterCount(_) => {
+            let own = target.advertise.to_string();
+            let listed = listed_addresses(target).await?.unwrap_or_default();
+            let left = listed.iter().filter(|ip| **ip != own);
+            left.filter_map(|ip| ip.parse().ok()).collect()
+        }
+        EndpointReconciler::Lease => {
+            let leases = target.leases();
+            leases.remove(target.advertise).await?;
+            let addresses = leases.live().await?;
+            if addresses.is_empty() {
+                return Ok(());
+            }
+            addresses
+        }
+    };
     let steps = [
         (
             &target.endpoints,
@@ -88,12 +181,13 @@ pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<()
     Ok(())
 }
 
-/// Every object of the `kubernetes` Service, the Endpoints listing `addresses`.
+/// Every object of the `kubernetes` Service, the Endpoints listing `addresses` (left
+/// alone when `None`).
 async fn reconcile_objects(
     target: &KubernetesService,
-    addresses: &[IpAddr],
+    addresses: Option<&[IpAddr]>,
 ) -> Result<(), ApiError> {
-    let steps = [
+    let mut steps = vec![
         (
             &target.service_cidrs,
             "",
@@ -106,19 +200,21 @@ async fn reconcile_objects(
             service(target),
             &["spec.ports", "spec.type"][..],
         ),
-        (
+    ];
+    if let Some(addresses) = addresses {
+        steps.push((
             &target.endpoints,
             NAMESPACE,
             endpoints(target, addresses),
             &["subsets"][..],
-        ),
-        (
+        ));
+        steps.push((
             &target.endpoint_slices,
             NAMESPACE,
             endpoint_slice(target, addresses),
             &["addressType", "endpoints", "ports"][..],
-        ),
-    ];
+        ));
+    }
     let mut first_error = None;
     for (served, namespace, desired, reconciled) in steps {
         if let Err(err) = ensure(served, namespace, desired, reconciled).await {
@@ -284,6 +380,14 @@ fn endpoints(target: &KubernetesService, addresses: &[IpAddr]) -> Value {
         .iter()
         .map(|ip| json!({ "ip": ip.to_string() }))
         .collect();
+    // No address, no subset (upstream's RepackSubsets drops an empty one).
+    let subsets = match addresses.is_empty() {
+        true => json!([]),
+        false => json!([{
+            "addresses": addresses,
+            "ports": [{ "name": "https", "port": target.secure_port, "protocol": "TCP" }],
+        }]),
+    };
     json!({
         "apiVersion": "v1",
         "kind": "Endpoints",
@@ -292,10 +396,7 @@ fn endpoints(target: &KubernetesService, addresses: &[IpAddr]) -> Value {
             "namespace": NAMESPACE,
             "labels": { "endpointslice.kubernetes.io/skip-mirror": "true" },
         },
-        "subsets": [{
-            "addresses": addresses,
-            "ports": [{ "name": "https", "port": target.secure_port, "protocol": "TCP" }],
-        }],
+        "subsets": subsets,
     })
 }
 
@@ -322,4 +423,42 @@ fn endpoint_slice(target: &KubernetesService, addresses: &[IpAddr]) -> Value {
         "endpoints": endpoints,
         "ports": [{ "name": "https", "port": target.secure_port, "protocol": "TCP" }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::master_count;
+
+    fn ips(list: &[&str]) -> Vec<String> {
+        list.iter().map(|ip| ip.to_string()).collect()
+    }
+
+    /// Upstream's master-count reconciliation (pkg/controlplane/reconcilers/mastercount.go).
+    #[test]
+    fn master_count_adds_itself_and_cuts_after_itself() {
+        assert_eq!(master_count(None, "10.0.0.2", 3), ips(&["10.0.0.2"]));
+        let listed = Some(ips(&["10.0.0.1", "10.0.0.3"]));
+        assert_eq!(
+            master_count(listed, "10.0.0.2", 3),
+            ips(&["10.0.0.1", "10.0.0.2", "10.0.0.3"])
+        );
+        // Right already: left as listed.
+        let listed = Some(ips(&["10.0.0.3", "10.0.0.1"]));
+        assert_eq!(
+            master_count(listed, "10.0.0.1", 2),
+            ips(&["10.0.0.3", "10.0.0.1"])
+        );
+        // Too many: the addresses after its own go, wrapping around.
+        let listed = Some(ips(&["10.0.0.1", "10.0.0.2", "10.0.0.4"]));
+        assert_eq!(
+            master_count(listed, "10.0.0.3", 2),
+            ips(&["10.0.0.2", "10.0.0.3"])
+        );
+        // Upstream's index is not moved as addresses before it go, so a cut wrapping around
+        // may drop its own address; the next reconciliation adds it back.
+        let listed = Some(ips(&["10.0.0.1", "10.0.0.2"]));
+        let once = master_count(listed, "10.0.0.9", 1);
+        assert_eq!(once, ips(&["10.0.0.2"]));
+        assert_eq!(master_count(Some(once), "10.0.0.9", 1), ips(&["10.0.0.9"]));
+    }
 }

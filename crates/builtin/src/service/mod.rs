@@ -23,7 +23,9 @@ mod strategy;
 mod validation;
 
 pub use alloc::{ServiceAllocator, ServiceRanges};
-pub use bootstrap::{KubernetesService, leave_kubernetes_endpoints, reconcile_kubernetes_service};
+pub use bootstrap::{
+    EndpointReconciler, KubernetesService, leave_kubernetes_endpoints, reconcile_kubernetes_service,
+};
 pub use ipallocator::{Cidr, CidrError};
 pub use portallocator::{PortRange, PortRangeError};
 

@@ -1,5 +1,6 @@
 //! What several replicas rely on: each server's identity Lease in kube-system, as
-//! kube-apiserver keeps it, and the collection of the Leases of servers gone.
+//! kube-apiserver keeps it, and the collection of the Leases of servers gone; the
+//! `kubernetes` Endpoints listing the servers by each `--endpoint-reconciler-type`.
 
 use std::time::{Duration, Instant};
 
@@ -102,4 +103,106 @@ async fn each_server_keeps_an_identity_lease_and_expired_ones_are_collected() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     kapi.stop().await;
+}
+
+/// The addresses the `kubernetes` Endpoints list, sorted, once `wanted` says they are right.
+async fn kubernetes_endpoints(admin: &Client, wanted: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let endpoints = admin
+            .get("/api/v1/namespaces/default/endpoints/kubernetes")
+            .await
+            .json();
+        let mut ips: Vec<String> = endpoints["subsets"][0]["addresses"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|address| address["ip"].as_str().map(str::to_string))
+            .collect();
+        ips.sort();
+        if wanted(&ips) {
+            return ips;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kubernetes endpoints stayed {endpoints}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A second server on `first`'s etcd, advertising `address`, with `flags`.
+async fn beside(first: &Kapi, address: &str, flags: &[&str]) -> Kapi {
+    let servers = first.etcd().expect("etcd").endpoints().join(",");
+    let mut all = vec!["--etcd-servers", &servers, "--advertise-address", address];
+    all.extend(flags);
+    Kapi::start(Backend::Embedded, &all).await
+}
+
+/// With leases (the default) the Endpoints list every live server, and a server killed
+/// without a word drops out once its lease's TTL has passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_leaves_the_kubernetes_endpoints_within_its_lease() {
+    let first = Kapi::start(Backend::Etcd, &["--advertise-address", "10.0.0.1"]).await;
+    let mut second = beside(&first, "10.0.0.2", &[]).await;
+    let admin = first.admin();
+    let both = kubernetes_endpoints(&admin, |ips| ips.len() == 2).await;
+    assert_eq!(both, ["10.0.0.1", "10.0.0.2"]);
+    second.kill();
+    let left = kubernetes_endpoints(&admin, |ips| ips.len() == 1).await;
+    assert_eq!(left, ["10.0.0.1"]);
+    first.stop().await;
+}
+
+/// `master-count`: each server adds itself up to `--apiserver-count`; a server shutting
+/// down takes itself out. `none`: the Endpoints are left to others.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn master_count_and_none_reconcilers_keep_the_endpoints_as_upstream() {
+    let counted = [
+        "--endpoint-reconciler-type",
+        "master-count",
+        "--apiserver-count",
+        "2",
+    ];
+    let mut flags = vec!["--advertise-address", "10.0.0.1"];
+    flags.extend(counted);
+    let first = Kapi::start(Backend::Etcd, &flags).await;
+    let admin = first.admin();
+    assert_eq!(
+        kubernetes_endpoints(&admin, |ips| !ips.is_empty()).await,
+        ["10.0.0.1"]
+    );
+    let second = beside(&first, "10.0.0.2", &counted).await;
+    let both = kubernetes_endpoints(&admin, |ips| ips.len() == 2).await;
+    assert_eq!(both, ["10.0.0.1", "10.0.0.2"]);
+    second.stop().await;
+    assert_eq!(
+        kubernetes_endpoints(&admin, |ips| ips.len() == 1).await,
+        ["10.0.0.1"]
+    );
+    first.stop().await;
+
+    let alone = Kapi::start(Backend::Embedded, &["--endpoint-reconciler-type", "none"]).await;
+    let admin = alone.admin();
+    assert_eq!(
+        admin
+            .get("/api/v1/namespaces/default/services/kubernetes")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        admin
+            .get("/api/v1/namespaces/default/endpoints/kubernetes")
+            .await
+            .status,
+        404
+    );
+    alone.stop().await;
+    let mut refusing = Kapi::new(Backend::Embedded, &["--apiserver-count", "0"]).await;
+    let refused = refusing.launch_refused().await;
+    assert!(
+        refused.contains("--apiserver-count should be a positive number, but value '0' provided"),
+        "{refused}"
+    );
 }
