@@ -9,7 +9,6 @@ use std::time::Instant;
 use common::{Backend, TestServer, ok_stdin, stderr};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -363,11 +362,7 @@ async fn creates_own_defaulted_fields(backend: Backend) {
 
 /// A kube-rs client built from the server's admin kubeconfig.
 async fn kube_client(server: &TestServer) -> Client {
-    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("a kube config");
-    Client::try_from(config).expect("a kube client")
+    common::kube_client_at(&server.kubeconfig).await
 }
 
 async fn kube_rs_patch_apply(backend: Backend) {

@@ -18,7 +18,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::core::Status;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
@@ -29,11 +28,7 @@ const DEADLINE: Duration = Duration::from_secs(20);
 
 /// A kube-rs client built from the server's admin kubeconfig, as a user's program builds it.
 async fn kube_client(server: &TestServer) -> Client {
-    let kubeconfig = Kubeconfig::read_from(&server.kubeconfig).expect("read the admin kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-        .await
-        .expect("a kube config from the admin kubeconfig");
-    Client::try_from(config).expect("a kube client")
+    common::kube_client_at(&server.kubeconfig).await
 }
 
 /// Creates namespace `name` and returns an `Api<K>` in it.

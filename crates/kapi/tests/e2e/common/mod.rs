@@ -457,3 +457,13 @@ pub fn protobuf_value(api_version: &str, kind: &str, object: &impl prost::Messag
     };
     [&b"k8s\0"[..], &prost::Message::encode_to_vec(&envelope)].concat()
 }
+
+/// A kube-rs client of the admin kubeconfig at `path`.
+pub async fn kube_client_at(path: &Path) -> kube::Client {
+    use kube::config::{KubeConfigOptions, Kubeconfig};
+    let kubeconfig = Kubeconfig::read_from(path).expect("read the admin kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .expect("a kube config from the admin kubeconfig");
+    kube::Client::try_from(config).expect("a kube client")
+}
