@@ -256,6 +256,14 @@ pub trait Strategy: Send + Sync + 'static {
     /// the writer owns the defaulted fields).
     fn default(&self, _object: &mut Value) {}
 
+    /// An object read from storage in another version than the one kapi stores, as the
+    /// stored version (upstream's storage decoder converts whatever version it reads): kube-
+    /// apiserver stores CustomResourceDefinitions as v1beta1, say. `None` where the type
+    /// has no such conversion: the value is then refused as damage, never served mislabelled.
+    fn convert_stored_version(&self, _object: Value) -> Option<Value> {
+        None
+    }
+
     /// Clears what a create must not set (e.g. `status`) and sets what the server owns.
     fn prepare_for_create(&self, _object: &mut Value) {}
 

@@ -182,8 +182,43 @@ impl StorageCodec {
     /// `kv` with its value decrypted and decoded.
     fn decode_kv(&self, mut kv: KeyValue) -> Result<KeyValue> {
         let (plain, _) = self.decrypt(&kv.key, kv.value)?;
-        kv.value = decode(&kv.key, plain, self.defaults.as_deref())?;
+        kv.value = match &self.defaults {
+            Some(strategy) => self.decode_stored(&kv.key, plain, strategy.as_ref())?,
+            None => decode(&kv.key, plain, None)?,
+        };
         Ok(kv)
+    }
+
+    /// A stored value of a type kapi knows as kapi's stored JSON of its stored version:
+    /// kapi's own JSON as it is; any other form or layout decoded, converted from the
+    /// version it was stored in (refused, naming the key, when the type has no conversion)
+    /// and defaulted.
+    fn decode_stored(&self, key: &str, value: Bytes, strategy: &dyn Strategy) -> Result<Bytes> {
+        let own = format!(
+            "{{\"apiVersion\":\"{}\",\"kind\":\"{}\",\"metadata\":",
+            self.api_version, self.kind
+        );
+        if value.is_empty() || value.starts_with(own.as_bytes()) {
+            return Ok(value);
+        }
+        let mut object = match value.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') => serde_json::from_slice(&value).map_err(|e| {
+                StorageError::Damaged(format!("the value of {key} is not JSON: {e}"))
+            })?,
+            _ => decode_object(key, value)?,
+        };
+        let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
+        if stored != (Some(self.api_version.as_str()), Some(self.kind.as_str())) {
+            let shown = format!("{} {}", stored.0.unwrap_or("?"), stored.1.unwrap_or("?"));
+            object = strategy.convert_stored_version(object).ok_or_else(|| {
+                StorageError::Damaged(format!(
+                    "the value of {key} is a {shown}, which kapi does not read as {} {}",
+                    self.api_version, self.kind
+                ))
+            })?;
+        }
+        strategy.default(&mut object);
+        Ok(crate::codec::encode(&object))
     }
 
     fn decode_event(&self, mut event: Event) -> Result<Event> {

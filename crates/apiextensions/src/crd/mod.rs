@@ -16,6 +16,7 @@ pub(crate) mod gojson;
 mod schema_checks;
 mod schema_defaults;
 mod schema_rules;
+mod v1beta1;
 pub mod validation;
 
 #[cfg(test)]
@@ -84,6 +85,17 @@ pub fn definition() -> ResourceDefinition {
 pub struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
+    /// kube-apiserver's stored v1beta1 CRDs, as v1.
+    fn convert_stored_version(&self, object: Value) -> Option<Value> {
+        let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
+        match stored {
+            (Some("apiextensions.k8s.io/v1beta1"), Some("CustomResourceDefinition")) => {
+                Some(v1beta1::to_v1(object))
+            }
+            _ => None,
+        }
+    }
+
     /// The v1 defaults where upstream's decoder applies them, so the writer owns them (again
     /// in prepare, for the server's own writes).
     fn default(&self, object: &mut Value) {

@@ -192,6 +192,63 @@ async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
         taken.body
     );
 
+    // A CRD as kube-apiserver stores it (v1beta1 JSON, Go's field order, the version's
+    // schema hoisted) is served as v1, and so are its custom resources.
+    let crd = json!({"kind": "CustomResourceDefinition",
+        "apiVersion": "apiextensions.k8s.io/v1beta1",
+        "metadata": {"name": "gizmos.example.com", "uid": "9a1f9b2e-57a4-4c1e-8f5d-1c2b3a4d5e6f",
+            "generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"group": "example.com", "version": "v1",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo", "listKind": "GizmoList"},
+            "scope": "Namespaced",
+            "validation": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+            "versions": [{"name": "v1", "served": true, "storage": true}],
+            "conversion": {"strategy": "None"}, "preserveUnknownFields": false},
+        "status": {"conditions": [], "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": ["v1"]}});
+    let crd_key = "/registry/apiextensions.k8s.io/customresourcedefinitions/gizmos.example.com";
+    store
+        .create(crd_key, Bytes::from(format!("{crd}\n")))
+        .await
+        .expect("etcd put");
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let served = admin.get(&format!("{crds}/gizmos.example.com")).await;
+    assert_eq!(served.status, 200, "{}", served.body);
+    let served = served.json();
+    assert_eq!(served["apiVersion"], "apiextensions.k8s.io/v1");
+    assert_eq!(
+        served["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["type"],
+        "object"
+    );
+    let gizmos = "/apis/example.com/v1/namespaces/default/gizmos";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while admin.get(gizmos).await.status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kube-apiserver's CRD was never served"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+
+    // A value of a version kapi does not read is refused, naming it, never served as kapi's.
+    let future = "/registry/limitranges/default/future";
+    let value = json!({"kind": "LimitRange", "apiVersion": "v2", "metadata": {"name": "future"}});
+    store
+        .create(future, Bytes::from(value.to_string()))
+        .await
+        .expect("etcd put");
+    let refused = admin
+        .get("/api/v1/namespaces/default/limitranges/future")
+        .await;
+    assert_eq!(refused.status, 500, "{}", refused.body);
+    assert!(
+        refused
+            .body
+            .contains("is a v2 LimitRange, which kapi does not read as v1 LimitRange"),
+        "{}",
+        refused.body
+    );
+
     // A value that is no object kapi can read is named, never served.
     store
         .create(

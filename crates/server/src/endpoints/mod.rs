@@ -265,14 +265,15 @@ impl StorageFactory {
             gvk.kind.to_string(),
         );
         let codec = codec.encrypted(transformer);
-        // The stored version's definition defaults what is read (the collection's first
-        // definition may be another version).
+        // The stored version's definition converts and defaults what is read (the
+        // collection's first definition may be another version).
         let stored = definitions.iter().find(|d| {
             d.group_version.group == gvk.group
                 && d.group_version.version == gvk.version
                 && d.kind == gvk.kind
         });
-        match stored {
+        // Custom resources' handlers convert whatever version their objects were stored in.
+        match stored.filter(|stored| !stored.capabilities.dynamic) {
             Some(stored) => Arc::new(codec.defaulted(stored.strategy.clone())),
             None => Arc::new(codec),
         }
