@@ -286,13 +286,15 @@ kind: Policy
 rules:
   - level: None
     nonResourceURLs: ["/readyz*", "/healthz*", "/livez*", "/api", "/apis*", "/metrics", "/version"]
+  - level: None
+    users: ["system:apiserver"]
   - level: Metadata
 "#,
     )
     .unwrap();
     for (mode, fails) in [("blocking", false), ("blocking-strict", true)] {
-        // Only kubectl's requests are counted: the garbage collector's and the leader
-        // election's would be too.
+        // Only kubectl's requests are counted: the garbage collector's, the leader
+        // election's and the server's own (its identity lease's) would be too.
         let flags = [
             format!("--audit-policy-file={}", policy.display()),
             "--audit-log-path=/dev/full".to_string(),
