@@ -2,10 +2,12 @@
 //! delivery of ConfigMap events, in `application/json` and `application/vnd.kubernetes.protobuf`,
 //! reporting the server CPU per request (or per delivered event) and the bytes sent.
 //!
-//! `cargo bench -p kapi --bench protobuf`
+//! `cargo bench -p kapi --bench protobuf [-- <kapi serve flags>]`
 //!
 //! The server runs in this process on the embedded store; the client (kube-rs's HTTP client,
 //! reading bodies without parsing them) on this thread, whose CPU is left out of the server's.
+//! Flags after `--` go to the server: `--storage-media-type application/vnd.kubernetes.protobuf`
+//! measures protobuf storage, `--encryption-provider-config <file>` encryption at rest.
 
 use std::time::{Duration, Instant};
 
@@ -26,7 +28,14 @@ const JSON: &str = "application/json";
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
 fn main() {
-    common::with_server(|kubeconfig, _| async move {
+    // Cargo passes `--bench` to harness-less benches; the rest are the server's flags.
+    let flags: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    println!("server flags: {flags:?}");
+    common::with_server_flags(&flags, |kubeconfig, _| async move {
         let client = common::client(&kubeconfig).await;
         common::start_report(&client, NAMESPACE).await;
         let report = common::create_pods(&client, NAMESPACE, PODS).await;
