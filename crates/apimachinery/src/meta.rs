@@ -29,6 +29,13 @@ pub fn new_uid() -> String {
     )
 }
 
+/// The current time as metav1.MicroTime writes it: UTC, microseconds,
+/// `2024-01-02T03:04:05.123456Z`.
+pub fn now_rfc3339_micro() -> String {
+    let now = crate::gotime::Timestamp::now();
+    crate::gotime::format_rfc3339_micro(now.seconds, now.nanos / 1000)
+}
+
 /// The current time as metav1.Time writes it: UTC, seconds precision,
 /// `2024-01-02T03:04:05Z`.
 pub fn now_rfc3339() -> String {

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use http::Method;
-use kapi_apimachinery::gotime::{Timestamp, format_rfc3339_micro, parse_formatted};
+use kapi_apimachinery::gotime::{Timestamp, parse_formatted};
 use kapi_server::loopback::LoopbackClient;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -68,11 +68,6 @@ fn base32_lower(bytes: &[u8]) -> String {
         out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
     }
     out
-}
-
-fn now_micro() -> String {
-    let now = Timestamp::now();
-    format_rfc3339_micro(now.seconds, now.nanos / 1000)
 }
 
 fn lease_path(name: &str) -> String {
@@ -142,7 +137,7 @@ async fn renew(
         }),
         Err(err) => return Err(err),
     };
-    lease["spec"]["renewTime"] = Value::from(now_micro());
+    lease["spec"]["renewTime"] = Value::from(kapi_apimachinery::meta::now_rfc3339_micro());
     let labels = &mut lease["metadata"]["labels"];
     if !labels.is_object() {
         *labels = json!({});

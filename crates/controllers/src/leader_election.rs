@@ -10,7 +10,6 @@
 use std::time::Duration;
 
 use http::Method;
-use kapi_apimachinery::gotime::{Timestamp, format_rfc3339_micro};
 use kapi_apimachinery::status::ApiError;
 use kapi_server::loopback::LoopbackClient;
 use serde_json::{Value, json};
@@ -112,7 +111,7 @@ impl Elector {
     /// Takes the lease if it is free or expired, or renews it if it is ours: whether this
     /// replica holds it now.
     async fn try_acquire_or_renew(&mut self) -> bool {
-        let now = now_micro();
+        let now = kapi_apimachinery::meta::now_rfc3339_micro();
         let duration = self.settings.lease_duration.as_secs().max(1);
         let path = format!("/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/{NAME}");
         let lease = match self.client.json(Method::GET, &path, None, None).await {
@@ -186,7 +185,7 @@ impl Elector {
         if lease["spec"]["holderIdentity"] != self.identity.as_str() {
             return;
         }
-        let now = now_micro();
+        let now = kapi_apimachinery::meta::now_rfc3339_micro();
         let spec = json!({"holderIdentity": "", "leaseDurationSeconds": 1,
             "acquireTime": now, "renewTime": now,
             "leaseTransitions": lease["spec"]["leaseTransitions"]});
@@ -195,12 +194,6 @@ impl Elector {
             tracing::warn!("releasing the controllers' lease: {err}");
         }
     }
-}
-
-/// The current time as a MicroTime.
-fn now_micro() -> String {
-    let now = Timestamp::now();
-    format_rfc3339_micro(now.seconds, now.nanos / 1000)
 }
 
 /// `period` stretched by up to 20%, as client-go's jitter spreads replicas' attempts.

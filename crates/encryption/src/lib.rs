@@ -29,10 +29,14 @@ use transformer::Provider;
 #[error("{0}")]
 pub struct ConfigError(String);
 
-/// A loaded configuration: the transformer of each resource it names.
+/// The providers of each (group, resource) a file names, `*` standing for any.
+type ProvidersByName = HashMap<(String, String), Arc<[Provider]>>;
+
+/// A loaded configuration: the providers of each resource it names.
 pub struct EncryptionConfig {
-    /// By (group, resource), `*` standing for any.
-    transformers: HashMap<(String, String), Arc<Transformer>>,
+    providers: ProvidersByName,
+    /// Counting every transformation.
+    metrics: Metrics,
     /// `sha256:<hex>` of the file, as upstream's `last_config_info` reports it.
     hash: String,
 }
@@ -76,12 +80,13 @@ impl EncryptionConfig {
         if let Some(message) = file.validate().aggregate_message() {
             return Err(parsing(message));
         }
-        let transformers = build(&file, metrics)
+        let providers = build(&file)
             .map_err(|err| ConfigError(format!("error while building transformers: {err}")))?;
         let digest = ring::digest::digest(&ring::digest::SHA256, &data);
         let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
         Ok(EncryptionConfig {
-            transformers,
+            providers,
+            metrics: metrics.clone(),
             hash: format!("sha256:{hex}"),
         })
     }
@@ -90,15 +95,15 @@ impl EncryptionConfig {
     /// the file's exact name, else its group's `*.<group>`, else `*.*`; `None` when the file
     /// does not name it (its values are then stored as they are).
     pub fn transformer(&self, group: &str, resource: &str) -> Option<Arc<Transformer>> {
-        let get = |g: &str, r: &str| self.transformers.get(&(g.to_string(), r.to_string()));
-        let matched = get(group, resource)
+        let get = |g: &str, r: &str| self.providers.get(&(g.to_string(), r.to_string()));
+        let providers = get(group, resource)
             .or_else(|| get(group, "*"))
             .or_else(|| get("*", "*"))?;
         // The metrics name the resource, whichever rule matched it.
         Some(Arc::new(Transformer {
-            providers: matched.providers.clone(),
+            providers: providers.clone(),
             resource: shown_name(group, resource),
-            metrics: matched.metrics.clone(),
+            metrics: self.metrics.clone(),
         }))
     }
 
@@ -108,13 +113,10 @@ impl EncryptionConfig {
     }
 }
 
-/// The transformers of the file's names, as upstream builds them: entries in order, a name
-/// an earlier wildcard masks refused, a name in several entries getting their providers in
-/// order.
-fn build(
-    file: &EncryptionConfiguration,
-    metrics: &Metrics,
-) -> Result<HashMap<(String, String), Arc<Transformer>>, String> {
+/// The providers of the file's names, as upstream builds its transformers: entries in
+/// order, a name an earlier wildcard masks refused, a name in several entries getting their
+/// providers in order.
+fn build(file: &EncryptionConfiguration) -> Result<ProvidersByName, String> {
     let mut lists: Vec<((String, String), Vec<Provider>)> = Vec::new();
     for entry in &file.resources {
         for name in &entry.resources {
@@ -145,23 +147,12 @@ fn build(
     }
     Ok(lists
         .into_iter()
-        .map(|((group, resource), providers)| {
-            let shown = match group.as_str() {
-                "" => resource.clone(),
-                group => format!("{resource}.{group}"),
-            };
-            let transformer = Transformer {
-                providers: providers.into(),
-                resource: shown,
-                metrics: metrics.clone(),
-            };
-            ((group, resource), Arc::new(transformer))
-        })
+        .map(|(name, providers)| (name, providers.into()))
         .collect())
 }
 
-/// A group and resource as upstream prints them in errors: `secrets`, `deployments.apps`,
-/// `*.` for the core group's wildcard.
+/// A group and resource as upstream prints them in errors and metrics: `secrets`,
+/// `deployments.apps`, `*.` for the core group's wildcard.
 fn shown_name(group: &str, resource: &str) -> String {
     match (group, resource) {
         ("", "*") => "*.".to_string(),

@@ -14,7 +14,6 @@ pub mod policy;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -134,14 +133,6 @@ pub struct AuditContext {
     auditor: Arc<Auditor>,
     config: RequestAuditConfig,
     event: Mutex<EventState>,
-}
-
-/// The time now as events write it (metav1.MicroTime).
-pub(crate) fn now_micro() -> String {
-    let now = SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    kapi_apimachinery::gotime::format_rfc3339_micro(now.as_secs() as i64, now.subsec_micros())
 }
 
 /// The metadata of a JSON request body, without decoding the rest: what a Metadata-level
@@ -269,7 +260,7 @@ impl AuditContext {
             request_object: state.request_object.as_ref(),
             response_object: state.response_object.as_ref(),
             request_received_timestamp: &meta.received,
-            stage_timestamp: now_micro(),
+            stage_timestamp: kapi_apimachinery::meta::now_rfc3339_micro(),
             annotations: &state.annotations,
         };
         serde_json::to_vec(&event).unwrap_or_default()
@@ -423,7 +414,7 @@ mod tests {
                     source_ips: vec!["127.0.0.1".into()],
                     user_agent: None,
                     object_ref: Some(object_ref),
-                    received: now_micro(),
+                    received: kapi_apimachinery::meta::now_rfc3339_micro(),
                 },
             )
             .unwrap();

@@ -69,17 +69,21 @@ impl std::str::FromStr for StorageMediaType {
 /// A store whose values are one collection's objects, written as `media_type` says (as JSON
 /// where the form cannot hold the kind: protobuf for kinds without a message) and read from
 /// any form.
+#[derive(Clone)]
 pub struct StorageCodec {
     inner: Arc<dyn Store>,
     media_type: StorageMediaType,
     /// The stored kind's `apiVersion` and `kind`, for protobuf's envelope.
     api_version: String,
     kind: String,
+    /// How kapi's own stored JSON of that kind begins: such values pass untouched.
+    own_prefix: String,
     /// The collection's encryption, if the encryption configuration names it.
     transformer: Option<Arc<Transformer>>,
-    /// The stored version's defaulting, applied to values decoded from another form than
-    /// kapi's JSON, as upstream's decoder defaults what it reads (protobuf drops, for one,
-    /// the apiVersion and kind of embedded objects, which defaulting sets again).
+    /// The stored version's strategy, which converts values stored in another version and
+    /// defaults every value read in another form or layout than kapi's JSON, as upstream's
+    /// decoder defaults what it reads (protobuf drops, for one, the apiVersion and kind of
+    /// embedded objects, which defaulting sets again).
     defaults: Option<Arc<dyn Strategy>>,
 }
 
@@ -97,11 +101,14 @@ impl StorageCodec {
             }
             other => other,
         };
+        let own_prefix =
+            format!("{{\"apiVersion\":\"{api_version}\",\"kind\":\"{kind}\",\"metadata\":");
         StorageCodec {
             inner,
             media_type,
             api_version,
             kind,
+            own_prefix,
             transformer: None,
             defaults: None,
         }
@@ -127,17 +134,16 @@ impl StorageCodec {
             Some(transformer) => transformer
                 .to_storage(&encoded, key)
                 .map(Bytes::from)
-                .map_err(|err| transform_error(key, &err)),
+                .map_err(|err| transform_error(&err)),
         }
     }
 
     /// Whether the plaintext `value` is in the form this codec writes.
     fn written_form(&self, value: &[u8]) -> bool {
-        let json = value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         match self.media_type {
-            StorageMediaType::Json => json,
+            StorageMediaType::Json => is_json(value),
             StorageMediaType::Protobuf => value.starts_with(kapi_protobuf::MAGIC),
-            StorageMediaType::Yaml => !json && !value.starts_with(kapi_protobuf::MAGIC),
+            StorageMediaType::Yaml => !is_json(value) && !value.starts_with(kapi_protobuf::MAGIC),
         }
     }
 
@@ -169,11 +175,11 @@ impl StorageCodec {
             Some(transformer) if !value.is_empty() => {
                 let read = transformer
                     .from_storage(&value, key)
-                    .map_err(|err| transform_error(key, &err))?;
+                    .map_err(|err| transform_error(&err))?;
                 Ok((Bytes::from(read.data), read.stale))
             }
             _ if value.starts_with(ENCRYPTED_PREFIX) => {
-                Err(transform_error(key, IDENTITY_READ_ENCRYPTED))
+                Err(transform_error(IDENTITY_READ_ENCRYPTED))
             }
             _ => Ok((value, false)),
         }
@@ -184,7 +190,7 @@ impl StorageCodec {
         let (plain, _) = self.decrypt(&kv.key, kv.value)?;
         kv.value = match &self.defaults {
             Some(strategy) => self.decode_stored(&kv.key, plain, strategy.as_ref())?,
-            None => decode(&kv.key, plain, None)?,
+            None => decode(&kv.key, plain)?,
         };
         Ok(kv)
     }
@@ -194,18 +200,14 @@ impl StorageCodec {
     /// version it was stored in (refused, naming the key, when the type has no conversion)
     /// and defaulted.
     fn decode_stored(&self, key: &str, value: Bytes, strategy: &dyn Strategy) -> Result<Bytes> {
-        let own = format!(
-            "{{\"apiVersion\":\"{}\",\"kind\":\"{}\",\"metadata\":",
-            self.api_version, self.kind
-        );
-        if value.is_empty() || value.starts_with(own.as_bytes()) {
+        if value.is_empty() || value.starts_with(self.own_prefix.as_bytes()) {
             return Ok(value);
         }
-        let mut object = match value.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'{') => serde_json::from_slice(&value).map_err(|e| {
+        let mut object = match is_json(&value) {
+            true => serde_json::from_slice(&value).map_err(|e| {
                 StorageError::Damaged(format!("the value of {key} is not JSON: {e}"))
             })?,
-            _ => decode_object(key, value)?,
+            false => decode_object(key, value)?,
         };
         let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
         if stored != (Some(self.api_version.as_str()), Some(self.kind.as_str())) {
@@ -245,24 +247,11 @@ impl StorageCodec {
             other => other,
         }
     }
-
-    /// A copy sharing the store and the transformer, for a watch stream to own.
-    fn share(&self) -> StorageCodec {
-        StorageCodec {
-            inner: self.inner.clone(),
-            media_type: self.media_type,
-            api_version: self.api_version.clone(),
-            kind: self.kind.clone(),
-            transformer: self.transformer.clone(),
-            defaults: self.defaults.clone(),
-        }
-    }
 }
 
-/// A transformation failure, named by its key as upstream's list error names it.
 /// A transformation failure as a get, an update or a delete reports it: the transformer's
 /// words alone (a list names the key, see [`in_list`]).
-fn transform_error(_key: &str, err: &str) -> StorageError {
+fn transform_error(err: &str) -> StorageError {
     StorageError::Transform(err.to_string())
 }
 
@@ -277,18 +266,26 @@ fn in_list(key: &str, err: StorageError) -> StorageError {
     }
 }
 
-/// A stored value as kapi's stored JSON, whatever form it was written in, `defaults`
-/// applied to what was not kapi's JSON. Empty values (deletion events) stay empty.
-pub fn decode(key: &str, value: Bytes, defaults: Option<&dyn Strategy>) -> Result<Bytes> {
-    let first = value.iter().find(|b| !b.is_ascii_whitespace());
-    if value.is_empty() || first == Some(&b'{') {
+/// A stored value as JSON, whatever form it was written in (JSON as it is). Empty values
+/// (deletion events) stay empty.
+pub fn decode(key: &str, value: Bytes) -> Result<Bytes> {
+    if value.is_empty() || is_json(&value) {
         return Ok(value);
     }
-    let mut object = decode_object(key, value)?;
-    if let Some(strategy) = defaults {
-        strategy.default(&mut object);
-    }
-    Ok(crate::codec::encode(&object))
+    Ok(crate::codec::encode(&decode_object(key, value)?))
+}
+
+/// A stored value, in whatever form it was written, as an object (for the stores kapi
+/// keeps beside the registries: the NodePort bitmap, the master leases).
+pub fn decode_value(key: &str, value: Bytes) -> Result<Value> {
+    let json = decode(key, value)?;
+    serde_json::from_slice(&json)
+        .map_err(|err| StorageError::Damaged(format!("the value of {key} is not an object: {err}")))
+}
+
+/// Whether `value` is JSON (an object after whitespace), as upstream's recognizer tells.
+fn is_json(value: &[u8]) -> bool {
+    value.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
 
 /// A stored value in another form than JSON as an object.
@@ -380,7 +377,7 @@ impl Store for StorageCodec {
 
     async fn watch(&self, key: &str, options: WatchOptions) -> Result<WatchStream> {
         let stream = self.inner.watch(key, options).await?;
-        let codec = self.share();
+        let codec = self.clone();
         let decoded = stream.map(move |item| match item? {
             WatchResponse::Events(events) => events
                 .into_iter()
@@ -435,15 +432,15 @@ mod tests {
     const KEY: &str = "/registry/configmaps/default/c";
 
     fn decoded(value: &[u8]) -> Result<Value> {
-        let json = decode(KEY, Bytes::copy_from_slice(value), None)?;
+        let json = decode(KEY, Bytes::copy_from_slice(value))?;
         Ok(serde_json::from_slice(&json).expect("kapi's stored JSON"))
     }
 
     #[test]
     fn json_passes_through_untouched() {
         let json = Bytes::from_static(b"  {\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\"}");
-        assert_eq!(decode(KEY, json.clone(), None).unwrap(), json);
-        assert_eq!(decode(KEY, Bytes::new(), None).unwrap(), Bytes::new());
+        assert_eq!(decode(KEY, json.clone()).unwrap(), json);
+        assert_eq!(decode(KEY, Bytes::new()).unwrap(), Bytes::new());
     }
 
     #[test]
@@ -455,7 +452,7 @@ mod tests {
         assert_eq!(read["data"], object["data"]);
         assert_eq!(read["metadata"]["name"], "c");
         // kapi's stored layout: apiVersion, kind and metadata lead.
-        let json = decode(KEY, Bytes::from(protobuf.clone()), None).unwrap();
+        let json = decode(KEY, Bytes::from(protobuf.clone())).unwrap();
         assert!(json.starts_with(b"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"));
         let wrapped = base64::engine::general_purpose::STANDARD.encode(&protobuf);
         assert_eq!(decoded(wrapped.as_bytes()).unwrap(), read);

@@ -121,8 +121,7 @@ impl MasterLeases {
 
 /// A stored lease in whatever form it was written (kube-apiserver's protobuf, kapi's JSON).
 fn stored_object(key: &str, value: &Bytes) -> Option<Value> {
-    let json = kapi_server::storage_codec::decode(key, value.clone(), None).ok()?;
-    serde_json::from_slice(&json).ok()
+    kapi_server::storage_codec::decode_value(key, value.clone()).ok()
 }
 
 /// Whether the lease is one earlier kapi wrote without expiry and it was last renewed more

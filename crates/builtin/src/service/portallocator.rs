@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use kapi_apimachinery::status::ApiError;
+use kapi_server::storage_codec::decode_value;
 use kapi_storage::{StorageError, Store};
 use rand::Rng;
 use serde_json::{Value, json};
@@ -262,7 +263,7 @@ impl PortAllocator {
             let current = self.store.get(&self.key, None).await.map_err(storage)?.kv;
             // A value that does not read is an error, never an empty bitmap written over it.
             let stored = match &current {
-                Some(kv) => Some(stored_object(&kv.key, &kv.value)?),
+                Some(kv) => Some(decode_value(&kv.key, kv.value.clone()).map_err(storage)?),
                 None => None,
             };
             let mut bitmap = match &stored {
@@ -290,17 +291,6 @@ impl PortAllocator {
             "too many concurrent NodePort allocations",
         )))
     }
-}
-
-/// The stored RangeAllocation, in whatever form it was written (kube-apiserver's protobuf,
-/// kapi's JSON).
-fn stored_object(key: &str, value: &Bytes) -> Result<Value, PortError> {
-    let json = kapi_server::storage_codec::decode(key, value.clone(), None).map_err(storage)?;
-    serde_json::from_slice(&json).map_err(|err| {
-        storage(StorageError::Damaged(format!(
-            "the value of {key} is not an object: {err}"
-        )))
-    })
 }
 
 fn storage(err: StorageError) -> PortError {

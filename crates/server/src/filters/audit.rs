@@ -20,12 +20,13 @@ use serde_json::{Map, Value, json};
 use super::long_running::is_long_running;
 use super::request_log::AuditId;
 use super::{Filter, FilterFuture, FilterLayer, Next, call};
+use crate::audit::user_json;
 use crate::audit::{AuditContext, Auditor, EventMetadata, Level, RequestAttributes};
-use crate::audit::{now_micro, user_json};
 use crate::authn::{AuthenticationNotes, UserInfo};
 use crate::body::{self, Body};
 use crate::responses::api_error;
 use crate::serving::ConnectionInfo;
+use kapi_apimachinery::meta::now_rfc3339_micro;
 
 /// The layer that adds [`Audit`].
 pub type AuditLayer = FilterLayer<Audit>;
@@ -208,7 +209,7 @@ fn metadata(parts: &Parts, info: &RequestInfo, user: Option<&UserInfo>) -> Event
             .and_then(|v| v.to_str().ok())
             .map(str::to_string),
         object_ref: info.is_resource_request.then(|| object_ref(info)),
-        received: now_micro(),
+        received: now_rfc3339_micro(),
     }
 }
 
