@@ -167,6 +167,21 @@ fn post_start_hooks(
         },
     )?;
     add_identity_lease_hooks(&mut hooks)?;
+    let reloaded = config.options.encryption_provider_config_automatic_reload;
+    if let Some(encryption) = config.storage.encryption.clone().filter(|_| reloaded) {
+        hooks.add(
+            "start-encryption-provider-config-automatic-reload",
+            move |context| async move {
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = context.stopping.cancelled() => {}
+                        _ = encryption.reload_forever() => {}
+                    }
+                });
+                Ok(())
+            },
+        )?;
+    }
     let config_maps = resources.config_maps.clone();
     hooks.add(
         "start-legacy-token-tracking-controller",

@@ -87,9 +87,15 @@ pub struct ServeOptions {
     pub storage_media_type: Option<StorageMediaType>,
 
     /// The file (an EncryptionConfiguration) saying how resources are encrypted in storage:
-    /// identity, aescbc, aesgcm and secretbox providers, values in kube-apiserver's format.
+    /// identity, aescbc, aesgcm, secretbox and KMS v2 providers, values in kube-apiserver's
+    /// format.
     #[arg(long)]
     pub encryption_provider_config: Option<PathBuf>,
+
+    /// Reads --encryption-provider-config again every minute and uses it when it changed,
+    /// is valid and its KMS plugins are healthy, without a restart.
+    #[arg(long)]
+    pub encryption_provider_config_automatic_reload: bool,
 
     /// The interval of compaction requests; 0s disables compaction.
     #[arg(long, default_value = "5m0s", value_parser = go_duration)]

@@ -91,6 +91,16 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         "etcd-readiness",
         storage.store.clone(),
     ));
+    if let Some(encryption) = storage.encryption.clone().filter(|e| e.has_kms_check()) {
+        // Upstream's KMS check is on /healthz and /readyz, not /livez: a plugin down stops
+        // the traffic, never the process.
+        let check = HealthCheck::new("kms-providers", move || {
+            let encryption = encryption.clone();
+            async move { encryption.check_kms().await.map_err(Into::into) }
+        });
+        checks.add_healthz_check(check.clone());
+        checks.add_readyz_check(check);
+    }
     for check in chain.health_checks {
         checks.add_health_check(check);
     }

@@ -36,9 +36,15 @@ pub struct Storage {
 impl Storage {
     /// Opens the store the options select and starts compacting it.
     pub async fn open(options: &ServeOptions) -> Result<Storage> {
-        let encryption_metrics = EncryptionMetrics::default();
+        let hostname = gethostname::gethostname().to_string_lossy().into_owned();
+        let encryption_metrics =
+            EncryptionMetrics::new(&kapi_controllers::api_server_id(&hostname));
+        let reload = options.encryption_provider_config_automatic_reload;
         let encryption = match &options.encryption_provider_config {
-            Some(path) => Some(Arc::new(EncryptionConfig::load(path, &encryption_metrics)?)),
+            Some(path) => Some(EncryptionConfig::load(path, reload, &encryption_metrics).await?),
+            None if reload => bail!(
+                "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config"
+            ),
             None => None,
         };
         let mut identity = None;

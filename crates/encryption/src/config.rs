@@ -34,7 +34,47 @@ pub(crate) struct ProviderConfiguration {
     pub aescbc: Option<Keys>,
     pub secretbox: Option<Keys>,
     pub identity: Option<Identity>,
-    pub kms: Option<serde_json::Value>,
+    pub kms: Option<KmsConfiguration>,
+}
+
+/// A KMS provider: the plugin at `endpoint` (a `unix://` socket) by its API version.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct KmsConfiguration {
+    /// `v1` when empty, as upstream defaults it (KMS v1 is refused).
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub cachesize: Option<i32>,
+    #[serde(default)]
+    pub endpoint: String,
+    /// A Go duration; 3s when absent.
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// A KMS provider's timeout when the file gives none.
+const KMS_DEFAULT_TIMEOUT_NANOS: i64 = 3_000_000_000;
+
+impl KmsConfiguration {
+    /// The API version, defaulted.
+    pub(crate) fn version(&self) -> &str {
+        match self.api_version.as_str() {
+            "" => "v1",
+            version => version,
+        }
+    }
+
+    /// The timeout in nanoseconds, defaulted; an unparseable one is a decoding error.
+    pub(crate) fn timeout_nanos(&self) -> Result<i64, String> {
+        match &self.timeout {
+            None => Ok(KMS_DEFAULT_TIMEOUT_NANOS),
+            Some(text) => kapi_apimachinery::goduration::parse_nanos(text)
+                .map_err(|_| format!("time: invalid duration {text:?}")),
+        }
+    }
 }
 
 /// The identity provider has no settings.
@@ -87,8 +127,19 @@ const NOT_REST: [&str; 3] = [
 ];
 
 impl EncryptionConfiguration {
-    /// kube-apiserver's validation, as a field error list.
-    pub(crate) fn validate(&self) -> FieldErrors {
+    /// Decoding errors the YAML decoder cannot see: unparseable durations.
+    pub(crate) fn check_durations(&self) -> Result<(), String> {
+        let kms = self.resources.iter().flat_map(|r| &r.providers);
+        for kms in kms.filter_map(|p| p.kms.as_ref()) {
+            kms.timeout_nanos()?;
+        }
+        Ok(())
+    }
+
+    /// kube-apiserver's validation, as a field error list; `reload` (the file is reloaded
+    /// automatically) makes KMS names unique whatever their version.
+    pub(crate) fn validate(&self, reload: bool) -> FieldErrors {
+        let mut kms_names: Vec<&str> = Vec::new();
         let mut errors = FieldErrors::new();
         let root = Path::root("resources");
         if self.resources.is_empty() {
@@ -116,7 +167,12 @@ impl EncryptionConfiguration {
                 errors.push(FieldError::required(&providers, detail));
             }
             for (j, provider) in entry.providers.iter().enumerate() {
-                errors.extend(validate_provider(provider, &providers.index(j)));
+                let at = providers.index(j);
+                errors.extend(validate_provider(provider, &at));
+                if let Some(kms) = &provider.kms {
+                    errors.extend(validate_kms(kms, &at.child("kms"), &kms_names, reload));
+                    kms_names.push(&kms.name);
+                }
             }
         }
         errors
@@ -276,4 +332,113 @@ fn validate_keys(keys: &Keys, path: &Path, lengths: &[usize]) -> FieldErrors {
         }
     }
     errors
+}
+
+/// A KMS provider's settings, with upstream's rules and messages.
+fn validate_kms(
+    kms: &KmsConfiguration,
+    path: &Path,
+    earlier: &[&str],
+    reload: bool,
+) -> FieldErrors {
+    let mut errors = FieldErrors::new();
+    let version = kms.version();
+    let name = path.child("name");
+    if kms.name.is_empty() {
+        errors.push(FieldError::required(
+            &name,
+            "name is a mandatory field for a provider",
+        ));
+    }
+    if version != "v1" && kms.name.contains(':') {
+        let detail = format!(
+            "invalid KMS provider name {}, must not contain ':'",
+            kms.name
+        );
+        errors.push(FieldError::invalid(&name, kms.name.as_str(), detail));
+    }
+    if (reload || version != "v1") && earlier.contains(&kms.name.as_str()) {
+        let detail = format!(
+            "duplicate KMS provider name {}, names must be unique",
+            kms.name
+        );
+        errors.push(FieldError::invalid(&name, kms.name.as_str(), detail));
+    }
+    let timeout = kms.timeout_nanos().unwrap_or(KMS_DEFAULT_TIMEOUT_NANOS);
+    if timeout <= 0 {
+        let shown = kapi_apimachinery::goduration::format(std::time::Duration::ZERO);
+        errors.push(FieldError::invalid(
+            &path.child("timeout"),
+            shown,
+            "timeout should be a positive value",
+        ));
+    }
+    let endpoint = path.child("endpoint");
+    if kms.endpoint.is_empty() {
+        errors.push(FieldError::invalid(
+            &endpoint,
+            "",
+            "endpoint is a mandatory field for a kms",
+        ));
+    } else {
+        match url_scheme(&kms.endpoint) {
+            Ok("unix") => {}
+            Ok(scheme) => {
+                let detail = format!(
+                    "unsupported scheme {scheme:?} for KMS provider, only unix is supported"
+                );
+                errors.push(FieldError::invalid(
+                    &endpoint,
+                    kms.endpoint.as_str(),
+                    detail,
+                ));
+            }
+            Err(err) => {
+                let detail = format!("invalid endpoint for kms provider, error: {err}");
+                errors.push(FieldError::invalid(
+                    &endpoint,
+                    kms.endpoint.as_str(),
+                    detail,
+                ));
+            }
+        }
+    }
+    let cachesize = path.child("cachesize");
+    match (version, kms.cachesize) {
+        ("v1", Some(0)) => errors.push(FieldError::invalid(
+            &cachesize,
+            0,
+            "cachesize should be a positive value, or negative to disable",
+        )),
+        ("v1", _) => {}
+        (_, Some(size)) => errors.push(FieldError::invalid(
+            &cachesize,
+            size,
+            "cachesize is not supported in v2",
+        )),
+        _ => {}
+    }
+    if version != "v1" && version != "v2" {
+        errors.push(FieldError::invalid(
+            &path.child("apiVersion"),
+            version,
+            "unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported",
+        ));
+    }
+    errors
+}
+
+/// A URL's scheme as Go's `url.Parse` finds it: the letters before the first `:`, none when
+/// a character no scheme has comes first, an error when the `:` comes first.
+fn url_scheme(url: &str) -> Result<&str, String> {
+    for (i, c) in url.char_indices() {
+        match c {
+            ':' if i == 0 => return Err(format!("parse {url:?}: missing protocol scheme")),
+            ':' => return Ok(&url[..i]),
+            c if c.is_ascii_alphabetic() => {}
+            '0'..='9' | '+' | '-' | '.' if i > 0 => {}
+            _ => return Ok(""),
+        }
+    }
+    Ok("")
 }

@@ -6,9 +6,28 @@ const KEY: &str = "/registry/secrets/default/s1";
 const KEY32: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const KEY16: &str = "AAECAwQFBgcICQoLDA0ODw==";
 
-fn load(yaml: &str) -> Result<EncryptionConfig, ConfigError> {
+fn load(yaml: &str) -> Result<Arc<EncryptionConfig>, ConfigError> {
     let file = tempfile_with(yaml);
-    EncryptionConfig::load(file.path(), &Metrics::default())
+    block_on(EncryptionConfig::load(
+        file.path(),
+        false,
+        &Metrics::default(),
+    ))
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+impl Transformer {
+    /// [`Transformer::from_storage`], waited for.
+    fn read_now(&self, stored: &[u8], key: &str) -> Result<Read, String> {
+        block_on(self.from_storage(stored, key))
+    }
 }
 
 struct TempFile(std::path::PathBuf);
@@ -68,10 +87,10 @@ fn every_provider_reads_what_it_writes_under_its_prefix() {
             "[secrets]",
             &format!("  - {name}:\n      keys:\n      - name: k1\n        secret: {secret}\n"),
         );
-        let secrets = load(&yaml).unwrap().transformer("", "secrets").unwrap();
+        let secrets = load(&yaml).unwrap().transformer("", "secrets");
         let stored = secrets.to_storage(b"{\"kind\":\"Secret\"}", KEY).unwrap();
         assert!(stored.starts_with(prefix.as_bytes()), "{name}");
-        let read = secrets.from_storage(&stored, KEY).unwrap();
+        let read = secrets.read_now(&stored, KEY).unwrap();
         assert_eq!(
             read,
             Read {
@@ -81,7 +100,7 @@ fn every_provider_reads_what_it_writes_under_its_prefix() {
         );
         // Plaintext is not read by a list without identity.
         assert_eq!(
-            secrets.from_storage(b"{}", KEY).unwrap_err(),
+            secrets.read_now(b"{}", KEY).unwrap_err(),
             "no matching prefix found"
         );
     }
@@ -111,8 +130,8 @@ fn the_research_values_decrypt_with_their_prefixes() {
             "[secrets]",
             &format!("  - {name}:\n      keys:\n      - name: key1\n        secret: {secret}\n"),
         );
-        let secrets = load(&yaml).unwrap().transformer("", "secrets").unwrap();
-        let read = secrets.from_storage(&hex(value), KEY).unwrap();
+        let secrets = load(&yaml).unwrap().transformer("", "secrets");
+        let read = secrets.read_now(&hex(value), KEY).unwrap();
         assert_eq!(read.data, b"pandas are the best", "{name}");
     }
 }
@@ -123,9 +142,9 @@ fn aes_gcm_authenticates_the_etcd_key() {
         "[secrets]",
         &format!("  - aesgcm:\n      keys:\n      - name: k1\n        secret: {KEY32}\n"),
     );
-    let secrets = load(&yaml).unwrap().transformer("", "secrets").unwrap();
+    let secrets = load(&yaml).unwrap().transformer("", "secrets");
     let stored = secrets.to_storage(b"data", KEY).unwrap();
-    let moved = secrets.from_storage(&stored, "/registry/secrets/default/s2");
+    let moved = secrets.read_now(&stored, "/registry/secrets/default/s2");
     assert_eq!(moved.unwrap_err(), "cipher: message authentication failed");
 }
 
@@ -136,16 +155,16 @@ fn reads_by_any_but_the_first_provider_or_key_are_stale() {
         "[secrets]",
         &format!("  - identity: {{}}\n{}", aescbc("k1", KEY32)),
     );
-    let plain_first = load(&yaml).unwrap().transformer("", "secrets").unwrap();
+    let plain_first = load(&yaml).unwrap().transformer("", "secrets");
     let yaml = config(
         "[secrets]",
         &format!("{}  - identity: {{}}\n", aescbc("k1", KEY32)),
     );
-    let encrypting = load(&yaml).unwrap().transformer("", "secrets").unwrap();
+    let encrypting = load(&yaml).unwrap().transformer("", "secrets");
     let encrypted = encrypting.to_storage(b"v", KEY).unwrap();
-    assert!(plain_first.from_storage(&encrypted, KEY).unwrap().stale);
-    assert!(!plain_first.from_storage(b"v", KEY).unwrap().stale);
-    assert!(encrypting.from_storage(b"v", KEY).unwrap().stale);
+    assert!(plain_first.read_now(&encrypted, KEY).unwrap().stale);
+    assert!(!plain_first.read_now(b"v", KEY).unwrap().stale);
+    assert!(encrypting.read_now(b"v", KEY).unwrap().stale);
     assert_eq!(plain_first.to_storage(b"v", KEY).unwrap(), b"v");
 
     // A rotated key: the new one first writes; values of the old one read stale.
@@ -153,8 +172,8 @@ fn reads_by_any_but_the_first_provider_or_key_are_stale() {
         "  - aescbc:\n      keys:\n      - name: k2\n        secret: {KEY16}\n      - name: k1\n        secret: {KEY32}\n"
     );
     let rotated = load(&config("[secrets]", &rotated)).unwrap();
-    let rotated = rotated.transformer("", "secrets").unwrap();
-    let read = rotated.from_storage(&encrypted, KEY).unwrap();
+    let rotated = rotated.transformer("", "secrets");
+    let read = rotated.read_now(&encrypted, KEY).unwrap();
     assert_eq!(
         read,
         Read {
@@ -164,27 +183,26 @@ fn reads_by_any_but_the_first_provider_or_key_are_stale() {
     );
     let rewritten = rotated.to_storage(&read.data, KEY).unwrap();
     assert!(rewritten.starts_with(b"k8s:enc:aescbc:v1:k2:"));
-    assert!(!rotated.from_storage(&rewritten, KEY).unwrap().stale);
+    assert!(!rotated.read_now(&rewritten, KEY).unwrap().stale);
 }
 
 #[test]
 fn missing_keys_and_identity_only_lists_fail_as_upstream() {
     let yaml = config("[secrets]", &aescbc("other", KEY32));
-    let other = load(&yaml).unwrap().transformer("", "secrets").unwrap();
+    let other = load(&yaml).unwrap().transformer("", "secrets");
     let encrypted = load(&config("[secrets]", &aescbc("k1", KEY32)))
         .unwrap()
         .transformer("", "secrets")
-        .unwrap()
         .to_storage(b"v", KEY)
         .unwrap();
     assert_eq!(
-        other.from_storage(&encrypted, KEY).unwrap_err(),
+        other.read_now(&encrypted, KEY).unwrap_err(),
         "no matching key was found for the provided AES transformer"
     );
     let identity = load(&config("[secrets]", "  - identity: {}\n")).unwrap();
-    let identity = identity.transformer("", "secrets").unwrap();
+    let identity = identity.transformer("", "secrets");
     assert_eq!(
-        identity.from_storage(&encrypted, KEY).unwrap_err(),
+        identity.read_now(&encrypted, KEY).unwrap_err(),
         "no matching prefix found"
     );
 }
@@ -200,7 +218,6 @@ fn names_match_exactly_then_by_group_then_everything() {
     let prefix_of = |group: &str, resource: &str| {
         let stored = loaded
             .transformer(group, resource)
-            .unwrap()
             .to_storage(b"v", KEY)
             .unwrap();
         String::from_utf8_lossy(&stored[..stored.len().min(24)]).into_owned()
@@ -210,7 +227,7 @@ fn names_match_exactly_then_by_group_then_everything() {
     assert_eq!(prefix_of("batch", "jobs"), "v");
     assert!(loaded.hash().starts_with("sha256:") && loaded.hash().len() == 71);
     let only_secrets = load(&config("[secrets]", "  - identity: {}\n")).unwrap();
-    assert!(only_secrets.transformer("", "configmaps").is_none());
+    assert!(only_secrets.providers("", "configmaps").is_none());
 }
 
 #[test]
@@ -257,14 +274,35 @@ fn refused_files_say_why_as_upstream() {
         refused(masked),
         "error while building transformers: resource \"secrets\" is masked by earlier rule \"*.\""
     );
-    let kms = config(
-        "[secrets]",
-        "  - kms:\n      apiVersion: v2\n      name: p\n      endpoint: unix:///tmp/kms.sock\n",
+    let kms = |settings: &str| config("[secrets]", &format!("  - kms:\n{settings}"));
+    assert_eq!(
+        refused(&kms(
+            "      name: p\n      endpoint: unix:///tmp/kms.sock\n"
+        )),
+        "error while building transformers: KMSv1 is deprecated and will only receive security updates going forward. Use KMSv2 instead.  Set --feature-gates=KMSv1=true to use the deprecated KMSv1 feature."
+    );
+    assert_eq!(
+        refused(&kms(
+            "      apiVersion: v2\n      name: 'a:b'\n      endpoint: tcp://x\n      cachesize: 10\n      timeout: 0s\n"
+        )),
+        "error while parsing file: [resources[0].providers[0].kms.name: Invalid value: \"a:b\": invalid KMS provider name a:b, must not contain ':', resources[0].providers[0].kms.timeout: Invalid value: \"0s\": timeout should be a positive value, resources[0].providers[0].kms.endpoint: Invalid value: \"tcp://x\": unsupported scheme \"tcp\" for KMS provider, only unix is supported, resources[0].providers[0].kms.cachesize: Invalid value: 10: cachesize is not supported in v2]"
     );
     assert!(
-        refused(&kms).contains("KMS providers are not implemented"),
-        "{}",
-        refused(&kms)
+        refused(&kms(
+            "      apiVersion: v2\n      name: p\n      endpoint: unix:///k\n      timeout: soon\n"
+        ))
+        .contains("time: invalid duration \"soon\""),
+    );
+    let twice = "  - kms:\n      apiVersion: v2\n      name: p\n      endpoint: unix:///k\n";
+    assert_eq!(
+        refused(&config("[secrets]", &twice.repeat(2))),
+        "error while parsing file: resources[0].providers[1].kms.name: Invalid value: \"p\": duplicate KMS provider name p, names must be unique"
+    );
+    assert_eq!(
+        refused(&kms(
+            "      apiVersion: v3\n      name: p\n      endpoint: unix:///k\n"
+        )),
+        "error while parsing file: resources[0].providers[0].kms.apiVersion: Invalid value: \"v3\": unsupported apiVersion apiVersion for KMS provider, only v1 and v2 are supported"
     );
 }
 
@@ -272,14 +310,11 @@ fn refused_files_say_why_as_upstream() {
 fn wildcard_matches_are_labelled_by_their_resource() {
     let loaded = load(&config("['*.apps']", &aescbc("k1", KEY32))).unwrap();
     assert_eq!(
-        loaded.transformer("apps", "deployments").unwrap().resource,
+        loaded.transformer("apps", "deployments").label,
         "deployments.apps"
     );
     let everything = load(&config("['*.*']", "  - identity: {}\n")).unwrap();
-    assert_eq!(
-        everything.transformer("", "secrets").unwrap().resource,
-        "secrets"
-    );
+    assert_eq!(everything.transformer("", "secrets").label, "secrets");
 }
 
 #[test]
@@ -287,14 +322,63 @@ fn failures_of_several_providers_are_listed_flat() {
     // Two aescbc providers share a prefix: both are tried, both errors reported.
     let providers = format!("{}{}", aescbc("k1", KEY32), aescbc("k1", KEY16));
     let both = load(&config("[secrets]", &providers)).unwrap();
-    let both = both.transformer("", "secrets").unwrap();
+    let both = both.transformer("", "secrets");
     let mut value = b"k8s:enc:aescbc:v1:k1:".to_vec();
     value.extend([0u8; 20]);
     assert_eq!(
-        both.from_storage(&value, KEY).unwrap_err(),
+        both.read_now(&value, KEY).unwrap_err(),
         "the stored data is not a multiple of the block size"
     );
     value.extend([0u8; 12]);
-    let err = both.from_storage(&value, KEY).unwrap_err();
+    let err = both.read_now(&value, KEY).unwrap_err();
     assert!(err.starts_with('[') && !err[1..].contains('['), "{err}");
+}
+
+#[test]
+fn a_reload_takes_a_valid_file_and_keeps_the_old_one_for_a_broken_one() {
+    let file = tempfile_with(&config("[secrets]", &aescbc("k1", KEY32)));
+    block_on(async {
+        let metrics = Metrics::default();
+        let loaded = EncryptionConfig::load(file.path(), true, &metrics)
+            .await
+            .unwrap();
+        let secrets = loaded.transformer("", "secrets");
+        let first = loaded.hash();
+        assert!(
+            loaded.has_kms_check(),
+            "reloading configurations always have the check"
+        );
+        assert!(loaded.check_kms().await.is_ok());
+
+        // Unchanged: nothing happens.
+        loaded.reload_if_changed().await.unwrap();
+        assert_eq!(loaded.hash(), first);
+
+        // Broken: refused, the configuration in use kept.
+        std::fs::write(file.path(), "kind: Nonsense\n").unwrap();
+        assert!(loaded.reload_if_changed().await.is_err());
+        assert_eq!(loaded.hash(), first);
+        let stored = secrets.to_storage(b"v", KEY).unwrap();
+        assert!(stored.starts_with(b"k8s:enc:aescbc:v1:k1:"));
+
+        // Valid: used at once by the transformers already handed out.
+        let rotated = format!("{}{}", aescbc("k2", KEY16), aescbc("k1", KEY32));
+        std::fs::write(file.path(), config("[secrets]", &rotated)).unwrap();
+        loaded.reload_if_changed().await.unwrap();
+        assert_ne!(loaded.hash(), first);
+        assert!(
+            secrets
+                .to_storage(b"v", KEY)
+                .unwrap()
+                .starts_with(b"k8s:enc:aescbc:v1:k2:")
+        );
+        let read = secrets.from_storage(&stored, KEY).await.unwrap();
+        assert_eq!(
+            read,
+            Read {
+                data: b"v".to_vec(),
+                stale: true
+            }
+        );
+    });
 }

@@ -301,6 +301,12 @@ impl HealthChecks {
         self.readyz.push(check);
     }
 
+    /// Adds a check to `/healthz` only (with [`HealthChecks::add_readyz_check`], a check
+    /// that `/livez` leaves out, as upstream's KMS checks).
+    pub fn add_healthz_check(&mut self, check: HealthCheck) {
+        self.healthz.push(check);
+    }
+
     /// Adds a check to `/readyz` only.
     pub fn add_readyz_check(&mut self, check: HealthCheck) {
         self.readyz.push(check);

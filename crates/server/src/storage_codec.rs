@@ -170,11 +170,12 @@ impl StorageCodec {
 
 impl StorageCodec {
     /// A stored value decrypted: the plaintext, and whether it must be written again.
-    fn decrypt(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
+    async fn decrypt(&self, key: &str, value: Bytes) -> Result<(Bytes, bool)> {
         match &self.transformer {
             Some(transformer) if !value.is_empty() => {
                 let read = transformer
                     .from_storage(&value, key)
+                    .await
                     .map_err(|err| transform_error(&err))?;
                 Ok((Bytes::from(read.data), read.stale))
             }
@@ -186,8 +187,8 @@ impl StorageCodec {
     }
 
     /// `kv` with its value decrypted and decoded.
-    fn decode_kv(&self, mut kv: KeyValue) -> Result<KeyValue> {
-        let (plain, _) = self.decrypt(&kv.key, kv.value)?;
+    async fn decode_kv(&self, mut kv: KeyValue) -> Result<KeyValue> {
+        let (plain, _) = self.decrypt(&kv.key, kv.value).await?;
         kv.value = match &self.defaults {
             Some(strategy) => self.decode_stored(&kv.key, plain, strategy.as_ref())?,
             None => decode(&kv.key, plain)?,
@@ -223,20 +224,23 @@ impl StorageCodec {
         Ok(crate::codec::encode(&object))
     }
 
-    fn decode_event(&self, mut event: Event) -> Result<Event> {
-        event.kv = self.decode_kv(event.kv)?;
-        event.prev_kv = event.prev_kv.map(|kv| self.decode_kv(kv)).transpose()?;
+    async fn decode_event(&self, mut event: Event) -> Result<Event> {
+        event.kv = self.decode_kv(event.kv).await?;
+        event.prev_kv = match event.prev_kv {
+            Some(kv) => Some(self.decode_kv(kv).await?),
+            None => None,
+        };
         Ok(event)
     }
 
     /// `err` with the value a conflict carries decoded.
-    fn decode_error(&self, err: StorageError) -> StorageError {
+    async fn decode_error(&self, err: StorageError) -> StorageError {
         match err {
             StorageError::Conflict {
                 key,
                 expected,
                 current,
-            } => match self.decode_kv(*current) {
+            } => match self.decode_kv(*current).await {
                 Ok(current) => StorageError::Conflict {
                     key,
                     expected,
@@ -336,20 +340,23 @@ impl Store for StorageCodec {
 
     async fn get(&self, key: &str, revision: Option<Revision>) -> Result<GetResponse> {
         let mut response = self.inner.get(key, revision).await?;
-        response.kv = response.kv.map(|kv| self.decode_kv(kv)).transpose()?;
+        if let Some(kv) = response.kv.take() {
+            response.kv = Some(self.decode_kv(kv).await?);
+        }
         Ok(response)
     }
 
     async fn list(&self, prefix: &str, options: &ListOptions) -> Result<ListResponse> {
         let mut response = self.inner.list(prefix, options).await?;
         let kvs = std::mem::take(&mut response.kvs);
-        response.kvs = kvs
-            .into_iter()
-            .map(|kv| {
-                let key = kv.key.clone();
-                self.decode_kv(kv).map_err(|err| in_list(&key, err))
-            })
-            .collect::<Result<_>>()?;
+        response.kvs.reserve(kvs.len());
+        for kv in kvs {
+            let key = kv.key.clone();
+            let decoded = self.decode_kv(kv).await;
+            response
+                .kvs
+                .push(decoded.map_err(|err| in_list(&key, err))?);
+        }
         Ok(response)
     }
 
@@ -361,33 +368,40 @@ impl Store for StorageCodec {
         ttl: Option<Duration>,
     ) -> Result<Revision> {
         let value = self.encode(key, value)?;
-        let written = self.inner.update_expiring(key, value, expected, ttl).await;
-        written.map_err(|err| self.decode_error(err))
+        match self.inner.update_expiring(key, value, expected, ttl).await {
+            Ok(revision) => Ok(revision),
+            Err(err) => Err(self.decode_error(err).await),
+        }
     }
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<DeleteResponse> {
-        let mut response = self
-            .inner
-            .delete(key, expected)
-            .await
-            .map_err(|err| self.decode_error(err))?;
-        response.prev_kv = self.decode_kv(response.prev_kv)?;
+        let mut response = match self.inner.delete(key, expected).await {
+            Ok(response) => response,
+            Err(err) => return Err(self.decode_error(err).await),
+        };
+        response.prev_kv = self.decode_kv(response.prev_kv).await?;
         Ok(response)
     }
 
     async fn watch(&self, key: &str, options: WatchOptions) -> Result<WatchStream> {
         let stream = self.inner.watch(key, options).await?;
         let codec = self.clone();
-        let decoded = stream.map(move |item| match item? {
-            WatchResponse::Events(events) => events
-                .into_iter()
-                .map(|event| {
-                    let key = event.kv.key.clone();
-                    codec.decode_event(event).map_err(|err| in_list(&key, err))
-                })
-                .collect::<Result<_>>()
-                .map(WatchResponse::Events),
-            progress => Ok(progress),
+        let decoded = stream.then(move |item| {
+            let codec = codec.clone();
+            async move {
+                match item? {
+                    WatchResponse::Events(events) => {
+                        let mut decoded = Vec::with_capacity(events.len());
+                        for event in events {
+                            let key = event.kv.key.clone();
+                            let event = codec.decode_event(event).await;
+                            decoded.push(event.map_err(|err| in_list(&key, err))?);
+                        }
+                        Ok(WatchResponse::Events(decoded))
+                    }
+                    progress => Ok(progress),
+                }
+            }
         });
         // An error is the stream's last item, as the trait promises.
         let mut failed = false;
@@ -420,7 +434,7 @@ impl Store for StorageCodec {
         let Some(stored) = stored.filter(|stored| stored.mod_revision == kv.mod_revision) else {
             return Ok(false);
         };
-        let (plain, stale) = self.decrypt(&stored.key, stored.value)?;
+        let (plain, stale) = self.decrypt(&stored.key, stored.value).await?;
         Ok(stale || !self.written_form(&plain))
     }
 }

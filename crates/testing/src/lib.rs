@@ -1,8 +1,9 @@
 //! Test support shared by kapi's crates: free loopback ports, real etcd processes started
-//! by the tests themselves, and Kubernetes' generated protobuf messages.
+//! by the tests themselves, a KMS v2 plugin, and Kubernetes' generated protobuf messages.
 
 pub mod etcd;
 pub mod k8s_pb;
+pub mod kms;
 
 use std::net::TcpListener;
 

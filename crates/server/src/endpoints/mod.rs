@@ -257,7 +257,7 @@ impl StorageFactory {
         let transformer = self
             .encryption
             .as_ref()
-            .and_then(|config| config.transformer(&gvk.group, &definition.plural));
+            .map(|config| config.transformer(&gvk.group, &definition.plural));
         let codec = StorageCodec::new(
             self.store.clone(),
             media_type,
