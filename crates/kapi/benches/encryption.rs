@@ -90,7 +90,7 @@ fn secret(name: &str) -> serde_json::Value {
         "kind": "Secret",
         "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"app": "bench"}},
         "type": "Opaque",
-        "data": {"token": "dG9rZW4tdmFsdWUt".repeat(48), "ca.crt": "Y2VydGlmaWNhdGU=".repeat(16)}
+        "data": {"token": "dG9rZW4tdmFsdWUt".repeat(48), "ca.crt": "Y2VydGlmaWNhdGUh".repeat(16)}
     })
 }
 

@@ -1,12 +1,15 @@
 //! Periodic compaction, as kube-apiserver's compactor does it: every interval, compact to the
 //! revision that was current one interval ago, so at least one interval of history is kept.
+//! Servers sharing a store take turns ([`Store::compaction_turn`]): on etcd, the one that
+//! wins the interval's compare-and-swap of `compact_rev_key` compacts, kube-apiservers
+//! included, so a store is compacted once per interval however many servers it has.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
-use crate::{StorageError, Store};
+use crate::{CompactionTurn, Store};
 
 /// A background task that compacts a store's history; stops when dropped.
 pub struct Compactor {
@@ -20,23 +23,13 @@ impl Compactor {
             let mut ticker = tokio::time::interval(interval);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             ticker.tick().await;
-            let mut previous = None;
+            let mut turn = CompactionTurn::default();
             loop {
                 ticker.tick().await;
-                if let Some(revision) = previous {
-                    match store.compact(revision).await {
-                        // Another kapi replica on the same etcd compacted first.
-                        Ok(()) | Err(StorageError::Compacted { .. }) => {}
-                        Err(err) => tracing::warn!(%err, revision, "compaction failed"),
-                    }
+                match store.compaction_turn(turn).await {
+                    Ok(next) => turn = next,
+                    Err(err) => tracing::warn!(%err, ?turn, "compaction failed"),
                 }
-                previous = match store.current_revision().await {
-                    Ok(revision) => Some(revision),
-                    Err(err) => {
-                        tracing::warn!(%err, "compactor could not read the current revision");
-                        None
-                    }
-                };
             }
         });
         Compactor { task }

@@ -27,14 +27,16 @@ use self::endpoints::{CallError, Endpoints};
 use self::leases::Leases;
 use self::watch::Watch;
 use crate::{
-    DeleteResponse, GetResponse, KeyValue, ListOptions, ListResponse, Result, Revision,
-    StorageError, Store, WatchOptions, WatchStream, decode_continue, encode_continue,
+    CompactionTurn, DeleteResponse, GetResponse, KeyValue, ListOptions, ListResponse, Result,
+    Revision, StorageError, Store, WatchOptions, WatchStream, decode_continue, encode_continue,
 };
 
 /// The largest response decoded from etcd (a range of a big collection can be many MiB), as
 /// kube-apiserver's etcd client allows (2 GiB); etcd-client's default is 4 MiB.
 pub(crate) const MAX_RESPONSE: usize = i32::MAX as usize;
 /// How etcd says a revision is older than its compacted revision.
+/// The key the servers sharing an etcd take compaction turns on (kube-apiserver's).
+const COMPACT_REV_KEY: &str = "compact_rev_key";
 const COMPACTED_MESSAGE: &str = "required revision has been compacted";
 /// How etcd says a revision is newer than its current revision.
 const FUTURE_MESSAGE: &str = "required revision is a future revision";
@@ -367,6 +369,49 @@ impl Store for EtcdStore {
             .progress_requests
             .send_modify(|generation| *generation = generation.wrapping_add(1));
         Ok(())
+    }
+
+    /// kube-apiserver's turn-taking: whoever swaps `compact_rev_key` from the version it
+    /// expects (writing the revision it will compact) compacts; the others learn the key's
+    /// version and try at the next interval. The key is at etcd's root, outside any
+    /// `--etcd-prefix`, as kube-apiserver's.
+    async fn compaction_turn(&self, turn: CompactionTurn) -> Result<CompactionTurn> {
+        let txn = Txn::new()
+            .when([Compare::version(
+                COMPACT_REV_KEY,
+                CompareOp::Equal,
+                turn.version,
+            )])
+            .and_then([TxnOp::put(COMPACT_REV_KEY, turn.revision.to_string(), None)])
+            .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
+        let response = self.txn(txn).await?;
+        let current = response
+            .header()
+            .map(|header| header.revision())
+            .unwrap_or_default();
+        if !response.succeeded() {
+            let version = response.op_responses().iter().find_map(|op| match op {
+                TxnOpResponse::Get(read) => read.kvs().first().map(|kv| kv.version()),
+                _ => None,
+            });
+            return Ok(CompactionTurn {
+                version: version.unwrap_or_default(),
+                revision: current,
+            });
+        }
+        let next = CompactionTurn {
+            version: turn.version + 1,
+            revision: current,
+        };
+        if turn.revision != 0 {
+            // A failed compaction still ends the turn, as upstream's: the next one tries
+            // a newer revision.
+            match self.compact(turn.revision).await {
+                Ok(()) | Err(StorageError::Compacted { .. }) => {}
+                Err(err) => tracing::warn!(%err, revision = turn.revision, "compaction failed"),
+            }
+        }
+        Ok(next)
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {

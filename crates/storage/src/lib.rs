@@ -236,4 +236,32 @@ pub trait Store: Send + Sync + 'static {
     /// Drops the history before `revision`: reads and watches at older revisions fail with
     /// [`StorageError::Compacted`] from now on, and their space is reclaimed.
     async fn compact(&self, revision: Revision) -> Result<()>;
+
+    /// One interval's turn of the compaction the servers sharing this store take together:
+    /// compacts `turn.revision` (the revision current one interval ago; none on the first
+    /// turn) unless another server took this interval's turn, and gives the next turn. A
+    /// store only this server uses just compacts.
+    async fn compaction_turn(&self, turn: CompactionTurn) -> Result<CompactionTurn> {
+        if turn.revision != 0 {
+            // A failed compaction still ends the turn, as upstream's: the next one tries
+            // a newer revision.
+            match self.compact(turn.revision).await {
+                Ok(()) | Err(StorageError::Compacted { .. }) => {}
+                Err(err) => tracing::warn!(%err, revision = turn.revision, "compaction failed"),
+            }
+        }
+        Ok(CompactionTurn {
+            version: turn.version + 1,
+            revision: self.current_revision().await?,
+        })
+    }
+}
+
+/// Where a server stands in the shared compaction (kube-apiserver's `compact_rev_key`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactionTurn {
+    /// How many turns the server has seen taken (the key's version it expects).
+    pub version: i64,
+    /// The revision to compact at its next turn.
+    pub revision: Revision,
 }

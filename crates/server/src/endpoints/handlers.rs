@@ -81,13 +81,19 @@ impl Context<'_> {
 
     /// The output the request's Accept header negotiates for one object or a list.
     fn negotiate(&self, list: bool) -> Result<Output, ApiError> {
+        self.negotiate_before_read(list)?
+    }
+
+    /// [`Context::negotiate`] for a read, whose wrong-shape refusal (the inner error) comes
+    /// after the read's own errors.
+    fn negotiate_before_read(&self, list: bool) -> Result<Result<Output, ApiError>, ApiError> {
         let protobuf = self.apis.serves_protobuf(self.definition());
         let go_type = go_type(self.definition(), list);
         let shape = match list {
             true => negotiation::Shape::List(&go_type),
             false => negotiation::Shape::Object(&go_type),
         };
-        negotiation::negotiate(self.accept.as_deref(), shape, protobuf)
+        negotiation::negotiate_before_read(self.accept.as_deref(), shape, protobuf)
     }
 
     fn renderer(&self, output: Output) -> Result<Renderer<'_>, ApiError> {
@@ -392,7 +398,7 @@ pub(super) fn content_type(output: Output) -> &'static str {
 }
 
 async fn get(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
-    let output = context.negotiate(false)?;
+    let output = context.negotiate_before_read(false)?;
     let version = params::get_version(&context.query)?;
     let resource = context.definition().group_resource();
     let item = context
@@ -400,16 +406,18 @@ async fn get(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
         .registry
         .get(&resource, &context.namespace, &context.info.name, &version)
         .await?;
+    let output = output?;
     let body = context.renderer(output)?.object(&item)?;
     Ok(response(StatusCode::OK, content_type(output), body))
 }
 
 async fn list(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
-    let output = context.negotiate(true)?;
+    let output = context.negotiate_before_read(true)?;
     let namespace = Some(context.namespace.as_str()).filter(|ns| !ns.is_empty());
     let params = params::list_params(&context.query, context.definition(), namespace, false)?;
     let resource = context.definition().group_resource();
     let result = context.served.registry.list(&resource, &params).await?;
+    let output = output?;
     let renderer = context.renderer(output)?;
     let chunk = match context.http2 {
         true => list_body::HTTP2_CHUNK,

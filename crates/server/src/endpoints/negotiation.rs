@@ -130,13 +130,25 @@ pub fn negotiate(
     shape: Shape<'_>,
     protobuf: bool,
 ) -> Result<Output, ApiError> {
+    negotiate_before_read(accept, shape, protobuf)?
+}
+
+/// [`negotiate`] in two steps, as upstream refuses: the outer error before anything is read
+/// (no representation the endpoint has), the inner one — a PartialObjectMetadata of the
+/// wrong shape — only once the object or list was read, so that a read's own error (a 404)
+/// comes first.
+pub fn negotiate_before_read(
+    accept: Option<&str>,
+    shape: Shape<'_>,
+    protobuf: bool,
+) -> Result<Result<Output, ApiError>, ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
-        return Ok(Output::Json);
+        return Ok(Ok(Output::Json));
     };
     let ranges = media_ranges(accept);
     for range in &ranges {
         if let Some(output) = output_for(range, shape, protobuf) {
-            return output;
+            return Ok(output);
         }
     }
     if ranges.iter().any(|range| served_type(range.essence)) {
