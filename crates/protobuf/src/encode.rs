@@ -347,13 +347,19 @@ fn schema_union(
         }
         Value::Array(items) if !or_bool => {
             for item in items.iter().rev() {
+                // A null element is Go's zero value: an empty schema, an empty string.
                 match kind {
                     Kind::SchemaOrArray(_) => {
-                        let object = item.as_object().ok_or("a schema is not an object")?;
+                        let empty = serde_json::Map::new();
+                        let object = match item {
+                            Value::Null => &empty,
+                            item => item.as_object().ok_or("a schema is not an object")?,
+                        };
                         let start = w.len();
                         message(w, schema, object, depth + 1)?;
                         w.close(2, start);
                     }
+                    _ if item.is_null() => w.string_field(2, b""),
                     _ => w.string_field(2, str_of(item)?.as_bytes()),
                 }
             }
