@@ -52,6 +52,7 @@ pub(crate) fn table(version: &Value) -> TableConvertor {
         paths.push((JsonPath::parse(json_path).ok(), text("type").to_string()));
     }
     TableConvertor {
+        order: None,
         columns,
         cells: Arc::new(move |object: &Value| {
             let name = object["metadata"]["name"].clone();

@@ -26,6 +26,7 @@ pub(crate) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(ConfigMapStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Data", DATA_DESCRIPTION, 0),

@@ -88,6 +88,7 @@ fn table() -> TableConvertor {
         }
     }
     TableConvertor {
+        order: None,
         columns: vec![
             column(
                 "Last Seen",

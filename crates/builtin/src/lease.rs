@@ -22,6 +22,7 @@ pub(crate) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(LeaseStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Holder", HOLDER_DESCRIPTION, 0),

@@ -28,6 +28,7 @@ pub(crate) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(NamespaceStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Status", "The status of the namespace", 0),

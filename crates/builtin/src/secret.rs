@@ -41,6 +41,7 @@ pub(crate) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(SecretStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Type", TYPE_DESCRIPTION, 0),

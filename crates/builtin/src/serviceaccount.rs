@@ -18,6 +18,7 @@ pub(crate) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(ServiceAccountStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Secrets", SECRETS_DESCRIPTION, 0),

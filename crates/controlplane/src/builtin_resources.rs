@@ -54,6 +54,8 @@ builtin_resources! {
     validating_admission_policies: "admissionregistration.k8s.io" "validatingadmissionpolicies",
     validating_admission_policy_bindings: "admissionregistration.k8s.io" "validatingadmissionpolicybindings",
     endpoint_slices: "discovery.k8s.io" "endpointslices",
+    flow_schemas: "flowcontrol.apiserver.k8s.io" "flowschemas",
+    priority_level_configurations: "flowcontrol.apiserver.k8s.io" "prioritylevelconfigurations",
     ingress_classes: "networking.k8s.io" "ingressclasses",
     ip_addresses: "networking.k8s.io" "ipaddresses",
     service_cidrs: "networking.k8s.io" "servicecidrs",

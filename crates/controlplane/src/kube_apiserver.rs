@@ -196,6 +196,18 @@ fn post_start_hooks(
             .await
             .map_err(Into::into)
     })?;
+    let flow_control = kapi_flowcontrol::FlowControlResources {
+        flow_schemas: resources.flow_schemas.clone(),
+        priority_levels: resources.priority_level_configurations.clone(),
+    };
+    hooks.add(
+        "priority-and-fairness-config-producer",
+        move |context| async move {
+            kapi_flowcontrol::run_config_producer(flow_control, context.stopping)
+                .await
+                .map_err(Into::into)
+        },
+    )?;
     let priority_classes = resources.priority_classes.clone();
     hooks.add(
         "scheduling/bootstrap-system-priority-classes",

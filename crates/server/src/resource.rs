@@ -232,7 +232,13 @@ pub type RowFn = Arc<dyn Fn(&Value) -> Vec<Value> + Send + Sync>;
 pub struct TableConvertor {
     pub columns: Vec<PrinterColumn>,
     pub cells: RowFn,
+    /// The order of a list's rows, where upstream's printer sorts them (FlowSchemas by
+    /// precedence); `None` keeps the list's order.
+    pub order: Option<RowOrder>,
 }
+
+/// Compares two objects for the order of their rows.
+pub type RowOrder = fn(&Value, &Value) -> std::cmp::Ordering;
 
 impl std::fmt::Debug for TableConvertor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -136,6 +136,7 @@ fn subresources(entry: &CatalogEntry) -> Vec<Subresource> {
 /// printers show for most kinds.
 fn default_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![name_column(0), age_column()],
         cells: std::sync::Arc::new(|object: &serde_json::Value| {
             vec![name_cell(object), age_cell(object)]

@@ -279,6 +279,7 @@ fn validate_signer_name(signer: &str, path: &Path) -> FieldErrors {
 
 fn csr_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             crate::printers::name_column(0),
             age(),

@@ -14,6 +14,7 @@ pub(crate) fn table(rest: Vec<PrinterColumn>, cells: fn(&Value) -> Vec<Value>) -
     let mut columns = vec![name_column(0)];
     columns.extend(rest);
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(cells),
     }

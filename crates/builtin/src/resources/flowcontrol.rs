@@ -315,7 +315,7 @@ fn validate_priority_level(level: &Value) -> FieldErrors {
 }
 
 fn flow_schema_table() -> TableConvertor {
-    table(
+    let mut convertor = table(
         vec![
             col(
                 "PriorityLevel",
@@ -336,7 +336,24 @@ fn flow_schema_table() -> TableConvertor {
             ),
         ],
         flow_schema_cells,
-    )
+    );
+    convertor.order = Some(by_precedence);
+    convertor
+}
+
+/// FlowSchemas in the order requests are matched: by matchingPrecedence, then name
+/// (upstream's printer sorts its list rows so).
+fn by_precedence(a: &Value, b: &Value) -> std::cmp::Ordering {
+    let precedence = |schema: &Value| schema["spec"]["matchingPrecedence"].as_i64().unwrap_or(0);
+    let name = |schema: &Value| {
+        schema["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    precedence(a)
+        .cmp(&precedence(b))
+        .then_with(|| name(a).cmp(&name(b)))
 }
 
 /// NAME, PRIORITYLEVEL, MATCHINGPRECEDENCE, DISTINGUISHERMETHOD, AGE, MISSINGPL (the

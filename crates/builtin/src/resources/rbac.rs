@@ -322,6 +322,7 @@ fn validate_binding_update(new: &Value, old: &Value) -> FieldErrors {
 
 fn role_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![crate::printers::name_column(0), created_at_column()],
         cells: std::sync::Arc::new(|role: &serde_json::Value| {
             vec![name_cell(role), created_at(role)]

@@ -451,6 +451,7 @@ fn validate_csi_storage_capacity(capacity: &Value) -> FieldErrors {
 /// NAME, STORAGECLASSNAME, CAPACITY (`<unset>` when not reported).
 fn csi_storage_capacity_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             crate::printers::name_column(0),
             col(

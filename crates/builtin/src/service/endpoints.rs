@@ -31,6 +31,7 @@ pub(super) fn endpoints_strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(EndpointsStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("Endpoints", SUBSETS_DESCRIPTION, 0),
@@ -46,6 +47,7 @@ pub(super) fn endpoint_slice_strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(EndpointSliceStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("AddressType", ADDRESS_TYPE_DESCRIPTION, 0),

@@ -26,6 +26,7 @@ pub(super) fn service_cidr_strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(ServiceCidrStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("CIDRs", CIDRS_DESCRIPTION, 0),
@@ -44,6 +45,7 @@ pub(super) fn ip_address_strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(IpAddressStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: vec![
                 name_column(0),
                 column("ParentRef", PARENT_REF_DESCRIPTION, 0),

@@ -41,6 +41,7 @@ pub(super) fn strategies() -> KindStrategies {
     KindStrategies {
         strategy: Arc::new(ServiceStrategy),
         table: Some(TableConvertor {
+            order: None,
             columns: columns(),
             cells: std::sync::Arc::new(cells),
         }),

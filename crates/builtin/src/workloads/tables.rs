@@ -102,6 +102,7 @@ pub(crate) fn pods() -> TableConvertor {
         column("Readiness Gates", "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates", 1),
     ]);
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(pod_cells),
     }
@@ -331,6 +332,7 @@ fn readiness_gates(pod: &Value) -> String {
 /// PodTemplates: NAME CONTAINERS IMAGES POD LABELS.
 pub(crate) fn pod_templates() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             name_column(0),
             column("Containers", CONTAINERS_DESCRIPTION, 0),
@@ -372,6 +374,7 @@ pub(crate) fn deployments() -> TableConvertor {
     ];
     columns.extend(template_columns(Some("Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.")));
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
@@ -431,6 +434,7 @@ fn replica_cells(object: &Value, selector: String) -> Vec<Value> {
 /// ReplicaSets: NAME DESIRED CURRENT READY AGE CONTAINERS IMAGES SELECTOR.
 pub(crate) fn replica_sets() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: replica_columns(
             "Replicas is the number of desired pods. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
             "Replicas is the most recently observed number of non-terminating pods. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
@@ -446,6 +450,7 @@ pub(crate) fn replica_sets() -> TableConvertor {
 /// ReplicationControllers: as ReplicaSets, with the selector a label map.
 pub(crate) fn replication_controllers() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: replica_columns(
             "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
             "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
@@ -468,6 +473,7 @@ pub(crate) fn stateful_sets() -> TableConvertor {
     ];
     columns.extend(template_columns(None));
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
@@ -530,6 +536,7 @@ pub(crate) fn daemon_sets() -> TableConvertor {
     ];
     columns.extend(template_columns(Some("A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors")));
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
@@ -565,6 +572,7 @@ pub(crate) fn jobs() -> TableConvertor {
     ];
     columns.extend(template_columns(Some(JOB_SELECTOR_DESCRIPTION)));
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(job_cells),
     }
@@ -656,6 +664,7 @@ pub(crate) fn cron_jobs() -> TableConvertor {
     ];
     columns.extend(template_columns(Some(JOB_SELECTOR_DESCRIPTION)));
     TableConvertor {
+        order: None,
         columns,
         cells: std::sync::Arc::new(|object: &serde_json::Value| {
             let (spec, status) = (&object["spec"], &object["status"]);
@@ -689,6 +698,7 @@ pub(crate) fn cron_jobs() -> TableConvertor {
 /// ControllerRevisions: NAME CONTROLLER REVISION AGE.
 pub(crate) fn controller_revisions() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             name_column(0),
             column("Controller", "Controller of the object", 0),

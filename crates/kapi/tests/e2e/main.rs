@@ -26,6 +26,7 @@ mod encryption;
 mod endpoints;
 mod errors;
 mod event_ttl;
+mod flowcontrol;
 mod kms;
 mod kube_rs;
 mod kubectl;

@@ -72,12 +72,22 @@ impl ListBody {
         chunk: usize,
     ) -> Result<Body, ApiError> {
         let meta = super::render::list_meta(&list);
-        let entries: Vec<Entry> = if definition.converter.is_some() {
+        let mut entries: Vec<Entry> = if definition.converter.is_some() {
             let served = renderer.served_items(&list)?;
             served.into_iter().map(Entry::Served).collect()
         } else {
             list.items.into_iter().map(Entry::Stored).collect()
         };
+        let order = definition.table.as_ref().and_then(|table| table.order);
+        if let (Output::Table { .. }, Some(order)) = (renderer.output, order) {
+            // Rows the printer sorts (FlowSchemas by precedence) need the whole page.
+            let mut served = entries
+                .into_iter()
+                .map(|entry| entry.served(renderer))
+                .collect::<Result<Vec<Value>, ApiError>>()?;
+            served.sort_by(order);
+            entries = served.into_iter().map(Entry::Served).collect();
+        }
         if renderer.output.is_protobuf() {
             return protobuf_body(renderer, &definition, meta, entries, chunk);
         }

@@ -323,6 +323,7 @@ fn scale_table() -> TableConvertor {
             priority: 0,
         };
     TableConvertor {
+        order: None,
         columns: vec![
             column("Name", "string", NAME_DESCRIPTION),
             column(

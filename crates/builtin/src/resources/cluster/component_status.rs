@@ -27,6 +27,7 @@ impl Strategy for ComponentStatusStrategy {
 
 pub(super) fn component_status_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             crate::printers::name_column(0),
             col("Status", "Status of the component conditions"),

@@ -125,6 +125,7 @@ fn validate_limit_type(kind: &str, path: &Path) -> FieldErrors {
 
 pub(super) fn limit_range_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             crate::printers::name_column(0),
             crate::resources::common::created_at_column(),

@@ -230,6 +230,7 @@ fn validate_quota_resource_name(name: &str, path: &Path) -> FieldErrors {
 
 pub(super) fn quota_table() -> TableConvertor {
     TableConvertor {
+        order: None,
         columns: vec![
             crate::printers::name_column(0),
             age(),
