@@ -2,6 +2,7 @@
 //! the control plane ([`kapi_controlplane`]), which integration tests also start in-process
 //! through [`serve`].
 
+pub mod allocator;
 pub mod flags;
 pub mod logging;
 

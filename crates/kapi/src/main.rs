@@ -12,6 +12,11 @@ use kapi::{logging, serve, store_command};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The allocator's settings, applied before the runtime's first allocation.
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONFIGURE_ALLOCATOR: extern "C" fn() = kapi::allocator::configure;
+
 /// Raises the soft limit on open files to the hard limit, as Go's runtime does for
 /// kube-apiserver at start: every connection is a descriptor, and systemd's default soft
 /// limit of 1,024 would let a thousand idle clients lock everyone out.

@@ -19,6 +19,11 @@ use serde_json::{Value, json};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The binary's allocator settings, applied as it applies them (before main).
+#[used]
+#[unsafe(link_section = ".init_array")]
+static CONFIGURE_ALLOCATOR: extern "C" fn() = kapi::allocator::configure;
+
 /// Requests in flight.
 pub const CONCURRENCY: usize = 32;
 

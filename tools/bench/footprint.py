@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Footprint of a kapi binary: time from exec to READY=1 (sd_notify), RSS when idle.
+usage: footprint.py <kapi binary> <data dir> [extra flags...]"""
+import os, socket, subprocess, sys, time, tempfile
+
+binary, data_dir, *flags = sys.argv[1:]
+sock_path = tempfile.mktemp(prefix="notify-", suffix=".sock")
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+sock.bind(sock_path)
+env = dict(os.environ, NOTIFY_SOCKET=sock_path)
+port = 20000 + os.getpid() % 20000
+start = time.monotonic()
+proc = subprocess.Popen([binary, "serve", "--secure-port", str(port), "--data-dir", data_dir, *flags],
+                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+sock.settimeout(30)
+ready = None
+while ready is None:
+    msg = sock.recv(4096).decode()
+    if "READY=1" in msg:
+        ready = time.monotonic() - start
+time.sleep(float(os.environ.get("IDLE_S", "5")))
+status = open(f"/proc/{proc.pid}/status").read()
+rss = next(l for l in status.splitlines() if l.startswith("VmRSS")).split()[1]
+anon = next(l for l in status.splitlines() if l.startswith("RssAnon")).split()[1]
+fileb = next(l for l in status.splitlines() if l.startswith("RssFile")).split()[1]
+print(f"ready {ready*1000:.1f} ms; RSS {int(rss)/1024:.1f} MiB (anon {int(anon)/1024:.1f}, file {int(fileb)/1024:.1f})")
+proc.terminate(); proc.wait()
+os.unlink(sock_path)
