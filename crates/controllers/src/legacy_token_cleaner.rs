@@ -24,6 +24,8 @@ use crate::token_tracking::{LEGACY_TOKEN_TRACKING_CONFIG_MAP, is_date};
 pub const LEGACY_TOKEN_CLEANER_CONTROLLER: &str = "legacy-serviceaccount-token-cleaner-controller";
 /// How often the Secrets are looked at.
 const SYNC_INTERVAL: Duration = Duration::from_secs(24 * 3600);
+/// How long the first pass waits for the caches to catch up with the store.
+const CACHE_WAIT: Duration = Duration::from_secs(30);
 const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
 const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
 
@@ -46,6 +48,19 @@ pub fn start_legacy_token_cleaner(
     stopping: CancellationToken,
 ) {
     tokio::spawn(async move {
+        // The first pass is a day's only one: it must see the store, not a cache still
+        // filling (upstream waits for its informers to sync).
+        for served in [
+            &cleaner.config_maps,
+            &cleaner.secrets,
+            &cleaner.service_accounts,
+            &cleaner.pods,
+        ] {
+            let fresh = served.registry.cacher().wait_fresh(CACHE_WAIT);
+            if fresh.await.is_err() {
+                tracing::warn!("the legacy token cleaner starts before its caches caught up");
+            }
+        }
         let mut interval = tokio::time::interval(SYNC_INTERVAL);
         loop {
             tokio::select! {

@@ -46,6 +46,8 @@ pub(crate) struct KubeApiServer {
     pub admission: Vec<Arc<dyn AdmissionPlugin>>,
     /// Its post-start hooks.
     pub hooks: PostStartHooks,
+    /// API Priority and Fairness's classification of requests, kept by its hook.
+    pub classifier: Arc<kapi_flowcontrol::Classifier>,
 }
 
 impl KubeApiServer {
@@ -88,7 +90,8 @@ impl KubeApiServer {
             config.resolver.clone(),
         )?;
         handler.set_admission(admission.clone());
-        let hooks = post_start_hooks(config, &resources, &authorization)?;
+        let classifier = Arc::new(kapi_flowcontrol::Classifier::default());
+        let hooks = post_start_hooks(config, &resources, &authorization, &classifier)?;
         Ok(KubeApiServer {
             handler,
             resources,
@@ -96,6 +99,7 @@ impl KubeApiServer {
             bearer_tokens,
             admission,
             hooks,
+            classifier,
         })
     }
 }
@@ -140,6 +144,7 @@ fn post_start_hooks(
     config: &Config,
     resources: &BuiltinResources,
     authorization: &Authorization,
+    classifier: &Arc<kapi_flowcontrol::Classifier>,
 ) -> Result<PostStartHooks> {
     let mut hooks = PostStartHooks::default();
     let namespaces = resources.namespaces.clone();
@@ -199,6 +204,7 @@ fn post_start_hooks(
     let flow_control = kapi_flowcontrol::FlowControlResources {
         flow_schemas: resources.flow_schemas.clone(),
         priority_levels: resources.priority_level_configurations.clone(),
+        classifier: classifier.clone(),
     };
     hooks.add(
         "priority-and-fairness-config-producer",

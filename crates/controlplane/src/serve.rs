@@ -76,6 +76,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .encryption_metrics
         .register(server.metrics_mut().registry_mut());
     server.set_authorizer(chain.authorizer);
+    server.set_flow_control(chain.flow_control);
     if let Some(auditor) = crate::audit::auditor(&options)? {
         server.set_auditor(auditor);
     }

@@ -28,11 +28,13 @@ const FIRST_PASS_RETRY: Duration = Duration::from_secs(1);
 /// How often passes run after the first.
 const PASS_INTERVAL: Duration = Duration::from_secs(60);
 
-/// The served flow control collections (their stored version).
+/// The served flow control collections (their stored version), and the classifier kept up
+/// to date with them.
 #[derive(Clone)]
 pub struct FlowControlResources {
     pub flow_schemas: Served,
     pub priority_levels: Served,
+    pub classifier: std::sync::Arc<crate::Classifier>,
 }
 
 /// The post-start hook: a first pass that succeeds (retried every second, failing the hook
@@ -54,8 +56,18 @@ pub async fn run_config_producer(
             _ = tokio::time::sleep(FIRST_PASS_RETRY) => {}
         }
     }
+    mark(&resources).await;
     tokio::spawn(keep(resources, stopping));
     Ok(())
+}
+
+/// Updates the FlowSchemas' `Dangling` conditions, logging a failure (the next change or
+/// minute tries again).
+async fn mark(resources: &FlowControlResources) {
+    if let Err(err) = crate::mark_dangling(resources).await {
+        tracing::warn!("setting the Dangling conditions of FlowSchemas: {err}");
+    }
+    resources.classifier.refresh(resources);
 }
 
 /// Passes every minute and whenever either collection changes, until `stopping`.
@@ -84,6 +96,7 @@ async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
                     if let Err(err) = ensure(&resources).await {
                         tracing::warn!("APF bootstrap ensurer ran into error: {err}");
                     }
+                    mark(&resources).await;
                 }
                 Ok(CacheNotification::Progress(_)) => {}
                 Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => break,

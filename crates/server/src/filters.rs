@@ -12,7 +12,9 @@
 //! 5. [`audit`]: records the request in the audit log, as the audit policy asks.
 //! 6. [`impersonation`]: replaces the user with the one the `Impersonate-*` headers name,
 //!    when the authorizer allows, or answers 403.
-//! 7. [`max_inflight`]: bounds concurrent requests, answers 429 beyond.
+//! 7. [`flow_control`]: classifies the request by API Priority and Fairness's FlowSchemas
+//!    (the response names them in `X-Kubernetes-PF-*` headers); then [`max_inflight`]
+//!    bounds concurrent requests, answers 429 beyond.
 //! 8. [`authorization`]: answers 403 unless the authorizer allows.
 //! 9. [`metrics`]: counts requests and their durations.
 //! 10. [`timeout`]: bounds non-long-running requests (504) and ends long-running ones when
@@ -24,6 +26,7 @@
 pub mod audit;
 pub mod authentication;
 pub mod authorization;
+pub mod flow_control;
 pub mod impersonation;
 pub mod long_running;
 pub mod max_inflight;

@@ -32,6 +32,7 @@ use crate::config::ServerConfig;
 use crate::filters::audit::AuditLayer;
 use crate::filters::authentication::AuthenticationLayer;
 use crate::filters::authorization::AuthorizationLayer;
+use crate::filters::flow_control::{FlowControl, FlowControlLayer};
 use crate::filters::impersonation::ImpersonationLayer;
 use crate::filters::max_inflight::MaxInFlightLayer;
 use crate::filters::metrics::MetricsLayer;
@@ -144,6 +145,8 @@ pub struct GenericApiServer {
     authorizer: Arc<dyn Authorizer>,
     auditor: Option<Arc<Auditor>>,
     health: HealthChecks,
+    /// API Priority and Fairness's classification, when set.
+    flow_control: Option<Arc<dyn FlowControl>>,
     hooks: PostStartHooks,
     metrics: Metrics,
     version: VersionInfo,
@@ -182,6 +185,7 @@ impl GenericApiServer {
             authorizer: Arc::new(AuthenticatedAuthorizer),
             auditor: None,
             health: HealthChecks::default(),
+            flow_control: None,
             hooks: PostStartHooks::default(),
             metrics: Metrics::new(),
             version: VersionInfo::current(),
@@ -208,6 +212,11 @@ impl GenericApiServer {
     /// Replaces the authorizer.
     pub fn set_authorizer(&mut self, authorizer: Arc<dyn Authorizer>) {
         self.authorizer = authorizer;
+    }
+
+    /// Classifies requests by API Priority and Fairness's FlowSchemas.
+    pub fn set_flow_control(&mut self, flow_control: Arc<dyn FlowControl>) {
+        self.flow_control = Some(flow_control);
     }
 
     /// Audits requests with `auditor` (none are audited without one).
@@ -304,6 +313,7 @@ impl GenericApiServer {
             ))
             .layer(AuditLayer::new(self.auditor))
             .layer(ImpersonationLayer::new(self.authorizer.clone()))
+            .layer(FlowControlLayer::new(self.flow_control))
             .layer(MaxInFlightLayer::new(
                 config.max_requests_inflight,
                 config.max_mutating_requests_inflight,

@@ -2,12 +2,14 @@
 //! mandatory and suggested FlowSchemas and priority levels exist with upstream's columns
 //! (FlowSchemas in matching order), written once by the configuration producer; what the
 //! producer keeps comes back when deleted or changed, what an operator opted out of (or
-//! tuned) stays, and auto-managed objects the bootstrap lacks are removed.
+//! tuned) stays, and auto-managed objects the bootstrap lacks are removed. Every response
+//! names the FlowSchema and priority level its request matched.
 
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::process::{Client, Kapi, Reply};
 use crate::common::{Backend, TestServer, cells, get_json, ok_stdin};
 
 /// Polls `kubectl get <args> -o json` until `done` accepts it.
@@ -87,6 +89,11 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
             ("catch-all", "catch-all", "10000", "ByUser"),
         ]
     );
+    // Every one names a priority level that exists: MISSINGPL is False.
+    assert!(
+        schemas[1..].iter().all(|row| row[5] == "False"),
+        "{schemas:?}"
+    );
     let levels = rows(
         &server
             .kubectl_ok(&["get", "prioritylevelconfigurations"])
@@ -138,10 +145,29 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
             object["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
             "true"
         );
-        assert_eq!(
-            object["metadata"]["managedFields"][0]["manager"],
-            "api-priority-and-fairness-config-producer-v1"
+        let managers: Vec<(&str, &str)> = object["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|entry| {
+                let manager = entry["manager"].as_str().unwrap_or_default();
+                (manager, entry["subresource"].as_str().unwrap_or_default())
+            })
+            .collect();
+        assert!(
+            managers.contains(&("api-priority-and-fairness-config-producer-v1", "")),
+            "{name}: {managers:?}"
         );
+        if object["kind"] == "FlowSchema" {
+            assert!(
+                managers.contains(&("api-priority-and-fairness-config-consumer-v1", "status")),
+                "{name}: {managers:?}"
+            );
+            let dangling = &object["status"]["conditions"][0];
+            assert_eq!(dangling["type"], "Dangling");
+            assert_eq!(dangling["status"], "False");
+            assert_eq!(dangling["reason"], "Found");
+        }
     }
 
     // Deleted or changed, what the producer keeps comes back; the exempt level's shares are
@@ -188,6 +214,17 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
     );
     ok_stdin(&server, &["create", "-f", "-"], &managed).await;
     ok_stdin(&server, &["create", "-f", "-"], &extra("mine", "")).await;
+    let dangling = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: lost\nspec:\n  priorityLevelConfiguration: {name: nowhere}\n  matchingPrecedence: 6000\n  rules: []\n";
+    ok_stdin(&server, &["create", "-f", "-"], dangling).await;
+    let lost = wait_for(&server, &["get", "flowschema", "lost"], |fs| {
+        fs["status"]["conditions"][0]["status"] == "True"
+    })
+    .await;
+    assert_eq!(lost["status"]["conditions"][0]["reason"], "NotFound");
+    assert_eq!(
+        lost["status"]["conditions"][0]["message"],
+        "This FlowSchema references the PriorityLevelConfiguration object named \"nowhere\" but there is no such object"
+    );
 
     wait_for(&server, &["get", "flowschema", "catch-all"], |fs| {
         fs["spec"]["matchingPrecedence"] == 10000
@@ -225,4 +262,62 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
         "false"
     );
     server.stop().await;
+}
+
+/// The UID of a flow control object, read as admin.
+async fn uid(admin: &Client, resource: &str, name: &str) -> String {
+    let path = format!("/apis/flowcontrol.apiserver.k8s.io/v1/{resource}/{name}");
+    let object = admin.get(&path).await.json();
+    object["metadata"]["uid"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_name_the_flow_schema_and_priority_level_their_request_matched() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let headers = |reply: &Reply| {
+        (
+            reply.header("x-kubernetes-pf-flowschema-uid").to_string(),
+            reply
+                .header("x-kubernetes-pf-prioritylevel-uid")
+                .to_string(),
+        )
+    };
+    let schemas = "flowschemas";
+    let levels = "prioritylevelconfigurations";
+    // system:masters: the exempt schema and level.
+    let listed = admin.get("/api/v1/namespaces").await;
+    let exempt = (
+        uid(&admin, schemas, "exempt").await,
+        uid(&admin, levels, "exempt").await,
+    );
+    assert_eq!(headers(&listed), exempt);
+    // Health probes of anyone: probes, exempt.
+    let probe = kapi.anonymous().get("/readyz").await;
+    let probes = (uid(&admin, schemas, "probes").await, exempt.1.clone());
+    assert_eq!(headers(&probe), probes);
+    // An authenticated user: global-default, also on a refusal by authorization.
+    let alice = kapi.user("alice", "developers");
+    let refused = alice.get("/api/v1/namespaces/default/pods").await;
+    assert_eq!(refused.status, 403);
+    let global = (
+        uid(&admin, schemas, "global-default").await,
+        uid(&admin, levels, "global-default").await,
+    );
+    assert_eq!(headers(&refused), global);
+    // A node: system-nodes, and node-high for its Node's status.
+    let node = kapi.user("system:node:n1", "system:nodes");
+    let read = node.get("/api/v1/namespaces/default/pods").await;
+    let system_nodes = (
+        uid(&admin, schemas, "system-nodes").await,
+        uid(&admin, levels, "system").await,
+    );
+    assert_eq!(headers(&read), system_nodes);
+    let status = node.get("/api/v1/nodes/n1/status").await;
+    let node_high = (
+        uid(&admin, schemas, "system-node-high").await,
+        uid(&admin, levels, "node-high").await,
+    );
+    assert_eq!(headers(&status), node_high);
+    kapi.stop().await;
 }

@@ -1,0 +1,436 @@
+//! Classification (upstream's `apf_controller.go` digest and `rule.go` matching): the
+//! FlowSchemas whose priority level exists, in matching order (precedence, then name), with
+//! the mandatory `exempt` first and `catch-all` last when the store lacks them; a request
+//! goes to the first FlowSchema one of whose rules matches its user and its resource or
+//! non-resource request, and to that schema's priority level, with its flow distinguisher.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kapi_apimachinery::request_info::RequestInfo;
+use kapi_server::UserInfo;
+use kapi_server::filters::flow_control::{FlowClass, FlowControl};
+use parking_lot::RwLock;
+use serde_json::Value;
+
+use crate::bootstrap;
+use crate::ensurer::FlowControlResources;
+
+/// What a request was classified as: the names and UIDs its response headers carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Classification {
+    pub flow_schema: String,
+    pub flow_schema_uid: String,
+    pub priority_level: String,
+    pub priority_level_uid: String,
+    /// The flow within the level: the user's name or the namespace, as the schema says
+    /// (empty for exempt levels and levels without queues).
+    pub flow_distinguisher: String,
+}
+
+/// The FlowSchemas and priority levels requests are classified by.
+#[derive(Debug, Default)]
+pub struct Digest {
+    schemas: Vec<Schema>,
+    levels: HashMap<String, Level>,
+}
+
+#[derive(Debug)]
+struct Schema {
+    name: String,
+    uid: String,
+    level: String,
+    distinguisher: Distinguisher,
+    rules: Vec<Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Distinguisher {
+    None,
+    ByUser,
+    ByNamespace,
+}
+
+#[derive(Debug)]
+struct Level {
+    uid: String,
+    /// Exempt, or Limited without queues (rejecting): no flows.
+    no_flows: bool,
+}
+
+impl Digest {
+    /// The digest of the stored objects: FlowSchemas naming a level that does not exist are
+    /// left out; the bootstrap `exempt` and `catch-all` stand in (without a UID) for those
+    /// the store lacks.
+    pub fn new(schemas: &[Value], levels: &[Value]) -> Digest {
+        let mut digest = Digest::default();
+        for level in levels {
+            digest.add_level(level, true);
+        }
+        let mut kept: Vec<(i64, Schema)> = schemas
+            .iter()
+            .filter(|s| {
+                digest
+                    .levels
+                    .contains_key(text(&s["spec"]["priorityLevelConfiguration"]["name"]))
+            })
+            .map(|s| (precedence(s), schema(s)))
+            .collect();
+        kept.sort_by(|(pa, a), (pb, b)| pa.cmp(pb).then_with(|| a.name.cmp(&b.name)));
+        digest.schemas = kept.into_iter().map(|(_, schema)| schema).collect();
+        for level in bootstrap::mandatory_priority_levels() {
+            let name = bootstrap::name_of(&level).to_string();
+            if !digest.levels.contains_key(&name) {
+                digest.add_level(&level, false);
+            }
+        }
+        let mandatory = bootstrap::mandatory_flow_schemas();
+        if !digest.schemas.iter().any(|s| s.name == "exempt") {
+            digest.schemas.insert(0, imagined(&mandatory[0]));
+        }
+        if !digest.schemas.iter().any(|s| s.name == "catch-all") {
+            digest.schemas.push(imagined(&mandatory[1]));
+        }
+        digest
+    }
+
+    fn add_level(&mut self, level: &Value, stored: bool) {
+        let spec = &level["spec"];
+        let no_flows = spec["type"] == "Exempt"
+            || spec["limited"]["limitResponse"]["type"] != "Queue"
+            || spec["limited"]["limitResponse"]["queuing"]["queues"]
+                .as_i64()
+                .unwrap_or(0)
+                <= 1;
+        let uid = match stored {
+            true => text(&level["metadata"]["uid"]).to_string(),
+            false => String::new(),
+        };
+        self.levels.insert(
+            bootstrap::name_of(level).to_string(),
+            Level { uid, no_flows },
+        );
+    }
+
+    /// The classification of a request by `user` described by `info`.
+    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
+        let schema = self
+            .schemas
+            .iter()
+            .find(|schema| {
+                schema
+                    .rules
+                    .iter()
+                    .any(|rule| rule_matches(rule, user, info))
+            })
+            .or_else(|| self.schemas.iter().find(|s| s.name == "catch-all"))
+            .expect("the digest always has a catch-all FlowSchema");
+        let level = self.levels.get(&schema.level);
+        let no_flows = level.is_none_or(|level| level.no_flows);
+        let flow_distinguisher = match (no_flows, schema.distinguisher) {
+            (false, Distinguisher::ByUser) => user.name.clone(),
+            (false, Distinguisher::ByNamespace) => info.namespace.clone(),
+            _ => String::new(),
+        };
+        Classification {
+            flow_schema: schema.name.clone(),
+            flow_schema_uid: schema.uid.clone(),
+            priority_level: schema.level.clone(),
+            priority_level_uid: level.map(|l| l.uid.clone()).unwrap_or_default(),
+            flow_distinguisher,
+        }
+    }
+}
+
+/// The classification requests get now, rebuilt as the FlowSchemas and priority levels
+/// change; until the first build, the bootstrap's mandatory objects (as upstream's).
+#[derive(Default)]
+pub struct Classifier {
+    digest: RwLock<Arc<Digest>>,
+}
+
+impl Classifier {
+    /// Rebuilds the digest from the collections' caches.
+    pub fn refresh(&self, resources: &FlowControlResources) {
+        let schemas = crate::dangling::cached(&resources.flow_schemas);
+        let levels = crate::dangling::cached(&resources.priority_levels);
+        *self.digest.write() = Arc::new(Digest::new(&schemas, &levels));
+    }
+
+    /// The classification of `user`'s request `info`.
+    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
+        let digest = self.digest.read().clone();
+        digest.classify(user, info)
+    }
+}
+
+impl FlowControl for Classifier {
+    fn classify(&self, user: &UserInfo, info: &RequestInfo) -> FlowClass {
+        let classified = Classifier::classify(self, user, info);
+        FlowClass {
+            flow_schema_uid: classified.flow_schema_uid,
+            priority_level_uid: classified.priority_level_uid,
+        }
+    }
+}
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+fn precedence(schema: &Value) -> i64 {
+    schema["spec"]["matchingPrecedence"]
+        .as_i64()
+        .unwrap_or(1000)
+}
+
+fn schema(object: &Value) -> Schema {
+    let spec = &object["spec"];
+    let distinguisher = match text(&spec["distinguisherMethod"]["type"]) {
+        "ByUser" => Distinguisher::ByUser,
+        "ByNamespace" => Distinguisher::ByNamespace,
+        _ => Distinguisher::None,
+    };
+    Schema {
+        name: bootstrap::name_of(object).to_string(),
+        uid: text(&object["metadata"]["uid"]).to_string(),
+        level: text(&spec["priorityLevelConfiguration"]["name"]).to_string(),
+        distinguisher,
+        rules: spec["rules"].as_array().cloned().unwrap_or_default(),
+    }
+}
+
+/// A bootstrap FlowSchema standing in for a missing mandatory one (no UID).
+fn imagined(object: &Value) -> Schema {
+    let mut schema = schema(object);
+    schema.uid = String::new();
+    schema
+}
+
+/// Whether a list (verbs, groups, resources, namespaces) holds `value` or is `["*"]`.
+fn listed(list: &Value, value: &str) -> bool {
+    let Some(items) = list.as_array() else {
+        return false;
+    };
+    (items.len() == 1 && items[0] == "*") || items.iter().any(|item| item == value)
+}
+
+/// Whether one of the rule's subjects is the user, and then one of its resource rules (for
+/// a resource request) or non-resource rules (otherwise) matches.
+fn rule_matches(rule: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
+    let subjects = rule["subjects"].as_array().map_or(&[][..], Vec::as_slice);
+    if !subjects
+        .iter()
+        .any(|subject| subject_matches(subject, user))
+    {
+        return false;
+    }
+    let list = |key: &str| rule[key].as_array().map_or(&[][..], Vec::as_slice);
+    match info.is_resource_request {
+        true => list("resourceRules")
+            .iter()
+            .any(|r| resource_rule_matches(r, info)),
+        false => list("nonResourceRules")
+            .iter()
+            .any(|r| non_resource_rule_matches(r, info)),
+    }
+}
+
+fn subject_matches(subject: &Value, user: &UserInfo) -> bool {
+    match text(&subject["kind"]) {
+        "User" => {
+            let name = text(&subject["user"]["name"]);
+            name == "*" || name == user.name
+        }
+        "Group" => {
+            let name = text(&subject["group"]["name"]);
+            name == "*" || user.groups.iter().any(|group| group == name)
+        }
+        "ServiceAccount" => {
+            let account = &subject["serviceAccount"];
+            let (namespace, name) = (text(&account["namespace"]), text(&account["name"]));
+            match name {
+                "*" => user
+                    .name
+                    .strip_prefix("system:serviceaccount:")
+                    .and_then(|rest| rest.strip_prefix(namespace))
+                    .is_some_and(|rest| rest.starts_with(':')),
+                name => user.name == format!("system:serviceaccount:{namespace}:{name}"),
+            }
+        }
+        _ => false,
+    }
+}
+
+fn resource_rule_matches(rule: &Value, info: &RequestInfo) -> bool {
+    let resource = match info.subresource.as_str() {
+        "" => info.resource.clone(),
+        sub => format!("{}/{sub}", info.resource),
+    };
+    if !listed(&rule["verbs"], &info.verb)
+        || !listed(&rule["resources"], &resource)
+        || !listed(&rule["apiGroups"], &info.api_group)
+    {
+        return false;
+    }
+    match info.namespace.as_str() {
+        "" => rule["clusterScope"].as_bool().unwrap_or(false),
+        namespace => listed(&rule["namespaces"], namespace),
+    }
+}
+
+/// Non-resource URLs match exactly, as `*`, or as a prefix: `/healthz` matches
+/// `/healthz/etcd`, `/apis/*` matches `/apis/x`.
+fn non_resource_rule_matches(rule: &Value, info: &RequestInfo) -> bool {
+    if !listed(&rule["verbs"], &info.verb) {
+        return false;
+    }
+    let urls = rule["nonResourceURLs"]
+        .as_array()
+        .map_or(&[][..], Vec::as_slice);
+    urls.iter().filter_map(Value::as_str).any(|url| {
+        if url == "*" || url == info.path {
+            return true;
+        }
+        let mut prefix = url.strip_suffix('*').unwrap_or(url).to_string();
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        info.path.starts_with(&prefix)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    fn resource(verb: &str, group: &str, resource: &str, namespace: &str) -> RequestInfo {
+        RequestInfo {
+            is_resource_request: true,
+            verb: verb.into(),
+            api_group: group.into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            ..RequestInfo::default()
+        }
+    }
+
+    fn path(verb: &str, path: &str) -> RequestInfo {
+        RequestInfo {
+            verb: verb.into(),
+            path: path.into(),
+            ..RequestInfo::default()
+        }
+    }
+
+    /// The bootstrap as the store has it (UIDs from names).
+    fn stored() -> Digest {
+        let with_uid = |mut objects: Vec<Value>| {
+            for object in &mut objects {
+                let uid = format!("uid-{}", bootstrap::name_of(object));
+                object["metadata"]["uid"] = Value::from(uid);
+            }
+            objects
+        };
+        let schemas = [
+            bootstrap::mandatory_flow_schemas(),
+            bootstrap::suggested_flow_schemas(),
+        ]
+        .concat();
+        let levels = [
+            bootstrap::mandatory_priority_levels(),
+            bootstrap::suggested_priority_levels(),
+        ]
+        .concat();
+        Digest::new(&with_uid(schemas), &with_uid(levels))
+    }
+
+    fn schema_of(digest: &Digest, user: &UserInfo, info: &RequestInfo) -> (String, String) {
+        let c = digest.classify(user, info);
+        (c.flow_schema, c.flow_distinguisher)
+    }
+
+    #[test]
+    fn requests_go_to_the_first_matching_schema_as_upstreams_bootstrap_sends_them() {
+        let digest = stored();
+        let admin = user("admin", &["system:masters", "system:authenticated"]);
+        let pods = resource("list", "", "pods", "default");
+        assert_eq!(schema_of(&digest, &admin, &pods).0, "exempt");
+        let probe = path("get", "/readyz");
+        let anonymous = user("system:anonymous", &["system:unauthenticated"]);
+        assert_eq!(schema_of(&digest, &anonymous, &probe).0, "probes");
+        assert_eq!(
+            schema_of(&digest, &anonymous, &path("get", "/livez/ping")).0,
+            "probes"
+        );
+        assert_eq!(
+            schema_of(&digest, &anonymous, &path("get", "/livezz")).0,
+            "global-default"
+        );
+        let node = user("system:node:n1", &["system:nodes", "system:authenticated"]);
+        let node_status = RequestInfo {
+            subresource: "status".into(),
+            ..resource("patch", "", "nodes", "")
+        };
+        assert_eq!(
+            schema_of(&digest, &node, &node_status),
+            ("system-node-high".into(), "system:node:n1".into())
+        );
+        assert_eq!(schema_of(&digest, &node, &pods).0, "system-nodes");
+        let kcm = user("system:kube-controller-manager", &["system:authenticated"]);
+        let lease = resource("update", "coordination.k8s.io", "leases", "kube-system");
+        assert_eq!(schema_of(&digest, &kcm, &lease).0, "system-leader-election");
+        assert_eq!(
+            schema_of(&digest, &kcm, &pods),
+            ("kube-controller-manager".into(), "default".into())
+        );
+        let kube_system_sa = user(
+            "system:serviceaccount:kube-system:x",
+            &["system:serviceaccounts"],
+        );
+        assert_eq!(
+            schema_of(&digest, &kube_system_sa, &pods).0,
+            "kube-system-service-accounts"
+        );
+        let sa = user("system:serviceaccount:team:x", &["system:serviceaccounts"]);
+        assert_eq!(schema_of(&digest, &sa, &pods).0, "service-accounts");
+        let alice = user("alice", &["system:authenticated"]);
+        let classified = digest.classify(&alice, &pods);
+        assert_eq!(classified.flow_schema, "global-default");
+        assert_eq!(classified.flow_schema_uid, "uid-global-default");
+        assert_eq!(classified.priority_level_uid, "uid-global-default");
+        assert_eq!(classified.flow_distinguisher, "alice");
+        // An exempt level has no flows.
+        assert_eq!(digest.classify(&admin, &pods).flow_distinguisher, "");
+    }
+
+    #[test]
+    fn missing_mandatory_objects_are_imagined_and_dangling_schemas_skipped() {
+        let mut lost = bootstrap::suggested_flow_schemas()[0].clone();
+        lost["spec"]["priorityLevelConfiguration"]["name"] = Value::from("nowhere");
+        lost["spec"]["matchingPrecedence"] = Value::from(1);
+        let digest = Digest::new(&[lost], &[]);
+        let alice = user("alice", &["system:authenticated", "system:nodes"]);
+        let classified = digest.classify(&alice, &path("get", "/version"));
+        assert_eq!(classified.flow_schema, "catch-all");
+        assert_eq!(classified.flow_schema_uid, "");
+        assert_eq!(classified.priority_level, "catch-all");
+        // catch-all rejects: no queues, so no flows.
+        assert_eq!(classified.flow_distinguisher, "");
+        let admin = user("admin", &["system:masters"]);
+        assert_eq!(
+            digest
+                .classify(&admin, &path("get", "/version"))
+                .flow_schema,
+            "exempt"
+        );
+    }
+}
