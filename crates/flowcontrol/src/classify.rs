@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use http::HeaderValue;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_server::UserInfo;
 use kapi_server::filters::flow_control::{FlowClass, FlowControl};
@@ -28,8 +29,9 @@ pub struct Classification {
     pub flow_distinguisher: String,
 }
 
-/// The FlowSchemas and priority levels requests are classified by.
-#[derive(Debug, Default)]
+/// The FlowSchemas and priority levels requests are classified by (always with an `exempt`
+/// and a `catch-all` FlowSchema, see [`Digest::new`]).
+#[derive(Debug)]
 pub struct Digest {
     schemas: Vec<Schema>,
     levels: HashMap<String, Level>,
@@ -39,9 +41,45 @@ pub struct Digest {
 struct Schema {
     name: String,
     uid: String,
+    uid_header: HeaderValue,
     level: String,
     distinguisher: Distinguisher,
-    rules: Vec<Value>,
+    rules: Vec<Rule>,
+}
+
+/// One rule of a FlowSchema (`PolicyRulesWithSubjects`), parsed once per digest.
+#[derive(Debug)]
+struct Rule {
+    subjects: Vec<Subject>,
+    resource_rules: Vec<ResourceRule>,
+    non_resource_rules: Vec<NonResourceRule>,
+}
+
+#[derive(Debug)]
+enum Subject {
+    User(String),
+    Group(String),
+    ServiceAccount {
+        namespace: String,
+        name: String,
+    },
+    /// A kind this server does not know: matches nobody.
+    Other,
+}
+
+#[derive(Debug)]
+struct ResourceRule {
+    verbs: Vec<String>,
+    api_groups: Vec<String>,
+    resources: Vec<String>,
+    cluster_scope: bool,
+    namespaces: Vec<String>,
+}
+
+#[derive(Debug)]
+struct NonResourceRule {
+    verbs: Vec<String>,
+    urls: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +92,7 @@ enum Distinguisher {
 #[derive(Debug)]
 struct Level {
     uid: String,
+    uid_header: HeaderValue,
     /// Exempt, or Limited without queues (rejecting): no flows.
     no_flows: bool,
 }
@@ -63,7 +102,10 @@ impl Digest {
     /// left out; the bootstrap `exempt` and `catch-all` stand in (without a UID) for those
     /// the store lacks.
     pub fn new(schemas: &[Value], levels: &[Value]) -> Digest {
-        let mut digest = Digest::default();
+        let mut digest = Digest {
+            schemas: Vec::new(),
+            levels: HashMap::new(),
+        };
         for level in levels {
             digest.add_level(level, true);
         }
@@ -106,16 +148,20 @@ impl Digest {
             true => text(&level["metadata"]["uid"]).to_string(),
             false => String::new(),
         };
-        self.levels.insert(
-            bootstrap::name_of(level).to_string(),
-            Level { uid, no_flows },
-        );
+        let uid_header = uid_header(&uid);
+        let state = Level {
+            uid,
+            uid_header,
+            no_flows,
+        };
+        self.levels
+            .insert(bootstrap::name_of(level).to_string(), state);
     }
 
-    /// The classification of a request by `user` described by `info`.
-    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
-        let schema = self
-            .schemas
+    /// The FlowSchema a request by `user` described by `info` matches: the first whose rule
+    /// matches, else `catch-all`.
+    fn matching(&self, user: &UserInfo, info: &RequestInfo) -> &Schema {
+        self.schemas
             .iter()
             .find(|schema| {
                 schema
@@ -124,7 +170,12 @@ impl Digest {
                     .any(|rule| rule_matches(rule, user, info))
             })
             .or_else(|| self.schemas.iter().find(|s| s.name == "catch-all"))
-            .expect("the digest always has a catch-all FlowSchema");
+            .expect("the digest always has a catch-all FlowSchema")
+    }
+
+    /// The classification of a request by `user` described by `info`.
+    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
+        let schema = self.matching(user, info);
         let level = self.levels.get(&schema.level);
         let no_flows = level.is_none_or(|level| level.no_flows);
         let flow_distinguisher = match (no_flows, schema.distinguisher) {
@@ -144,9 +195,16 @@ impl Digest {
 
 /// The classification requests get now, rebuilt as the FlowSchemas and priority levels
 /// change; until the first build, the bootstrap's mandatory objects (as upstream's).
-#[derive(Default)]
 pub struct Classifier {
     digest: RwLock<Arc<Digest>>,
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        Classifier {
+            digest: RwLock::new(Arc::new(Digest::new(&[], &[]))),
+        }
+    }
 }
 
 impl Classifier {
@@ -166,12 +224,22 @@ impl Classifier {
 
 impl FlowControl for Classifier {
     fn classify(&self, user: &UserInfo, info: &RequestInfo) -> FlowClass {
-        let classified = Classifier::classify(self, user, info);
+        let digest = self.digest.read().clone();
+        let schema = digest.matching(user, info);
+        let level = digest.levels.get(&schema.level);
         FlowClass {
-            flow_schema_uid: classified.flow_schema_uid,
-            priority_level_uid: classified.priority_level_uid,
+            flow_schema_uid: schema.uid_header.clone(),
+            priority_level_uid: level.map_or(EMPTY_HEADER, |level| level.uid_header.clone()),
         }
     }
+}
+
+/// The header value of an empty UID (the stand-ins for missing mandatory objects).
+const EMPTY_HEADER: HeaderValue = HeaderValue::from_static("");
+
+/// A UID as a header value (UIDs are ASCII; anything else is left empty).
+fn uid_header(uid: &str) -> HeaderValue {
+    HeaderValue::from_str(uid).unwrap_or(EMPTY_HEADER)
 }
 
 fn text(value: &Value) -> &str {
@@ -191,12 +259,61 @@ fn schema(object: &Value) -> Schema {
         "ByNamespace" => Distinguisher::ByNamespace,
         _ => Distinguisher::None,
     };
+    let uid = text(&object["metadata"]["uid"]);
     Schema {
         name: bootstrap::name_of(object).to_string(),
-        uid: text(&object["metadata"]["uid"]).to_string(),
+        uid: uid.to_string(),
+        uid_header: uid_header(uid),
         level: text(&spec["priorityLevelConfiguration"]["name"]).to_string(),
         distinguisher,
-        rules: spec["rules"].as_array().cloned().unwrap_or_default(),
+        rules: items(&spec["rules"]).iter().map(rule).collect(),
+    }
+}
+
+fn items(value: &Value) -> &[Value] {
+    value.as_array().map_or(&[], Vec::as_slice)
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    items(value)
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+fn rule(value: &Value) -> Rule {
+    Rule {
+        subjects: items(&value["subjects"]).iter().map(subject).collect(),
+        resource_rules: items(&value["resourceRules"])
+            .iter()
+            .map(|r| ResourceRule {
+                verbs: strings(&r["verbs"]),
+                api_groups: strings(&r["apiGroups"]),
+                resources: strings(&r["resources"]),
+                cluster_scope: r["clusterScope"].as_bool().unwrap_or(false),
+                namespaces: strings(&r["namespaces"]),
+            })
+            .collect(),
+        non_resource_rules: items(&value["nonResourceRules"])
+            .iter()
+            .map(|r| NonResourceRule {
+                verbs: strings(&r["verbs"]),
+                urls: strings(&r["nonResourceURLs"]),
+            })
+            .collect(),
+    }
+}
+
+fn subject(value: &Value) -> Subject {
+    match text(&value["kind"]) {
+        "User" => Subject::User(text(&value["user"]["name"]).to_string()),
+        "Group" => Subject::Group(text(&value["group"]["name"]).to_string()),
+        "ServiceAccount" => Subject::ServiceAccount {
+            namespace: text(&value["serviceAccount"]["namespace"]).to_string(),
+            name: text(&value["serviceAccount"]["name"]).to_string(),
+        },
+        _ => Subject::Other,
     }
 }
 
@@ -204,99 +321,92 @@ fn schema(object: &Value) -> Schema {
 fn imagined(object: &Value) -> Schema {
     let mut schema = schema(object);
     schema.uid = String::new();
+    schema.uid_header = EMPTY_HEADER;
     schema
 }
 
 /// Whether a list (verbs, groups, resources, namespaces) holds `value` or is `["*"]`.
-fn listed(list: &Value, value: &str) -> bool {
-    let Some(items) = list.as_array() else {
-        return false;
-    };
-    (items.len() == 1 && items[0] == "*") || items.iter().any(|item| item == value)
+fn listed(list: &[String], value: &str) -> bool {
+    (list.len() == 1 && list[0] == "*") || list.iter().any(|item| item == value)
 }
 
 /// Whether one of the rule's subjects is the user, and then one of its resource rules (for
 /// a resource request) or non-resource rules (otherwise) matches.
-fn rule_matches(rule: &Value, user: &UserInfo, info: &RequestInfo) -> bool {
-    let subjects = rule["subjects"].as_array().map_or(&[][..], Vec::as_slice);
-    if !subjects
+fn rule_matches(rule: &Rule, user: &UserInfo, info: &RequestInfo) -> bool {
+    if !rule
+        .subjects
         .iter()
         .any(|subject| subject_matches(subject, user))
     {
         return false;
     }
-    let list = |key: &str| rule[key].as_array().map_or(&[][..], Vec::as_slice);
     match info.is_resource_request {
-        true => list("resourceRules")
+        true => rule
+            .resource_rules
             .iter()
             .any(|r| resource_rule_matches(r, info)),
-        false => list("nonResourceRules")
+        false => rule
+            .non_resource_rules
             .iter()
             .any(|r| non_resource_rule_matches(r, info)),
     }
 }
 
-fn subject_matches(subject: &Value, user: &UserInfo) -> bool {
-    match text(&subject["kind"]) {
-        "User" => {
-            let name = text(&subject["user"]["name"]);
-            name == "*" || name == user.name
+fn subject_matches(subject: &Subject, user: &UserInfo) -> bool {
+    match subject {
+        Subject::User(name) => name == "*" || *name == user.name,
+        Subject::Group(name) => name == "*" || user.groups.iter().any(|group| group == name),
+        Subject::ServiceAccount { namespace, name } => {
+            let Some(rest) = user.name.strip_prefix("system:serviceaccount:") else {
+                return false;
+            };
+            let Some(account) = rest
+                .strip_prefix(namespace.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))
+            else {
+                return false;
+            };
+            name == "*" || account == name
         }
-        "Group" => {
-            let name = text(&subject["group"]["name"]);
-            name == "*" || user.groups.iter().any(|group| group == name)
-        }
-        "ServiceAccount" => {
-            let account = &subject["serviceAccount"];
-            let (namespace, name) = (text(&account["namespace"]), text(&account["name"]));
-            match name {
-                "*" => user
-                    .name
-                    .strip_prefix("system:serviceaccount:")
-                    .and_then(|rest| rest.strip_prefix(namespace))
-                    .is_some_and(|rest| rest.starts_with(':')),
-                name => user.name == format!("system:serviceaccount:{namespace}:{name}"),
-            }
-        }
-        _ => false,
+        Subject::Other => false,
     }
 }
 
-fn resource_rule_matches(rule: &Value, info: &RequestInfo) -> bool {
-    let resource = match info.subresource.as_str() {
-        "" => info.resource.clone(),
-        sub => format!("{}/{sub}", info.resource),
+fn resource_rule_matches(rule: &ResourceRule, info: &RequestInfo) -> bool {
+    if !listed(&rule.verbs, &info.verb) || !listed(&rule.api_groups, &info.api_group) {
+        return false;
+    }
+    let resource_listed = match info.subresource.as_str() {
+        "" => listed(&rule.resources, &info.resource),
+        sub => listed(&rule.resources, &format!("{}/{sub}", info.resource)),
     };
-    if !listed(&rule["verbs"], &info.verb)
-        || !listed(&rule["resources"], &resource)
-        || !listed(&rule["apiGroups"], &info.api_group)
-    {
+    if !resource_listed {
         return false;
     }
     match info.namespace.as_str() {
-        "" => rule["clusterScope"].as_bool().unwrap_or(false),
-        namespace => listed(&rule["namespaces"], namespace),
+        "" => rule.cluster_scope,
+        namespace => listed(&rule.namespaces, namespace),
     }
 }
 
 /// Non-resource URLs match exactly, as `*`, or as a prefix: `/healthz` matches
 /// `/healthz/etcd`, `/apis/*` matches `/apis/x`.
-fn non_resource_rule_matches(rule: &Value, info: &RequestInfo) -> bool {
-    if !listed(&rule["verbs"], &info.verb) {
+fn non_resource_rule_matches(rule: &NonResourceRule, info: &RequestInfo) -> bool {
+    if !listed(&rule.verbs, &info.verb) {
         return false;
     }
-    let urls = rule["nonResourceURLs"]
-        .as_array()
-        .map_or(&[][..], Vec::as_slice);
-    urls.iter().filter_map(Value::as_str).any(|url| {
-        if url == "*" || url == info.path {
+    rule.urls.iter().any(|url| {
+        if url == "*" || *url == info.path {
             return true;
         }
-        let mut prefix = url.strip_suffix('*').unwrap_or(url).to_string();
-        if !prefix.ends_with('/') {
-            prefix.push('/');
+        let prefix = url.strip_suffix('*').unwrap_or(url);
+        match prefix.ends_with('/') {
+            true => info.path.starts_with(prefix),
+            false => info
+                .path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/')),
         }
-        info.path.starts_with(&prefix)
     })
 }
 
@@ -410,6 +520,19 @@ mod tests {
         assert_eq!(classified.flow_distinguisher, "alice");
         // An exempt level has no flows.
         assert_eq!(digest.classify(&admin, &pods).flow_distinguisher, "");
+    }
+
+    #[test]
+    fn before_any_configuration_requests_go_to_the_mandatory_schemas() {
+        let classifier = Classifier::default();
+        let admin = user("admin", &["system:masters"]);
+        let version = path("get", "/version");
+        assert_eq!(classifier.classify(&admin, &version).flow_schema, "exempt");
+        let alice = user("alice", &["system:authenticated"]);
+        assert_eq!(
+            classifier.classify(&alice, &version).flow_schema,
+            "catch-all"
+        );
     }
 
     #[test]

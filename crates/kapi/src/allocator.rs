@@ -7,7 +7,7 @@
 //! Rust's runtime makes before `main`: the binary (and each benchmark) runs [`configure`]
 //! from its `.init_array`, which the loader calls before the runtime starts:
 //!
-//! ```ignore
+//! ```text
 //! #[used]
 //! #[unsafe(link_section = ".init_array")]
 //! static CONFIGURE_ALLOCATOR: extern "C" fn() = kapi::allocator::configure;

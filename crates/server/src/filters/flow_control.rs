@@ -28,11 +28,11 @@ pub trait FlowControl: Send + Sync + 'static {
     fn classify(&self, user: &UserInfo, info: &RequestInfo) -> FlowClass;
 }
 
-/// The UIDs a response carries.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The UIDs a response carries, ready as header values (a classification copies no text).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowClass {
-    pub flow_schema_uid: String,
-    pub priority_level_uid: String,
+    pub flow_schema_uid: HeaderValue,
+    pub priority_level_uid: HeaderValue,
 }
 
 /// The layer that adds [`FlowControlFilter`].
@@ -57,14 +57,8 @@ impl Filter for FlowControlFilter {
             let mut response = call(inner, request).await;
             if let Some(class) = class {
                 let headers = response.headers_mut();
-                for (name, uid) in [
-                    (FLOW_SCHEMA_UID, class.flow_schema_uid),
-                    (PRIORITY_LEVEL_UID, class.priority_level_uid),
-                ] {
-                    if let Ok(value) = HeaderValue::from_str(&uid) {
-                        headers.insert(name, value);
-                    }
-                }
+                headers.insert(FLOW_SCHEMA_UID, class.flow_schema_uid);
+                headers.insert(PRIORITY_LEVEL_UID, class.priority_level_uid);
             }
             Ok(response)
         })
