@@ -81,6 +81,7 @@ async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
             subscribe(&resources.flow_schemas),
             subscribe(&resources.priority_levels),
         ) else {
+            tracing::error!("the APF configuration producer cannot follow its collections");
             return;
         };
         let mut interval = tokio::time::interval(PASS_INTERVAL);
@@ -97,6 +98,11 @@ async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
                         tracing::warn!("APF bootstrap ensurer ran into error: {err}");
                     }
                     mark(&resources).await;
+                    // One pass answers every change that came meanwhile (its own writes
+                    // among them).
+                    while schemas.receiver.try_recv().is_ok() || levels.receiver.try_recv().is_ok()
+                    {
+                    }
                 }
                 Ok(CacheNotification::Progress(_)) => {}
                 Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => break,

@@ -21,5 +21,6 @@ const ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 pub extern "C" fn configure() {
     // SAFETY: mimalloc's option setter may be called at any time; this runs on the only
     // thread there is, before anything allocates through mimalloc.
-    unsafe { libmimalloc_sys::mi_option_set(ARENA_EAGER_COMMIT, 0) };
+    // The default only: `MIMALLOC_ARENA_EAGER_COMMIT` in the environment still wins.
+    unsafe { libmimalloc_sys::mi_option_set_default(ARENA_EAGER_COMMIT, 0) };
 }

@@ -75,8 +75,9 @@ pub(crate) struct KmsProvider {
     state: RwLock<Option<State>>,
     /// Decrypted DEK sources by the SHA-256 of their cache key.
     cache: Mutex<HashMap<[u8; 32], Arc<DataKey>>>,
-    /// Held while the plugin decrypts a DEK source the cache lacks.
-    decrypting: tokio::sync::Mutex<()>,
+    /// A lock per DEK source the plugin is decrypting: readers of one source wait for the
+    /// first, readers of others do not.
+    decrypting: Mutex<HashMap<[u8; 32], Arc<tokio::sync::Mutex<()>>>>,
     probe: tokio::sync::Mutex<Probe>,
     metrics: Metrics,
 }
@@ -96,7 +97,7 @@ impl KmsProvider {
             client: Client::new(socket, timeout, name, metrics.clone()),
             state: RwLock::new(None),
             cache: Mutex::new(HashMap::new()),
-            decrypting: tokio::sync::Mutex::new(()),
+            decrypting: Mutex::new(HashMap::new()),
             probe: tokio::sync::Mutex::new(Probe::default()),
             metrics: metrics.clone(),
         });
@@ -162,12 +163,24 @@ impl KmsProvider {
             None => {
                 // One Decrypt per DEK source: readers missing together (a cold cache after
                 // a restart) wait for the first.
-                let _decrypting = self.decrypting.lock().await;
+                let lock = self.decrypting.lock().entry(cache_key).or_default().clone();
+                let guard = lock.lock().await;
                 let cached = self.cache.lock().get(&cache_key).cloned();
-                match cached {
-                    Some(key) => key,
-                    None => self.decrypt_dek_source(&object, kind, cache_key).await?,
+                let key = match cached {
+                    Some(key) => Ok(key),
+                    None => self.decrypt_dek_source(&object, kind, cache_key).await,
+                };
+                drop(guard);
+                // The last reader out forgets the lock (the map holds one reference).
+                let mut decrypting = self.decrypting.lock();
+                if decrypting
+                    .get(&cache_key)
+                    .is_some_and(|l| Arc::strong_count(l) <= 2)
+                {
+                    decrypting.remove(&cache_key);
                 }
+                drop(decrypting);
+                key?
             }
         };
         self.metrics
