@@ -210,8 +210,8 @@ impl Default for Classifier {
 impl Classifier {
     /// Rebuilds the digest from the collections' caches.
     pub fn refresh(&self, resources: &FlowControlResources) {
-        let schemas = crate::dangling::cached(&resources.flow_schemas);
-        let levels = crate::dangling::cached(&resources.priority_levels);
+        let schemas = resources.flow_schemas.cached_list(None);
+        let levels = resources.priority_levels.cached_list(None);
         *self.digest.write() = Arc::new(Digest::new(&schemas, &levels));
     }
 

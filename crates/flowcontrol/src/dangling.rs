@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use kapi_apimachinery::meta;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::registry::{Item, Write};
+use kapi_server::registry::Write;
 use kapi_server::resource::SubresourceKind;
 use serde_json::{Value, json};
 
@@ -27,12 +27,14 @@ pub async fn mark_dangling(resources: &FlowControlResources) -> Result<(), ApiEr
     for served in [&resources.priority_levels, &resources.flow_schemas] {
         let _ = served.registry.cacher().wait_fresh(FRESH_TIMEOUT).await;
     }
-    let levels: BTreeSet<String> = cached(&resources.priority_levels)
+    let levels: BTreeSet<String> = resources
+        .priority_levels
+        .cached_list(None)
         .iter()
         .filter_map(|level| level["metadata"]["name"].as_str().map(str::to_string))
         .collect();
     let mut first_error = None;
-    for schema in cached(&resources.flow_schemas) {
+    for schema in resources.flow_schemas.cached_list(None) {
         let wanted = condition(&schema, &levels);
         let current = conditions(&schema)
             .iter()
@@ -54,17 +56,6 @@ pub async fn mark_dangling(resources: &FlowControlResources) -> Result<(), ApiEr
         }
     }
     first_error.map_or(Ok(()), Err)
-}
-
-/// The objects of a collection, as its cache has them now.
-pub(crate) fn cached(served: &kapi_server::endpoints::Served) -> Vec<Value> {
-    let prefix = served.registry.collection_prefix(None);
-    let snapshot = served.registry.cacher().list(&prefix, |_| true);
-    snapshot
-        .objects
-        .iter()
-        .filter_map(|object| Item::from(&**object).decode().ok())
-        .collect()
 }
 
 fn conditions(schema: &Value) -> &[Value] {

@@ -251,28 +251,18 @@ fn parse_go_bool(text: &str) -> Option<bool> {
 
 /// Deletes every object annotated to be kept by the producer whose name `wanted` lacks.
 async fn remove_unwanted(served: &Served, wanted: &[String]) -> Result<(), ApiError> {
-    let prefix = served.registry.collection_prefix(None);
-    let snapshot = served.registry.cacher().list(&prefix, |_| true);
-    for object in snapshot.objects.iter() {
-        if wanted.contains(&object.name) {
+    for value in served.cached_list(None) {
+        let name = name_of(&value);
+        if wanted.iter().any(|w| w == name) {
             continue;
         }
-        let Ok(value) = kapi_server::registry::Item::from(&**object).decode() else {
-            continue;
-        };
         let annotation = value["metadata"]["annotations"][AUTOUPDATE_SPEC].as_str();
         if annotation.and_then(parse_go_bool) != Some(true) {
             continue;
         }
         let deleted = served
             .registry
-            .delete(
-                &served.definition,
-                "",
-                &object.name,
-                &DeleteParams::default(),
-                None,
-            )
+            .delete(&served.definition, "", name, &DeleteParams::default(), None)
             .await;
         match deleted {
             Err(err) if !err.is_not_found() => return Err(err),
