@@ -26,6 +26,9 @@ pub const LEGACY_TOKEN_CLEANER_CONTROLLER: &str = "legacy-serviceaccount-token-c
 const SYNC_INTERVAL: Duration = Duration::from_secs(24 * 3600);
 /// How long the first pass waits for the caches to catch up with the store.
 const CACHE_WAIT: Duration = Duration::from_secs(30);
+/// How soon a pass that could not write everything (a Secret changed under it, the
+/// server refused) is run again, rather than a day later.
+const RETRY_AFTER: Duration = Duration::from_secs(5);
 const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
 const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
 
@@ -61,15 +64,16 @@ pub fn start_legacy_token_cleaner(
                 tracing::warn!("the legacy token cleaner starts before its caches caught up");
             }
         }
-        let mut interval = tokio::time::interval(SYNC_INTERVAL);
+        let mut next = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 () = stopping.cancelled() => return,
-                _ = interval.tick() => {}
+                () = tokio::time::sleep_until(next) => {}
             }
-            cleaner
+            let settled = cleaner
                 .evaluate(&client, gotime::Timestamp::now().seconds)
                 .await;
+            next = tokio::time::Instant::now() + if settled { SYNC_INTERVAL } else { RETRY_AFTER };
         }
     });
 }
@@ -85,8 +89,10 @@ fn start_of(date: &str) -> Option<i64> {
 }
 
 impl LegacyTokenCleaner {
-    /// One pass at `now` (seconds since the epoch).
-    async fn evaluate(&self, client: &LoopbackClient, now: i64) {
+    /// One pass at `now` (seconds since the epoch); whether every write it wanted was made
+    /// (a Secret changed since the cache showed it, e.g. by the token controller filling it
+    /// in at start, makes its deletion conflict, and it is looked at again soon).
+    async fn evaluate(&self, client: &LoopbackClient, now: i64) -> bool {
         let period = i64::try_from(self.clean_up_period.as_secs()).unwrap_or(i64::MAX);
         // Usage is known from the day after tracking started.
         let tracking = self
@@ -96,11 +102,12 @@ impl LegacyTokenCleaner {
             .as_ref()
             .and_then(|cm| cm["data"]["since"].as_str());
         let Some(tracked_from) = since.filter(|d| is_date(d)).and_then(start_of) else {
-            return;
+            return true;
         };
         if now < (tracked_from + 86_400).saturating_add(period) {
-            return;
+            return true;
         }
+        let mut settled = true;
         let preserve_from = now.saturating_sub(period);
         let preserve_used_from = date_of(preserve_from);
         let mut mounted: HashMap<String, BTreeSet<String>> = HashMap::new();
@@ -124,8 +131,10 @@ impl LegacyTokenCleaner {
             };
             if let Err(err) = outcome {
                 tracing::warn!("{LEGACY_TOKEN_CLEANER_CONTROLLER}: {namespace}/{name}: {err}");
+                settled = false;
             }
         }
+        settled
     }
 
     /// Whether `secret` is an auto-generated legacy token, created before `preserve_from`,
@@ -232,7 +241,7 @@ async fn invalidate(client: &LoopbackClient, secret: &Value, today: &str) -> Res
         .map_err(|err| format!("labelling the token invalid: {err}"))
 }
 
-/// Deletes the Secret if it has not changed since it was looked at.
+/// Deletes the Secret if it has not changed since it was looked at (a conflict otherwise).
 async fn delete(client: &LoopbackClient, secret: &Value) -> Result<(), String> {
     let options = json!({"apiVersion": "v1", "kind": "DeleteOptions",
         "preconditions": {"resourceVersion": secret["metadata"]["resourceVersion"]}});
@@ -246,7 +255,7 @@ async fn delete(client: &LoopbackClient, secret: &Value) -> Result<(), String> {
         .await
     {
         Ok(_) => Ok(()),
-        Err(err) if matches!(err.code(), 404 | 409) => Ok(()),
+        Err(err) if err.code() == 404 => Ok(()),
         Err(err) => Err(format!("deleting the token: {err}")),
     }
 }
