@@ -156,6 +156,17 @@ pub fn format_rfc3339_micro(unix_seconds: i64, micros: u32) -> String {
     format_time(unix_seconds, Some(micros))
 }
 
+/// A Unix time with nanoseconds in Go's `time.RFC3339Nano` layout in UTC: the fraction
+/// without trailing zeros, none when it is zero (`1970-01-01T00:00:00.5Z`).
+pub fn format_rfc3339_nano(unix_seconds: i64, nanos: u32) -> String {
+    let mut out = format_time(unix_seconds, None);
+    if nanos > 0 {
+        let fraction = format!(".{nanos:09}");
+        out.insert_str(out.len() - 1, fraction.trim_end_matches('0'));
+    }
+    out
+}
+
 /// Go's RFC 3339 layout in UTC: at least four year digits, with a '-' for negative years.
 fn format_time(unix_seconds: i64, micros: Option<u32>) -> String {
     let (year, month, day) = civil_from_days(unix_seconds.div_euclid(86_400));

@@ -30,8 +30,8 @@ pub(crate) struct ServerChain {
     pub health_checks: Vec<HealthCheck>,
     /// The aggregator's availability metric.
     pub aggregator_metrics: AvailabilityMetrics,
-    /// API Priority and Fairness's classification of requests.
-    pub flow_control: Arc<dyn kapi_server::filters::flow_control::FlowControl>,
+    /// API Priority and Fairness, when on.
+    pub flow_controller: Option<Arc<kapi_flowcontrol::FlowController>>,
 }
 
 /// Builds the chain from `config`.
@@ -54,7 +54,7 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
             proxy_client_cert: proxy_client_cert(&config.options)?,
         },
     );
-    let classifier = kube.classifier.clone();
+    let flow_controller = kube.flow_controller.clone();
     let mut hooks = kube.hooks;
     hooks.extend(apiextensions.post_start_hooks()?)?;
     hooks.extend(aggregator.post_start_hooks()?)?;
@@ -72,7 +72,7 @@ pub(crate) fn create_server_chain(config: &Config) -> Result<ServerChain> {
         hooks,
         health_checks: aggregator.health_checks(),
         aggregator_metrics: aggregator.metrics().clone(),
-        flow_control: classifier,
+        flow_controller,
     })
 }
 

@@ -46,8 +46,9 @@ pub(crate) struct KubeApiServer {
     pub admission: Vec<Arc<dyn AdmissionPlugin>>,
     /// Its post-start hooks.
     pub hooks: PostStartHooks,
-    /// API Priority and Fairness's classification of requests, kept by its hook.
-    pub classifier: Arc<kapi_flowcontrol::Classifier>,
+    /// API Priority and Fairness (when `--enable-priority-and-fairness`), its
+    /// configuration kept by its hooks.
+    pub flow_controller: Option<Arc<kapi_flowcontrol::FlowController>>,
 }
 
 impl KubeApiServer {
@@ -90,8 +91,10 @@ impl KubeApiServer {
             config.resolver.clone(),
         )?;
         handler.set_admission(admission.clone());
-        let classifier = Arc::new(kapi_flowcontrol::Classifier::default());
-        let hooks = post_start_hooks(config, &resources, &authorization, &classifier)?;
+        let flow_controller = options
+            .enable_priority_and_fairness
+            .then(|| Arc::new(flow_controller(options, &handler)));
+        let hooks = post_start_hooks(config, &resources, &authorization, &flow_controller)?;
         Ok(KubeApiServer {
             handler,
             resources,
@@ -99,9 +102,25 @@ impl KubeApiServer {
             bearer_tokens,
             admission,
             hooks,
-            classifier,
+            flow_controller,
         })
     }
+}
+
+/// API Priority and Fairness sharing `--max-requests-inflight` +
+/// `--max-mutating-requests-inflight` seats, estimating LISTs by the watch caches of
+/// `handler` and the servers it delegates to.
+fn flow_controller(
+    options: &ServeOptions,
+    handler: &ApiHandler,
+) -> kapi_flowcontrol::FlowController {
+    let served = handler.downgrade();
+    let stats: kapi_flowcontrol::StatsFn = Arc::new(move |info| {
+        let handler = served.upgrade()?;
+        handler.object_stats(&info.api_group, &info.api_version, &info.resource)
+    });
+    let concurrency = options.max_requests_inflight + options.max_mutating_requests_inflight;
+    kapi_flowcontrol::FlowController::new(concurrency, stats)
 }
 
 /// The identity Lease of this server and the collection of expired ones (upstream's
@@ -144,7 +163,7 @@ fn post_start_hooks(
     config: &Config,
     resources: &BuiltinResources,
     authorization: &Authorization,
-    classifier: &Arc<kapi_flowcontrol::Classifier>,
+    flow_controller: &Option<Arc<kapi_flowcontrol::FlowController>>,
 ) -> Result<PostStartHooks> {
     let mut hooks = PostStartHooks::default();
     let namespaces = resources.namespaces.clone();
@@ -204,7 +223,7 @@ fn post_start_hooks(
     let flow_control = kapi_flowcontrol::FlowControlResources {
         flow_schemas: resources.flow_schemas.clone(),
         priority_levels: resources.priority_level_configurations.clone(),
-        classifier: classifier.clone(),
+        controller: flow_controller.clone(),
     };
     hooks.add(
         "priority-and-fairness-config-producer",
@@ -214,6 +233,15 @@ fn post_start_hooks(
                 .map_err(Into::into)
         },
     )?;
+    if let Some(controller) = flow_controller.clone() {
+        hooks.add(
+            "priority-and-fairness-config-consumer",
+            move |context| async move {
+                tokio::spawn(controller.run_adjustments(context.stopping));
+                Ok(())
+            },
+        )?;
+    }
     let priority_classes = resources.priority_classes.clone();
     hooks.add(
         "scheduling/bootstrap-system-priority-classes",

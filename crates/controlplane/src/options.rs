@@ -173,6 +173,12 @@ pub struct ServeOptions {
     #[arg(long, value_delimiter = ',')]
     pub tls_san: Vec<String>,
 
+    /// If true, replace the max-in-flight handler with an enhanced one that queues and
+    /// dispatches with priority and fairness.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+        default_missing_value = "true")]
+    pub enable_priority_and_fairness: bool,
+
     /// The maximum number of non-mutating requests in flight at a given time; 0 for no limit.
     #[arg(long, default_value_t = 400)]
     pub max_requests_inflight: usize,

@@ -76,7 +76,9 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         .encryption_metrics
         .register(server.metrics_mut().registry_mut());
     server.set_authorizer(chain.authorizer);
-    server.set_flow_control(chain.flow_control);
+    if let Some(controller) = chain.flow_controller {
+        install_flow_control(&mut server, controller);
+    }
     if let Some(auditor) = crate::audit::auditor(&options)? {
         server.set_auditor(auditor);
     }
@@ -191,4 +193,29 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let _ = interrupt.await;
     tracing::info!("received a shutdown signal");
+}
+
+/// API Priority and Fairness in front of the handlers, its metrics, and its debug endpoints
+/// (`/debug/api_priority_and_fairness/dump_*`, plain text as upstream's; `dump_requests`
+/// with who asked for what when `includeRequestDetails` is given).
+fn install_flow_control(
+    server: &mut GenericApiServer,
+    controller: Arc<kapi_flowcontrol::FlowController>,
+) {
+    controller
+        .metrics()
+        .register(server.metrics_mut().registry_mut());
+    for endpoint in ["dump_priority_levels", "dump_queues", "dump_requests"] {
+        let controller = controller.clone();
+        let handler: kapi_server::NonResourceHandler = Arc::new(move |request| {
+            let query = request.uri.query().unwrap_or("");
+            let details = kapi_server::query::first(query, "includeRequestDetails")
+                .is_some_and(|v| !v.is_empty());
+            let table = controller.dump(endpoint, details).unwrap_or_default();
+            kapi_server::responses::document(kapi_server::responses::TEXT_PLAIN_UTF8, table.into())
+        });
+        let path = format!("/debug/api_priority_and_fairness/{endpoint}");
+        server.add_non_resource_handler(&path, handler);
+    }
+    server.set_flow_control(controller);
 }

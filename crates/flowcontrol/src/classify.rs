@@ -5,17 +5,15 @@
 //! non-resource request, and to that schema's priority level, with its flow distinguisher.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use http::HeaderValue;
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_server::UserInfo;
-use kapi_server::filters::flow_control::{FlowClass, FlowControl};
-use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::bootstrap;
-use crate::ensurer::FlowControlResources;
+use crate::limits::Shares;
+use crate::queueset::{Kind, Queuing};
 
 /// What a request was classified as: the names and UIDs its response headers carry.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,16 +31,16 @@ pub struct Classification {
 /// and a `catch-all` FlowSchema, see [`Digest::new`]).
 #[derive(Debug)]
 pub struct Digest {
-    schemas: Vec<Schema>,
-    levels: HashMap<String, Level>,
+    pub(crate) schemas: Vec<Schema>,
+    pub(crate) levels: HashMap<String, Level>,
 }
 
 #[derive(Debug)]
-struct Schema {
-    name: String,
+pub(crate) struct Schema {
+    pub(crate) name: String,
     uid: String,
-    uid_header: HeaderValue,
-    level: String,
+    pub(crate) uid_header: HeaderValue,
+    pub(crate) level: String,
     distinguisher: Distinguisher,
     rules: Vec<Rule>,
 }
@@ -90,11 +88,13 @@ enum Distinguisher {
 }
 
 #[derive(Debug)]
-struct Level {
+pub(crate) struct Level {
     uid: String,
-    uid_header: HeaderValue,
-    /// Exempt, or Limited without queues (rejecting): no flows.
+    pub(crate) uid_header: HeaderValue,
+    /// Exempt, or Limited without several queues: no flows.
     no_flows: bool,
+    pub(crate) kind: Kind,
+    pub(crate) shares: Shares,
 }
 
 impl Digest {
@@ -149,10 +149,13 @@ impl Digest {
             false => String::new(),
         };
         let uid_header = uid_header(&uid);
+        let (kind, shares) = admission(spec);
         let state = Level {
             uid,
             uid_header,
             no_flows,
+            kind,
+            shares,
         };
         self.levels
             .insert(bootstrap::name_of(level).to_string(), state);
@@ -160,7 +163,7 @@ impl Digest {
 
     /// The FlowSchema a request by `user` described by `info` matches: the first whose rule
     /// matches, else `catch-all`.
-    fn matching(&self, user: &UserInfo, info: &RequestInfo) -> &Schema {
+    pub(crate) fn matching(&self, user: &UserInfo, info: &RequestInfo) -> &Schema {
         self.schemas
             .iter()
             .find(|schema| {
@@ -173,16 +176,30 @@ impl Digest {
             .expect("the digest always has a catch-all FlowSchema")
     }
 
+    /// The flow distinguisher of a request matching `schema`: the user's name or the
+    /// namespace, as the schema says, when its level has flows; else empty.
+    pub(crate) fn distinguisher<'a>(
+        &self,
+        schema: &Schema,
+        user: &'a UserInfo,
+        info: &'a RequestInfo,
+    ) -> &'a str {
+        let level = self.levels.get(&schema.level);
+        match (
+            level.is_none_or(|level| level.no_flows),
+            schema.distinguisher,
+        ) {
+            (false, Distinguisher::ByUser) => &user.name,
+            (false, Distinguisher::ByNamespace) => &info.namespace,
+            _ => "",
+        }
+    }
+
     /// The classification of a request by `user` described by `info`.
     pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
         let schema = self.matching(user, info);
         let level = self.levels.get(&schema.level);
-        let no_flows = level.is_none_or(|level| level.no_flows);
-        let flow_distinguisher = match (no_flows, schema.distinguisher) {
-            (false, Distinguisher::ByUser) => user.name.clone(),
-            (false, Distinguisher::ByNamespace) => info.namespace.clone(),
-            _ => String::new(),
-        };
+        let flow_distinguisher = self.distinguisher(schema, user, info).to_string();
         Classification {
             flow_schema: schema.name.clone(),
             flow_schema_uid: schema.uid.clone(),
@@ -193,53 +210,47 @@ impl Digest {
     }
 }
 
-/// The classification requests get now, rebuilt as the FlowSchemas and priority levels
-/// change; until the first build, the bootstrap's mandatory objects (as upstream's).
-pub struct Classifier {
-    digest: RwLock<Arc<Digest>>,
-}
-
-impl Default for Classifier {
-    fn default() -> Self {
-        Classifier {
-            digest: RwLock::new(Arc::new(Digest::new(&[], &[]))),
-        }
-    }
-}
-
-impl Classifier {
-    /// Rebuilds the digest from the collections' caches.
-    pub fn refresh(&self, resources: &FlowControlResources) {
-        let schemas = resources.flow_schemas.cached_list(None);
-        let levels = resources.priority_levels.cached_list(None);
-        *self.digest.write() = Arc::new(Digest::new(&schemas, &levels));
-    }
-
-    /// The classification of `user`'s request `info`.
-    pub fn classify(&self, user: &UserInfo, info: &RequestInfo) -> Classification {
-        let digest = self.digest.read().clone();
-        digest.classify(user, info)
-    }
-}
-
-impl FlowControl for Classifier {
-    fn classify(&self, user: &UserInfo, info: &RequestInfo) -> FlowClass {
-        let digest = self.digest.read().clone();
-        let schema = digest.matching(user, info);
-        let level = digest.levels.get(&schema.level);
-        FlowClass {
-            flow_schema_uid: schema.uid_header.clone(),
-            priority_level_uid: level.map_or(EMPTY_HEADER, |level| level.uid_header.clone()),
-        }
-    }
-}
-
 /// The header value of an empty UID (the stand-ins for missing mandatory objects).
 const EMPTY_HEADER: HeaderValue = HeaderValue::from_static("");
 
 /// A UID as a header value (UIDs are ASCII; anything else is left empty).
 fn uid_header(uid: &str) -> HeaderValue {
     HeaderValue::from_str(uid).unwrap_or(EMPTY_HEADER)
+}
+
+/// How a level's spec says it admits requests, and its shares of the server's
+/// concurrency (with the v1 defaults for what is not set).
+fn admission(spec: &Value) -> (Kind, Shares) {
+    let number = |value: &Value, default: u64| value.as_u64().unwrap_or(default);
+    if spec["type"] == "Exempt" {
+        let exempt = &spec["exempt"];
+        let shares = Shares {
+            exempt: true,
+            nominal_shares: number(&exempt["nominalConcurrencyShares"], 0),
+            lendable_percent: number(&exempt["lendablePercent"], 0),
+            borrowing_limit_percent: None,
+        };
+        return (Kind::Exempt, shares);
+    }
+    let limited = &spec["limited"];
+    let shares = Shares {
+        exempt: false,
+        nominal_shares: number(&limited["nominalConcurrencyShares"], 30),
+        lendable_percent: number(&limited["lendablePercent"], 0),
+        borrowing_limit_percent: limited["borrowingLimitPercent"].as_u64(),
+    };
+    let response = &limited["limitResponse"];
+    let queuing = &response["queuing"];
+    let queuing = Queuing {
+        queues: number(&queuing["queues"], 64) as usize,
+        hand_size: number(&queuing["handSize"], 8) as usize,
+        queue_length_limit: number(&queuing["queueLengthLimit"], 50) as usize,
+    };
+    let kind = match response["type"] == "Queue" && queuing.queues > 0 {
+        true => Kind::Queue(queuing),
+        false => Kind::Reject,
+    };
+    (kind, shares)
 }
 
 fn text(value: &Value) -> &str {
@@ -524,15 +535,12 @@ mod tests {
 
     #[test]
     fn before_any_configuration_requests_go_to_the_mandatory_schemas() {
-        let classifier = Classifier::default();
+        let digest = Digest::new(&[], &[]);
         let admin = user("admin", &["system:masters"]);
         let version = path("get", "/version");
-        assert_eq!(classifier.classify(&admin, &version).flow_schema, "exempt");
+        assert_eq!(digest.classify(&admin, &version).flow_schema, "exempt");
         let alice = user("alice", &["system:authenticated"]);
-        assert_eq!(
-            classifier.classify(&alice, &version).flow_schema,
-            "catch-all"
-        );
+        assert_eq!(digest.classify(&alice, &version).flow_schema, "catch-all");
     }
 
     #[test]

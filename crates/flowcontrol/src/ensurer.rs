@@ -28,13 +28,14 @@ const FIRST_PASS_RETRY: Duration = Duration::from_secs(1);
 /// How often passes run after the first.
 const PASS_INTERVAL: Duration = Duration::from_secs(60);
 
-/// The served flow control collections (their stored version), and the classifier kept up
-/// to date with them.
+/// The served flow control collections (their stored version), and the flow controller
+/// kept up to date with them (none when API Priority and Fairness is off: the bootstrap
+/// is kept all the same, as upstream's producer keeps it, but nothing consumes it).
 #[derive(Clone)]
 pub struct FlowControlResources {
     pub flow_schemas: Served,
     pub priority_levels: Served,
-    pub classifier: std::sync::Arc<crate::Classifier>,
+    pub controller: Option<std::sync::Arc<crate::FlowController>>,
 }
 
 /// The post-start hook: a first pass that succeeds (retried every second, failing the hook
@@ -62,12 +63,16 @@ pub async fn run_config_producer(
 }
 
 /// Updates the FlowSchemas' `Dangling` conditions, logging a failure (the next change or
-/// minute tries again).
+/// minute tries again), and the flow controller's configuration: the consumer's work,
+/// done only when there is a consumer.
 async fn mark(resources: &FlowControlResources) {
+    let Some(controller) = &resources.controller else {
+        return;
+    };
     if let Err(err) = crate::mark_dangling(resources).await {
         tracing::warn!("setting the Dangling conditions of FlowSchemas: {err}");
     }
-    resources.classifier.refresh(resources);
+    controller.refresh(resources);
 }
 
 /// Passes every minute and whenever either collection changes, until `stopping`.
@@ -94,15 +99,15 @@ async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
             };
             match notification {
                 Ok(CacheNotification::Events(_)) => {
+                    // One pass answers every change that came before it; changes during it
+                    // (its own writes among them) make one more.
+                    while schemas.receiver.try_recv().is_ok() || levels.receiver.try_recv().is_ok()
+                    {
+                    }
                     if let Err(err) = ensure(&resources).await {
                         tracing::warn!("APF bootstrap ensurer ran into error: {err}");
                     }
                     mark(&resources).await;
-                    // One pass answers every change that came meanwhile (its own writes
-                    // among them).
-                    while schemas.receiver.try_recv().is_ok() || levels.receiver.try_recv().is_ok()
-                    {
-                    }
                 }
                 Ok(CacheNotification::Progress(_)) => {}
                 Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => break,

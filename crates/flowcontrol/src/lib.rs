@@ -1,19 +1,29 @@
 //! API Priority and Fairness as kube-apiserver 1.35 has it (k8s.io/apiserver
-//! `pkg/apis/flowcontrol/bootstrap`, kubernetes `pkg/registry/flowcontrol/ensurer`): the
-//! bootstrap configuration — the mandatory `exempt` and `catch-all` FlowSchemas and
-//! PriorityLevelConfigurations and the suggested ones — and the configuration producer
-//! that creates them, keeps them as the bootstrap says while their
-//! `apf.kubernetes.io/autoupdate-spec` annotation is true, and removes auto-managed objects
-//! the bootstrap no longer has; the `Dangling` condition of FlowSchemas, which says
-//! whether the priority level each names exists; and the classification of requests by the
-//! FlowSchemas (the server's `X-Kubernetes-PF-*` headers). Queuing by priority level is
-//! not built yet.
+//! `pkg/util/flowcontrol`, `pkg/apis/flowcontrol/bootstrap`, kubernetes
+//! `pkg/registry/flowcontrol/ensurer`): the bootstrap configuration — the mandatory
+//! `exempt` and `catch-all` FlowSchemas and PriorityLevelConfigurations and the suggested
+//! ones — and the configuration producer that creates them, keeps them as the bootstrap
+//! says while their `apf.kubernetes.io/autoupdate-spec` annotation is true, and removes
+//! auto-managed objects the bootstrap no longer has; the `Dangling` condition of
+//! FlowSchemas; the classification of requests by the FlowSchemas; and the flow controller
+//! that admits them: each priority level's share of the server's concurrency, lent and
+//! borrowed by demand, its requests' seats estimated, queued fairly and refused with a
+//! 429 when they cannot queue; its debug tables and metrics.
 
 pub mod bootstrap;
 mod classify;
+mod controller;
 mod dangling;
+mod dump;
 mod ensurer;
+mod estimate;
+mod limits;
+mod metrics;
+mod queueset;
+mod retry;
 
-pub use classify::{Classification, Classifier, Digest};
+pub use classify::{Classification, Digest};
+pub use controller::{FlowController, StatsFn};
 pub use dangling::{CONFIG_CONSUMER, mark_dangling};
 pub use ensurer::{CONFIG_PRODUCER, FlowControlResources, ensure, run_config_producer};
+pub use metrics::FlowMetrics;

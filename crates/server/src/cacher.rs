@@ -149,6 +149,8 @@ struct CacheState {
     /// Every change up to this revision is applied.
     revision: Revision,
     objects: BTreeMap<Arc<str>, Arc<CachedObject>>,
+    /// The sum of the objects' stored sizes.
+    stored_bytes: usize,
     /// Recent events, oldest first.
     window: VecDeque<Arc<CacheEvent>>,
     /// Every event after this revision is in `window`.
@@ -168,6 +170,14 @@ pub struct Cacher {
     revision: watch::Sender<Revision>,
     /// Cancelled when the collection is no longer served ([`Cacher::stop`]).
     stopped: tokio_util::sync::CancellationToken,
+}
+
+/// The size of a collection (see [`Cacher::stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectStats {
+    pub count: usize,
+    /// In bytes, as stored.
+    pub average_size: usize,
 }
 
 /// A snapshot of the objects matching a request, at one revision.
@@ -198,6 +208,7 @@ impl Cacher {
             state: RwLock::new(CacheState {
                 revision: 0,
                 objects: BTreeMap::new(),
+                stored_bytes: 0,
                 window: VecDeque::new(),
                 window_start: 0,
                 notifications: broadcast::channel(WATCHER_BUFFER).0,
@@ -294,6 +305,17 @@ impl Cacher {
         self.state.read().revision
     }
 
+    /// How many objects the collection has and their average stored size, now: what API
+    /// Priority and Fairness estimates a LIST's cost by (upstream's object count tracker).
+    pub fn stats(&self) -> ObjectStats {
+        let state = self.state.read();
+        let count = state.objects.len();
+        ObjectStats {
+            count,
+            average_size: state.stored_bytes.checked_div(count).unwrap_or(0),
+        }
+    }
+
     /// The object stored under `key`, as the cache has it now.
     pub fn get(&self, key: &str) -> (Option<Arc<CachedObject>>, Revision) {
         let state = self.state.read();
@@ -386,8 +408,10 @@ impl Cacher {
             .iter()
             .map(|kv| (kv.key.clone(), Arc::new(self.cache_object(kv))))
             .collect();
+        let stored_bytes = kvs.iter().map(|kv| kv.value.len()).sum();
         let mut state = self.state.write();
         state.objects = objects;
+        state.stored_bytes = stored_bytes;
         state.revision = revision;
         state.window.clear();
         state.window_start = revision;
@@ -407,12 +431,18 @@ impl Cacher {
             .collect();
         let mut state = self.state.write();
         for event in &converted {
-            match event.type_ {
+            let replaced = match event.type_ {
                 EventType::Deleted => state.objects.remove(&event.object.key),
                 _ => state
                     .objects
                     .insert(event.object.key.clone(), event.object.clone()),
             };
+            if event.type_ != EventType::Deleted {
+                state.stored_bytes += event.object.stored.len();
+            }
+            if let Some(replaced) = replaced {
+                state.stored_bytes -= replaced.stored.len();
+            }
             if state.window.len() == EVENT_WINDOW
                 && let Some(dropped) = state.window.pop_front()
             {

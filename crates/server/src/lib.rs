@@ -26,7 +26,7 @@ pub mod loopback;
 pub mod metrics;
 mod nonresource;
 pub mod object;
-mod query;
+pub mod query;
 pub mod registry;
 pub mod resource;
 pub mod responses;
@@ -54,8 +54,8 @@ pub use filters::request_log::{AuditId, RequestReceived};
 pub use filters::timeout::RequestDeadline;
 pub use healthz::{HealthCheck, HealthChecks};
 pub use server::{
-    GenericApiServer, ListeningServer, PostStartHookContext, PostStartHooks, Route, ServerError,
-    not_found_route,
+    GenericApiServer, ListeningServer, NonResourceHandler, PostStartHookContext, PostStartHooks,
+    Route, ServerError, not_found_route,
 };
 pub use serving::{ConnectionInfo, TlsConfig};
 pub mod discovery;

@@ -14,17 +14,21 @@ use crate::metrics::Metrics;
 use crate::version::VersionInfo;
 
 /// The endpoints served before the route.
-#[derive(Debug)]
 pub(crate) struct Endpoints {
     pub(crate) health: [HealthEndpoint; 3],
     pub(crate) version: VersionInfo,
     pub(crate) metrics: Arc<Metrics>,
     /// Fixed documents served on GET: path, content type, body.
     pub(crate) documents: Vec<(String, &'static str, bytes::Bytes)>,
+    /// Handlers of their paths, for every method.
+    pub(crate) handlers: Vec<(String, NonResourceHandler)>,
 }
 
+/// Answers a non-resource request from its head (method, path, query).
+pub type NonResourceHandler = Arc<dyn Fn(&Parts) -> Response<Body> + Send + Sync>;
+
 /// Serves [`Endpoints`], and passes other requests to the route: the chain's last filter.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct NonResourceRouter {
     endpoints: Arc<Endpoints>,
 }
@@ -48,6 +52,9 @@ impl Endpoints {
             && let Some((_, content_type, body)) = self.documents.iter().find(|(p, _, _)| p == path)
         {
             return Some(crate::responses::document(content_type, body.clone()));
+        }
+        if let Some((_, handler)) = self.handlers.iter().find(|(p, _)| p == path) {
+            return Some(handler(request));
         }
         if let Some(response) = self.version.serve(&request.method, path) {
             return Some(response);

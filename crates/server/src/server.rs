@@ -44,6 +44,7 @@ use crate::filters::timeout::TimeoutLayer;
 use crate::healthz::{HealthCheck, HealthChecks, HealthEndpoint};
 use crate::loopback::Loopback;
 use crate::metrics::Metrics;
+pub use crate::nonresource::NonResourceHandler;
 use crate::nonresource::{Endpoints, NonResourceRouter};
 use crate::responses::not_found;
 use crate::serving::{TlsError, accept_loop, wait_for_connections};
@@ -145,12 +146,13 @@ pub struct GenericApiServer {
     authorizer: Arc<dyn Authorizer>,
     auditor: Option<Arc<Auditor>>,
     health: HealthChecks,
-    /// API Priority and Fairness's classification, when set.
+    /// API Priority and Fairness, when on.
     flow_control: Option<Arc<dyn FlowControl>>,
     hooks: PostStartHooks,
     metrics: Metrics,
     version: VersionInfo,
     documents: Vec<(String, &'static str, bytes::Bytes)>,
+    handlers: Vec<(String, NonResourceHandler)>,
 }
 
 impl GenericApiServer {
@@ -190,6 +192,7 @@ impl GenericApiServer {
             metrics: Metrics::new(),
             version: VersionInfo::current(),
             documents: Vec::new(),
+            handlers: Vec::new(),
         })
     }
 
@@ -197,6 +200,13 @@ impl GenericApiServer {
     pub fn add_document(&mut self, path: &str, content_type: &'static str, body: Vec<u8>) {
         self.documents
             .push((path.to_string(), content_type, body.into()));
+    }
+
+    /// Serves `path` (a non-resource path, authorized as one, unlisted) by `handler`, for
+    /// every method: what upstream's unlisted non-go-restful handlers are (the debug
+    /// endpoints).
+    pub fn add_non_resource_handler(&mut self, path: &str, handler: NonResourceHandler) {
+        self.handlers.push((path.to_string(), handler));
     }
 
     /// Adds an authenticator, tried after the ones there (client certificates first).
@@ -214,7 +224,7 @@ impl GenericApiServer {
         self.authorizer = authorizer;
     }
 
-    /// Classifies requests by API Priority and Fairness's FlowSchemas.
+    /// Admits requests by API Priority and Fairness instead of the max-in-flight limits.
     pub fn set_flow_control(&mut self, flow_control: Arc<dyn FlowControl>) {
         self.flow_control = Some(flow_control);
     }
@@ -300,8 +310,17 @@ impl GenericApiServer {
             version: self.version,
             metrics: metrics.clone(),
             documents: self.documents,
+            handlers: self.handlers,
         };
         let config = &self.config;
+        // Flow control replaces the max-in-flight limits (0 is no limit).
+        let max_in_flight = match self.flow_control {
+            Some(_) => (0, 0),
+            None => (
+                config.max_requests_inflight,
+                config.max_mutating_requests_inflight,
+            ),
+        };
         let chain = ServiceBuilder::new()
             .layer(RequestLogLayer::default())
             .layer(PanicRecoveryLayer::default())
@@ -313,10 +332,14 @@ impl GenericApiServer {
             ))
             .layer(AuditLayer::new(self.auditor))
             .layer(ImpersonationLayer::new(self.authorizer.clone()))
-            .layer(FlowControlLayer::new(self.flow_control))
+            .layer(FlowControlLayer::new(
+                self.flow_control,
+                config.request_timeout,
+                metrics.clone(),
+            ))
             .layer(MaxInFlightLayer::new(
-                config.max_requests_inflight,
-                config.max_mutating_requests_inflight,
+                max_in_flight.0,
+                max_in_flight.1,
                 metrics.clone(),
             ))
             .layer(AuthorizationLayer::new(self.authorizer))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::process::{Client, Kapi, Reply};
+use crate::common::process::{Client, Held, Kapi, Reply};
 use crate::common::{Backend, TestServer, cells, get_json, ok_stdin};
 
 /// Polls `kubectl get <args> -o json` until `done` accepts it.
@@ -319,5 +319,227 @@ async fn responses_name_the_flow_schema_and_priority_level_their_request_matched
         uid(&admin, levels, "node-high").await,
     );
     assert_eq!(headers(&status), node_high);
+    kapi.stop().await;
+}
+
+/// Creates `body` at `path` as admin.
+async fn create(admin: &Client, path: &str, body: Value) {
+    let reply = admin.write(http::Method::POST, path, &body).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+}
+
+/// alice's held create of ConfigMap `name` (see [`Held`]).
+async fn hold(alice: &Client, name: &str) -> Held {
+    let body = format!("{:<200}", format!(r#"{{"metadata":{{"name":"{name}"}}}}"#));
+    alice
+        .hold("/api/v1/namespaces/default/configmaps", &body)
+        .await
+}
+
+/// The value of the metric sample starting `prefix` (name and labels) in `/metrics`.
+fn sample(metrics: &str, prefix: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|line| line.starts_with(prefix))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+/// Polls a debug table until the row of `level` has `cells` from its second cell on.
+async fn wait_for_level(admin: &Client, level: &str, cells: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let dump = admin
+            .get("/debug/api_priority_and_fairness/dump_priority_levels")
+            .await
+            .body;
+        let row = dump.lines().find(|l| l.starts_with(&format!("{level},")));
+        let found: Vec<&str> = row
+            .map(|r| r.split(',').map(str::trim).collect())
+            .unwrap_or_default();
+        if found.len() > cells.len() && found[1..=cells.len()] == *cells {
+            return dump;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{level} never had {cells:?}: {dump}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One user's flood fills its priority level's seats and its queue: a request that cannot
+/// queue is refused at once with upstream's 429, one that waits past a quarter of its
+/// timeout is refused then, and meanwhile another user's requests and `/readyz` go
+/// through; the debug endpoints and metrics show it; once the seats are free, the queued
+/// requests run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_queues_and_is_refused_while_others_go_through() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    create(&admin, &format!("{rbac}/clusterroles"), serde_json::json!({
+        "metadata": {"name": "configmaps"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list"]}],
+    }))
+    .await;
+    create(&admin, &format!("{rbac}/clusterrolebindings"), serde_json::json!({
+        "metadata": {"name": "configmaps"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "configmaps"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "developers"}],
+    }))
+    .await;
+    // alice's own level: one share of 600 seats (3), nothing lent or borrowed, one queue of
+    // two.
+    let flowcontrol = "/apis/flowcontrol.apiserver.k8s.io/v1";
+    create(&admin, &format!("{flowcontrol}/prioritylevelconfigurations"), serde_json::json!({
+        "metadata": {"name": "flood"},
+        "spec": {"type": "Limited", "limited": {
+            "nominalConcurrencyShares": 1, "lendablePercent": 0, "borrowingLimitPercent": 0,
+            "limitResponse": {"type": "Queue", "queuing": {"queues": 1, "handSize": 1, "queueLengthLimit": 2}}}},
+    }))
+    .await;
+    create(
+        &admin,
+        &format!("{flowcontrol}/flowschemas"),
+        serde_json::json!({
+            "metadata": {"name": "flood"},
+            "spec": {"priorityLevelConfiguration": {"name": "flood"}, "matchingPrecedence": 500,
+                "distinguisherMethod": {"type": "ByUser"},
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "alice"}}],
+                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"],
+                        "namespaces": ["*"], "clusterScope": true}]}]},
+        }),
+    )
+    .await;
+    let flood_uid = uid(&admin, "flowschemas", "flood").await;
+    let alice = kapi.user("alice", "developers");
+    let probe = "/api/v1/namespaces/default/configmaps/missing";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let reply = alice.get(probe).await;
+        if reply.status == 404 && reply.header("x-kubernetes-pf-flowschema-uid") == flood_uid {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let flood = admin
+                .get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/flood")
+                .await
+                .body;
+            panic!(
+                "alice never reached her level: {} {:?} {flood} {}",
+                reply.status,
+                reply.headers,
+                kapi.log()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let metrics = admin.get("/metrics").await.body;
+    let limit = r#"apiserver_flowcontrol_current_limit_seats{priority_level="flood"}"#;
+    assert_eq!(sample(&metrics, limit), Some(3.0), "{metrics}");
+    let nominal = r#"apiserver_flowcontrol_nominal_limit_seats{priority_level="global-default"}"#;
+    assert_eq!(sample(&metrics, nominal), Some(49.0));
+
+    // Three held creates take the three seats.
+    let mut held = Vec::new();
+    for i in 0..3 {
+        held.push(hold(&alice, &format!("held-{i}")).await);
+    }
+    wait_for_level(&admin, "flood", &["0", "false", "false", "0", "3"]).await;
+    // A request waits a quarter of its timeout in the queue, then is refused.
+    let started = Instant::now();
+    let timed_out = alice.get(&format!("{probe}?timeout=4s")).await;
+    assert_eq!(timed_out.status, 429, "{}", timed_out.body);
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    // Two more wait in the queue; the next cannot queue and is refused at once.
+    for i in 3..5 {
+        held.push(hold(&alice, &format!("held-{i}")).await);
+    }
+    let dump = wait_for_level(&admin, "flood", &["1", "false", "false", "2", "3"]).await;
+    assert!(
+        dump.starts_with("PriorityLevelName, ActiveQueues, IsIdle, IsQuiescing,"),
+        "{dump}"
+    );
+    let refused = alice.get(probe).await;
+    assert_eq!(refused.status, 429);
+    assert_eq!(refused.body, "Too many requests, please try again later.\n");
+    assert_eq!(refused.header("content-type"), "text/plain; charset=utf-8");
+    assert_eq!(refused.header("x-content-type-options"), "nosniff");
+    let retry_after: u32 = refused.header("retry-after").parse().expect("Retry-After");
+    assert!((1..=32).contains(&retry_after));
+    assert_eq!(refused.header("x-kubernetes-pf-flowschema-uid"), flood_uid);
+    assert_eq!(
+        refused.header("x-kubernetes-pf-prioritylevel-uid"),
+        uid(&admin, "prioritylevelconfigurations", "flood").await
+    );
+    // Everyone else goes through: another user, health probes, the admin.
+    let bob = kapi.user("bob", "developers");
+    assert_eq!(bob.get(probe).await.status, 404);
+    assert_eq!(kapi.anonymous().get("/readyz").await.status, 200);
+    assert_eq!(admin.get("/api/v1/namespaces").await.status, 200);
+    // The debug tables: the queue holds two, alice's requests among those executing.
+    let queues = admin
+        .get("/debug/api_priority_and_fairness/dump_queues")
+        .await
+        .body;
+    let row = queues
+        .lines()
+        .find(|l| l.starts_with("flood,"))
+        .expect("flood's queue");
+    let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+    assert_eq!(cells[1..5], ["0", "2", "3", "3"], "{queues}");
+    let requests = admin
+        .get("/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1")
+        .await
+        .body;
+    let alices: Vec<&str> = requests
+        .lines()
+        .filter(|l| l.starts_with("flood,"))
+        .collect();
+    assert_eq!(alices.len(), 5, "{requests}");
+    assert!(
+        alices
+            .iter()
+            .all(|l| l.contains("alice") && l.contains("create")),
+        "{requests}"
+    );
+    assert_eq!(
+        kapi.user("carol", "developers")
+            .get("/debug/api_priority_and_fairness/dump_queues")
+            .await
+            .status,
+        403
+    );
+    let metrics = admin.get("/metrics").await.body;
+    let labels = r#"{priority_level="flood",flow_schema="flood""#;
+    let count = |name: &str, rest: &str| sample(&metrics, &format!("{name}{labels}{rest}"));
+    let rejected = "apiserver_flowcontrol_rejected_requests_total";
+    assert_eq!(
+        count(rejected, r#",reason="queue-full"}"#),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(count(rejected, r#",reason="time-out"}"#), Some(1.0));
+    assert_eq!(
+        count("apiserver_flowcontrol_current_inqueue_requests", "}"),
+        Some(2.0)
+    );
+    assert_eq!(
+        count("apiserver_flowcontrol_current_executing_requests", "}"),
+        Some(3.0)
+    );
+    let dropped = r#"apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="resource",component="apiserver",code="429"}"#;
+    assert_eq!(sample(&metrics, dropped), Some(2.0));
+
+    // Freed seats go to the queue: every held create is answered.
+    for request in held {
+        assert_eq!(request.release().await, "HTTP/1.1 201 Created");
+    }
+    wait_for_level(&admin, "flood", &["0", "true", "false", "0", "0"]).await;
     kapi.stop().await;
 }

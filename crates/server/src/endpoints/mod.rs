@@ -552,6 +552,25 @@ impl ApiHandler {
             .served(&(group.to_string(), version.to_string(), plural.to_string()))
     }
 
+    /// The number and average stored size of the objects of `group`/`version`/`plural`,
+    /// here or down the chain, from its watch cache: what API Priority and Fairness
+    /// estimates a LIST by.
+    pub fn object_stats(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<crate::cacher::ObjectStats> {
+        match self.served(group, version, plural) {
+            Some(served) => Some(served.registry.cacher().stats()),
+            None => self
+                .0
+                .delegate
+                .as_ref()?
+                .object_stats(group, version, plural),
+        }
+    }
+
     /// The served resource of `group`/`version` whose kind is `kind` (its main resource, not
     /// a subresource), here or down the chain: what an admission policy's `paramKind` names.
     pub fn served_kind(&self, group: &str, version: &str, kind: &str) -> Option<Served> {

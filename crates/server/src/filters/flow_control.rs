@@ -1,31 +1,72 @@
 //! API Priority and Fairness's place in the chain (upstream's `WithPriorityAndFairness`,
-//! where max-in-flight sits): a [`FlowControl`] classifies each request by its user and
-//! [`RequestInfo`], and the response carries the UIDs of the FlowSchema and priority level
-//! it matched (`X-Kubernetes-PF-FlowSchema-UID`, `X-Kubernetes-PF-PriorityLevel-UID`).
-//! Long-running requests other than watches (proxy, exec, attach, logs, port-forward) are
-//! not classified, as upstream's. Queuing by priority level is not built yet: the
-//! max-in-flight limits still bound what runs.
+//! where the max-in-flight filter sits when it is off): a [`FlowControl`] classifies each
+//! request by its user and [`RequestInfo`] and admits it to its priority level, at once,
+//! after a wait in one of the level's queues, or not at all. An admitted request holds its
+//! seats until its response has been sent (a watch only until its response starts, as
+//! upstream frees a watch's seats once it is initialised); a refused one gets upstream's
+//! plain-text 429 with the `Retry-After` its level advises. Every response names the UIDs of
+//! the FlowSchema and priority level the request matched (`X-Kubernetes-PF-FlowSchema-UID`,
+//! `X-Kubernetes-PF-PriorityLevel-UID`), refusals included. Long-running requests other
+//! than watches (proxy, exec, attach, logs, port-forward) are neither classified nor
+//! limited, as upstream's.
+//!
+//! A request may wait a quarter of its timeout (`--request-timeout` or its `timeout`
+//! parameter), at most a minute, as upstream's; a watch, which has no timeout, a quarter of
+//! `--request-timeout`.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
-use http::{HeaderName, HeaderValue, Request};
+use http::header::RETRY_AFTER;
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use kapi_apimachinery::request_info::RequestInfo;
 
 use super::long_running::is_long_running;
+use super::timeout::request_timeout;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::authn::UserInfo;
+use crate::body::{Body, with_guard};
+use crate::metrics::{Metrics, RequestLabels};
+use crate::responses::text_error;
 
 /// The header naming the UID of the FlowSchema a request matched.
 pub const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
 /// The header naming the UID of the priority level a request was given.
 pub const PRIORITY_LEVEL_UID: HeaderName =
     HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
+/// The longest a request waits in a queue, whatever its timeout.
+const MAX_WAIT: Duration = Duration::from_secs(60);
 
-/// What classifies requests (kapi-flowcontrol's FlowSchemas).
+/// What one request asks flow control for.
+pub struct FlowRequest<'a> {
+    pub user: &'a UserInfo,
+    pub info: &'a RequestInfo,
+    /// The request's query, for what a LIST or watch will cost.
+    pub query: &'a str,
+    /// How long it may wait in a queue.
+    pub wait_limit: Duration,
+}
+
+/// Seats a request holds while it executes; dropping them gives them back.
+pub type Seats = Box<dyn Send + Sync>;
+
+/// A refusal: how many seconds the client should wait before trying again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryAfter(pub u32);
+
+/// What flow control decided, or will once the request has waited in its queue.
+pub enum Admission {
+    Now(Result<Seats, RetryAfter>),
+    Later(Pin<Box<dyn Future<Output = Result<Seats, RetryAfter>> + Send>>),
+}
+
+/// What classifies and admits requests (kapi-flowcontrol's FlowSchemas and priority
+/// levels).
 pub trait FlowControl: Send + Sync + 'static {
-    /// The UIDs of the FlowSchema and the priority level of `user`'s request `info` (empty
-    /// for the bootstrap objects standing in for missing mandatory ones).
-    fn classify(&self, user: &UserInfo, info: &RequestInfo) -> FlowClass;
+    /// Classifies `request` and admits it to its priority level.
+    fn admit(&self, request: FlowRequest<'_>) -> (FlowClass, Admission);
 }
 
 /// The UIDs a response carries, ready as header values (a classification copies no text).
@@ -38,41 +79,107 @@ pub struct FlowClass {
 /// The layer that adds [`FlowControlFilter`].
 pub type FlowControlLayer = FilterLayer<FlowControlFilter>;
 
-/// The filter; without a [`FlowControl`], requests pass unclassified.
+/// The filter; without a [`FlowControl`] (`--enable-priority-and-fairness=false`), requests
+/// pass untouched.
 #[derive(Clone)]
 pub struct FlowControlFilter {
     control: Option<Arc<dyn FlowControl>>,
+    request_timeout: Duration,
+    metrics: Arc<Metrics>,
 }
 
 impl FlowControlLayer {
-    pub fn new(control: Option<Arc<dyn FlowControl>>) -> Self {
-        FilterLayer(FlowControlFilter { control })
+    /// Admits requests by `control`; `request_timeout` bounds how long they wait.
+    pub fn new(
+        control: Option<Arc<dyn FlowControl>>,
+        request_timeout: Duration,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        FilterLayer(FlowControlFilter {
+            control,
+            request_timeout,
+            metrics,
+        })
     }
 }
 
 impl Filter for FlowControlFilter {
     fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
-        let class = self.classify(&request);
+        let Some((class, admission)) = self.admit(&request) else {
+            return Box::pin(async move { Ok(call(inner, request).await) });
+        };
+        let metrics = self.metrics.clone();
         Box::pin(async move {
-            let mut response = call(inner, request).await;
-            if let Some(class) = class {
-                let headers = response.headers_mut();
-                headers.insert(FLOW_SCHEMA_UID, class.flow_schema_uid);
-                headers.insert(PRIORITY_LEVEL_UID, class.priority_level_uid);
-            }
+            let admitted = match admission {
+                Admission::Now(admitted) => admitted,
+                Admission::Later(waiting) => waiting.await,
+            };
+            let mut response = match admitted {
+                Ok(seats) => {
+                    let watch = request_info_of(&request).is_some_and(|info| info.verb == "watch");
+                    let response = call(inner, request).await;
+                    if watch {
+                        drop(seats);
+                        response
+                    } else {
+                        response.map(|body| with_guard(body, seats))
+                    }
+                }
+                Err(retry_after) => {
+                    record_refusal(&metrics, &request);
+                    too_many_requests(retry_after)
+                }
+            };
+            let headers = response.headers_mut();
+            headers.insert(FLOW_SCHEMA_UID, class.flow_schema_uid);
+            headers.insert(PRIORITY_LEVEL_UID, class.priority_level_uid);
             Ok(response)
         })
     }
 }
 
 impl FlowControlFilter {
-    fn classify<B>(&self, request: &Request<B>) -> Option<FlowClass> {
+    fn admit<B>(&self, request: &Request<B>) -> Option<(FlowClass, Admission)> {
         let control = self.control.as_ref()?;
         let info = request_info_of(request)?;
-        if is_long_running(info) && info.verb != "watch" {
+        let long_running = is_long_running(info);
+        if long_running && info.verb != "watch" {
             return None;
         }
         let user = request.extensions().get::<UserInfo>()?;
-        Some(control.classify(user, info))
+        let query = request.uri().query().unwrap_or("");
+        let timeout = match long_running {
+            true => self.request_timeout,
+            false => request_timeout(query, self.request_timeout).unwrap_or(self.request_timeout),
+        };
+        Some(control.admit(FlowRequest {
+            user,
+            info,
+            query,
+            wait_limit: (timeout / 4).min(MAX_WAIT),
+        }))
     }
+}
+
+/// Counts a refused request as upstream does: in `apiserver_request_total` with code 429.
+fn record_refusal<B>(metrics: &Metrics, request: &Request<B>) {
+    let Some(info) = request_info_of(request) else {
+        return;
+    };
+    let query = request.uri().query().unwrap_or("");
+    if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
+        metrics.record_dropped(labels, StatusCode::TOO_MANY_REQUESTS.as_u16());
+    }
+}
+
+/// Upstream's 429: plain text, with the seconds to wait.
+pub(crate) fn too_many_requests(retry_after: RetryAfter) -> Response<Body> {
+    let mut response = text_error(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.",
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(retry_after.0));
+    response
 }

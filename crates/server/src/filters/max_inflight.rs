@@ -11,15 +11,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use http::header::RETRY_AFTER;
-use http::{HeaderValue, Request, Response, StatusCode};
+use http::{Request, Response, StatusCode};
 
+use super::flow_control::{RetryAfter, too_many_requests};
 use super::long_running::is_long_running;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
 use crate::metrics::{Metrics, RequestLabels};
-use crate::responses::{internal_error, text_error};
+use crate::responses::internal_error;
 use kapi_apimachinery::request_info::RequestInfo;
 
 /// The verbs counted against the read-only limit.
@@ -143,7 +143,7 @@ impl MaxInFlight {
             self.metrics
                 .record_dropped(labels, StatusCode::TOO_MANY_REQUESTS.as_u16());
         }
-        Admission::Refused(too_many_requests())
+        Admission::Refused(too_many_requests(RetryAfter(1)))
     }
 }
 
@@ -155,16 +155,4 @@ fn is_health_check(info: &RequestInfo) -> bool {
                 .strip_prefix(check)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         })
-}
-
-/// Upstream's 429: plain text and `Retry-After: 1`.
-fn too_many_requests() -> Response<Body> {
-    let mut response = text_error(
-        StatusCode::TOO_MANY_REQUESTS,
-        "Too many requests, please try again later.",
-    );
-    response
-        .headers_mut()
-        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
-    response
 }

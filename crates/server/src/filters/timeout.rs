@@ -113,25 +113,33 @@ impl Filter for Timeout {
 impl Timeout {
     /// The request's deadline, or the 400 for a malformed `timeout` parameter.
     fn deadline<B>(&self, request: &Request<B>) -> Result<Instant, ApiError> {
-        let maximum = self.request_timeout;
-        let timeout = match query::first(request.uri().query().unwrap_or(""), "timeout") {
-            Some(value) if !value.is_empty() => {
-                let nanos = goduration::parse_nanos(&value)
-                    .map_err(|err| ApiError::bad_request(format!("{INVALID_TIMEOUT} - {err}")))?;
-                u64::try_from(nanos)
-                    .ok()
-                    .map(Duration::from_nanos)
-                    .filter(|t| !t.is_zero() && *t < maximum)
-                    .unwrap_or(maximum)
-            }
-            _ => maximum,
-        };
+        let query = request.uri().query().unwrap_or("");
+        let timeout = request_timeout(query, self.request_timeout)?;
         let received = request
             .extensions()
             .get::<RequestReceived>()
             .map_or_else(std::time::Instant::now, |r| r.0);
         Ok(Instant::from_std(received) + timeout)
     }
+}
+
+/// How long a non-long-running request with `query` has: its `timeout` parameter when
+/// that is shorter than `maximum` (`--request-timeout`), else `maximum`; the 400 for a
+/// malformed one.
+pub(crate) fn request_timeout(query: &str, maximum: Duration) -> Result<Duration, ApiError> {
+    let timeout = match query::first(query, "timeout") {
+        Some(value) if !value.is_empty() => {
+            let nanos = goduration::parse_nanos(&value)
+                .map_err(|err| ApiError::bad_request(format!("{INVALID_TIMEOUT} - {err}")))?;
+            u64::try_from(nanos)
+                .ok()
+                .map(Duration::from_nanos)
+                .filter(|t| !t.is_zero() && *t < maximum)
+                .unwrap_or(maximum)
+        }
+        _ => maximum,
+    };
+    Ok(timeout)
 }
 
 /// Upstream's 504: the Timeout `Status` as JSON. Upstream writes it without a content type,

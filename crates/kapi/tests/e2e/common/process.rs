@@ -337,7 +337,51 @@ impl Reply {
     }
 }
 
+/// A POST whose body has not all arrived: it holds what flow control or the in-flight
+/// limit gave it when it was admitted (its seat or slot is taken before the handler reads
+/// the body), or its place in a queue, until [`Held::release`] sends the rest.
+pub struct Held {
+    stream: TlsStream<TcpStream>,
+    body: String,
+}
+
+impl Held {
+    /// Sends the rest of the body and returns the status line of the answer.
+    pub async fn release(mut self) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        self.stream
+            .write_all(&self.body.as_bytes()[1..])
+            .await
+            .expect("send");
+        self.stream.flush().await.expect("flush");
+        let mut answer = vec![0u8; 64];
+        let read = tokio::time::timeout(DEADLINE, self.stream.read(&mut answer))
+            .await
+            .expect("the held request is answered")
+            .expect("read");
+        let answer = String::from_utf8_lossy(&answer[..read]).to_string();
+        answer.lines().next().unwrap_or_default().to_string()
+    }
+}
+
 impl Client {
+    /// POSTs `body` (JSON) to `path`, sending its first byte only (see [`Held`]).
+    pub async fn hold(&self, path: &str, body: &str) -> Held {
+        use tokio::io::AsyncWriteExt;
+        let mut stream = self.connect().await.expect("connect");
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).await.expect("send head");
+        stream.write_all(&body.as_bytes()[..1]).await.expect("send");
+        stream.flush().await.expect("flush");
+        Held {
+            stream,
+            body: body.to_string(),
+        }
+    }
+
     /// Opens a TLS connection to the server.
     pub async fn connect(&self) -> Result<TlsStream<TcpStream>, Box<dyn std::error::Error>> {
         let tcp = TcpStream::connect(self.address).await?;

@@ -21,7 +21,6 @@ use common::Backend;
 use common::process::{Checks, Client, DEADLINE, Kapi, failure};
 use http::Method;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 mod access;
 mod requests;

@@ -1,0 +1,399 @@
+//! The `apiserver_flowcontrol_*` metrics, with upstream's names, labels, help and buckets.
+//! Each FlowSchema of a configuration gets its handles once ([`FlowMetrics::handles`]), so
+//! a request updates its metrics without looking its labels up.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::SystemTime;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::queueset::Refusal;
+
+/// Upstream's buckets of the wait and execution durations.
+const DURATION_BUCKETS: [f64; 13] = [
+    0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
+];
+/// Upstream's buckets of the estimated seats.
+const SEAT_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FlowLabels {
+    priority_level: String,
+    flow_schema: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RejectedLabels {
+    priority_level: String,
+    flow_schema: String,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WaitLabels {
+    priority_level: String,
+    flow_schema: String,
+    execute: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ExecutionLabels {
+    priority_level: String,
+    flow_schema: String,
+    r#type: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabels {
+    priority_level: String,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+fn seat_histogram() -> Histogram {
+    Histogram::new(SEAT_BUCKETS)
+}
+
+/// Every flow-control metric.
+#[derive(Clone)]
+pub struct FlowMetrics {
+    rejected: Family<RejectedLabels, Counter>,
+    dispatched: Family<FlowLabels, Counter>,
+    inqueue_requests: Family<FlowLabels, Gauge>,
+    inqueue_seats: Family<FlowLabels, Gauge>,
+    executing_requests: Family<FlowLabels, Gauge>,
+    executing_seats: Family<FlowLabels, Gauge>,
+    wait: Family<WaitLabels, Histogram, fn() -> Histogram>,
+    execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
+    estimated: Family<FlowLabels, Histogram, fn() -> Histogram>,
+    nominal: Family<LevelLabels, Gauge>,
+    lower: Family<LevelLabels, Gauge>,
+    upper: Family<LevelLabels, Gauge>,
+    current: Family<LevelLabels, Gauge>,
+    high_watermark: Family<LevelLabels, FloatGauge>,
+    average: Family<LevelLabels, FloatGauge>,
+    deviation: Family<LevelLabels, FloatGauge>,
+    smoothed: Family<LevelLabels, FloatGauge>,
+    target: Family<LevelLabels, FloatGauge>,
+    fair_fraction: FloatGauge,
+}
+
+impl Default for FlowMetrics {
+    fn default() -> Self {
+        FlowMetrics {
+            rejected: Family::default(),
+            dispatched: Family::default(),
+            inqueue_requests: Family::default(),
+            inqueue_seats: Family::default(),
+            executing_requests: Family::default(),
+            executing_seats: Family::default(),
+            wait: Family::new_with_constructor(duration_histogram),
+            execution: Family::new_with_constructor(duration_histogram),
+            estimated: Family::new_with_constructor(seat_histogram),
+            nominal: Family::default(),
+            lower: Family::default(),
+            upper: Family::default(),
+            current: Family::default(),
+            high_watermark: Family::default(),
+            average: Family::default(),
+            deviation: Family::default(),
+            smoothed: Family::default(),
+            target: Family::default(),
+            fair_fraction: FloatGauge::default(),
+        }
+    }
+}
+
+/// One FlowSchema's metrics within its priority level.
+#[derive(Debug)]
+pub(crate) struct FlowHandles {
+    rejected: [Counter; 3],
+    dispatched: Counter,
+    inqueue_requests: Gauge,
+    inqueue_seats: Gauge,
+    executing_requests: Gauge,
+    executing_seats: Gauge,
+    waited: Histogram,
+    refused_wait: Histogram,
+    regular: Histogram,
+    watch: Histogram,
+    estimated: Histogram,
+}
+
+impl Default for FlowHandles {
+    /// Handles registered nowhere.
+    fn default() -> Self {
+        FlowHandles {
+            rejected: Default::default(),
+            dispatched: Counter::default(),
+            inqueue_requests: Gauge::default(),
+            inqueue_seats: Gauge::default(),
+            executing_requests: Gauge::default(),
+            executing_seats: Gauge::default(),
+            waited: duration_histogram(),
+            refused_wait: duration_histogram(),
+            regular: duration_histogram(),
+            watch: duration_histogram(),
+            estimated: seat_histogram(),
+        }
+    }
+}
+
+fn signed(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl FlowHandles {
+    /// `delta` requests needing `seats` each... joined (1) or left (-1) a queue.
+    pub(crate) fn waiting(&self, delta: i64, seats: usize) {
+        self.inqueue_requests.inc_by(delta);
+        self.inqueue_seats.inc_by(delta * signed(seats));
+    }
+
+    /// A request holding `seats` started (1) or finished (-1).
+    pub(crate) fn executing(&self, delta: i64, seats: usize) {
+        if delta > 0 {
+            self.dispatched.inc();
+        }
+        self.executing_requests.inc_by(delta);
+        self.executing_seats.inc_by(delta * signed(seats));
+    }
+
+    /// A request that arrived at `arrived` leaves its queue to execute.
+    pub(crate) fn waited(&self, arrived: SystemTime) {
+        let waited = arrived.elapsed().unwrap_or_default();
+        self.waited.observe(waited.as_secs_f64());
+    }
+
+    /// A request ran for `seconds`.
+    pub(crate) fn executed(&self, watch: bool, seconds: f64) {
+        match watch {
+            true => self.watch.observe(seconds),
+            false => self.regular.observe(seconds),
+        }
+    }
+
+    /// A request was refused for `refusal` after waiting since `arrived`.
+    pub(crate) fn refused(&self, refusal: Refusal, arrived: SystemTime) {
+        let index = match refusal {
+            Refusal::QueueFull => 0,
+            Refusal::ConcurrencyLimit => 1,
+            Refusal::TimeOut => 2,
+        };
+        self.rejected[index].inc();
+        let waited = arrived.elapsed().unwrap_or_default().as_secs_f64();
+        match refusal {
+            // Upstream's quirk: a request that timed out in its queue is observed as one
+            // that executed.
+            Refusal::TimeOut => self.waited.observe(waited),
+            _ => self.refused_wait.observe(waited),
+        }
+    }
+
+    /// A request was estimated to need `seats`.
+    pub(crate) fn estimated(&self, seats: usize) {
+        self.estimated.observe(seats as f64);
+    }
+}
+
+/// A level's concurrency limits and seat demand, as its metrics report them.
+pub(crate) struct LevelFigures {
+    pub nominal: usize,
+    pub lower: usize,
+    pub upper: usize,
+    pub current: usize,
+    pub high_watermark: f64,
+    pub average: f64,
+    pub deviation: f64,
+    pub smoothed: f64,
+    pub target: f64,
+}
+
+impl FlowMetrics {
+    /// The handles of FlowSchema `flow_schema` in level `priority_level`.
+    pub(crate) fn handles(&self, priority_level: &str, flow_schema: &str) -> Arc<FlowHandles> {
+        let flow = FlowLabels {
+            priority_level: priority_level.to_string(),
+            flow_schema: flow_schema.to_string(),
+        };
+        let rejected = |reason| {
+            let labels = RejectedLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                reason,
+            };
+            self.rejected.get_or_create(&labels).clone()
+        };
+        let wait = |execute| {
+            let labels = WaitLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                execute,
+            };
+            self.wait.get_or_create(&labels).clone()
+        };
+        let execution = |r#type| {
+            let labels = ExecutionLabels {
+                priority_level: flow.priority_level.clone(),
+                flow_schema: flow.flow_schema.clone(),
+                r#type,
+            };
+            self.execution.get_or_create(&labels).clone()
+        };
+        Arc::new(FlowHandles {
+            rejected: [
+                rejected(Refusal::QueueFull.as_str()),
+                rejected(Refusal::ConcurrencyLimit.as_str()),
+                rejected(Refusal::TimeOut.as_str()),
+            ],
+            dispatched: self.dispatched.get_or_create(&flow).clone(),
+            inqueue_requests: self.inqueue_requests.get_or_create(&flow).clone(),
+            inqueue_seats: self.inqueue_seats.get_or_create(&flow).clone(),
+            executing_requests: self.executing_requests.get_or_create(&flow).clone(),
+            executing_seats: self.executing_seats.get_or_create(&flow).clone(),
+            waited: wait("true"),
+            refused_wait: wait("false"),
+            regular: execution("regular"),
+            watch: execution("watch"),
+            estimated: self.estimated.get_or_create(&flow).clone(),
+        })
+    }
+
+    /// Reports level `name`'s limits and demand.
+    pub(crate) fn level(&self, name: &str, figures: &LevelFigures) {
+        let labels = LevelLabels {
+            priority_level: name.to_string(),
+        };
+        self.nominal
+            .get_or_create(&labels)
+            .set(signed(figures.nominal));
+        self.lower.get_or_create(&labels).set(signed(figures.lower));
+        self.upper.get_or_create(&labels).set(signed(figures.upper));
+        self.current
+            .get_or_create(&labels)
+            .set(signed(figures.current));
+        self.high_watermark
+            .get_or_create(&labels)
+            .set(figures.high_watermark);
+        self.average.get_or_create(&labels).set(figures.average);
+        self.deviation.get_or_create(&labels).set(figures.deviation);
+        self.smoothed.get_or_create(&labels).set(figures.smoothed);
+        self.target.get_or_create(&labels).set(figures.target);
+    }
+
+    /// Reports the fair fraction of the last allocation.
+    pub(crate) fn fair_fraction(&self, fraction: f64) {
+        self.fair_fraction.set(fraction);
+    }
+
+    /// Adds the metrics to `registry`.
+    pub fn register(&self, registry: &mut Registry) {
+        let executing_help = "Number of requests in initial (for a WATCH) or any (for a non-WATCH) execution stage in the API Priority and Fairness subsystem";
+        let seats_help = "Concurrency (number of seats) occupied by the currently executing (initial stage for a WATCH, any stage otherwise) requests in the API Priority and Fairness subsystem";
+        registry.register(
+            "apiserver_flowcontrol_rejected_requests",
+            "Number of requests rejected by API Priority and Fairness subsystem",
+            self.rejected.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_dispatched_requests",
+            "Number of requests executed by API Priority and Fairness subsystem",
+            self.dispatched.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_inqueue_requests",
+            "Number of requests currently pending in queues of the API Priority and Fairness subsystem",
+            self.inqueue_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_inqueue_seats",
+            "Number of seats currently pending in queues of the API Priority and Fairness subsystem",
+            self.inqueue_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_requests",
+            executing_help,
+            self.executing_requests.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_executing_seats",
+            seats_help,
+            self.executing_seats.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_wait_duration_seconds",
+            "Length of time a request spent waiting in its queue",
+            self.wait.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_execution_seconds",
+            "Duration of initial stage (for a WATCH) or any (for a non-WATCH) stage of request execution in the API Priority and Fairness subsystem",
+            self.execution.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_work_estimated_seats",
+            "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
+            self.estimated.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_nominal_limit_seats",
+            "Nominal number of execution seats configured for each priority level",
+            self.nominal.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_lower_limit_seats",
+            "Configured lower bound on number of execution seats available to each priority level",
+            self.lower.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_upper_limit_seats",
+            "Configured upper bound on number of execution seats available to each priority level",
+            self.upper.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_limit_seats",
+            "current derived number of execution seats available to each priority level",
+            self.current.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_demand_seats_high_watermark",
+            "High watermark, over last adjustment period, of demand_seats",
+            self.high_watermark.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_demand_seats_average",
+            "Time-weighted average, over last adjustment period, of demand_seats",
+            self.average.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_demand_seats_stdev",
+            "Time-weighted standard deviation, over last adjustment period, of demand_seats",
+            self.deviation.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_demand_seats_smoothed",
+            "Smoothed seat demands",
+            self.smoothed.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_target_seats",
+            "Seat allocation targets",
+            self.target.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_seat_fair_frac",
+            "Fair fraction of server's concurrency to allocate to each priority level that can use it",
+            self.fair_fraction.clone(),
+        );
+    }
+}

@@ -1,0 +1,835 @@
+//! One priority level's seats and queues (upstream's `fairqueuing/queueset`).
+//!
+//! A level has a concurrency limit in seats. An exempt level admits everything at once; a
+//! level that rejects admits a request if its seats fit, else refuses it. A queuing level
+//! deals each flow (FlowSchema and distinguisher, hashed) a hand of its queues by shuffle
+//! sharding, puts the request in the hand's queue with the least waiting work, and refuses
+//! it only when every seat is taken and that queue is at its length limit. Waiting requests
+//! are dispatched by fair queuing in virtual time: the virtual clock R advances at the rate
+//! of the seats the level could use divided among its active queues, each queue's next
+//! dispatch is at its last dispatch plus the work it was charged, and the head finishing
+//! first in virtual time goes next when its seats fit. A request is charged its seats times
+//! an estimated 3 ms when dispatched and its real duration when it finishes.
+//!
+//! Every request that leaves a queue (dispatched, withdrawn when its wait ends or its client
+//! goes away) does so under the set's one lock; seats are [`Seats`], given back on drop.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::metrics::FlowHandles;
+
+/// How long a request is assumed to hold its seats until it finishes (upstream's
+/// estimated service duration), in seconds.
+const SERVICE_ESTIMATE: f64 = 0.003;
+
+/// How a level admits requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Exempt,
+    Reject,
+    Queue(Queuing),
+}
+
+/// A queuing level's queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Queuing {
+    pub queues: usize,
+    pub hand_size: usize,
+    pub queue_length_limit: usize,
+}
+
+/// Why a request was refused (the `reason` label of upstream's rejected-requests metric).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    QueueFull,
+    ConcurrencyLimit,
+    TimeOut,
+}
+
+impl Refusal {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Refusal::QueueFull => "queue-full",
+            Refusal::ConcurrencyLimit => "concurrency-limit",
+            Refusal::TimeOut => "time-out",
+        }
+    }
+}
+
+/// What the debug endpoints show of a request, and where its metrics go.
+#[derive(Debug)]
+pub(crate) struct Described {
+    pub flow_schema: String,
+    pub distinguisher: String,
+    pub user: String,
+    pub verb: String,
+    pub path: String,
+    pub namespace: String,
+    pub name: String,
+    pub api_version: String,
+    pub resource: String,
+    pub subresource: String,
+    pub handles: Arc<FlowHandles>,
+}
+
+/// One level's seats and queues.
+pub(crate) struct QueueSet {
+    pub(crate) name: String,
+    pub(crate) kind: Kind,
+    state: Mutex<State>,
+}
+
+struct State {
+    limit: usize,
+    seats_in_use: usize,
+    waiting: usize,
+    waiting_seats: usize,
+    queues: Vec<Queue>,
+    /// Virtual time, in seat-seconds, and when it was last advanced.
+    r: f64,
+    r_at: Instant,
+    /// The queue dispatched from last.
+    robin: usize,
+    /// Enqueue attempts, which rotate where in its hand a flow starts looking.
+    enqueues: usize,
+    next_id: u64,
+    executing: HashMap<u64, Executing>,
+    dispatched: u64,
+    rejected: u64,
+    cancelled: u64,
+    demand: Demand,
+    smoothed: f64,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Waiting>,
+    next_dispatch_r: f64,
+    executing: usize,
+    seats_in_use: usize,
+    /// Sums over the waiting requests: work, and seats.
+    waiting_work: f64,
+    waiting_seats: usize,
+}
+
+struct Waiting {
+    id: u64,
+    seats: usize,
+    arrival_r: f64,
+    arrived: SystemTime,
+    described: Arc<Described>,
+    sender: oneshot::Sender<Seats>,
+}
+
+impl Waiting {
+    fn work(&self) -> f64 {
+        self.seats as f64 * SERVICE_ESTIMATE
+    }
+}
+
+struct Executing {
+    queue: Option<usize>,
+    seats: usize,
+    arrived: SystemTime,
+    started: SystemTime,
+    described: Arc<Described>,
+}
+
+/// The seats a request executes in; dropping them gives them back and dispatches what they
+/// make room for.
+pub(crate) struct Seats {
+    set: Option<Arc<QueueSet>>,
+    id: u64,
+    started: Instant,
+}
+
+impl Drop for Seats {
+    fn drop(&mut self) {
+        if let Some(set) = self.set.take() {
+            let mut state = set.state.lock();
+            let now = Instant::now();
+            state.advance(now);
+            state.finish(self.id, now.duration_since(self.started).as_secs_f64());
+            state.dispatch(&set, now);
+        }
+    }
+}
+
+/// What [`QueueSet::admit`] decided.
+pub(crate) enum Admit {
+    Now(Seats),
+    Queued(Waiter),
+    Refused(Refusal),
+}
+
+/// A request waiting in a queue; dropping it takes the request out of its queue.
+pub(crate) struct Waiter {
+    set: Arc<QueueSet>,
+    id: u64,
+    queue: usize,
+    receiver: oneshot::Receiver<Seats>,
+    settled: bool,
+}
+
+impl Waiter {
+    /// Its seats once dispatched, or a time-out refusal at `deadline`.
+    pub(crate) async fn wait(mut self, deadline: tokio::time::Instant) -> Result<Seats, Refusal> {
+        let waited = tokio::time::timeout_at(deadline, &mut self.receiver).await;
+        self.settled = true;
+        match waited {
+            Ok(Ok(seats)) => Ok(seats),
+            _ if self.set.withdraw(self.queue, self.id) => Err(Refusal::TimeOut),
+            // Dispatched while the wait ended: the seats are in the channel.
+            _ => self.receiver.try_recv().map_err(|_| Refusal::TimeOut),
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if !self.settled {
+            self.set.withdraw(self.queue, self.id);
+        }
+    }
+}
+
+/// A level's seat demand over one adjustment period.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Period {
+    pub average: f64,
+    pub deviation: f64,
+    pub max: f64,
+    pub smoothed: f64,
+}
+
+/// What the debug endpoints and metrics read of a set.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub active_queues: usize,
+    pub waiting: usize,
+    pub executing: usize,
+    pub dispatched: u64,
+    pub rejected: u64,
+    pub cancelled: u64,
+    pub queues: Vec<QueueSnapshot>,
+    pub requests: Vec<RequestSnapshot>,
+}
+
+#[derive(Debug)]
+pub(crate) struct QueueSnapshot {
+    pub waiting: usize,
+    pub executing: usize,
+    pub seats_in_use: usize,
+    pub next_dispatch_r: f64,
+    pub initial_seats: usize,
+    pub max_seats: usize,
+    pub work: f64,
+}
+
+#[derive(Debug)]
+pub(crate) struct RequestSnapshot {
+    pub queue: Option<usize>,
+    /// Its place in its queue; `None` once executing.
+    pub index: Option<usize>,
+    pub arrived: SystemTime,
+    pub started: Option<SystemTime>,
+    pub seats: usize,
+    pub described: Arc<Described>,
+}
+
+impl QueueSet {
+    /// A set of `kind` admitting `limit` seats at once.
+    pub(crate) fn new(name: &str, kind: Kind, limit: usize) -> Arc<QueueSet> {
+        let queues = match kind {
+            Kind::Queue(queuing) => (0..queuing.queues).map(|_| Queue::default()).collect(),
+            _ => Vec::new(),
+        };
+        let now = Instant::now();
+        Arc::new(QueueSet {
+            name: name.to_string(),
+            kind,
+            state: Mutex::new(State {
+                limit,
+                seats_in_use: 0,
+                waiting: 0,
+                waiting_seats: 0,
+                queues,
+                r: 0.0,
+                r_at: now,
+                robin: 0,
+                enqueues: 0,
+                next_id: 0,
+                executing: HashMap::new(),
+                dispatched: 0,
+                rejected: 0,
+                cancelled: 0,
+                demand: Demand::new(now),
+                smoothed: 0.0,
+            }),
+        })
+    }
+
+    /// Admits a request of flow `hash` needing `seats`.
+    pub(crate) fn admit(
+        self: &Arc<Self>,
+        hash: u64,
+        seats: usize,
+        described: Arc<Described>,
+    ) -> Admit {
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        state.advance(now);
+        let queuing = match self.kind {
+            Kind::Exempt => {
+                return Admit::Now(state.start(self, None, seats, SystemTime::now(), described));
+            }
+            Kind::Reject if state.fits(seats) => {
+                return Admit::Now(state.start(self, None, seats, SystemTime::now(), described));
+            }
+            Kind::Reject => {
+                state.rejected += 1;
+                return Admit::Refused(Refusal::ConcurrencyLimit);
+            }
+            Kind::Queue(queuing) => queuing,
+        };
+        let index = state.choose_queue(hash, queuing);
+        if state.seats_in_use >= state.limit
+            && state.queues[index].waiting.len() >= queuing.queue_length_limit
+        {
+            state.rejected += 1;
+            return Admit::Refused(Refusal::QueueFull);
+        }
+        let (sender, receiver) = oneshot::channel();
+        let id = state.next_id();
+        let r = state.r;
+        let queue = &mut state.queues[index];
+        if queue.waiting.is_empty() && queue.executing == 0 {
+            queue.next_dispatch_r = r;
+        }
+        let waiting = Waiting {
+            id,
+            seats,
+            arrival_r: r,
+            arrived: SystemTime::now(),
+            described,
+            sender,
+        };
+        queue.waiting_work += waiting.work();
+        queue.waiting_seats += seats;
+        waiting.described.handles.waiting(1, seats);
+        queue.waiting.push_back(waiting);
+        state.waiting += 1;
+        state.waiting_seats += seats;
+        state.note_demand(now);
+        state.dispatch(self, now);
+        Admit::Queued(Waiter {
+            set: self.clone(),
+            id,
+            queue: index,
+            receiver,
+            settled: false,
+        })
+    }
+
+    /// Takes a waiting request out of queue `index`: whether it was still there.
+    fn withdraw(self: &Arc<Self>, index: usize, id: u64) -> bool {
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        state.advance(now);
+        let queue = &mut state.queues[index];
+        let Some(position) = queue.waiting.iter().position(|w| w.id == id) else {
+            return false;
+        };
+        let waiting = queue
+            .waiting
+            .remove(position)
+            .expect("position is in the queue");
+        queue.waiting_work -= waiting.work();
+        queue.waiting_seats -= waiting.seats;
+        waiting.described.handles.waiting(-1, waiting.seats);
+        state.waiting -= 1;
+        state.waiting_seats -= waiting.seats;
+        state.rejected += 1;
+        state.cancelled += 1;
+        state.note_demand(now);
+        state.dispatch(self, now);
+        true
+    }
+
+    /// Sets the concurrency limit, dispatching what it makes room for.
+    pub(crate) fn set_limit(self: &Arc<Self>, limit: usize) {
+        let now = Instant::now();
+        let mut state = self.state.lock();
+        state.advance(now);
+        state.limit = limit;
+        state.dispatch(self, now);
+    }
+
+    /// The seat demand (seats executing and waiting) since the last call, and the smoothed
+    /// demand of the periods so far (upstream's: the larger of this period's average plus
+    /// deviation and an exponential average of those).
+    pub(crate) fn take_demand(&self) -> Period {
+        let mut state = self.state.lock();
+        let (average, deviation, max) = state.demand.take(Instant::now());
+        let envelope = average + deviation;
+        state.smoothed = envelope.max(0.977 * state.smoothed + 0.023 * envelope);
+        Period {
+            average,
+            deviation,
+            max,
+            smoothed: state.smoothed,
+        }
+    }
+
+    /// What the set holds now.
+    pub(crate) fn snapshot(&self) -> Snapshot {
+        let state = self.state.lock();
+        let mut snapshot = Snapshot {
+            active_queues: state
+                .queues
+                .iter()
+                .filter(|q| !q.waiting.is_empty())
+                .count(),
+            waiting: state.waiting,
+            executing: state.executing.len(),
+            dispatched: state.dispatched,
+            rejected: state.rejected,
+            cancelled: state.cancelled,
+            ..Snapshot::default()
+        };
+        for (index, queue) in state.queues.iter().enumerate() {
+            snapshot.queues.push(QueueSnapshot {
+                waiting: queue.waiting.len(),
+                executing: queue.executing,
+                seats_in_use: queue.seats_in_use,
+                next_dispatch_r: queue.next_dispatch_r,
+                initial_seats: queue.waiting_seats,
+                max_seats: queue.waiting_seats,
+                work: queue.waiting_work,
+            });
+            for (position, waiting) in queue.waiting.iter().enumerate() {
+                snapshot.requests.push(RequestSnapshot {
+                    queue: Some(index),
+                    index: Some(position),
+                    arrived: waiting.arrived,
+                    started: None,
+                    seats: waiting.seats,
+                    described: waiting.described.clone(),
+                });
+            }
+        }
+        let mut executing: Vec<_> = state.executing.iter().collect();
+        executing.sort_by_key(|(id, e)| (e.queue, **id));
+        for (_, running) in executing {
+            snapshot.requests.push(RequestSnapshot {
+                queue: running.queue,
+                index: None,
+                arrived: running.arrived,
+                started: Some(running.started),
+                seats: running.seats,
+                described: running.described.clone(),
+            });
+        }
+        snapshot
+    }
+}
+
+impl State {
+    fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Records the seat demand (executing and waiting) as of `now`.
+    fn note_demand(&mut self, now: Instant) {
+        let demand = (self.seats_in_use + self.waiting_seats) as f64;
+        self.demand.set(now, demand);
+    }
+
+    /// Whether `seats` more fit: a request wider than the limit fits only alone.
+    fn fits(&self, seats: usize) -> bool {
+        if seats > self.limit {
+            return self.executing.is_empty();
+        }
+        self.seats_in_use + seats <= self.limit
+    }
+
+    /// Advances virtual time to `now`.
+    fn advance(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.r_at).as_secs_f64();
+        self.r_at = now;
+        let active = self
+            .queues
+            .iter()
+            .filter(|q| !q.waiting.is_empty() || q.executing > 0)
+            .count();
+        if active == 0 {
+            return;
+        }
+        let demand = (self.seats_in_use + self.waiting_seats).min(self.limit);
+        self.r += elapsed * demand as f64 / active as f64;
+    }
+
+    /// The queue of the hand dealt to flow `hash` with the least waiting work, starting at a
+    /// place in the hand that rotates with every enqueue.
+    fn choose_queue(&mut self, hash: u64, queuing: Queuing) -> usize {
+        let hand = deal(hash, queuing.queues, queuing.hand_size);
+        let offset = self.enqueues % hand.len();
+        self.enqueues = self.enqueues.wrapping_add(1);
+        let mut best = hand[offset];
+        for k in 1..hand.len() {
+            let candidate = hand[(offset + k) % hand.len()];
+            if self.queues[candidate].waiting_work < self.queues[best].waiting_work {
+                best = candidate;
+            }
+        }
+        best
+    }
+
+    /// Starts a request in `queue` (none for exempt and rejecting levels).
+    fn start(
+        &mut self,
+        set: &Arc<QueueSet>,
+        queue: Option<usize>,
+        seats: usize,
+        arrived: SystemTime,
+        described: Arc<Described>,
+    ) -> Seats {
+        let id = self.next_id();
+        self.seats_in_use += seats;
+        if let Some(index) = queue {
+            self.queues[index].executing += 1;
+            self.queues[index].seats_in_use += seats;
+        }
+        self.dispatched += 1;
+        described.handles.executing(1, seats);
+        self.executing.insert(
+            id,
+            Executing {
+                queue,
+                seats,
+                arrived,
+                started: SystemTime::now(),
+                described,
+            },
+        );
+        self.note_demand(Instant::now());
+        Seats {
+            set: Some(set.clone()),
+            id,
+            started: Instant::now(),
+        }
+    }
+
+    /// Ends request `id`, which ran for `duration` seconds: its queue is charged what it
+    /// really used instead of the estimate.
+    fn finish(&mut self, id: u64, duration: f64) {
+        let Some(done) = self.executing.remove(&id) else {
+            return;
+        };
+        self.seats_in_use -= done.seats;
+        done.described.handles.executing(-1, done.seats);
+        done.described
+            .handles
+            .executed(done.described.verb == "watch", duration);
+        if let Some(index) = done.queue {
+            let queue = &mut self.queues[index];
+            queue.executing -= 1;
+            queue.seats_in_use -= done.seats;
+            queue.next_dispatch_r += done.seats as f64 * (duration - SERVICE_ESTIMATE);
+        }
+        self.note_demand(Instant::now());
+    }
+
+    /// Dispatches waiting requests while their seats fit, the one finishing first in
+    /// virtual time first.
+    fn dispatch(&mut self, set: &Arc<QueueSet>, now: Instant) {
+        while self.waiting > 0 {
+            let Some(index) = self.next_queue() else {
+                break;
+            };
+            let head = self.queues[index].waiting.front();
+            let seats = head.expect("next_queue has a waiting head").seats;
+            if !self.fits(seats) {
+                break;
+            }
+            let queue = &mut self.queues[index];
+            let waiting = queue.waiting.pop_front().expect("the head is there");
+            queue.waiting_work -= waiting.work();
+            queue.waiting_seats -= waiting.seats;
+            queue.next_dispatch_r = queue.next_dispatch_r.max(waiting.arrival_r) + waiting.work();
+            waiting.described.handles.waiting(-1, waiting.seats);
+            waiting.described.handles.waited(waiting.arrived);
+            self.waiting -= 1;
+            self.waiting_seats -= waiting.seats;
+            self.robin = index;
+            let seats = self.start(
+                set,
+                Some(index),
+                waiting.seats,
+                waiting.arrived,
+                waiting.described,
+            );
+            if let Err(mut seats) = waiting.sender.send(seats) {
+                // Its client went away as it was dispatched: give the seats back here,
+                // under the lock they would take.
+                seats.set = None;
+                self.finish(seats.id, 0.0);
+            }
+        }
+        self.note_demand(now);
+    }
+
+    /// The queue whose head finishes first in virtual time, looking from the one after the
+    /// last dispatched from (the first seen wins ties).
+    fn next_queue(&self) -> Option<usize> {
+        let count = self.queues.len();
+        let mut best: Option<(usize, f64)> = None;
+        for k in 1..=count {
+            let index = (self.robin + k) % count;
+            let queue = &self.queues[index];
+            let Some(head) = queue.waiting.front() else {
+                continue;
+            };
+            let finish = queue.next_dispatch_r.max(head.arrival_r) + head.work();
+            if best.is_none_or(|(_, earliest)| finish < earliest) {
+                best = Some((index, finish));
+            }
+        }
+        best.map(|(index, _)| index)
+    }
+}
+
+/// Shuffle sharding (upstream's `shufflesharding.Dealer`): the `hand` distinct queues of
+/// `deck` that `hash` picks, as digits of the hash in a shrinking base.
+fn deal(mut hash: u64, deck: usize, hand: usize) -> Vec<usize> {
+    let hand = hand.clamp(1, deck.max(1));
+    let mut remainders = Vec::with_capacity(hand);
+    for i in 0..hand {
+        let base = (deck - i) as u64;
+        remainders.push((hash % base) as usize);
+        hash /= base;
+    }
+    (0..hand)
+        .map(|i| {
+            let mut card = remainders[i];
+            for j in (1..=i).rev() {
+                if card >= remainders[j - 1] {
+                    card += 1;
+                }
+            }
+            card
+        })
+        .collect()
+}
+
+/// The time-weighted statistics of a level's seat demand, for borrowing.
+struct Demand {
+    at: Instant,
+    value: f64,
+    duration: f64,
+    sum: f64,
+    sum_of_squares: f64,
+    max: f64,
+}
+
+impl Demand {
+    fn new(now: Instant) -> Demand {
+        Demand {
+            at: now,
+            value: 0.0,
+            duration: 0.0,
+            sum: 0.0,
+            sum_of_squares: 0.0,
+            max: 0.0,
+        }
+    }
+
+    fn set(&mut self, now: Instant, value: f64) {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.duration += elapsed;
+        self.sum += self.value * elapsed;
+        self.sum_of_squares += self.value * self.value * elapsed;
+        self.at = now;
+        self.value = value;
+        self.max = self.max.max(value);
+    }
+
+    /// Average, standard deviation and maximum since the last call.
+    fn take(&mut self, now: Instant) -> (f64, f64, f64) {
+        self.set(now, self.value);
+        let (average, deviation) = match self.duration > 0.0 {
+            true => {
+                let average = self.sum / self.duration;
+                let variance = self.sum_of_squares / self.duration - average * average;
+                (average, variance.max(0.0).sqrt())
+            }
+            false => (self.value, 0.0),
+        };
+        let max = self.max;
+        *self = Demand {
+            max: self.value,
+            value: self.value,
+            ..Demand::new(now)
+        };
+        (average, deviation, max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(flow: &str) -> Arc<Described> {
+        Arc::new(Described {
+            flow_schema: flow.into(),
+            distinguisher: String::new(),
+            user: String::new(),
+            verb: "get".into(),
+            path: "/".into(),
+            namespace: String::new(),
+            name: String::new(),
+            api_version: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            handles: Arc::new(FlowHandles::default()),
+        })
+    }
+
+    const QUEUING: Queuing = Queuing {
+        queues: 8,
+        hand_size: 2,
+        queue_length_limit: 2,
+    };
+
+    #[test]
+    fn hands_are_distinct_queues_as_upstream_deals_them() {
+        // Upstream's dealer on hash 0 with a deck of 8 and a hand of 3 picks 0, 1, 2.
+        assert_eq!(deal(0, 8, 3), vec![0, 1, 2]);
+        for hash in [1, 77, u64::MAX, 0x1234_5678_9abc_def0] {
+            let mut hand = deal(hash, 128, 6);
+            assert!(hand.iter().all(|&c| c < 128));
+            hand.sort_unstable();
+            hand.dedup();
+            assert_eq!(hand.len(), 6, "{hash}");
+        }
+        // hash 13 in a deck of 4: 13 % 4 = 1, then 3 % 3 = 0 -> card 0 (below 1).
+        assert_eq!(deal(13, 4, 2), vec![1, 0]);
+    }
+
+    #[tokio::test]
+    async fn a_full_level_queues_then_refuses_and_dispatches_in_turn() {
+        let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+        let Admit::Queued(first) = set.admit(1, 1, described("a")) else {
+            panic!("queued");
+        };
+        let seats = first.wait(tokio::time::Instant::now()).await;
+        assert!(
+            seats.is_ok(),
+            "the first waits for nothing: it was dispatched"
+        );
+        let running = seats.unwrap();
+        // The seat is taken: one flow fills its two queues of two, then is refused.
+        let waiters: Vec<_> = (0..4)
+            .map(|_| match set.admit(1, 1, described("a")) {
+                Admit::Queued(w) => w,
+                _ => panic!("queued"),
+            })
+            .collect();
+        assert!(matches!(
+            set.admit(1, 1, described("a")),
+            Admit::Refused(Refusal::QueueFull)
+        ));
+        // Another flow still queues.
+        let other = match set.admit(99, 1, described("b")) {
+            Admit::Queued(w) => w,
+            _ => panic!("another flow queues"),
+        };
+        assert_eq!(set.snapshot().waiting, 5);
+        // Each waiter notes when it runs, and runs for 20 ms (as the first did).
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut tasks = Vec::new();
+        for (flow, waiter) in
+            std::iter::once(("b", other)).chain(waiters.into_iter().map(|w| ("a", w)))
+        {
+            let order = order.clone();
+            tasks.push(tokio::spawn(async move {
+                let seats = waiter.wait(far).await.expect("dispatched in turn");
+                order.lock().push(flow);
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                drop(seats);
+            }));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        drop(running);
+        for task in tasks {
+            task.await.unwrap();
+        }
+        // Fair queuing: the other flow's request, alone in its queue, does not wait for
+        // all of the first flow's.
+        let order = order.lock().clone();
+        assert_eq!(order.len(), 5);
+        let b = order.iter().position(|f| *f == "b").unwrap();
+        assert!(b < 2, "{order:?}");
+        let snapshot = set.snapshot();
+        assert_eq!((snapshot.waiting, snapshot.executing), (0, 0));
+        assert_eq!(snapshot.dispatched, 6);
+        assert_eq!(snapshot.rejected, 1);
+    }
+
+    #[tokio::test]
+    async fn a_wait_that_ends_withdraws_the_request() {
+        let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+        let Admit::Queued(first) = set.admit(1, 1, described("a")) else {
+            panic!("queued");
+        };
+        let _running = first.wait(tokio::time::Instant::now()).await.unwrap();
+        let Admit::Queued(second) = set.admit(1, 1, described("a")) else {
+            panic!("queued");
+        };
+        let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(10);
+        assert_eq!(second.wait(soon).await.err(), Some(Refusal::TimeOut));
+        let Admit::Queued(third) = set.admit(1, 1, described("a")) else {
+            panic!("queued");
+        };
+        drop(third);
+        let snapshot = set.snapshot();
+        assert_eq!((snapshot.waiting, snapshot.cancelled), (0, 2));
+    }
+
+    #[test]
+    fn rejecting_and_exempt_levels_never_queue() {
+        let reject = QueueSet::new("r", Kind::Reject, 2);
+        let wide = reject.admit(0, 5, described("a"));
+        assert!(matches!(wide, Admit::Now(_)), "a wide request runs alone");
+        assert!(matches!(
+            reject.admit(0, 1, described("a")),
+            Admit::Refused(Refusal::ConcurrencyLimit)
+        ));
+        drop(wide);
+        let exempt = QueueSet::new("e", Kind::Exempt, 0);
+        let held: Vec<_> = (0..10)
+            .map(|_| exempt.admit(0, 1, described("a")))
+            .collect();
+        assert!(held.iter().all(|a| matches!(a, Admit::Now(_))));
+    }
+
+    #[test]
+    fn demand_is_time_weighted() {
+        let start = Instant::now();
+        let mut demand = Demand::new(start);
+        demand.set(start, 4.0);
+        let later = start + std::time::Duration::from_secs(1);
+        demand.set(later, 0.0);
+        let (average, deviation, max) = demand.take(later + std::time::Duration::from_secs(1));
+        assert!((average - 2.0).abs() < 1e-9);
+        assert!((deviation - 2.0).abs() < 1e-9);
+        assert_eq!(max, 4.0);
+    }
+}
