@@ -5,7 +5,7 @@ BIN=${BIN:-$(dirname "$0")/../../target/release/kapi}
 A=${APIBENCH:-$(dirname "$0")/../../../shared/apibench/target/release/apibench}
 D=$(mktemp -d /tmp/ab-XXXX)
 PORT=$((17000 + RANDOM % 1000))
-$BIN serve --data-dir $D --secure-port $PORT >/dev/null 2>&1 &
+$BIN serve --data-dir $D --secure-port $PORT "$@" >/dev/null 2>&1 &
 PID=$!
 for i in $(seq 1 300); do
   [ -f $D/admin.kubeconfig ] && curl -sk --cert $D/pki/admin.crt --key $D/pki/admin.key https://127.0.0.1:$PORT/readyz 2>/dev/null | grep -q ok && break

@@ -91,9 +91,10 @@ impl KubeApiServer {
             config.resolver.clone(),
         )?;
         handler.set_admission(admission.clone());
-        let flow_controller = options
-            .enable_priority_and_fairness
-            .then(|| Arc::new(flow_controller(options, &handler)));
+        let flow_controller = match options.enable_priority_and_fairness {
+            true => Some(Arc::new(flow_controller(options, &handler)?)),
+            false => None,
+        };
         let hooks = post_start_hooks(config, &resources, &authorization, &flow_controller)?;
         Ok(KubeApiServer {
             handler,
@@ -113,14 +114,23 @@ impl KubeApiServer {
 fn flow_controller(
     options: &ServeOptions,
     handler: &ApiHandler,
-) -> kapi_flowcontrol::FlowController {
+) -> Result<kapi_flowcontrol::FlowController> {
+    let (read_only, mutating) = (
+        options.max_requests_inflight,
+        options.max_mutating_requests_inflight,
+    );
+    let concurrency = read_only.saturating_add(mutating);
+    if concurrency == 0 {
+        anyhow::bail!(
+            "invalid configuration: MaxRequestsInFlight={read_only} and MaxMutatingRequestsInFlight={mutating}; they must add up to something positive"
+        );
+    }
     let served = handler.downgrade();
     let stats: kapi_flowcontrol::StatsFn = Arc::new(move |info| {
         let handler = served.upgrade()?;
         handler.object_stats(&info.api_group, &info.api_version, &info.resource)
     });
-    let concurrency = options.max_requests_inflight + options.max_mutating_requests_inflight;
-    kapi_flowcontrol::FlowController::new(concurrency, stats)
+    Ok(kapi_flowcontrol::FlowController::new(concurrency, stats))
 }
 
 /// The identity Lease of this server and the collection of expired ones (upstream's

@@ -218,10 +218,19 @@ fn uid_header(uid: &str) -> HeaderValue {
     HeaderValue::from_str(uid).unwrap_or(EMPTY_HEADER)
 }
 
+/// The largest value of the API's int32 fields.
+const MAX_INT32: u64 = i32::MAX as u64;
+/// The most queues and the largest hand validation lets a level have (a hand of 60 needs
+/// 60 bits even from two queues).
+const MAX_QUEUES: u64 = 10_000_000;
+const MAX_HAND: usize = 60;
+
 /// How a level's spec says it admits requests, and its shares of the server's
 /// concurrency (with the v1 defaults for what is not set).
 fn admission(spec: &Value) -> (Kind, Shares) {
-    let number = |value: &Value, default: u64| value.as_u64().unwrap_or(default);
+    // Validation keeps stored values in these bounds; values beyond them (an object written
+    // by something that did not validate) are clamped rather than trusted.
+    let number = |value: &Value, default: u64| value.as_u64().unwrap_or(default).min(MAX_INT32);
     if spec["type"] == "Exempt" {
         let exempt = &spec["exempt"];
         let shares = Shares {
@@ -241,9 +250,10 @@ fn admission(spec: &Value) -> (Kind, Shares) {
     };
     let response = &limited["limitResponse"];
     let queuing = &response["queuing"];
+    let queues = number(&queuing["queues"], 64).min(MAX_QUEUES) as usize;
     let queuing = Queuing {
-        queues: number(&queuing["queues"], 64) as usize,
-        hand_size: number(&queuing["handSize"], 8) as usize,
+        queues,
+        hand_size: (number(&queuing["handSize"], 8) as usize).clamp(1, queues.clamp(1, MAX_HAND)),
         queue_length_limit: number(&queuing["queueLengthLimit"], 50) as usize,
     };
     let kind = match response["type"] == "Queue" && queuing.queues > 0 {

@@ -39,6 +39,9 @@ pub struct FlowController {
     stats: StatsFn,
     metrics: FlowMetrics,
     started: Instant,
+    /// Held by a rebuild or adjustment: one at a time, so that each demand period is
+    /// measured once and the last limits set are the latest computed.
+    adjusting: Mutex<()>,
 }
 
 struct Configuration {
@@ -70,6 +73,7 @@ impl FlowController {
             stats,
             metrics: FlowMetrics::default(),
             started: Instant::now(),
+            adjusting: Mutex::new(()),
         };
         controller.rebuild(Digest::new(&[], &[]));
         controller
@@ -90,6 +94,7 @@ impl FlowController {
     /// Makes `digest` the configuration: levels that kept their name and way of admitting
     /// keep their queue set (and what waits and runs in it); the limits are recomputed.
     fn rebuild(&self, digest: Digest) {
+        let _one_at_a_time = self.adjusting.lock();
         let previous = self.configuration.read().clone();
         let mut names: Vec<&String> = digest.levels.keys().collect();
         names.sort();
@@ -129,11 +134,16 @@ impl FlowController {
             levels,
             handles,
         });
-        self.adjust();
+        self.adjust_now();
     }
 
     /// Sets every level's limit from its demand since the last adjustment.
     pub fn adjust(&self) {
+        let _one_at_a_time = self.adjusting.lock();
+        self.adjust_now();
+    }
+
+    fn adjust_now(&self) {
         let configuration = self.configuration.read().clone();
         let mut names: Vec<&String> = configuration.levels.keys().collect();
         names.sort();

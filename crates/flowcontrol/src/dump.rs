@@ -41,9 +41,10 @@ fn header(names: &str) -> Vec<String> {
     names.split(", ").map(str::to_string).collect()
 }
 
-/// Virtual time as upstream's SeatSeconds print it: eight decimals and `ss`.
+/// Virtual time as upstream's SeatSeconds print it: truncated to eight decimals, and `ss`.
 fn seat_seconds(value: f64) -> String {
-    format!("{:.8}ss", value.max(0.0))
+    let units = (value.max(0.0) * 1e8) as u64;
+    format!("{}.{:08}ss", units / 100_000_000, units % 100_000_000)
 }
 
 fn time(at: Option<SystemTime>) -> String {

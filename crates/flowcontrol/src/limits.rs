@@ -32,14 +32,16 @@ impl Limits {
 }
 
 /// Each level's limits out of `server` seats.
+/// Each level's limits out of `server` seats (in floating point, as upstream computes
+/// them, so that no share or percentage overflows; results saturate).
 pub(crate) fn nominal_limits(server: usize, levels: &[Shares]) -> Vec<Limits> {
-    let share_sum: u64 = levels.iter().map(|l| l.nominal_shares).sum();
+    let share_sum: f64 = levels.iter().map(|l| l.nominal_shares as f64).sum();
     levels
         .iter()
         .map(|level| {
-            let nominal = match share_sum {
-                0 => 0,
-                sum => (server as f64 * level.nominal_shares as f64 / sum as f64).ceil() as usize,
+            let nominal = match share_sum > 0.0 {
+                true => (server as f64 * level.nominal_shares as f64 / share_sum).ceil() as usize,
+                false => 0,
             };
             let percent_of = |percent: u64| (nominal as f64 * percent as f64 / 100.0).round();
             let lendable = (percent_of(level.lendable_percent) as usize).min(nominal);
@@ -50,7 +52,7 @@ pub(crate) fn nominal_limits(server: usize, levels: &[Shares]) -> Vec<Limits> {
                 nominal,
                 lendable,
                 min: nominal - lendable,
-                max: nominal + borrowing,
+                max: nominal.saturating_add(borrowing),
             }
         })
         .collect()
@@ -70,8 +72,11 @@ pub(crate) struct Demand {
 /// fraction of their smoothed demands. With the fraction (0 when the seats were too few to
 /// share fairly).
 pub(crate) fn adjust(levels: &[(Shares, Limits, Demand)]) -> (Vec<usize>, f64) {
-    let nominal_sum: usize = levels.iter().map(|(_, limits, _)| limits.nominal).sum();
-    let mut remaining = nominal_sum as f64;
+    let nominal_sum: f64 = levels
+        .iter()
+        .map(|(_, limits, _)| limits.nominal as f64)
+        .sum();
+    let mut remaining = nominal_sum;
     let mut current = vec![0.0; levels.len()];
     let mut items = Vec::new();
     for (index, (shares, limits, demand)) in levels.iter().enumerate() {
@@ -99,7 +104,7 @@ pub(crate) fn adjust(levels: &[(Shares, Limits, Demand)]) -> (Vec<usize>, f64) {
         }
     } else {
         let bounds: Vec<_> = items.iter().map(|i| (i.2, i.3, i.4)).collect();
-        let (allocation, fair) = allocate(nominal_sum as f64, &bounds);
+        let (allocation, fair) = allocate(nominal_sum, &bounds);
         fraction = fair;
         for ((index, ..), seats) in items.iter().zip(allocation) {
             current[*index] = seats;
@@ -120,7 +125,9 @@ fn allocate(total: f64, items: &[(f64, f64, f64)]) -> (Vec<f64>, f64) {
     let share = |fraction: f64| -> Vec<f64> {
         items
             .iter()
-            .map(|&(lower, upper, target)| (fraction * target.max(0.001)).clamp(lower, upper))
+            .map(|&(lower, upper, target)| {
+                (fraction * target.max(0.001)).clamp(lower, upper.max(lower))
+            })
             .collect()
     };
     let sum = |fraction: f64| share(fraction).iter().sum::<f64>();

@@ -117,6 +117,18 @@ struct Queue {
     waiting_seats: usize,
 }
 
+impl Queue {
+    /// Takes a request that left the queue out of its sums (exactly zero once it is empty,
+    /// so that rounding never makes an empty queue look busier than another).
+    fn left(&mut self, waiting: &Waiting) {
+        self.waiting_work -= waiting.work();
+        self.waiting_seats -= waiting.seats;
+        if self.waiting.is_empty() {
+            self.waiting_work = 0.0;
+        }
+    }
+}
+
 struct Waiting {
     id: u64,
     seats: usize,
@@ -327,13 +339,22 @@ impl QueueSet {
         state.waiting_seats += seats;
         state.note_demand(now);
         state.dispatch(self, now);
-        Admit::Queued(Waiter {
+        drop(state);
+        let mut waiter = Waiter {
             set: self.clone(),
             id,
             queue: index,
             receiver,
             settled: false,
-        })
+        };
+        // Dispatched at once (its seats fitted): no wait to pay for.
+        match waiter.receiver.try_recv() {
+            Ok(seats) => {
+                waiter.settled = true;
+                Admit::Now(seats)
+            }
+            Err(_) => Admit::Queued(waiter),
+        }
     }
 
     /// Takes a waiting request out of queue `index`: whether it was still there.
@@ -349,8 +370,7 @@ impl QueueSet {
             .waiting
             .remove(position)
             .expect("position is in the queue");
-        queue.waiting_work -= waiting.work();
-        queue.waiting_seats -= waiting.seats;
+        queue.left(&waiting);
         waiting.described.handles.waiting(-1, waiting.seats);
         state.waiting -= 1;
         state.waiting_seats -= waiting.seats;
@@ -375,9 +395,11 @@ impl QueueSet {
     /// deviation and an exponential average of those).
     pub(crate) fn take_demand(&self) -> Period {
         let mut state = self.state.lock();
-        let (average, deviation, max) = state.demand.take(Instant::now());
+        let (average, deviation, max, elapsed) = state.demand.take(Instant::now());
         let envelope = average + deviation;
-        state.smoothed = envelope.max(0.977 * state.smoothed + 0.023 * envelope);
+        if elapsed > 0.0 {
+            state.smoothed = envelope.max(0.977 * state.smoothed + 0.023 * envelope);
+        }
         Period {
             average,
             deviation,
@@ -560,8 +582,7 @@ impl State {
             }
             let queue = &mut self.queues[index];
             let waiting = queue.waiting.pop_front().expect("the head is there");
-            queue.waiting_work -= waiting.work();
-            queue.waiting_seats -= waiting.seats;
+            queue.left(&waiting);
             queue.next_dispatch_r = queue.next_dispatch_r.max(waiting.arrival_r) + waiting.work();
             waiting.described.handles.waiting(-1, waiting.seats);
             waiting.described.handles.waited(waiting.arrived);
@@ -660,8 +681,9 @@ impl Demand {
         self.max = self.max.max(value);
     }
 
-    /// Average, standard deviation and maximum since the last call.
-    fn take(&mut self, now: Instant) -> (f64, f64, f64) {
+    /// Average, standard deviation and maximum since the last call, and the seconds it
+    /// covers.
+    fn take(&mut self, now: Instant) -> (f64, f64, f64, f64) {
         self.set(now, self.value);
         let (average, deviation) = match self.duration > 0.0 {
             true => {
@@ -671,13 +693,13 @@ impl Demand {
             }
             false => (self.value, 0.0),
         };
-        let max = self.max;
+        let (max, elapsed) = (self.max, self.duration);
         *self = Demand {
             max: self.value,
             value: self.value,
             ..Demand::new(now)
         };
-        (average, deviation, max)
+        (average, deviation, max, elapsed)
     }
 }
 
@@ -725,15 +747,9 @@ mod tests {
     #[tokio::test]
     async fn a_full_level_queues_then_refuses_and_dispatches_in_turn() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
-        let Admit::Queued(first) = set.admit(1, 1, described("a")) else {
-            panic!("queued");
+        let Admit::Now(running) = set.admit(1, 1, described("a")) else {
+            panic!("the first runs at once");
         };
-        let seats = first.wait(tokio::time::Instant::now()).await;
-        assert!(
-            seats.is_ok(),
-            "the first waits for nothing: it was dispatched"
-        );
-        let running = seats.unwrap();
         // The seat is taken: one flow fills its two queues of two, then is refused.
         let waiters: Vec<_> = (0..4)
             .map(|_| match set.admit(1, 1, described("a")) {
@@ -786,10 +802,9 @@ mod tests {
     #[tokio::test]
     async fn a_wait_that_ends_withdraws_the_request() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
-        let Admit::Queued(first) = set.admit(1, 1, described("a")) else {
-            panic!("queued");
+        let Admit::Now(_running) = set.admit(1, 1, described("a")) else {
+            panic!("the first runs at once");
         };
-        let _running = first.wait(tokio::time::Instant::now()).await.unwrap();
         let Admit::Queued(second) = set.admit(1, 1, described("a")) else {
             panic!("queued");
         };
@@ -827,7 +842,9 @@ mod tests {
         demand.set(start, 4.0);
         let later = start + std::time::Duration::from_secs(1);
         demand.set(later, 0.0);
-        let (average, deviation, max) = demand.take(later + std::time::Duration::from_secs(1));
+        let (average, deviation, max, elapsed) =
+            demand.take(later + std::time::Duration::from_secs(1));
+        assert_eq!(elapsed, 2.0);
         assert!((average - 2.0).abs() < 1e-9);
         assert!((deviation - 2.0).abs() < 1e-9);
         assert_eq!(max, 4.0);

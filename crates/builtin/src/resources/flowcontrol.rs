@@ -279,6 +279,7 @@ fn validate_priority_level(level: &Value) -> FieldErrors {
                     "must be nil if the type is not Limited",
                 ));
             }
+            validate_shares(&spec["exempt"], &path.child("exempt"), &mut errs);
         }
         "Limited" => {
             if spec["limited"].is_null() {
@@ -293,16 +294,22 @@ fn validate_priority_level(level: &Value) -> FieldErrors {
                     "must be nil if the type is Limited",
                 ));
             }
+            let limited = path.child("limited");
+            validate_shares(&spec["limited"], &limited, &mut errs);
             if let Some(percent) = spec
-                .pointer("/limited/lendablePercent")
+                .pointer("/limited/borrowingLimitPercent")
                 .and_then(Value::as_i64)
-                && !(0..=100).contains(&percent)
+                .filter(|p| *p < 0)
             {
                 errs.push(FieldError::invalid(
-                    &path.child("limited").child("lendablePercent"),
+                    &limited.child("borrowingLimitPercent"),
                     percent,
-                    "must be between 0 and 100, inclusive",
+                    "if specified, must be a non-negative integer",
                 ));
+            }
+            if spec["limited"].is_object() {
+                let response = &spec["limited"]["limitResponse"];
+                validate_limit_response(response, &limited.child("limitResponse"), &mut errs);
             }
         }
         other => errs.push(FieldError::not_supported(
@@ -312,6 +319,99 @@ fn validate_priority_level(level: &Value) -> FieldErrors {
         )),
     }
     errs
+}
+
+/// The most queues a priority level may have, and the most hash bits its shuffle sharding
+/// may need (upstream's validation and `shufflesharding.MaxHashBits`).
+const MAX_QUEUES: i64 = 10_000_000;
+const MAX_HASH_BITS: i64 = 60;
+
+/// The shares and lendable percentage of an exempt or limited level.
+fn validate_shares(config: &Value, path: &Path, errs: &mut FieldErrors) {
+    if let Some(shares) = config["nominalConcurrencyShares"]
+        .as_i64()
+        .filter(|n| *n < 0)
+    {
+        errs.push(FieldError::invalid(
+            &path.child("nominalConcurrencyShares"),
+            shares,
+            "must be a non-negative integer",
+        ));
+    }
+    if let Some(percent) = config["lendablePercent"]
+        .as_i64()
+        .filter(|p| !(0..=100).contains(p))
+    {
+        errs.push(FieldError::invalid(
+            &path.child("lendablePercent"),
+            percent,
+            "must be between 0 and 100, inclusive",
+        ));
+    }
+}
+
+/// A limited level's response to requests beyond its seats: rejection, or queues whose
+/// shuffle sharding can be dealt.
+fn validate_limit_response(response: &Value, path: &Path, errs: &mut FieldErrors) {
+    let queuing = &response["queuing"];
+    match str_of(response, "type") {
+        "Reject" if !queuing.is_null() => errs.push(FieldError::forbidden(
+            &path.child("queuing"),
+            "must be nil if limited.limitResponse.type is not Limited",
+        )),
+        "Reject" => {}
+        "Queue" if queuing.is_null() => errs.push(FieldError::required(
+            &path.child("queuing"),
+            "must not be empty if limited.limitResponse.type is Limited",
+        )),
+        "Queue" => validate_queuing(queuing, &path.child("queuing"), errs),
+        other => errs.push(FieldError::not_supported(
+            &path.child("type"),
+            other,
+            ["Queue", "Reject"],
+        )),
+    }
+}
+
+fn validate_queuing(queuing: &Value, path: &Path, errs: &mut FieldErrors) {
+    let number = |field: &str| queuing[field].as_i64().unwrap_or(0);
+    let (limit, queues, hand) = (
+        number("queueLengthLimit"),
+        number("queues"),
+        number("handSize"),
+    );
+    if limit <= 0 {
+        let at = path.child("queueLengthLimit");
+        errs.push(FieldError::invalid(&at, limit, "must be positive"));
+    }
+    if queues <= 0 {
+        errs.push(FieldError::invalid(
+            &path.child("queues"),
+            queues,
+            "must be positive",
+        ));
+    } else if queues > MAX_QUEUES {
+        let message = format!("must not be greater than {MAX_QUEUES}");
+        errs.push(FieldError::invalid(&path.child("queues"), queues, &message));
+    }
+    let at = path.child("handSize");
+    if hand <= 0 {
+        errs.push(FieldError::invalid(&at, hand, "must be positive"));
+    } else if hand > queues {
+        let message = format!("should not be greater than queues ({queues})");
+        errs.push(FieldError::invalid(&at, hand, &message));
+    } else if entropy_bits(queues, hand) > MAX_HASH_BITS {
+        let message = format!(
+            "required entropy bits of deckSize {queues} and handSize {hand} should not be greater than {MAX_HASH_BITS}"
+        );
+        errs.push(FieldError::invalid(&at, hand, &message));
+    }
+}
+
+/// The hash bits dealing `hand` of `deck` queues needs (upstream's `RequiredEntropyBits`:
+/// the ceiling of log2(deck) × hand).
+fn entropy_bits(deck: i64, hand: i64) -> i64 {
+    ((deck as f64).log2() * hand as f64).ceil() as i64
 }
 
 fn flow_schema_table() -> TableConvertor {
@@ -532,6 +632,54 @@ mod tests {
                 "FieldValueRequired",
                 "Required value: must not be empty when type is Limited"
             )])
+        );
+        // Queues that could not be dealt, shares below zero: upstream's messages.
+        let queuing = |queues: i64, hand: i64, limit: i64| {
+            json!({"metadata": {"name": "l"}, "spec": {"type": "Limited", "limited": {
+                "nominalConcurrencyShares": -1, "borrowingLimitPercent": -2,
+                "limitResponse": {"type": "Queue", "queuing": {
+                    "queues": queues, "handSize": hand, "queueLengthLimit": limit}}}}})
+        };
+        assert_eq!(
+            causes(&strategy.validate(&queuing(20_000_000, 2, 0))),
+            expect(&[
+                (
+                    "spec.limited.nominalConcurrencyShares",
+                    "FieldValueInvalid",
+                    "Invalid value: -1: must be a non-negative integer"
+                ),
+                (
+                    "spec.limited.borrowingLimitPercent",
+                    "FieldValueInvalid",
+                    "Invalid value: -2: if specified, must be a non-negative integer"
+                ),
+                (
+                    "spec.limited.limitResponse.queuing.queueLengthLimit",
+                    "FieldValueInvalid",
+                    "Invalid value: 0: must be positive"
+                ),
+                (
+                    "spec.limited.limitResponse.queuing.queues",
+                    "FieldValueInvalid",
+                    "Invalid value: 20000000: must not be greater than 10000000"
+                ),
+            ])
+        );
+        let hand = |queues, hand| {
+            let errs = strategy.validate(&queuing(queues, hand, 1));
+            causes(&errs).last().cloned()
+        };
+        assert_eq!(
+            hand(7, 8).unwrap().2,
+            "Invalid value: 8: should not be greater than queues (7)"
+        );
+        assert_eq!(
+            hand(1024, 7).unwrap().2,
+            "Invalid value: 7: required entropy bits of deckSize 1024 and handSize 7 should not be greater than 60"
+        );
+        assert_eq!(
+            hand(1024, 6).unwrap().0,
+            "spec.limited.borrowingLimitPercent"
         );
     }
 }

@@ -24,6 +24,7 @@ use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use kapi_apimachinery::request_info::RequestInfo;
 
 use super::long_running::is_long_running;
+use super::request_log::RequestReceived;
 use super::timeout::request_timeout;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::authn::UserInfo;
@@ -152,11 +153,16 @@ impl FlowControlFilter {
             true => self.request_timeout,
             false => request_timeout(query, self.request_timeout).unwrap_or(self.request_timeout),
         };
+        // The wait is counted from when the request was received, as upstream's.
+        let waited = request
+            .extensions()
+            .get::<RequestReceived>()
+            .map_or(Duration::ZERO, |received| received.0.elapsed());
         Some(control.admit(FlowRequest {
             user,
             info,
             query,
-            wait_limit: (timeout / 4).min(MAX_WAIT),
+            wait_limit: (timeout / 4).min(MAX_WAIT).saturating_sub(waited),
         }))
     }
 }
