@@ -9,17 +9,8 @@
 # usage: [FLOOD_AS=serviceaccount] BIN=<kapi> APIBENCH=<apibench> fairness.sh [kapi flags...]
 #   e.g. fairness.sh --enable-priority-and-fairness=false
 set -e
-BIN=${BIN:-$(dirname "$0")/../../target/release/kapi}
-A=${APIBENCH:-$(dirname "$0")/../../../shared/apibench/target/release/apibench}
-D=$(mktemp -d /tmp/fair-XXXX)
-PORT=$((18000 + RANDOM % 1000))
-$BIN serve --data-dir $D --secure-port $PORT "$@" >$D/log 2>&1 &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf $D' EXIT
-for i in $(seq 1 300); do
-  [ -f $D/admin.kubeconfig ] && curl -sk --cert $D/pki/admin.crt --key $D/pki/admin.key https://127.0.0.1:$PORT/readyz 2>/dev/null | grep -q ok && break
-  sleep 0.05
-done
+. "$(dirname "$0")/lib.sh"
+start_kapi "$@"
 K="kubectl --kubeconfig $D/admin.kubeconfig"
 # Two users of group bench-users, with certificates from kapi's CA, who may read ConfigMaps.
 for user in alice bob; do

@@ -3,18 +3,8 @@
 # ConfigMaps of 1 KiB (memory per object), after 20 LISTs of all of them at concurrency 8,
 # and 10 s later.
 # usage: BIN=<kapi> APIBENCH=<apibench> memory.sh [kapi flags...]
-BIN=${BIN:-$(dirname "$0")/../../target/release/kapi}
-A=${APIBENCH:-$(dirname "$0")/../../../shared/apibench/target/release/apibench}
-D=$(mktemp -d /tmp/mem-XXXX)
-PORT=$((19000 + RANDOM % 1000))
-$BIN serve --data-dir $D --secure-port $PORT "$@" >/dev/null 2>&1 &
-PID=$!
-trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf $D' EXIT
-for i in $(seq 1 300); do
-  [ -f $D/admin.kubeconfig ] && curl -sk --cert $D/pki/admin.crt --key $D/pki/admin.key https://127.0.0.1:$PORT/readyz 2>/dev/null | grep -q ok && break
-  sleep 0.05
-done
-rss() { awk '/VmRSS/{print $2}' /proc/$PID/status; }
+. "$(dirname "$0")/lib.sh"
+start_kapi "$@"
 sleep 3
 IDLE=$(rss)
 $A --kubeconfig=$D/admin.kubeconfig create --n 10000 --concurrency 32 --namespace bench --size 1024 >/dev/null 2>&1
