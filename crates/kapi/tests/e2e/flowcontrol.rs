@@ -380,7 +380,7 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
     let rbac = "/apis/rbac.authorization.k8s.io/v1";
     create(&admin, &format!("{rbac}/clusterroles"), serde_json::json!({
         "metadata": {"name": "configmaps"},
-        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list"]}],
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get", "list", "watch"]}],
     }))
     .await;
     create(&admin, &format!("{rbac}/clusterrolebindings"), serde_json::json!({
@@ -480,6 +480,19 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
     // Everyone else goes through: another user, health probes, the admin.
     let bob = kapi.user("bob", "developers");
     assert_eq!(bob.get(probe).await.status, 404);
+    // A watch holds its seats only until its initial events are sent.
+    let mut watch = bob.connect().await.expect("connect");
+    let head =
+        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    tokio::io::AsyncWriteExt::write_all(&mut watch, head.as_bytes())
+        .await
+        .expect("watch");
+    let mut answer = vec![0u8; 256];
+    let read = tokio::io::AsyncReadExt::read(&mut watch, &mut answer)
+        .await
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..read]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     assert_eq!(kapi.anonymous().get("/readyz").await.status, 200);
     assert_eq!(admin.get("/api/v1/namespaces").await.status, 200);
     // The debug tables: the queue holds two, alice's requests among those executing.
@@ -502,6 +515,8 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
         .filter(|l| l.starts_with("flood,"))
         .collect();
     assert_eq!(alices.len(), 5, "{requests}");
+    assert!(!requests.contains("bob"), "{requests}");
+    drop(watch);
     assert!(
         alices
             .iter()

@@ -56,6 +56,8 @@ struct Context<'a> {
     connection_deadline: Option<ResponseDeadline>,
     /// Whether the request came over HTTP/2.
     http2: bool,
+    /// A watch's signal to flow control that its initial events are sent.
+    watch_initialized: Option<crate::filters::flow_control::WatchInitialized>,
 }
 
 /// The Go type kube-apiserver's handler holds for the resource's objects or lists (its
@@ -227,6 +229,7 @@ where
         warnings: Warnings::new(deprecation),
         audit: AuditAnnotations::of(request.extensions()),
         http2: request.version() >= http::Version::HTTP_2,
+        watch_initialized: request.extensions().get().cloned(),
         connection_deadline: (request.version() < http::Version::HTTP_2)
             .then(|| request.extensions().get::<ResponseDeadline>().cloned())
             .flatten(),
@@ -449,6 +452,7 @@ async fn watch_(context: &Context<'_>) -> Result<Response<Body>, ApiError> {
         include_object: IncludeObject::parse(context.query.get("includeObject"))?,
         bookmark_interval: context.apis.bookmark_interval,
         connection_deadline: context.connection_deadline.clone(),
+        initialized: context.watch_initialized.clone(),
     };
     let body = match watch::serve(request).await {
         Ok(body) => body,

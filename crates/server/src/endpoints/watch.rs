@@ -36,6 +36,7 @@ use crate::body::Body;
 use crate::cacher::{
     CacheError, CacheEvent, CacheNotification, CachedObject, Cacher, EventType, Subscription,
 };
+use crate::filters::flow_control::WatchInitialized;
 use crate::registry::{Item, cache_error};
 use crate::resource::ResourceDefinition;
 use crate::serving::ResponseDeadline;
@@ -62,6 +63,9 @@ pub struct WatchRequest {
     /// The HTTP/1.1 connection's deadline for this response, to close the connection of an
     /// unresponsive client; `None` over HTTP/2.
     pub connection_deadline: Option<ResponseDeadline>,
+    /// Told once the initial events are sent (API Priority and Fairness then frees the
+    /// watch's seats).
+    pub initialized: Option<WatchInitialized>,
 }
 
 /// Starts the watch: the body streams events until the watch ends.
@@ -152,6 +156,9 @@ impl Watcher {
         } = subscription;
         if !self.send_initial(initial, backlog, revision).await {
             return;
+        }
+        if let Some(initialized) = self.request.initialized.take() {
+            initialized.signal();
         }
         loop {
             let notification = tokio::select! {

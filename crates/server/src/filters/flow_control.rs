@@ -2,10 +2,11 @@
 //! where the max-in-flight filter sits when it is off): a [`FlowControl`] classifies each
 //! request by its user and [`RequestInfo`] and admits it to its priority level, at once,
 //! after a wait in one of the level's queues, or not at all. An admitted request holds its
-//! seats until its response has been sent (a watch only until its response starts, as
-//! upstream frees a watch's seats once it is initialised); a refused one gets upstream's
-//! plain-text 429 with the `Retry-After` its level advises. Every response names the UIDs of
-//! the FlowSchema and priority level the request matched (`X-Kubernetes-PF-FlowSchema-UID`,
+//! seats until its response has been sent, a watch until its initial events have been sent
+//! ([`WatchInitialized`], as upstream frees a watch's seats once it is initialised) or it
+//! ended or was handed elsewhere (proxied) before; a refused one gets upstream's
+//! plain-text 429 with the `Retry-After` its level advises. Every response names the UIDs
+//! of the FlowSchema and priority level the request matched (`X-Kubernetes-PF-FlowSchema-UID`,
 //! `X-Kubernetes-PF-PriorityLevel-UID`), refusals included. Long-running requests other
 //! than watches (proxy, exec, attach, logs, port-forward) are neither classified nor
 //! limited, as upstream's.
@@ -22,6 +23,8 @@ use std::time::Duration;
 use http::header::RETRY_AFTER;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use kapi_apimachinery::request_info::RequestInfo;
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
 
 use super::long_running::is_long_running;
 use super::request_log::RequestReceived;
@@ -39,6 +42,22 @@ pub const PRIORITY_LEVEL_UID: HeaderName =
     HeaderName::from_static("x-kubernetes-pf-prioritylevel-uid");
 /// The longest a request waits in a queue, whatever its timeout.
 const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// A watch's signal that its initial events have been sent, which frees its seats: a
+/// request extension of admitted watches, which the watch handler keeps and signals.
+/// Dropping every copy unsignalled (the watch failed, ended, or was proxied) frees them
+/// too.
+#[derive(Clone)]
+pub struct WatchInitialized(Arc<Mutex<Option<oneshot::Sender<()>>>>);
+
+impl WatchInitialized {
+    /// Says the watch's initial events have been sent.
+    pub fn signal(&self) {
+        if let Some(sender) = self.0.lock().take() {
+            let _ = sender.send(());
+        }
+    }
+}
 
 /// What one request asks flow control for.
 pub struct FlowRequest<'a> {
@@ -105,7 +124,11 @@ impl FlowControlLayer {
 }
 
 impl Filter for FlowControlFilter {
-    fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
+    fn filter<S: Next<B>, B: Send + 'static>(
+        &self,
+        inner: S,
+        mut request: Request<B>,
+    ) -> FilterFuture {
         let Some((class, admission)) = self.admit(&request) else {
             return Box::pin(async move { Ok(call(inner, request).await) });
         };
@@ -118,12 +141,19 @@ impl Filter for FlowControlFilter {
             let mut response = match admitted {
                 Ok(seats) => {
                     let watch = request_info_of(&request).is_some_and(|info| info.verb == "watch");
-                    let response = call(inner, request).await;
                     if watch {
-                        drop(seats);
-                        response
+                        let (initialized, done) = oneshot::channel();
+                        let signal = WatchInitialized(Arc::new(Mutex::new(Some(initialized))));
+                        request.extensions_mut().insert(signal);
+                        tokio::spawn(async move {
+                            let _ = done.await;
+                            drop(seats);
+                        });
+                        call(inner, request).await
                     } else {
-                        response.map(|body| with_guard(body, seats))
+                        call(inner, request)
+                            .await
+                            .map(|body| with_guard(body, seats))
                     }
                 }
                 Err(retry_after) => {
