@@ -125,9 +125,11 @@ struct State {
     releasing: bool,
 }
 
-/// Seats held for a flow until a moment.
+/// Seats held for a flow until a moment, and the queue its last request ran in (whose
+/// virtual time its next request would start at).
 struct Hold {
     flow: u64,
+    queue: usize,
     seats: usize,
     until: Instant,
 }
@@ -210,21 +212,47 @@ fn release_holds(set: &Arc<QueueSet>) -> bool {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return false;
     };
-    let set = set.clone();
+    /// Says no task releases the holds any more when the task is dropped mid-sleep (its
+    /// runtime shutting down); a task that found no hold left has said so under the lock.
+    struct Releasing {
+        set: Arc<QueueSet>,
+        armed: bool,
+    }
+    impl Releasing {
+        /// The task found no hold left and said so under the lock.
+        fn disarm(&mut self) {
+            self.armed = false;
+        }
+    }
+    impl Drop for Releasing {
+        fn drop(&mut self) {
+            if self.armed {
+                self.set.state.lock().releasing = false;
+            }
+        }
+    }
+    let mut releasing = Releasing {
+        set: set.clone(),
+        armed: true,
+    };
     runtime.spawn(async move {
         loop {
             let next = {
+                let set = &releasing.set;
                 let mut state = set.state.lock();
                 let now = Instant::now();
                 state.advance(now);
-                state.dispatch(&set, now);
+                state.dispatch(set, now);
                 let next = state.holds.iter().map(|h| h.until).min();
                 state.releasing = next.is_some();
                 next
             };
             match next {
                 Some(until) => tokio::time::sleep_until(until.into()).await,
-                None => return,
+                None => {
+                    releasing.disarm();
+                    return;
+                }
             }
         }
     });
@@ -373,7 +401,8 @@ impl QueueSet {
             Kind::Queue(queuing) => queuing,
         };
         let index = state.choose_queue(hash, queuing);
-        if state.seats_in_use >= state.limit
+        let held: usize = state.holds.iter().map(|h| h.seats).sum();
+        if state.seats_in_use + held >= state.limit
             && state.queues[index].waiting.len() >= queuing.queue_length_limit
         {
             state.rejected += 1;
@@ -640,10 +669,15 @@ impl State {
             queue.next_dispatch_r += done.seats as f64 * (duration - SERVICE_ESTIMATE);
             let held_seats: usize = self.holds.iter().map(|h| h.seats).sum();
             let room = held_seats + done.seats <= self.limit / MAX_HELD_SHARE;
-            if queue.waiting.is_empty() && self.waiting > 0 && room {
+            // A watch is done with its seats once initialised; only a runtime can release
+            // a hold.
+            let returns =
+                done.described.verb != "watch" && tokio::runtime::Handle::try_current().is_ok();
+            if queue.waiting.is_empty() && self.waiting > 0 && room && returns {
                 let until = Instant::now() + ANTICIPATION;
                 self.holds.push(Hold {
                     flow: done.flow,
+                    queue: index,
                     seats: done.seats,
                     until,
                 });
@@ -674,16 +708,13 @@ impl State {
     fn dispatch(&mut self, set: &Arc<QueueSet>, now: Instant) {
         self.use_holds(now, None, 0);
         while self.waiting > 0 {
-            // A flow with seats held goes first if its request fits them.
-            let held = (!self.holds.is_empty())
-                .then(|| self.held_queue())
-                .flatten();
-            let Some(index) = held.or_else(|| self.next_queue()) else {
+            let Some((index, finish)) = self.next_queue() else {
                 break;
             };
             let head = self.queues[index].waiting.front();
             let head = head.expect("a queue with a waiting head");
             let (seats, flow) = (head.seats, head.flow);
+            self.drop_holds_behind(flow, finish);
             if !self.fits(seats, Some(flow)) {
                 break;
             }
@@ -715,19 +746,22 @@ impl State {
         self.note_demand(now);
     }
 
-    /// A queue whose head is of a flow with seats held, and fits them.
-    fn held_queue(&self) -> Option<usize> {
-        self.queues.iter().position(|queue| {
-            queue.waiting.front().is_some_and(|head| {
-                self.holds.iter().any(|h| h.flow == head.flow)
-                    && self.fits(head.seats, Some(head.flow))
-            })
-        })
+    /// Gives up the holds of flows whose next request would come after the one fair
+    /// queuing dispatches next (of `flow`, finishing at `finish` in virtual time): a flow
+    /// keeps seats only while it is ahead, so it cannot keep them from the others for good
+    /// (its queue is charged for every request it runs).
+    fn drop_holds_behind(&mut self, flow: u64, finish: f64) {
+        let r = self.r;
+        let queues = &self.queues;
+        self.holds.retain(|hold| {
+            let start = queues[hold.queue].next_dispatch_r.max(r);
+            hold.flow == flow || start + hold.seats as f64 * SERVICE_ESTIMATE <= finish
+        });
     }
 
-    /// The queue whose head finishes first in virtual time, looking from the one after the
-    /// last dispatched from (the first seen wins ties).
-    fn next_queue(&self) -> Option<usize> {
+    /// The queue whose head finishes first in virtual time, and when, looking from the one
+    /// after the last dispatched from (the first seen wins ties).
+    fn next_queue(&self) -> Option<(usize, f64)> {
         let count = self.queues.len();
         let mut best: Option<(usize, f64)> = None;
         for k in 1..=count {
@@ -741,7 +775,7 @@ impl State {
                 best = Some((index, finish));
             }
         }
-        best.map(|(index, _)| index)
+        best
     }
 }
 
@@ -958,6 +992,37 @@ mod tests {
         // Once b stops asking, the hold expires and a's wide request runs.
         let soon = tokio::time::Instant::now() + 10 * ANTICIPATION;
         assert!(wide.wait(soon).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_flow_keeps_held_seats_only_while_it_is_ahead_in_virtual_time() {
+        let set = QueueSet::new("l", Kind::Queue(QUEUING), 8);
+        let Admit::Now(mut b) = set.admit(99, 1, described("b")) else {
+            panic!("b runs");
+        };
+        let Admit::Queued(wide) = set.admit(1, 8, described("a")) else {
+            panic!("the wide one waits");
+        };
+        let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let wide = tokio::spawn(async move { wide.wait(far).await.map(drop) });
+        // b asks again at once each time, each request running 5 ms: its queue is charged
+        // for them, and once it is behind a's request its seat is no longer held.
+        for _ in 0..100 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            drop(b);
+            if wide.is_finished() {
+                break;
+            }
+            b = match set.admit(99, 1, described("b")) {
+                Admit::Now(seats) => seats,
+                Admit::Queued(waiter) => waiter.wait(far).await.expect("b runs after a"),
+                Admit::Refused(_) => panic!("b is not refused"),
+            };
+        }
+        assert!(
+            wide.await.unwrap().is_ok(),
+            "a's request ran while b kept asking"
+        );
     }
 
     #[test]
