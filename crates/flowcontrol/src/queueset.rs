@@ -12,8 +12,11 @@
 //! an estimated 3 ms when dispatched and its real duration when it finishes.
 //!
 //! One addition to upstream's algorithm: when a request finishes while its queue is empty
-//! and other queues wait, its seats are held for its queue for a few milliseconds
-//! ([`ANTICIPATION`]). A client that sends its next request as soon as it has an answer
+//! and other queues wait, its seats are held for its flow for a few milliseconds
+//! ([`ANTICIPATION`]), at most an eighth of the level's seats, and only while the flow's
+//! next request would start before the head fair queuing picks (the flow's queue is
+//! charged for every request, so it cannot keep seats for good). A client that sends its
+//! next request as soon as it has an answer
 //! (most clients: a controller's workers, a script's loop) is then not pushed out by a
 //! flood of wide requests each time it was between two requests: without the hold, a
 //! user's GETs in a level full of another user's LISTs ran only when a LIST ended
@@ -36,7 +39,7 @@ use crate::metrics::FlowHandles;
 const SERVICE_ESTIMATE: f64 = 0.003;
 /// How long a finished request's seats wait for its flow's next request when others wait:
 /// longer than a busy client takes to answer one response with its next request (on the
-/// 2-core machine of the fairness benchmark, 5 ms kept a quarter of what 20 ms keeps).
+/// 2-core machine of the fairness benchmark, 5 ms kept about half of what 20 ms keeps).
 pub(crate) const ANTICIPATION: Duration = Duration::from_millis(20);
 /// The share of a level's seats that may be held at once (one in eight), which bounds
 /// what flows that do not come back cost the others.
