@@ -225,12 +225,13 @@ impl FlowController {
             _ => None,
         }
     }
+}
 
-    /// The seconds a refused request of `dropped`'s level is told to wait.
-    fn retry_after(&self, dropped: &Mutex<DroppedRequests>) -> RetryAfter {
-        let second = self.started.elapsed().as_secs();
-        RetryAfter(u32::try_from(dropped.lock().refused(second)).unwrap_or(u32::MAX))
-    }
+/// Records a refusal in `dropped`'s level and returns the seconds its client is told to wait
+/// (seconds counted from `started`).
+fn retry_after(dropped: &Mutex<DroppedRequests>, started: Instant) -> RetryAfter {
+    let second = started.elapsed().as_secs();
+    RetryAfter(u32::try_from(dropped.lock().refused(second)).unwrap_or(u32::MAX))
 }
 
 impl FlowControl for FlowController {
@@ -268,7 +269,7 @@ impl FlowControl for FlowController {
             Admit::Now(seats) => Admission::Now(Ok(Box::new(seats))),
             Admit::Refused(refusal) => {
                 handles.refused(refusal, arrived);
-                Admission::Now(Err(self.retry_after(&level.dropped)))
+                Admission::Now(Err(retry_after(&level.dropped, self.started)))
             }
             Admit::Queued(waiter) => {
                 let deadline = tokio::time::Instant::now() + request.wait_limit;
@@ -279,9 +280,7 @@ impl FlowControl for FlowController {
                         Ok(seats) => Ok(Box::new(seats) as _),
                         Err(refusal) => {
                             handles.refused(refusal, arrived);
-                            let second = started.elapsed().as_secs();
-                            let advice = dropped.lock().refused(second);
-                            Err(RetryAfter(u32::try_from(advice).unwrap_or(u32::MAX)))
+                            Err(retry_after(&dropped, started))
                         }
                     }
                 }))

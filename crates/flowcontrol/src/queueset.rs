@@ -404,8 +404,7 @@ impl QueueSet {
             Kind::Queue(queuing) => queuing,
         };
         let index = state.choose_queue(hash, queuing);
-        let held: usize = state.holds.iter().map(|h| h.seats).sum();
-        if state.seats_in_use + held >= state.limit
+        if state.seats_in_use + state.held_seats(None) >= state.limit
             && state.queues[index].waiting.len() >= queuing.queue_length_limit
         {
             state.rejected += 1;
@@ -575,13 +574,13 @@ impl State {
         if seats > self.limit {
             return self.executing.is_empty();
         }
-        let held: usize = self
-            .holds
-            .iter()
-            .filter(|h| Some(h.flow) != flow)
-            .map(|h| h.seats)
-            .sum();
-        self.seats_in_use + held + seats <= self.limit
+        self.seats_in_use + self.held_seats(flow) + seats <= self.limit
+    }
+
+    /// The seats held for flows other than `flow` (for all, with `None`).
+    fn held_seats(&self, flow: Option<u64>) -> usize {
+        let others = self.holds.iter().filter(|h| Some(h.flow) != flow);
+        others.map(|h| h.seats).sum()
     }
 
     /// Advances virtual time to `now`.
@@ -670,13 +669,13 @@ impl State {
             queue.executing -= 1;
             queue.seats_in_use -= done.seats;
             queue.next_dispatch_r += done.seats as f64 * (duration - SERVICE_ESTIMATE);
-            let held_seats: usize = self.holds.iter().map(|h| h.seats).sum();
-            let room = held_seats + done.seats <= self.limit / MAX_HELD_SHARE;
+            let idle = queue.waiting.is_empty();
+            let room = self.held_seats(None) + done.seats <= self.limit / MAX_HELD_SHARE;
             // A watch is done with its seats once initialised; only a runtime can release
             // a hold.
             let returns =
                 done.described.verb != "watch" && tokio::runtime::Handle::try_current().is_ok();
-            if queue.waiting.is_empty() && self.waiting > 0 && room && returns {
+            if idle && self.waiting > 0 && room && returns {
                 let until = Instant::now() + ANTICIPATION;
                 self.holds.push(Hold {
                     flow: done.flow,

@@ -156,10 +156,7 @@ impl Filter for FlowControlFilter {
                             .map(|body| with_guard(body, seats))
                     }
                 }
-                Err(retry_after) => {
-                    record_refusal(&metrics, &request);
-                    too_many_requests(retry_after)
-                }
+                Err(retry_after) => refuse(&metrics, &request, retry_after),
             };
             let headers = response.headers_mut();
             headers.insert(FLOW_SCHEMA_UID, class.flow_schema_uid);
@@ -197,23 +194,22 @@ impl FlowControlFilter {
     }
 }
 
-/// Counts a refused request as upstream does: in `apiserver_request_total` with code 429.
-fn record_refusal<B>(metrics: &Metrics, request: &Request<B>) {
-    let Some(info) = request_info_of(request) else {
-        return;
-    };
-    let query = request.uri().query().unwrap_or("");
-    if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
-        metrics.record_dropped(labels, StatusCode::TOO_MANY_REQUESTS.as_u16());
+/// Upstream's 429, for a request flow control or the in-flight limit refused: plain text,
+/// with the seconds to wait, counted in `apiserver_request_total` with code 429 (the only
+/// sample such a request gets, as upstream's `RecordDroppedRequest`).
+pub(crate) fn refuse<B>(
+    metrics: &Metrics,
+    request: &Request<B>,
+    retry_after: RetryAfter,
+) -> Response<Body> {
+    let code = StatusCode::TOO_MANY_REQUESTS;
+    if let Some(info) = request_info_of(request) {
+        let query = request.uri().query().unwrap_or("");
+        if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
+            metrics.record_dropped(labels, code.as_u16());
+        }
     }
-}
-
-/// Upstream's 429: plain text, with the seconds to wait.
-pub(crate) fn too_many_requests(retry_after: RetryAfter) -> Response<Body> {
-    let mut response = text_error(
-        StatusCode::TOO_MANY_REQUESTS,
-        "Too many requests, please try again later.",
-    );
+    let mut response = text_error(code, "Too many requests, please try again later.");
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from(retry_after.0));

@@ -11,14 +11,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 
-use super::flow_control::{RetryAfter, too_many_requests};
+use super::flow_control::{RetryAfter, refuse};
 use super::long_running::is_long_running;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::Metrics;
 use crate::responses::internal_error;
 use kapi_apimachinery::request_info::RequestInfo;
 
@@ -138,12 +138,7 @@ impl MaxInFlight {
         if privileged {
             return Admission::Free;
         }
-        let query = request.uri().query().unwrap_or("");
-        if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
-            self.metrics
-                .record_dropped(labels, StatusCode::TOO_MANY_REQUESTS.as_u16());
-        }
-        Admission::Refused(too_many_requests(RetryAfter(1)))
+        Admission::Refused(refuse(&self.metrics, request, RetryAfter(1)))
     }
 }
 
