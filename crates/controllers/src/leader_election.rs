@@ -32,24 +32,23 @@ const NAMESPACE: &str = "kube-system";
 const NAME: &str = "kube-controller-manager";
 
 /// Runs `lead` with a token cancelled when leadership is lost, each time this replica
-/// (`identity`, unique among the replicas) becomes the leader, until `stopping` (then the
-/// lease is released).
-pub fn run_leader_elected(
+/// (`identity`, unique among the replicas) becomes the leader, until `stopping`; then the
+/// lease is released before this returns, so the caller can hold the server's shutdown
+/// (and its storage) open until another replica may take over at once.
+pub async fn run_leader_elected(
     client: LoopbackClient,
     settings: LeaderElection,
     identity: String,
     stopping: CancellationToken,
-    lead: impl Fn(CancellationToken) + Send + 'static,
+    lead: impl Fn(CancellationToken),
 ) {
-    tokio::spawn(async move {
-        let mut elector = Elector {
-            client,
-            settings,
-            identity,
-            observed: None,
-        };
-        elector.run(&stopping, lead).await;
-    });
+    let mut elector = Elector {
+        client,
+        settings,
+        identity,
+        observed: None,
+    };
+    elector.run(&stopping, lead).await;
 }
 
 struct Elector {

@@ -160,8 +160,10 @@ pub(crate) fn post_start_hooks(
         // The controllers start on their own once the server is ready, as a separate
         // kube-controller-manager would: the server's readiness does not wait for them,
         // and a collection that cannot be listed (a value no key decrypts) holds back the
-        // controllers, not the server.
-        tokio::spawn(async move {
+        // controllers, not the server. In the server's tasks: a shutdown waits for the
+        // lease's release, which needs the storage still open.
+        let tasks = context.tasks.clone();
+        tasks.spawn(async move {
             if !wait_for_caches(&caches, &context.stopping).await {
                 return;
             }
@@ -187,7 +189,8 @@ pub(crate) fn post_start_hooks(
                         identity,
                         context.stopping,
                         start_all,
-                    );
+                    )
+                    .await;
                 }
                 None => start_all(context.stopping),
             }

@@ -592,6 +592,14 @@ async fn unused_legacy_tokens_are_invalidated_then_deleted() {
         )
         .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
+    // A token Secret whose account does not exist is deleted by the token controller, as
+    // upstream's is: wait for the service account controller to make `default`.
+    let account = "/api/v1/namespaces/default/serviceaccounts/default";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while admin.get(account).await.status != 200 {
+        assert!(std::time::Instant::now() < deadline, "no default account");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let secrets = "/api/v1/namespaces/default/secrets";
     let token = |name: &str, labels: Value| {
         json!({"metadata": {"name": name, "labels": labels,
@@ -616,12 +624,13 @@ async fn unused_legacy_tokens_are_invalidated_then_deleted() {
                 "volumes": [{"name": "t", "secret": {"secretName": "mounted"}}]}}),
         )
         .await;
-    let account = "/api/v1/namespaces/default/serviceaccounts/default";
     let listed = json!({"secrets": [{"name": "old"}, {"name": "unused"}, {"name": "mounted"}]});
     let reply = admin.write(http::Method::PATCH, account, &listed).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    // The Secrets must be older than the period when the cleaner looks.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The Secrets must be older than the period when the cleaner looks. Creation times are
+    // whole seconds, as is the cleaner's clock, so a Secret made at x.9 s reads as made at x
+    // and is older than 1 s only from x + 2 s: wait a little over 2 s.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
     kapi.restart().await;
     let admin = kapi.admin();
     // Under a loaded machine the restarted server's controllers can take a while to win
@@ -640,7 +649,8 @@ async fn unused_legacy_tokens_are_invalidated_then_deleted() {
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "old: {old}, unused: {unused}"
+            "old: {old}, unused: {unused}\nthe server's log:\n{}",
+            kapi.log()
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
