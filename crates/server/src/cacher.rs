@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -155,8 +155,21 @@ struct CacheState {
     window: VecDeque<Arc<CacheEvent>>,
     /// Every event after this revision is in `window`.
     window_start: Revision,
-    /// Where events go; replaced (ending every watcher) when the cache is re-listed.
-    notifications: broadcast::Sender<CacheNotification>,
+    /// Where events go: made when the first watcher subscribes and dropped when an event
+    /// finds no watcher left (a channel's buffer is allocated whole, and most collections
+    /// are never watched); replaced (ending every watcher) when the cache is re-listed.
+    notifications: OnceLock<broadcast::Sender<CacheNotification>>,
+}
+
+impl CacheState {
+    /// Sends `notification` to the watchers, dropping the channel once none is left.
+    fn notify(&mut self, notification: CacheNotification) {
+        if let Some(sender) = self.notifications.get()
+            && sender.send(notification).is_err()
+        {
+            self.notifications = OnceLock::new();
+        }
+    }
 }
 
 /// The watch cache of one key prefix.
@@ -211,7 +224,7 @@ impl Cacher {
                 stored_bytes: 0,
                 window: VecDeque::new(),
                 window_start: 0,
-                notifications: broadcast::channel(WATCHER_BUFFER).0,
+                notifications: OnceLock::new(),
             }),
             revision: watch::channel(0).0,
             stopped: tokio_util::sync::CancellationToken::new(),
@@ -225,8 +238,8 @@ impl Cacher {
     /// following the storage.
     pub fn stop(&self) {
         self.stopped.cancel();
-        // A new channel drops the old sender: the watchers' receivers close.
-        self.state.write().notifications = broadcast::channel(1).0;
+        // Dropping the sender closes the watchers' receivers.
+        self.state.write().notifications = OnceLock::new();
     }
 
     /// The key prefix this cache holds.
@@ -346,7 +359,10 @@ impl Cacher {
         prefix: &str,
     ) -> Result<Subscription, CacheError> {
         let state = self.state.read();
-        let receiver = state.notifications.subscribe();
+        let receiver = state
+            .notifications
+            .get_or_init(|| broadcast::channel(WATCHER_BUFFER).0)
+            .subscribe();
         let Some(after) = after else {
             let initial = state
                 .objects
@@ -415,7 +431,7 @@ impl Cacher {
         state.revision = revision;
         state.window.clear();
         state.window_start = revision;
-        state.notifications = broadcast::channel(WATCHER_BUFFER).0;
+        state.notifications = OnceLock::new();
         drop(state);
         self.revision.send_replace(revision);
     }
@@ -451,9 +467,7 @@ impl Cacher {
             state.window.push_back(event.clone());
         }
         state.revision = last;
-        let _ = state
-            .notifications
-            .send(CacheNotification::Events(converted.into()));
+        state.notify(CacheNotification::Events(converted.into()));
         drop(state);
         self.revision.send_replace(last);
     }
@@ -465,9 +479,7 @@ impl Cacher {
             return;
         }
         state.revision = revision;
-        let _ = state
-            .notifications
-            .send(CacheNotification::Progress(revision));
+        state.notify(CacheNotification::Progress(revision));
         drop(state);
         self.revision.send_replace(revision);
     }
