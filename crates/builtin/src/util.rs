@@ -194,28 +194,48 @@ pub(crate) fn expect(want: &[(&str, &str, &str)]) -> Vec<(String, String, String
 }
 
 /// Creates each of `objects` (cluster-scoped, of `definition`) that does not exist, as
-/// kube-apiserver's bootstrap post-start hooks do: existing objects are left alone, every
-/// object is attempted, and the first error is returned.
+/// kube-apiserver's bootstrap post-start hooks do: existing objects (looked up first, as
+/// upstream looks in its informer's cache) are left alone, every object is attempted, and
+/// the first error is returned. The objects are written together, so that a first start
+/// commits them in one batch.
 pub(crate) async fn create_missing(
     registry: &kapi_server::registry::Registry,
     definition: &kapi_server::resource::ResourceDefinition,
     objects: Vec<Value>,
 ) -> Result<(), kapi_apimachinery::ApiError> {
-    use kapi_server::registry::{KUBE_APISERVER, Write};
-    let mut first_error = None;
-    for object in objects {
-        match registry
-            .create(definition, "", object, Write::own(KUBE_APISERVER))
-            .await
-        {
-            Ok(_) => {}
-            Err(err) if err.is_already_exists() => {}
-            Err(err) => {
-                first_error.get_or_insert(err);
-            }
-        }
+    let created = objects
+        .into_iter()
+        .map(|object| create_if_missing(registry, definition, object));
+    futures::future::join_all(created)
+        .await
+        .into_iter()
+        .collect()
+}
+
+/// Creates `object` unless it exists.
+async fn create_if_missing(
+    registry: &kapi_server::registry::Registry,
+    definition: &kapi_server::resource::ResourceDefinition,
+    object: Value,
+) -> Result<(), kapi_apimachinery::ApiError> {
+    use kapi_server::registry::{KUBE_APISERVER, ReadVersion, Write};
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    let resource = definition.group_resource();
+    match registry
+        .get(&resource, "", name, &ReadVersion::MostRecent)
+        .await
+    {
+        Ok(_) => return Ok(()),
+        Err(err) if err.is_not_found() => {}
+        Err(err) => return Err(err),
     }
-    first_error.map_or(Ok(()), Err)
+    match registry
+        .create(definition, "", object, Write::own(KUBE_APISERVER))
+        .await
+    {
+        Err(err) if !err.is_already_exists() => Err(err),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

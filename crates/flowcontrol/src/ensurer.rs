@@ -125,10 +125,16 @@ pub async fn ensure(resources: &FlowControlResources) -> Result<(), ApiError> {
         (levels, bootstrap::mandatory_priority_levels(), true),
         (schemas, bootstrap::mandatory_flow_schemas(), true),
     ];
+    // Levels before the schemas that name them; within a pass the objects are independent,
+    // and ensured together so that a first start commits them in a batch.
     for (served, objects, mandatory) in passes {
-        for object in objects {
-            ensure_one(served, object, mandatory).await?;
-        }
+        let ensured = objects
+            .into_iter()
+            .map(|object| ensure_one(served, object, mandatory));
+        futures::future::join_all(ensured)
+            .await
+            .into_iter()
+            .collect::<Result<(), ApiError>>()?;
     }
     let wanted = |objects: [Vec<Value>; 2]| -> Vec<String> {
         objects

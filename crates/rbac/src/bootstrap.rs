@@ -9,6 +9,8 @@
 
 use std::collections::BTreeSet;
 
+use futures::StreamExt;
+
 use kapi_apimachinery::labels;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::CacheNotification;
@@ -27,6 +29,8 @@ const AUTOUPDATE: &str = "rbac.authorization.kubernetes.io/autoupdate";
 const FRESH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How many times an object's reconciliation retries after conflicts.
 const ATTEMPTS: usize = 5;
+/// How many bootstrap objects are reconciled at once.
+const CONCURRENT: usize = 64;
 
 /// The served RBAC collections (their stored version).
 #[derive(Clone)]
@@ -53,22 +57,26 @@ pub async fn start(rbac: RbacResources, stopping: CancellationToken) -> Result<(
 }
 
 /// Reconciles the whole bootstrap policy; the first error, after trying every object.
+/// The objects are independent (a binding may name a role not yet there), so they are
+/// reconciled [`CONCURRENT`] at a time: on a first start the store commits their creations
+/// in a few batches rather than one by one.
 pub async fn ensure_bootstrap_policy(rbac: &RbacResources) -> Result<(), ApiError> {
-    let mut first_error = None;
     let sets = [
         (&rbac.cluster_roles, policy::cluster_roles()),
         (&rbac.cluster_role_bindings, policy::cluster_role_bindings()),
         (&rbac.roles, policy::roles()),
         (&rbac.role_bindings, policy::role_bindings()),
     ];
-    for (served, objects) in sets {
-        for desired in objects {
-            if let Err(err) = reconcile(served, desired).await {
-                first_error.get_or_insert(err);
-            }
-        }
+    let mut objects = Vec::new();
+    for (served, desired) in sets {
+        objects.extend(desired.into_iter().map(|desired| (served.clone(), desired)));
     }
-    first_error.map_or(Ok(()), Err)
+    let outcomes: Vec<Result<(), ApiError>> = futures::stream::iter(objects)
+        .map(|(served, desired)| async move { reconcile(&served, desired).await })
+        .buffered(CONCURRENT)
+        .collect()
+        .await;
+    outcomes.into_iter().collect()
 }
 
 /// Reconciles one object, retrying on conflicts.
