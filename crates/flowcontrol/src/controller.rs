@@ -22,7 +22,7 @@ use crate::ensurer::FlowControlResources;
 use crate::estimate;
 use crate::limits::{self, Limits};
 use crate::metrics::{FlowHandles, FlowMetrics, LevelFigures};
-use crate::queueset::{Admit, Described, Kind, QueueSet};
+use crate::queueset::{Admit, Described, Kind, QueueSet, Refusal};
 use crate::retry::DroppedRequests;
 
 /// How often the levels' limits follow their demand.
@@ -271,7 +271,11 @@ impl FlowControl for FlowController {
                 handles.refused(refusal, arrived);
                 Admission::Now(Err(retry_after(&level.dropped, self.started)))
             }
-            Admit::Queued(waiter) => {
+            Admit::Queued(mut waiter) => {
+                // A client that goes away while its request waits is a time-out too, as
+                // upstream's wait ends when the request's context does, for either cause.
+                let cancelled = handles.clone();
+                waiter.on_cancel(move || cancelled.refused(Refusal::TimeOut, arrived));
                 let deadline = tokio::time::Instant::now() + request.wait_limit;
                 let dropped = level.dropped.clone();
                 let started = self.started;

@@ -276,9 +276,17 @@ pub(crate) struct Waiter {
     queue: usize,
     receiver: oneshot::Receiver<Seats>,
     settled: bool,
+    /// Called when the waiter is dropped while still queued (its client went away).
+    on_cancel: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Waiter {
+    /// Calls `cancelled` if the waiter is dropped while its request is still queued: the
+    /// client went away before its wait ended.
+    pub(crate) fn on_cancel(&mut self, cancelled: impl FnOnce() + Send + 'static) {
+        self.on_cancel = Some(Box::new(cancelled));
+    }
+
     /// Its seats once dispatched, or a time-out refusal at `deadline`.
     pub(crate) async fn wait(mut self, deadline: tokio::time::Instant) -> Result<Seats, Refusal> {
         let waited = tokio::time::timeout_at(deadline, &mut self.receiver).await;
@@ -294,8 +302,11 @@ impl Waiter {
 
 impl Drop for Waiter {
     fn drop(&mut self) {
-        if !self.settled {
-            self.set.withdraw(self.queue, self.id);
+        if !self.settled
+            && self.set.withdraw(self.queue, self.id)
+            && let Some(cancelled) = self.on_cancel.take()
+        {
+            cancelled();
         }
     }
 }
@@ -441,6 +452,7 @@ impl QueueSet {
             queue: index,
             receiver,
             settled: false,
+            on_cancel: None,
         };
         // Dispatched at once (its seats fitted): no wait to pay for.
         match waiter.receiver.try_recv() {
@@ -965,12 +977,30 @@ mod tests {
         };
         let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(10);
         assert_eq!(second.wait(soon).await.err(), Some(Refusal::TimeOut));
-        let Admit::Queued(third) = set.admit(1, 1, described("a")) else {
+        // Whether a queued request's client is noted gone when its waiter is dropped.
+        let noted_gone = |waiter: &mut Waiter| {
+            let gone = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let noted = gone.clone();
+            waiter.on_cancel(move || noted.store(true, std::sync::atomic::Ordering::SeqCst));
+            move || gone.load(std::sync::atomic::Ordering::SeqCst)
+        };
+        let Admit::Queued(mut third) = set.admit(1, 1, described("a")) else {
             panic!("queued");
         };
+        let third_gone = noted_gone(&mut third);
         drop(third);
+        assert!(third_gone());
         let snapshot = set.snapshot();
         assert_eq!((snapshot.waiting, snapshot.cancelled), (0, 2));
+        // One dispatched before its client went away was not cancelled.
+        let Admit::Queued(mut fourth) = set.admit(1, 1, described("a")) else {
+            panic!("queued");
+        };
+        let fourth_gone = noted_gone(&mut fourth);
+        drop(_running);
+        tokio::task::yield_now().await;
+        drop(fourth);
+        assert!(!fourth_gone());
     }
 
     #[tokio::test]
