@@ -24,7 +24,11 @@ are recorded under the property with the keys "items" and "additionalProperties"
 No descriptions or other text are copied.
 
 It also writes crates/api/src/roots.rs: the k8s-openapi type of every definition that
-is not an XList kind, so that kapi-schema generates every definition upstream serves.
+is not an XList kind, so that every definition upstream serves is generated.
+
+Both feed crates/api/src/generate.rs, which makes crates/api/src/definitions.json, the
+file the server reads: after running this tool, write that anew with
+`KAPI_WRITE_DEFINITIONS=1 cargo test -p kapi-api definitions_json`.
 
 Usage: tools/gen_openapi_extensions.py [swagger.json] [output.json] [roots.rs]
 """
