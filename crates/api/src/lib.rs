@@ -11,7 +11,7 @@
 //! The generic server knows nothing of these: whoever assembles a server of built-in kinds
 //! gives it their schemas.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use serde_json::{Map, Value};
 
@@ -32,13 +32,28 @@ pub fn catalog() -> &'static Catalog {
     CATALOG.get_or_init(|| Catalog::from_definitions(&definitions()))
 }
 
+/// Every built-in definition in OpenAPI v2 form with upstream's extensions, as
+/// `/openapi/v2` serves them. Parsed when asked for and shared while anyone holds it: the
+/// parsed map takes about 5 MB, and only the OpenAPI documents and new CRD schemas, built
+/// now and then, read it (a parse takes a few milliseconds).
+pub fn definitions() -> Arc<Map<String, Value>> {
+    static PARSED: Mutex<Weak<Map<String, Value>>> = Mutex::new(Weak::new());
+    let mut parsed = PARSED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(definitions) = parsed.upgrade() {
+        return definitions;
+    }
+    let definitions = Arc::new(parse_definitions());
+    *parsed = Arc::downgrade(&definitions);
+    definitions
+}
+
 /// The schema of the built-in kind `group`/`version`/`kind`, if Kubernetes has it.
 pub fn kind_schema(group: &str, version: &str, kind: &str) -> Option<KindSchema> {
     KindSchema::of_kind(catalog(), group, version, kind)
 }
 
 /// The built-in definitions, parsed.
-fn definitions() -> Map<String, Value> {
+fn parse_definitions() -> Map<String, Value> {
     serde_json::from_str(DEFINITIONS).expect("definitions.json is a JSON object")
 }
 
@@ -53,11 +68,14 @@ mod tests {
         let start = Instant::now();
         let catalog = crate::catalog();
         eprintln!("built-in catalog built in {:?}", start.elapsed());
-        let defs = catalog.definitions_json();
+        let defs = crate::definitions();
         assert_eq!(defs.len(), 735);
+        assert!(defs.keys().all(|name| catalog.definition(name).is_some()));
         assert!(defs.values().all(|d| d.get("type").is_some()
             || d.get("properties").is_some()
             || d.get("description").is_some()));
+        // Shared while held.
+        assert!(Arc::ptr_eq(&defs, &crate::definitions()));
     }
 
     #[test]
@@ -130,7 +148,7 @@ mod tests {
             .and_then(|s| s.property("port"))
             .unwrap();
         assert_eq!(probe.node_type(), NodeType::IntOrString);
-        let defs = catalog.definitions_json();
+        let defs = crate::definitions();
         assert_eq!(
             defs["io.k8s.apimachinery.pkg.util.intstr.IntOrString"]["format"],
             "int-or-string"

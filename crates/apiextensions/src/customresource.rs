@@ -132,7 +132,7 @@ fn field_schema(
     let kinds = (&*names.kind, &*names.list_kind, &*names.plural);
     let mut definitions =
         kapi_server::openapi::kind_definitions(&names.group, version, kinds, Some(schema), &[]);
-    add_referenced(&mut definitions, kapi_api::catalog().definitions_json());
+    add_referenced(&mut definitions, &kapi_api::definitions());
     let name = kapi_server::openapi::definition_name(&names.group, version, &names.kind);
     let catalog = Arc::new(Catalog::from_definitions(&definitions));
     KindSchema::untyped(catalog, &name, pruner)
@@ -459,7 +459,7 @@ mod tests {
             Some(&serde_json::json!({"type": "object"})),
             &[],
         );
-        add_referenced(&mut definitions, kapi_api::catalog().definitions_json());
+        add_referenced(&mut definitions, &kapi_api::definitions());
         let meta = |name: &str| format!("io.k8s.apimachinery.pkg.apis.meta.v1.{name}");
         for used in [
             "ObjectMeta",

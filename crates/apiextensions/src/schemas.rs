@@ -67,8 +67,8 @@ impl SchemaProvider for CrdSchemas {
         }
     }
 
-    fn definitions(&self) -> &Map<String, Value> {
-        kapi_api::catalog().definitions_json()
+    fn definitions(&self) -> std::sync::Arc<Map<String, Value>> {
+        kapi_api::definitions()
     }
 
     /// CustomResourceDefinitions (custom resources have no protobuf: their handlers are

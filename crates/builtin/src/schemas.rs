@@ -15,8 +15,8 @@ impl SchemaProvider for BuiltinSchemas {
         kapi_api::kind_schema(group, version, kind)
     }
 
-    fn definitions(&self) -> &Map<String, Value> {
-        kapi_api::catalog().definitions_json()
+    fn definitions(&self) -> std::sync::Arc<Map<String, Value>> {
+        kapi_api::definitions()
     }
 
     fn serves_protobuf(&self, api_version: &str, kind: &str) -> bool {

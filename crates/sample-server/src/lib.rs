@@ -223,7 +223,13 @@ pub struct WardleSchemas;
 impl WardleSchemas {
     fn catalog() -> &'static Catalog {
         static CATALOG: OnceLock<Catalog> = OnceLock::new();
-        CATALOG.get_or_init(|| Catalog::from_definitions(&wardle_definitions()))
+        CATALOG.get_or_init(|| Catalog::from_definitions(&Self::json()))
+    }
+
+    /// The wardle definitions in OpenAPI v2 form, made once.
+    fn json() -> Arc<Map<String, Value>> {
+        static JSON: OnceLock<Arc<Map<String, Value>>> = OnceLock::new();
+        JSON.get_or_init(|| Arc::new(wardle_definitions())).clone()
     }
 }
 
@@ -232,8 +238,8 @@ impl SchemaProvider for WardleSchemas {
         KindSchema::of_kind(Self::catalog(), group, version, kind)
     }
 
-    fn definitions(&self) -> &Map<String, Value> {
-        Self::catalog().definitions_json()
+    fn definitions(&self) -> Arc<Map<String, Value>> {
+        Self::json()
     }
 }
 

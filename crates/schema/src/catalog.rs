@@ -90,7 +90,6 @@ pub struct Catalog {
     by_name: HashMap<String, NodeId>,
     by_gvk: HashMap<(String, String, String), NodeId>,
     root: Option<NodeId>,
-    definitions: Map<String, Value>,
 }
 
 impl Catalog {
@@ -122,7 +121,6 @@ impl Catalog {
             by_name: builder.by_name,
             by_gvk,
             root: None,
-            definitions: defs.clone(),
         }
     }
 
@@ -151,12 +149,6 @@ impl Catalog {
     /// The definition of this name, e.g. `io.k8s.api.core.v1.Container`.
     pub fn definition(&self, name: &str) -> Option<SchemaRef<'_>> {
         self.by_name.get(name).map(|&id| self.at(id))
-    }
-
-    /// The OpenAPI v2 definitions this catalog was made from (with the Kubernetes
-    /// extensions), as `/openapi/v2` serves them; empty for [`Catalog::from_schema`].
-    pub fn definitions_json(&self) -> &Map<String, Value> {
-        &self.definitions
     }
 
     fn at(&self, id: NodeId) -> SchemaRef<'_> {
@@ -592,7 +584,6 @@ mod tests {
             NodeType::Unknown
         );
         assert!(root.property("embedded").unwrap().embedded_resource());
-        assert!(catalog.definitions_json().is_empty());
     }
 
     #[test]

@@ -901,8 +901,8 @@ mod tests {
 
     /// The full schema set of the built-in kinds (the server's schema provider), for the tests
     /// of the documents that embed it.
-    pub(super) fn full() -> &'static Map<String, Value> {
-        kapi_api::catalog().definitions_json()
+    pub(super) fn full() -> std::sync::Arc<Map<String, Value>> {
+        kapi_api::definitions()
     }
 
     #[test]

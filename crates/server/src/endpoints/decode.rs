@@ -22,8 +22,8 @@ pub trait SchemaProvider: Send + Sync {
     fn kind_schema(&self, group: &str, version: &str, kind: &str) -> Option<KindSchema>;
 
     /// Every definition the provider knows, in OpenAPI v2 form (`#/definitions/<name>`
-    /// references), for the OpenAPI documents.
-    fn definitions(&self) -> &Map<String, Value>;
+    /// references), for the OpenAPI documents (a provider may make them on demand).
+    fn definitions(&self) -> std::sync::Arc<Map<String, Value>>;
 
     /// Decodes a Kubernetes protobuf body (`application/vnd.kubernetes.protobuf`: the
     /// `k8s\0` magic and a `runtime.Unknown` envelope) into the JSON object of its kind. The

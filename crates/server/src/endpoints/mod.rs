@@ -795,16 +795,17 @@ impl ApiHandler {
             ["apis", group, version] => discovery::api_resource_list(defs, group, version),
             ["openapi", ..] => {
                 let documents = self.0.openapi();
-                let provided = self.0.schemas.as_ref().map(|s| s.definitions());
-                let full = if self.0.chain_dynamic() {
-                    let mut full = provided.cloned().unwrap_or_default();
+                let full = || {
+                    let provided = self.0.schemas.as_ref().map(|s| s.definitions());
+                    if !self.0.chain_dynamic() {
+                        return provided;
+                    }
+                    let mut full = provided.map(|p| (*p).clone()).unwrap_or_default();
                     self.0.chain_schemas(&mut full);
-                    Some(std::borrow::Cow::Owned(full))
-                } else {
-                    provided.map(std::borrow::Cow::Borrowed)
+                    Some(Arc::new(full))
                 };
                 return documents
-                    .respond(request, defs, full.as_deref())
+                    .respond(request, defs, &full)
                     .unwrap_or_else(|| Err(not_found()));
             }
             _ => None,

@@ -351,7 +351,7 @@ mod tests {
     fn full_schemas_are_served_in_v2_and_v3_form() {
         let defs = builtin();
         let start = std::time::Instant::now();
-        let schemas = super::schemas(&defs, Some(full()));
+        let schemas = super::schemas(&defs, Some(&full()));
         let doc = v3_group_version(&defs, "apps", "v1", &schemas).unwrap();
         let swagger = v2(&defs, &schemas);
         eprintln!("schemas, apps/v1 and v2 generated in {:?}", start.elapsed());

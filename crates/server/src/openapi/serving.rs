@@ -54,6 +54,10 @@ fn v3_documents(
     V3Documents { index, documents }
 }
 
+/// Gives the full schema set the documents' definitions may reference (a schema provider's
+/// definitions), asked for only when the documents are generated.
+pub type FullSchemas<'a> = dyn Fn() -> Option<Arc<Map<String, Value>>> + 'a;
+
 /// The served OpenAPI documents of a fixed set of definitions, generated once, on first
 /// request (generating every document with full schemas takes a while; start-up does not
 /// wait for it).
@@ -70,16 +74,13 @@ impl Documents {
     fn schemas(
         &self,
         defs: &[Arc<ResourceDefinition>],
-        full: Option<&Map<String, Value>>,
+        full: &FullSchemas<'_>,
     ) -> &BTreeMap<String, Value> {
-        self.schemas.get_or_init(|| schemas(defs, full))
+        self.schemas
+            .get_or_init(|| schemas(defs, full().as_deref()))
     }
 
-    fn v3(
-        &self,
-        defs: &[Arc<ResourceDefinition>],
-        full: Option<&Map<String, Value>>,
-    ) -> &V3Documents {
+    fn v3(&self, defs: &[Arc<ResourceDefinition>], full: &FullSchemas<'_>) -> &V3Documents {
         self.v3
             .get_or_init(|| v3_documents(defs, self.schemas(defs, full)))
     }
@@ -88,7 +89,7 @@ impl Documents {
     fn v2_bytes(
         &self,
         defs: &[Arc<ResourceDefinition>],
-        full: Option<&Map<String, Value>>,
+        full: &FullSchemas<'_>,
         protobuf: bool,
     ) -> (&[u8], &'static str) {
         let doc = || self.v2.get_or_init(|| v2(defs, self.schemas(defs, full)));
@@ -111,7 +112,7 @@ impl Documents {
         &self,
         request: &http::Request<B>,
         defs: &[Arc<ResourceDefinition>],
-        full: Option<&Map<String, Value>>,
+        full: &FullSchemas<'_>,
     ) -> Option<Result<http::Response<crate::body::Body>, ApiError>> {
         let path = request.uri().path().trim_end_matches('/');
         let mut content_type = "application/json";
@@ -233,7 +234,7 @@ mod tests {
         }
         let request = request.body(()).unwrap();
         documents
-            .respond(&request, &builtin(), Some(full()))
+            .respond(&request, &builtin(), &|| Some(full()))
             .unwrap()
             .unwrap()
     }
@@ -284,7 +285,7 @@ mod tests {
             .unwrap();
         assert!(
             documents
-                .respond(&missing, &builtin(), Some(full()))
+                .respond(&missing, &builtin(), &|| Some(full()))
                 .is_none()
         );
     }
@@ -307,7 +308,7 @@ mod tests {
             .body(())
             .unwrap();
         let response = documents
-            .respond(&request, &builtin(), Some(full()))
+            .respond(&request, &builtin(), &|| Some(full()))
             .unwrap()
             .unwrap();
         assert_eq!(
