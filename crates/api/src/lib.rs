@@ -4,7 +4,7 @@
 //! of them; [`kind_schema`] a built-in kind's schema for decoding and strategic merge patch;
 //! [`api_service_priority`] where a built-in group version sorts in discovery.
 //!
-//! The definitions are `definitions.json`, made ahead of time (see [`generate`]) from
+//! The definitions are `definitions.json`, made ahead of time by `src/generate.rs` (a test module) from
 //! k8s-openapi's `JsonSchema` implementations with upstream's extensions laid over them, so
 //! that a server parses them rather than running the generator at every start.
 //!
@@ -23,7 +23,7 @@ mod priorities;
 
 pub use priorities::api_service_priority;
 
-/// Every built-in definition in OpenAPI v2 form, one per line (see [`generate`]).
+/// Every built-in definition in OpenAPI v2 form, one per line (made by `src/generate.rs`).
 const DEFINITIONS: &str = include_str!("definitions.json");
 
 /// The catalog of the built-in definitions, built on first use.

@@ -664,8 +664,8 @@ impl State {
     }
 
     /// Ends request `id`, which ran for `duration` seconds: its queue is charged what it
-    /// really used instead of the estimate, and its seats are held for its queue when that
-    /// is empty and others wait (whether they were).
+    /// really used instead of the estimate, and its seats are held for its flow when its
+    /// queue is empty and others wait. Returns whether they were held.
     fn finish(&mut self, id: u64, duration: f64) -> bool {
         let Some(done) = self.executing.remove(&id) else {
             return false;
