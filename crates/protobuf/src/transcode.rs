@@ -11,6 +11,7 @@
 //! value in a list. The members
 //! of an inlined struct (`json:",inline"`) are gathered into their own message.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use base64::Engine as _;
@@ -24,7 +25,9 @@ use crate::wire::{self, FIXED64, LEN, VARINT};
 
 /// Writes the JSON object `json` as the fields of `msg`, appended to `out`.
 pub(crate) fn message(out: &mut Vec<u8>, msg: &'static Message, json: &[u8]) -> Result<(), String> {
-    let mut de = serde_json::Deserializer::from_slice(json);
+    // Checked as UTF-8 once, whole, so that the reader need not check each string.
+    let json = std::str::from_utf8(json).map_err(|e| format!("not UTF-8: {e}"))?;
+    let mut de = serde_json::Deserializer::from_str(json);
     MessageSeed { out, msg, depth: 0 }
         .deserialize(&mut de)
         .and_then(|()| de.end())
@@ -82,6 +85,34 @@ fn find(msg: &'static Message, key: &str) -> Option<(Vec<&'static Field>, &'stat
     None
 }
 
+/// A member's name, borrowed from the JSON text unless it has escapes (serde's own
+/// `Cow<str>` always copies, an allocation per member).
+struct KeySeed;
+
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Cow<'de, str>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(v))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(v.to_string()))
+    }
+}
+
 /// A JSON object written as a message's fields.
 struct MessageSeed<'a> {
     out: &'a mut Vec<u8>,
@@ -110,7 +141,7 @@ impl<'de> Visitor<'de> for MessageSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         // The members of inlined structs, by the (outermost) inline field.
         let mut inlined: Vec<(&'static Field, Vec<u8>)> = Vec::new();
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             let Some((path, field)) = find(self.msg, &key) else {
                 map.next_value::<IgnoredAny>()?;
                 continue;
@@ -290,7 +321,7 @@ impl<'de> Visitor<'de> for EntriesSeed<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(key) = map.next_key_seed(KeySeed)? {
             let start = open(self.out, self.num);
             bytes_field(self.out, 1, key.as_bytes());
             map.next_value_seed(ValueSeed {

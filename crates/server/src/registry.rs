@@ -51,6 +51,9 @@ const MODIFIED: &str =
 pub struct Item {
     pub stored: Bytes,
     pub revision: Revision,
+    /// The watch cache's object, when it was read from the cache: the memo of its encoded
+    /// length (see [`crate::cacher::EncodedLen`]).
+    pub cached: Option<Arc<CachedObject>>,
 }
 
 impl Item {
@@ -65,6 +68,18 @@ impl From<&CachedObject> for Item {
         Item {
             stored: object.stored.clone(),
             revision: object.revision,
+            cached: None,
+        }
+    }
+}
+
+impl From<&Arc<CachedObject>> for Item {
+    /// The item with the cache's object kept, for its memo.
+    fn from(object: &Arc<CachedObject>) -> Self {
+        Item {
+            stored: object.stored.clone(),
+            revision: object.revision,
+            cached: Some(object.clone()),
         }
     }
 }
@@ -74,6 +89,7 @@ impl From<KeyValue> for Item {
         Item {
             stored: kv.value,
             revision: kv.mod_revision,
+            cached: None,
         }
     }
 }
@@ -347,7 +363,7 @@ impl Registry {
         let prefix = self.collection_prefix(params.namespace.as_deref());
         let snapshot = self.cacher.list(&prefix, |object| params.matches(object));
         Ok(ListResult {
-            items: snapshot.objects.iter().map(|o| Item::from(&**o)).collect(),
+            items: snapshot.objects.iter().map(Item::from).collect(),
             revision: snapshot.revision,
             continue_token: None,
             remaining: None,

@@ -41,10 +41,13 @@ pub(super) const HTTP2_CHUNK: usize = 64 * 1024;
 
 /// One item of the page: stored bytes, or an object already in the served version (when
 /// the version converts: conversions run for the whole page before the response starts, so
-/// that a failing conversion is still an error status).
+/// that a failing conversion is still an error status), or, in a protobuf list, an item
+/// already encoded or one whose encoded length is known.
 enum Entry {
     Stored(Item),
     Served(Value),
+    Encoded(Bytes),
+    Measured(Item, usize),
 }
 
 /// The body of a LIST response; see the module documentation.
@@ -60,6 +63,10 @@ pub(super) struct ListBody {
     first: bool,
     /// How much a frame holds, at least.
     chunk: usize,
+    /// The encoder of a protobuf list's items.
+    protobuf: Option<ListEncoder>,
+    /// A protobuf item's JSON with its resourceVersion, reused from item to item.
+    scratch: Vec<u8>,
 }
 
 impl ListBody {
@@ -88,10 +95,17 @@ impl ListBody {
             served.sort_by(order);
             entries = served.into_iter().map(Entry::Served).collect();
         }
-        if renderer.output.is_protobuf() {
-            return protobuf_body(renderer, &definition, meta, entries, chunk);
-        }
-        let (prefix, suffix) = envelope(renderer, &definition, meta, entries.is_empty())?;
+        let mut protobuf = None;
+        let (prefix, suffix) = if renderer.output.is_protobuf() {
+            let encoder = protobuf_encoder(renderer, &definition)?;
+            let total;
+            (entries, total) = measure(renderer, &encoder, entries)?;
+            let envelope = encoder.envelope(&json!({ "metadata": meta }), total);
+            protobuf = Some(encoder);
+            envelope.map_err(ApiError::internal)?
+        } else {
+            envelope(renderer, &definition, meta, entries.is_empty())?
+        };
         let mut body = ListBody {
             definition,
             output: renderer.output,
@@ -102,6 +116,8 @@ impl ListBody {
             suffix: Some(suffix),
             first: true,
             chunk,
+            protobuf,
+            scratch: Vec::new(),
         };
         let first = body.next_chunk().map_err(ApiError::internal)?;
         if body.suffix.is_none() {
@@ -136,6 +152,9 @@ impl ListBody {
 
     /// Appends one item in the output's form, after a separator unless it is the first.
     fn write_entry(&mut self, entry: Entry, out: &mut Vec<u8>) -> Result<(), BoxError> {
+        if let Some(encoder) = &self.protobuf {
+            return write_protobuf_entry(encoder, entry, out, &mut self.scratch);
+        }
         let first = std::mem::take(&mut self.first);
         if !first && self.output != Output::Yaml {
             out.push(b',');
@@ -168,73 +187,137 @@ impl Entry {
     /// The object in the served version.
     fn served(self, renderer: &Renderer<'_>) -> Result<Value, ApiError> {
         match self {
-            Entry::Stored(item) => renderer.served(&item),
+            Entry::Stored(item) | Entry::Measured(item, _) => renderer.served(&item),
             Entry::Served(object) => Ok(object),
+            Entry::Encoded(_) => Err(ApiError::internal("an encoded item has no served form")),
         }
     }
 }
 
-/// A protobuf LIST body. The list's message holds the length of all its items before the
-/// first, so the items are encoded (into frames of at least `chunk` bytes) before the
-/// response starts; a damaged item is then an error status rather than a cut response.
-fn protobuf_body(
+/// How many bytes of encoded items a protobuf LIST keeps from measuring them to sending them.
+/// A protobuf list writes its items' total length before the first item, so every item's
+/// length must be known before the response starts. Items measured by an earlier response
+/// (the watch cache remembers their lengths) are encoded as the client reads, as JSON items
+/// are; the others are encoded to be measured, and kept up to this much, beyond which they
+/// are encoded again when sent, so that a LIST's memory stays bounded.
+const PROTOBUF_KEPT: usize = 1 << 20;
+
+/// The encoder of a protobuf list of the resource, or of its PartialObjectMetadataList.
+fn protobuf_encoder(
     renderer: &Renderer<'_>,
     definition: &ResourceDefinition,
-    meta: Value,
-    entries: Vec<Entry>,
-    chunk: usize,
-) -> Result<Body, ApiError> {
-    let partial = match renderer.output {
-        Output::PartialMetadata { v1beta1, .. } => Some(v1beta1),
-        _ => None,
-    };
-    let encoder = match partial {
-        Some(v1beta1) => ListEncoder::new(meta_api_version(v1beta1), "PartialObjectMetadataList"),
-        None => ListEncoder::new(
+) -> Result<ListEncoder, ApiError> {
+    match renderer.output {
+        Output::PartialMetadata { v1beta1, .. } => {
+            ListEncoder::new(meta_api_version(v1beta1), "PartialObjectMetadataList")
+        }
+        _ => ListEncoder::new(
             &definition.group_version.api_version(),
             &definition.list_kind,
         ),
     }
-    .map_err(ApiError::internal)?;
-    let mut frames = Vec::new();
-    let (mut frame, mut total, mut json) = (Vec::with_capacity(chunk), 0, Vec::new());
+    .map_err(ApiError::internal)
+}
+
+/// The entries of a protobuf list, each encoded or measured (see [`PROTOBUF_KEPT`]), and
+/// their total length. Objects that are not sent as stored (converted, or reduced to their
+/// metadata) are encoded from their served form here, and kept. Any item that cannot be
+/// encoded is an error status before the response starts.
+fn measure(
+    renderer: &Renderer<'_>,
+    encoder: &ListEncoder,
+    entries: Vec<Entry>,
+) -> Result<(Vec<Entry>, usize), ApiError> {
+    let partial = match renderer.output {
+        Output::PartialMetadata { v1beta1, .. } => Some(v1beta1),
+        _ => None,
+    };
+    let encoding = encoder.encoding();
+    let (mut kept, mut total) = (0, 0);
+    let (mut scratch, mut json) = (Vec::new(), Vec::new());
+    let mut measured = Vec::with_capacity(entries.len());
     for entry in entries {
-        let before = frame.len();
-        let encoded = match (entry, partial) {
-            // Straight from the stored JSON text, without a tree.
+        scratch.clear();
+        let entry = match (entry, partial) {
             (Entry::Stored(item), None) => {
-                json.clear();
-                codec::write_with_revision(&item.stored, item.revision, &mut json);
-                encoder.item_json(&json, &mut frame)
+                let memo = item.cached.as_ref().map(|cached| &cached.encoded_len);
+                let len = match memo.and_then(|memo| memo.get(encoding)) {
+                    Some(len) => len,
+                    None => {
+                        encode_stored(encoder, &item, &mut scratch, &mut json)?;
+                        if let Some(memo) = memo {
+                            memo.set(encoding, scratch.len());
+                        }
+                        scratch.len()
+                    }
+                };
+                total += len;
+                if scratch.is_empty() || kept >= PROTOBUF_KEPT {
+                    Entry::Measured(item, len)
+                } else {
+                    kept += len;
+                    Entry::Encoded(Bytes::copy_from_slice(&scratch))
+                }
             }
-            (entry, Some(v1beta1)) => {
+            (entry, partial) => {
                 let served = entry.served(renderer)?;
-                encoder.item(&partial_metadata(&served, v1beta1), &mut frame)
+                let encoded = match partial {
+                    Some(v1beta1) => {
+                        encoder.item(&partial_metadata(&served, v1beta1), &mut scratch)
+                    }
+                    None => encoder.item(&served, &mut scratch),
+                };
+                encoded.map_err(ApiError::internal)?;
+                total += scratch.len();
+                Entry::Encoded(Bytes::copy_from_slice(&scratch))
             }
-            (entry, None) => encoder.item(&entry.served(renderer)?, &mut frame),
         };
-        encoded.map_err(ApiError::internal)?;
-        total += frame.len() - before;
-        if frame.len() >= chunk {
-            frames.push(Bytes::from(std::mem::replace(
-                &mut frame,
-                Vec::with_capacity(chunk),
-            )));
+        measured.push(entry);
+    }
+    Ok((measured, total))
+}
+
+/// Appends a stored item as one entry of a protobuf list's items, straight from its JSON
+/// text (no tree is built); `json` is a scratch buffer for the text with its
+/// resourceVersion.
+fn encode_stored(
+    encoder: &ListEncoder,
+    item: &Item,
+    out: &mut Vec<u8>,
+    json: &mut Vec<u8>,
+) -> Result<(), ApiError> {
+    json.clear();
+    codec::write_with_revision(&item.stored, item.revision, json);
+    encoder.item_json(json, out).map_err(ApiError::internal)
+}
+
+/// Appends a measured or encoded entry of a protobuf list. An item whose encoding is not
+/// the length measured (which cannot happen: the encoding of the same text is the same)
+/// ends the body with an error, as a list whose lengths lie would be read as garbage.
+fn write_protobuf_entry(
+    encoder: &ListEncoder,
+    entry: Entry,
+    out: &mut Vec<u8>,
+    json: &mut Vec<u8>,
+) -> Result<(), BoxError> {
+    match entry {
+        Entry::Encoded(bytes) => out.extend_from_slice(&bytes),
+        Entry::Measured(item, len) => {
+            let before = out.len();
+            encode_stored(encoder, &item, out, json).map_err(|err| err.to_string())?;
+            if out.len() - before != len {
+                return Err(
+                    "a protobuf list item's encoding changed length between measuring \
+                            and sending"
+                        .into(),
+                );
+            }
+        }
+        Entry::Stored(_) | Entry::Served(_) => {
+            return Err("a protobuf list item was not measured".into());
         }
     }
-    let (prefix, suffix) = encoder
-        .envelope(&json!({ "metadata": meta }), total)
-        .map_err(ApiError::internal)?;
-    frame.extend_from_slice(&suffix);
-    if frames.is_empty() {
-        let mut whole = prefix;
-        whole.extend_from_slice(&frame);
-        return Ok(crate::body::full(whole));
-    }
-    frames.insert(0, Bytes::from(prefix));
-    frames.push(Bytes::from(frame));
-    let stream = futures::stream::iter(frames.into_iter().map(|f| Ok(Frame::data(f))));
-    Ok(http_body_util::StreamBody::new(stream).boxed_unsync())
+    Ok(())
 }
 
 /// The bytes before the first item and after the last.
