@@ -178,7 +178,9 @@ async fn webhook_conversion_over_https() {
     let list = get_json(&server, &["backends.v2.example.com"]).await;
     assert_eq!(list["items"][0]["spec"], json!({"endpoint": "db:5432"}));
     assert_eq!(list["items"][2]["spec"], json!({"endpoint": "b3:1"}));
-    assert_eq!(*reviews.lock().unwrap(), [3]);
+    // In-process controllers may convert a single object meanwhile (a review of one).
+    let sizes = reviews.lock().unwrap().clone();
+    assert!(sizes.contains(&3), "no review of the whole list: {sizes:?}");
 
     // A patch in v2 goes through the webhook both ways.
     let patch = r#"{"spec":{"endpoint":"db:6432"}}"#;
