@@ -41,6 +41,8 @@ fn main() {
         let report = common::create_pods(&client, NAMESPACE, PODS).await;
         println!("| {PODS} Pod creates, concurrency {CONCURRENCY} | {report} |");
         let path = format!("/api/v1/namespaces/{NAMESPACE}/pods");
+        let waited = common::wait_until_quiet().await;
+        println!("| idle again after the creates | {waited:.1} s |");
         let mut totals = [(0.0, 0.0, 0usize); 2];
         // Alternating, so that both formats see the same machine.
         for _ in 0..LISTS {
@@ -72,6 +74,7 @@ async fn list(client: &kube::Client, path: &str, accept: &str) -> (f64, f64, usi
         .header("accept", accept)
         .body(kube::client::Body::empty())
         .expect("request");
+    common::wait_until_quiet().await;
     let (cpu, start) = (server_cpu(), Instant::now());
     let response = client.send(request).await.expect("LIST");
     assert_eq!(response.status(), 200);
