@@ -28,7 +28,8 @@ use kapi_storage::{
     StorageError, Store, WatchOptions, WatchResponse, WatchStream,
 };
 
-use crate::resource::Strategy;
+use crate::resource::{Converter, Strategy};
+use kapi_apimachinery::schema::GroupVersionKind;
 use serde_json::Value;
 
 /// The forms objects can be stored in (`--storage-media-type`).
@@ -85,6 +86,10 @@ pub struct StorageCodec {
     /// decoder defaults what it reads (protobuf drops, for one, the apiVersion and kind of
     /// embedded objects, which defaulting sets again).
     defaults: Option<Arc<dyn Strategy>>,
+    /// The converters of the collection's other versions, by `apiVersion` and `kind`: a
+    /// value stored in one of them (by an older kube-apiserver, before the stored version
+    /// changed) is converted on read, as upstream's decoder converts it.
+    versions: Vec<(GroupVersionKind, Arc<dyn Converter>)>,
 }
 
 impl StorageCodec {
@@ -111,7 +116,15 @@ impl StorageCodec {
             own_prefix,
             transformer: None,
             defaults: None,
+            versions: Vec::new(),
         }
+    }
+
+    /// The codec reading values stored in the versions `versions` name, through their
+    /// converters.
+    pub fn converting(mut self, versions: Vec<(GroupVersionKind, Arc<dyn Converter>)>) -> Self {
+        self.versions = versions;
+        self
     }
 
     /// The codec with `strategy`'s defaulting applied to values read from other forms.
@@ -213,12 +226,26 @@ impl StorageCodec {
         let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
         if stored != (Some(self.api_version.as_str()), Some(self.kind.as_str())) {
             let shown = format!("{} {}", stored.0.unwrap_or("?"), stored.1.unwrap_or("?"));
-            object = strategy.convert_stored_version(object).ok_or_else(|| {
-                StorageError::Damaged(format!(
-                    "the value of {key} is a {shown}, which kapi does not read as {} {}",
-                    self.api_version, self.kind
-                ))
-            })?;
+            let converter = self.versions.iter().find(|(gvk, _)| {
+                let api_version = gvk.group_version().api_version();
+                stored == (Some(api_version.as_str()), Some(gvk.kind.as_str()))
+            });
+            object = match converter {
+                Some((_, converter)) => converter.stored_form(object).map_err(|err| {
+                    StorageError::Damaged(format!(
+                        "the value of {key}, a {shown}, does not convert to {} {}: {}",
+                        self.api_version,
+                        self.kind,
+                        err.message()
+                    ))
+                })?,
+                None => strategy.convert_stored_version(object).ok_or_else(|| {
+                    StorageError::Damaged(format!(
+                        "the value of {key} is a {shown}, which kapi does not read as {} {}",
+                        self.api_version, self.kind
+                    ))
+                })?,
+            };
         }
         strategy.default(&mut object);
         Ok(crate::codec::encode(&object))

@@ -17,23 +17,54 @@ use crate::common::{self, Backend};
 
 const MAGIC: &[u8] = b"k8s\0";
 
+/// The metadata of an object kube-apiserver created in `default`.
+fn upstream_meta(name: &str, uid: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some("default".into()),
+        uid: Some(uid.into()),
+        creation_timestamp: Some(Time {
+            seconds: Some(1_767_225_600),
+            nanos: Some(0),
+        }),
+        ..ObjectMeta::default()
+    }
+}
+
 /// A ConfigMap as kube-apiserver stores it.
 fn upstream_config_map(name: &str) -> Bytes {
     let object = ConfigMap {
-        metadata: Some(ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            uid: Some("6b1d5d0a-5a2e-4b9e-9d8e-0d3c1f6a0b01".into()),
-            creation_timestamp: Some(Time {
-                seconds: Some(1_767_225_600),
-                nanos: Some(0),
-            }),
-            ..ObjectMeta::default()
-        }),
+        metadata: Some(upstream_meta(name, "6b1d5d0a-5a2e-4b9e-9d8e-0d3c1f6a0b01")),
         data: [("written-by".to_string(), "kube-apiserver".to_string())].into(),
         ..ConfigMap::default()
     };
     Bytes::from(common::protobuf_value("v1", "ConfigMap", &object))
+}
+
+/// A HorizontalPodAutoscaler as kube-apiserver stored it in autoscaling/v1.
+fn upstream_v1_autoscaler(name: &str) -> Bytes {
+    use k8s_pb::api::autoscaling::v1::{
+        CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec,
+    };
+    let object = HorizontalPodAutoscaler {
+        metadata: Some(upstream_meta(name, "0f4d6c1e-2b7a-4c55-8e0b-7a1d2c3e4f50")),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: Some(CrossVersionObjectReference {
+                kind: Some("Deployment".into()),
+                name: Some("web".into()),
+                api_version: Some("apps/v1".into()),
+            }),
+            min_replicas: Some(2),
+            max_replicas: Some(5),
+            target_cpu_utilization_percentage: Some(60),
+        }),
+        ..HorizontalPodAutoscaler::default()
+    };
+    Bytes::from(common::protobuf_value(
+        "autoscaling/v1",
+        "HorizontalPodAutoscaler",
+        &object,
+    ))
 }
 
 /// `value` as an Unknown envelope and its kind's message, read by k8s-pb.
@@ -248,6 +279,34 @@ async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
         "{}",
         refused.body
     );
+
+    // A value an older kube-apiserver stored in autoscaling/v1, before HorizontalPodAutoscalers
+    // were stored as v2, is converted on read as upstream converts it.
+    store
+        .create(
+            "/registry/horizontalpodautoscalers/default/older",
+            upstream_v1_autoscaler("older"),
+        )
+        .await
+        .expect("etcd put");
+    let v2 = admin
+        .get("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/older")
+        .await;
+    assert_eq!(v2.status, 200, "{}", v2.body);
+    let v2 = v2.json();
+    assert_eq!(v2["apiVersion"], "autoscaling/v2");
+    assert_eq!(v2["spec"]["minReplicas"], 2);
+    let metric = &v2["spec"]["metrics"][0];
+    assert_eq!(metric["resource"]["name"], "cpu", "{v2}");
+    assert_eq!(
+        metric["resource"]["target"]["averageUtilization"], 60,
+        "{v2}"
+    );
+    let v1 = admin
+        .get("/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/older")
+        .await;
+    assert_eq!(v1.status, 200, "{}", v1.body);
+    assert_eq!(v1.json()["spec"]["targetCPUUtilizationPercentage"], 60);
 
     // A value that is no object kapi can read is named, never served.
     store

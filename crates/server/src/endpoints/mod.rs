@@ -26,6 +26,7 @@ use bytes::Bytes;
 use futures::future::BoxFuture;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use kapi_apimachinery::request_info::{RequestInfo, RequestInfoFactory};
+use kapi_apimachinery::schema::GroupVersionKind;
 use kapi_apimachinery::status::ApiError;
 use kapi_storage::Store;
 
@@ -264,7 +265,21 @@ impl StorageFactory {
             gvk.group_version().api_version(),
             gvk.kind.to_string(),
         );
-        let codec = codec.encrypted(transformer);
+        // Values stored in another served version of the collection convert on read.
+        let versions = definitions
+            .iter()
+            .filter(|d| Arc::ptr_eq(&d.storage, &definition.storage))
+            .filter_map(|d| {
+                let converter = d.converter.clone()?;
+                let gvk = GroupVersionKind::new(
+                    d.group_version.group.clone(),
+                    d.group_version.version.clone(),
+                    d.kind.to_string(),
+                );
+                Some((gvk, converter))
+            })
+            .collect();
+        let codec = codec.encrypted(transformer).converting(versions);
         // The stored version's definition converts and defaults what is read (the
         // collection's first definition may be another version).
         let stored = definitions.iter().find(|d| {
