@@ -12,6 +12,7 @@ pub mod goduration;
 pub mod gofmt;
 pub mod gojson;
 pub mod gotime;
+pub mod goyaml;
 pub mod labels;
 pub mod meta;
 pub mod quantity;

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use kapi_apimachinery::fields::{self, escape_value, unescape_value};
 use kapi_apimachinery::gojson::{check_valid, unmarshal_map_error};
+use kapi_apimachinery::goyaml;
 use kapi_apimachinery::labels::{self, Operator, Requirement};
 use kapi_apimachinery::request_info::{RequestInfoFactory, parse_query};
 use proptest::prelude::*;
@@ -735,4 +736,86 @@ proptest! {
             }
         }
     }
+
+    /// YAML written the way kube-apiserver writes it reads back as the value written, whatever
+    /// its strings hold (YAML 1.1 words, indicators, breaks, quotes, unprintable characters).
+    #[test]
+    fn yaml_reads_back_as_written(value in yaml_value()) {
+        let text = goyaml::to_string(&value);
+        let read: Value = serde_yaml_ng::from_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{e}: {text}")))?;
+        prop_assert_eq!(&read, &value, "{}", text);
+    }
+}
+
+/// Strings that exercise YAML's scalar styles.
+const YAML_PIECES: &[&str] = &[
+    "yes",
+    "No",
+    "on",
+    "~",
+    "null",
+    "0x1F",
+    "1_0",
+    "1:20",
+    "2026-01-02",
+    "T10:00:00Z",
+    "1e3",
+    ".5",
+    " ",
+    "  ",
+    "\n",
+    "\t",
+    ":",
+    ": ",
+    "#",
+    " #",
+    "-",
+    "- ",
+    "'",
+    "\"",
+    "\\",
+    "a",
+    "é",
+    "\u{85}",
+    "\u{2028}",
+    "\r",
+    "---",
+    "...",
+    "?",
+    "|",
+    ">",
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    "&",
+    "*",
+    "!",
+    "%",
+    "@",
+    "`",
+    "\u{feff}",
+    "\u{0}",
+    "\u{7f}",
+    "<<",
+    "😀",
+];
+
+/// JSON values whose strings and keys are [`YAML_PIECES`] glued together.
+fn yaml_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        soup(YAML_PIECES, 6).prop_map(Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(soup(YAML_PIECES, 4), inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
 }

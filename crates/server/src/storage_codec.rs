@@ -168,8 +168,7 @@ impl StorageCodec {
             StorageMediaType::Yaml => {
                 let value: Value =
                     serde_json::from_slice(&json).map_err(|e| failed(e.to_string()))?;
-                let yaml = serde_yaml_ng::to_string(&value).map_err(|e| failed(e.to_string()))?;
-                Ok(Bytes::from(yaml))
+                Ok(Bytes::from(kapi_apimachinery::goyaml::to_string(&value)))
             }
             StorageMediaType::Protobuf => {
                 let mut out = Vec::with_capacity(json.len());

@@ -44,3 +44,4 @@ mod storage_media;
 mod subresources;
 mod webhooks;
 mod workloads;
+mod yaml;

@@ -20,6 +20,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use http_body_util::BodyExt;
+use kapi_apimachinery::goyaml;
 use kapi_apimachinery::status::ApiError;
 use kapi_protobuf::ListEncoder;
 use serde_json::{Value, json};
@@ -173,7 +174,7 @@ impl ListBody {
         };
         match self.output {
             Output::Json | Output::Protobuf => codec::write_json(out, &served),
-            Output::Yaml => write_yaml_entry(out, &served)?,
+            Output::Yaml => write_yaml_entry(out, &served),
             Output::Table { .. } => codec::write_json(out, &renderer.row(&served)),
             Output::PartialMetadata { v1beta1, .. } => {
                 codec::write_json(out, &partial_metadata(&served, v1beta1))
@@ -367,8 +368,9 @@ fn envelope(
             "rows",
         ),
         Output::Yaml => {
-            let head = yaml(&json!({ "apiVersion": api_version }))?;
-            let tail = yaml(&json!({ "kind": definition.list_kind, "metadata": meta }))?;
+            let head = goyaml::to_string(&json!({ "apiVersion": api_version }));
+            let tail =
+                goyaml::to_string(&json!({ "kind": definition.list_kind, "metadata": meta }));
             let mut prefix = head.into_bytes();
             prefix.extend_from_slice(if empty { b"items: []\n" } else { b"items:\n" });
             (prefix, tail.into_bytes())
@@ -376,21 +378,12 @@ fn envelope(
     })
 }
 
-/// A document as YAML, as the whole list's encoding would write it.
-fn yaml(document: &Value) -> Result<String, ApiError> {
-    serde_yaml_ng::to_string(document).map_err(ApiError::internal)
-}
-
-/// Appends `object` as an entry of a block sequence at the top level: `- ` before its first
-/// line, two spaces before the others (what a serializer writes for a sequence of maps).
-fn write_yaml_entry(out: &mut Vec<u8>, object: &Value) -> Result<(), BoxError> {
-    let text = serde_yaml_ng::to_string(object)?;
-    for (index, line) in text.lines().enumerate() {
-        out.extend_from_slice(if index == 0 { b"- " } else { b"  " });
-        out.extend_from_slice(line.as_bytes());
-        out.push(b'\n');
-    }
-    Ok(())
+/// Appends `object` as an entry of the list's top-level `items` sequence, as the whole
+/// list's encoding would write it.
+fn write_yaml_entry(out: &mut Vec<u8>, object: &Value) {
+    let mut text = String::new();
+    goyaml::write_sequence_entry(&mut text, object);
+    out.extend_from_slice(text.as_bytes());
 }
 
 impl http_body::Body for ListBody {
@@ -429,18 +422,18 @@ mod tests {
             json!({}),
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b", "labels": {"x": "y"}}}),
         ];
-        let whole = serde_yaml_ng::to_string(&json!({"apiVersion": "v1", "items": items,
-            "kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}))
-        .unwrap();
-        let mut streamed = yaml(&json!({"apiVersion": "v1"})).unwrap().into_bytes();
+        let whole = goyaml::to_string(&json!({"apiVersion": "v1", "items": items,
+            "kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}));
+        let mut streamed = goyaml::to_string(&json!({"apiVersion": "v1"})).into_bytes();
         streamed.extend_from_slice(b"items:\n");
         for item in &items {
-            write_yaml_entry(&mut streamed, item).unwrap();
+            write_yaml_entry(&mut streamed, item);
         }
         streamed.extend(
-            yaml(&json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}))
-                .unwrap()
-                .into_bytes(),
+            goyaml::to_string(
+                &json!({"kind": "ConfigMapList", "metadata": {"resourceVersion": "7"}}),
+            )
+            .into_bytes(),
         );
         assert_eq!(String::from_utf8(streamed).unwrap(), whole);
     }

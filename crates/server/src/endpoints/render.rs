@@ -205,9 +205,7 @@ pub(super) fn list_meta(list: &ListResult) -> Value {
 /// Encodes a document as the output's media type.
 pub fn encode(output: Output, document: &Value) -> Result<Vec<u8>, ApiError> {
     match output {
-        Output::Yaml => serde_yaml_ng::to_string(document)
-            .map(String::into_bytes)
-            .map_err(ApiError::internal),
+        Output::Yaml => Ok(kapi_apimachinery::goyaml::to_string(document).into_bytes()),
         _ if output.is_protobuf() => protobuf(document),
         _ => {
             let mut out = Vec::new();
