@@ -24,6 +24,7 @@ use crate::limits::{self, Limits};
 use crate::metrics::{FlowHandles, FlowMetrics, LevelFigures};
 use crate::queueset::{Admit, Described, Kind, QueueSet, Refusal};
 use crate::retry::DroppedRequests;
+use crate::watches::WatchTracker;
 
 /// How often the levels' limits follow their demand.
 const ADJUSTMENT_PERIOD: Duration = Duration::from_secs(10);
@@ -37,6 +38,8 @@ pub struct FlowController {
     /// `--max-requests-inflight` + `--max-mutating-requests-inflight`.
     server_concurrency: usize,
     stats: StatsFn,
+    /// The open watches, for what mutations cost.
+    watches: Arc<WatchTracker>,
     metrics: FlowMetrics,
     started: Instant,
     /// Held by a rebuild or adjustment: one at a time, so that each demand period is
@@ -71,6 +74,7 @@ impl FlowController {
             })),
             server_concurrency,
             stats,
+            watches: Arc::default(),
             metrics: FlowMetrics::default(),
             started: Instant::now(),
             adjusting: Mutex::new(()),
@@ -251,8 +255,18 @@ impl FlowControl for FlowController {
             "list" | "watch" => (self.stats)(info),
             _ => None,
         };
-        let seats = estimate::seats(info, request.query, stats, level.max_seats);
-        handles.estimated(seats);
+        // Exempt requests take no seats; upstream does not estimate them.
+        let exempt = matches!(level.set.kind, Kind::Exempt);
+        let watches = match info.verb.as_str() {
+            "create" | "update" | "patch" | "delete" if !exempt => {
+                let watches = self.watches.interested(info);
+                handles.watch_count(watches);
+                watches
+            }
+            _ => 0,
+        };
+        let estimate = estimate::estimate(info, request.query, stats, watches, level.max_seats);
+        handles.estimated(estimate.max_seats());
         let distinguisher = digest.distinguisher(schema, request.user, info);
         let hash = match level.set.kind {
             Kind::Queue(queuing) if queuing.queues > 1 => flow_hash(&schema.name, distinguisher),
@@ -265,7 +279,7 @@ impl FlowControl for FlowController {
             info,
             handles.clone(),
         ));
-        let admission = match level.set.admit(hash, seats, described) {
+        let admission = match level.set.admit(hash, estimate, described) {
             Admit::Now(seats) => Admission::Now(Ok(Box::new(seats))),
             Admit::Refused(refusal) => {
                 handles.refused(refusal, arrived);
@@ -291,6 +305,11 @@ impl FlowControl for FlowController {
             }
         };
         (class, admission)
+    }
+
+    fn track_watch(&self, info: &RequestInfo, query: &str) -> Option<Box<dyn Send + Sync>> {
+        let tracked = self.watches.register(info, query)?;
+        Some(Box::new(tracked))
     }
 }
 

@@ -1,17 +1,89 @@
-//! Work estimation (upstream's `request/list_work_estimator.go`, size-based as 1.35 has it
-//! by default): how many seats a request occupies. A LIST, and a watch that starts with
-//! the current state, is estimated by the memory its objects take, one seat per 100 kB,
-//! from the collection's object count and average size: from the watch cache at most 1 MB
-//! (10 seats), otherwise all of it. Other requests take one seat. The result is bounded by
-//! the level's own maximum (100 when it has none).
+//! Work estimation (upstream's `request/width.go` and its list and mutating estimators,
+//! size-based as 1.35 has it by default): how many seats a request occupies, and for how
+//! long after it finishes. A LIST, and a watch that starts with the current state, is
+//! estimated by the memory its objects take, one seat per 100 kB, from the collection's
+//! object count and average size: from the watch cache at most 1 MB (10 seats), otherwise
+//! all of it, bounded by the level's own maximum (100 when it has none). A create, update,
+//! patch or delete is one seat while it runs and then, for the watches its event will reach
+//! (ten or more), one seat per ten watches (at most the level's maximum, and never more than
+//! 10) for 5 ms of work per seat those seats would have taken, spread over the seats kept.
+//! Other requests take one seat.
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_server::cacher::ObjectStats;
 
 /// The most seats a request takes, when its level sets no lower maximum.
 pub(crate) const MAX_LIST_SEATS: usize = 100;
+/// The most seats a mutating request keeps for its watch events.
+const MAX_MUTATING_SEATS: usize = 10;
+/// The watches one seat stands for.
+const WATCHES_PER_SEAT: usize = 10;
+/// The work of delivering one seat's share of an event, in seat-time.
+const EVENT_DURATION: Duration = Duration::from_millis(5);
+
+/// What a request occupies: `initial` seats while it executes, then `final_seats` for
+/// `additional` after it finished (the watch events it caused).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct WorkEstimate {
+    pub initial: usize,
+    pub final_seats: usize,
+    pub additional: Duration,
+}
+
+impl WorkEstimate {
+    /// `seats` while executing, nothing after.
+    pub(crate) fn seats(seats: usize) -> WorkEstimate {
+        WorkEstimate {
+            initial: seats,
+            ..WorkEstimate::default()
+        }
+    }
+
+    /// The seats the request holds from dispatch until its final phase ends.
+    pub(crate) fn max_seats(&self) -> usize {
+        self.initial.max(self.final_seats)
+    }
+}
+
+/// The estimate of `info` (with `query`): LISTs and watches from their collection's `stats`,
+/// mutations from the `watches` interested in them, in a level allowing `level_max` seats a
+/// request (0: no level maximum).
+pub(crate) fn estimate(
+    info: &RequestInfo,
+    query: &str,
+    stats: Option<ObjectStats>,
+    watches: usize,
+    level_max: usize,
+) -> WorkEstimate {
+    match info.verb.as_str() {
+        "create" | "update" | "patch" | "delete" => mutating(info, watches, level_max),
+        _ => WorkEstimate::seats(seats(info, query, stats, level_max)),
+    }
+}
+
+/// A mutation's estimate (upstream's `mutatingWorkEstimator`): one seat, then the work of
+/// its event's delivery to `watches` watches, reshaped to at most the level's (or ten) seats.
+fn mutating(info: &RequestInfo, watches: usize, level_max: usize) -> WorkEstimate {
+    // A service account token request writes nothing, so no watch sees it.
+    let no_event = info.resource == "serviceaccounts" && info.subresource == "token";
+    if no_event || watches < WATCHES_PER_SEAT {
+        return WorkEstimate::seats(1);
+    }
+    let max = match level_max {
+        0 => MAX_MUTATING_SEATS,
+        m => m.min(MAX_MUTATING_SEATS),
+    };
+    let wide = watches.div_ceil(WATCHES_PER_SEAT);
+    let final_seats = wide.min(max);
+    WorkEstimate {
+        initial: 1,
+        final_seats,
+        additional: EVENT_DURATION * wide as u32 / final_seats as u32,
+    }
+}
 /// The memory one seat stands for.
 const BYTES_PER_SEAT: usize = 100_000;
 /// What a LIST served from the watch cache is assumed to hold in memory at most.
@@ -136,5 +208,37 @@ mod tests {
         );
         assert_eq!(seats(&request("get"), "", TEN_THOUSAND, 0), 1);
         assert_eq!(seats(&request("create"), "", TEN_THOUSAND, 0), 1);
+    }
+
+    #[test]
+    fn mutations_keep_seats_for_their_watch_events() {
+        let create = request("create");
+        // Fewer than ten watches: one seat, nothing after.
+        assert_eq!(estimate(&create, "", None, 9, 0), WorkEstimate::seats(1));
+        // 15 watches: two seats for 5 ms.
+        let fifteen = estimate(&create, "", None, 15, 0);
+        assert_eq!((fifteen.initial, fifteen.final_seats), (1, 2));
+        assert_eq!(fifteen.additional, Duration::from_millis(5));
+        // 500 watches: 50 seats' work reshaped to ten seats for 25 ms, or to the level's 4.
+        let many = estimate(&create, "", None, 500, 0);
+        assert_eq!(
+            (many.final_seats, many.additional),
+            (10, Duration::from_millis(25))
+        );
+        let narrow = estimate(&create, "", None, 500, 4);
+        assert_eq!(narrow.final_seats, 4);
+        assert_eq!(narrow.additional, Duration::from_micros(62_500));
+        assert_eq!(narrow.max_seats(), 4);
+        // A token request causes no event; a GET is no mutation.
+        let token = RequestInfo {
+            resource: "serviceaccounts".into(),
+            subresource: "token".into(),
+            ..create
+        };
+        assert_eq!(estimate(&token, "", None, 500, 0), WorkEstimate::seats(1));
+        assert_eq!(
+            estimate(&request("get"), "", None, 500, 0),
+            WorkEstimate::seats(1)
+        );
     }
 }

@@ -21,6 +21,7 @@ mod limits;
 mod metrics;
 mod queueset;
 mod retry;
+mod watches;
 
 pub use classify::{Classification, Digest};
 pub use controller::{FlowController, StatsFn};

@@ -21,6 +21,8 @@ const DURATION_BUCKETS: [f64; 13] = [
 ];
 /// Upstream's buckets of the estimated seats.
 const SEAT_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
+/// Upstream's buckets of the watches a mutation reaches.
+const WATCH_COUNT_BUCKETS: [f64; 6] = [0.0, 1.0, 10.0, 100.0, 1000.0, 10000.0];
 
 type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -64,6 +66,10 @@ fn seat_histogram() -> Histogram {
     Histogram::new(SEAT_BUCKETS)
 }
 
+fn watch_count_histogram() -> Histogram {
+    Histogram::new(WATCH_COUNT_BUCKETS)
+}
+
 /// Every flow-control metric.
 #[derive(Clone)]
 pub struct FlowMetrics {
@@ -76,6 +82,7 @@ pub struct FlowMetrics {
     wait: Family<WaitLabels, Histogram, fn() -> Histogram>,
     execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
     estimated: Family<FlowLabels, Histogram, fn() -> Histogram>,
+    watch_counts: Family<FlowLabels, Histogram, fn() -> Histogram>,
     nominal: Family<LevelLabels, Gauge>,
     lower: Family<LevelLabels, Gauge>,
     upper: Family<LevelLabels, Gauge>,
@@ -100,6 +107,7 @@ impl Default for FlowMetrics {
             wait: Family::new_with_constructor(duration_histogram),
             execution: Family::new_with_constructor(duration_histogram),
             estimated: Family::new_with_constructor(seat_histogram),
+            watch_counts: Family::new_with_constructor(watch_count_histogram),
             nominal: Family::default(),
             lower: Family::default(),
             upper: Family::default(),
@@ -128,6 +136,7 @@ pub(crate) struct FlowHandles {
     regular: Histogram,
     watch: Histogram,
     estimated: Histogram,
+    watch_counts: Histogram,
 }
 
 impl Default for FlowHandles {
@@ -145,6 +154,7 @@ impl Default for FlowHandles {
             regular: duration_histogram(),
             watch: duration_histogram(),
             estimated: seat_histogram(),
+            watch_counts: watch_count_histogram(),
         }
     }
 }
@@ -203,6 +213,11 @@ impl FlowHandles {
     /// A request was estimated to need `seats`.
     pub(crate) fn estimated(&self, seats: usize) {
         self.estimated.observe(seats as f64);
+    }
+
+    /// A mutation was estimated to reach `watches` watches.
+    pub(crate) fn watch_count(&self, watches: usize) {
+        self.watch_counts.observe(watches as f64);
     }
 }
 
@@ -266,6 +281,7 @@ impl FlowMetrics {
             regular: execution("regular"),
             watch: execution("watch"),
             estimated: self.estimated.get_or_create(&flow).clone(),
+            watch_counts: self.watch_counts.get_or_create(&flow).clone(),
         })
     }
 
@@ -344,6 +360,11 @@ impl FlowMetrics {
             "apiserver_flowcontrol_work_estimated_seats",
             "Number of estimated seats (maximum of initial and final seats) associated with requests in API Priority and Fairness",
             self.estimated.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_watch_count_samples",
+            "count of watchers for mutating requests in API Priority and Fairness",
+            self.watch_counts.clone(),
         );
         registry.register(
             "apiserver_flowcontrol_nominal_limit_seats",

@@ -11,6 +11,11 @@
 //! first in virtual time goes next when its seats fit. A request is charged its seats times
 //! an estimated 3 ms when dispatched and its real duration when it finishes.
 //!
+//! A mutation whose event many watches will see (see `estimate.rs`) keeps its final seats
+//! for a while after it finished, as upstream's: dispatched, it holds the larger of its
+//! initial and final seats, and is charged its initial seats' estimate plus its final
+//! seats' work.
+//!
 //! One addition to upstream's algorithm: when a request finishes while its queue is empty
 //! and other queues wait, its seats are held for its flow for a few milliseconds
 //! ([`ANTICIPATION`]), at most an eighth of the level's seats, and only while the flow's
@@ -32,6 +37,7 @@ use std::time::{Duration, Instant, SystemTime};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
+use crate::estimate::WorkEstimate;
 use crate::metrics::FlowHandles;
 
 /// How long a request is assumed to hold its seats until it finishes (upstream's
@@ -122,19 +128,38 @@ struct State {
     cancelled: u64,
     demand: Demand,
     smoothed: f64,
-    /// Seats held for flows whose last request just finished (see the module
-    /// documentation), and whether a task is releasing them as they expire.
+    /// Seats held for flows whose last request just finished and for the watch events of
+    /// finished mutations (see the module documentation), and whether a task is releasing
+    /// them as they expire.
     holds: Vec<Hold>,
     releasing: bool,
 }
 
-/// Seats held for a flow until a moment, and the queue its last request ran in (whose
-/// virtual time its next request would start at).
+/// Seats held until a moment.
 struct Hold {
-    flow: u64,
-    queue: usize,
+    held: Held,
     seats: usize,
     until: Instant,
+}
+
+/// What seats are held for.
+#[derive(Clone, Copy, PartialEq)]
+enum Held {
+    /// A flow's next request, and the queue its last request ran in (whose virtual time its
+    /// next request would start at).
+    Flow { flow: u64, queue: usize },
+    /// A finished mutation's watch events: no request may use them.
+    Events,
+}
+
+impl Hold {
+    /// The flow the seats wait for, if they do.
+    fn flow(&self) -> Option<u64> {
+        match self.held {
+            Held::Flow { flow, .. } => Some(flow),
+            Held::Events => None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -164,7 +189,9 @@ struct Waiting {
     id: u64,
     /// The flow's hash.
     flow: u64,
+    /// The seats it needs ([`WorkEstimate::max_seats`]).
     seats: usize,
+    estimate: WorkEstimate,
     arrival_r: f64,
     arrived: SystemTime,
     described: Arc<Described>,
@@ -173,14 +200,22 @@ struct Waiting {
 
 impl Waiting {
     fn work(&self) -> f64 {
-        self.seats as f64 * SERVICE_ESTIMATE
+        work(&self.estimate)
     }
+}
+
+/// The seat-seconds a request is charged when dispatched: its initial seats for the
+/// estimated service time, its final seats for their time.
+fn work(estimate: &WorkEstimate) -> f64 {
+    estimate.initial as f64 * SERVICE_ESTIMATE
+        + estimate.final_seats as f64 * estimate.additional.as_secs_f64()
 }
 
 struct Executing {
     queue: Option<usize>,
     flow: u64,
     seats: usize,
+    estimate: WorkEstimate,
     arrived: SystemTime,
     started: SystemTime,
     described: Arc<Described>,
@@ -389,24 +424,25 @@ impl QueueSet {
         })
     }
 
-    /// Admits a request of flow `hash` needing `seats`.
+    /// Admits a request of flow `hash` estimated at `estimate`.
     pub(crate) fn admit(
         self: &Arc<Self>,
         hash: u64,
-        seats: usize,
+        estimate: WorkEstimate,
         described: Arc<Described>,
     ) -> Admit {
+        let seats = estimate.max_seats();
         let now = Instant::now();
         let mut state = self.state.lock();
         state.advance(now);
         let queuing = match self.kind {
             Kind::Exempt => {
                 let now = SystemTime::now();
-                return Admit::Now(state.start(self, (None, hash), seats, now, described));
+                return Admit::Now(state.start(self, (None, hash), estimate, now, described));
             }
             Kind::Reject if state.fits(seats, None) => {
                 let now = SystemTime::now();
-                return Admit::Now(state.start(self, (None, hash), seats, now, described));
+                return Admit::Now(state.start(self, (None, hash), estimate, now, described));
             }
             Kind::Reject => {
                 state.rejected += 1;
@@ -432,6 +468,7 @@ impl QueueSet {
             id,
             flow: hash,
             seats,
+            estimate,
             arrival_r: r,
             arrived: SystemTime::now(),
             described,
@@ -589,9 +626,19 @@ impl State {
         self.seats_in_use + self.held_seats(flow) + seats <= self.limit
     }
 
-    /// The seats held for flows other than `flow` (for all, with `None`).
+    /// The seats held for flows' next requests.
+    fn anticipated_seats(&self) -> usize {
+        let anticipated = self.holds.iter().filter(|h| h.flow().is_some());
+        anticipated.map(|h| h.seats).sum()
+    }
+
+    /// The seats held for watch events and for flows other than `flow` (for all, with
+    /// `None`).
     fn held_seats(&self, flow: Option<u64>) -> usize {
-        let others = self.holds.iter().filter(|h| Some(h.flow) != flow);
+        let others = self
+            .holds
+            .iter()
+            .filter(|h| h.flow().is_none() || h.flow() != flow);
         others.map(|h| h.seats).sum()
     }
 
@@ -607,7 +654,13 @@ impl State {
         if active == 0 {
             return;
         }
-        let demand = (self.seats_in_use + self.waiting_seats).min(self.limit);
+        let events: usize = self
+            .holds
+            .iter()
+            .filter(|h| h.flow().is_none())
+            .map(|h| h.seats)
+            .sum();
+        let demand = (self.seats_in_use + events + self.waiting_seats).min(self.limit);
         self.r += elapsed * demand as f64 / active as f64;
     }
 
@@ -632,10 +685,11 @@ impl State {
         &mut self,
         set: &Arc<QueueSet>,
         (queue, flow): (Option<usize>, u64),
-        seats: usize,
+        estimate: WorkEstimate,
         arrived: SystemTime,
         described: Arc<Described>,
     ) -> Seats {
+        let seats = estimate.max_seats();
         let id = self.next_id();
         self.seats_in_use += seats;
         if let Some(index) = queue {
@@ -650,6 +704,7 @@ impl State {
                 queue,
                 flow,
                 seats,
+                estimate,
                 arrived,
                 started: SystemTime::now(),
                 described,
@@ -675,25 +730,37 @@ impl State {
         done.described
             .handles
             .executed(done.described.verb == "watch", duration);
-        let mut held = false;
+        // Only a runtime can release a hold.
+        let runtime = tokio::runtime::Handle::try_current().is_ok();
+        let estimate = done.estimate;
+        // A mutation's watch events keep its seats taken for their time.
+        let events = estimate.final_seats > 0 && !estimate.additional.is_zero() && runtime;
+        if events {
+            self.holds.push(Hold {
+                held: Held::Events,
+                seats: done.seats,
+                until: Instant::now() + estimate.additional,
+            });
+        }
+        let mut held = events;
         if let Some(index) = done.queue {
+            let anticipated = self.anticipated_seats();
             let queue = &mut self.queues[index];
             queue.executing -= 1;
             queue.seats_in_use -= done.seats;
-            queue.next_dispatch_r += done.seats as f64 * (duration - SERVICE_ESTIMATE);
+            queue.next_dispatch_r += estimate.initial as f64 * (duration - SERVICE_ESTIMATE);
             let idle = queue.waiting.is_empty();
-            let room = self.held_seats(None) + done.seats <= self.limit / MAX_HELD_SHARE;
-            // A watch is done with its seats once initialised; only a runtime can release
-            // a hold.
-            let returns =
-                done.described.verb != "watch" && tokio::runtime::Handle::try_current().is_ok();
+            let room = anticipated + done.seats <= self.limit / MAX_HELD_SHARE;
+            // A watch is done with its seats once initialised.
+            let returns = done.described.verb != "watch" && runtime && !events;
             if idle && self.waiting > 0 && room && returns {
-                let until = Instant::now() + ANTICIPATION;
                 self.holds.push(Hold {
-                    flow: done.flow,
-                    queue: index,
+                    held: Held::Flow {
+                        flow: done.flow,
+                        queue: index,
+                    },
                     seats: done.seats,
-                    until,
+                    until: Instant::now() + ANTICIPATION,
                 });
                 held = true;
             }
@@ -708,7 +775,7 @@ impl State {
             if hold.until <= now {
                 return false;
             }
-            if Some(hold.flow) == flow && seats > 0 {
+            if hold.flow().is_some() && hold.flow() == flow && seats > 0 {
                 let used = hold.seats.min(seats);
                 hold.seats -= used;
                 seats -= used;
@@ -745,7 +812,7 @@ impl State {
             let seats = self.start(
                 set,
                 (Some(index), flow),
-                waiting.seats,
+                waiting.estimate,
                 waiting.arrived,
                 waiting.described,
             );
@@ -754,7 +821,7 @@ impl State {
                 // under the lock they would take, and hold none for it.
                 seats.set = None;
                 self.finish(seats.id, 0.0);
-                self.holds.retain(|hold| hold.flow != flow);
+                self.holds.retain(|hold| hold.flow() != Some(flow));
             }
         }
         self.note_demand(now);
@@ -767,9 +834,12 @@ impl State {
     fn drop_holds_behind(&mut self, flow: u64, finish: f64) {
         let r = self.r;
         let queues = &self.queues;
-        self.holds.retain(|hold| {
-            let start = queues[hold.queue].next_dispatch_r.max(r);
-            hold.flow == flow || start + hold.seats as f64 * SERVICE_ESTIMATE <= finish
+        self.holds.retain(|hold| match hold.held {
+            Held::Flow { flow: held, queue } => {
+                let start = queues[queue].next_dispatch_r.max(r);
+                held == flow || start + hold.seats as f64 * SERVICE_ESTIMATE <= finish
+            }
+            Held::Events => true,
         });
     }
 
@@ -914,22 +984,24 @@ mod tests {
     #[tokio::test]
     async fn a_full_level_queues_then_refuses_and_dispatches_in_turn() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
-        let Admit::Now(running) = set.admit(1, 1, described("a")) else {
+        let Admit::Now(running) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
             panic!("the first runs at once");
         };
         // The seat is taken: one flow fills its two queues of two, then is refused.
         let waiters: Vec<_> = (0..4)
-            .map(|_| match set.admit(1, 1, described("a")) {
-                Admit::Queued(w) => w,
-                _ => panic!("queued"),
-            })
+            .map(
+                |_| match set.admit(1, WorkEstimate::seats(1), described("a")) {
+                    Admit::Queued(w) => w,
+                    _ => panic!("queued"),
+                },
+            )
             .collect();
         assert!(matches!(
-            set.admit(1, 1, described("a")),
+            set.admit(1, WorkEstimate::seats(1), described("a")),
             Admit::Refused(Refusal::QueueFull)
         ));
         // Another flow still queues.
-        let other = match set.admit(99, 1, described("b")) {
+        let other = match set.admit(99, WorkEstimate::seats(1), described("b")) {
             Admit::Queued(w) => w,
             _ => panic!("another flow queues"),
         };
@@ -969,10 +1041,10 @@ mod tests {
     #[tokio::test]
     async fn a_wait_that_ends_withdraws_the_request() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
-        let Admit::Now(_running) = set.admit(1, 1, described("a")) else {
+        let Admit::Now(_running) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
             panic!("the first runs at once");
         };
-        let Admit::Queued(second) = set.admit(1, 1, described("a")) else {
+        let Admit::Queued(second) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
             panic!("queued");
         };
         let soon = tokio::time::Instant::now() + std::time::Duration::from_millis(10);
@@ -984,7 +1056,7 @@ mod tests {
             waiter.on_cancel(move || noted.store(true, std::sync::atomic::Ordering::SeqCst));
             move || gone.load(std::sync::atomic::Ordering::SeqCst)
         };
-        let Admit::Queued(mut third) = set.admit(1, 1, described("a")) else {
+        let Admit::Queued(mut third) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
             panic!("queued");
         };
         let third_gone = noted_gone(&mut third);
@@ -993,7 +1065,7 @@ mod tests {
         let snapshot = set.snapshot();
         assert_eq!((snapshot.waiting, snapshot.cancelled), (0, 2));
         // One dispatched before its client went away was not cancelled.
-        let Admit::Queued(mut fourth) = set.admit(1, 1, described("a")) else {
+        let Admit::Queued(mut fourth) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
             panic!("queued");
         };
         let fourth_gone = noted_gone(&mut fourth);
@@ -1007,17 +1079,17 @@ mod tests {
     async fn a_flow_between_two_requests_keeps_its_seat_for_a_moment() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 8);
         // Flow b runs one request; flow a waits with one of all eight seats.
-        let Admit::Now(b) = set.admit(99, 1, described("b")) else {
+        let Admit::Now(b) = set.admit(99, WorkEstimate::seats(1), described("b")) else {
             panic!("b runs");
         };
-        let Admit::Queued(wide) = set.admit(1, 8, described("a")) else {
+        let Admit::Queued(wide) = set.admit(1, WorkEstimate::seats(8), described("a")) else {
             panic!("the wide one waits");
         };
         // b's request ends while a's waits: b's seat is held, so a's cannot start yet...
         drop(b);
         assert_eq!(set.snapshot().waiting, 1);
         // ...and b's next request, coming at once, takes it.
-        let Admit::Now(b) = set.admit(99, 1, described("b")) else {
+        let Admit::Now(b) = set.admit(99, WorkEstimate::seats(1), described("b")) else {
             panic!("b's next request runs in its held seat");
         };
         drop(b);
@@ -1029,10 +1101,10 @@ mod tests {
     #[tokio::test]
     async fn a_flow_keeps_held_seats_only_while_it_is_ahead_in_virtual_time() {
         let set = QueueSet::new("l", Kind::Queue(QUEUING), 8);
-        let Admit::Now(mut b) = set.admit(99, 1, described("b")) else {
+        let Admit::Now(mut b) = set.admit(99, WorkEstimate::seats(1), described("b")) else {
             panic!("b runs");
         };
-        let Admit::Queued(wide) = set.admit(1, 8, described("a")) else {
+        let Admit::Queued(wide) = set.admit(1, WorkEstimate::seats(8), described("a")) else {
             panic!("the wide one waits");
         };
         let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -1045,7 +1117,7 @@ mod tests {
             if wide.is_finished() {
                 break;
             }
-            b = match set.admit(99, 1, described("b")) {
+            b = match set.admit(99, WorkEstimate::seats(1), described("b")) {
                 Admit::Now(seats) => seats,
                 Admit::Queued(waiter) => waiter.wait(far).await.expect("b runs after a"),
                 Admit::Refused(_) => panic!("b is not refused"),
@@ -1057,19 +1129,53 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn a_mutation_keeps_its_final_seats_for_its_watch_events() {
+        let set = QueueSet::new("l", Kind::Reject, 8);
+        let mutation = WorkEstimate {
+            initial: 1,
+            final_seats: 4,
+            additional: Duration::from_millis(200),
+        };
+        let Admit::Now(running) = set.admit(1, mutation, described("a")) else {
+            panic!("the mutation runs");
+        };
+        // Running, it holds its final seats already: five more do not fit.
+        assert!(matches!(
+            set.admit(2, WorkEstimate::seats(5), described("b")),
+            Admit::Refused(_)
+        ));
+        // Finished, its four seats stay taken for its events' time...
+        drop(running);
+        assert!(matches!(
+            set.admit(2, WorkEstimate::seats(5), described("b")),
+            Admit::Refused(_)
+        ));
+        let Admit::Now(four) = set.admit(2, WorkEstimate::seats(4), described("b")) else {
+            panic!("four seats are free");
+        };
+        drop(four);
+        // ...and then are free.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(matches!(
+            set.admit(2, WorkEstimate::seats(8), described("b")),
+            Admit::Now(_)
+        ));
+    }
+
     #[test]
     fn rejecting_and_exempt_levels_never_queue() {
         let reject = QueueSet::new("r", Kind::Reject, 2);
-        let wide = reject.admit(0, 5, described("a"));
+        let wide = reject.admit(0, WorkEstimate::seats(5), described("a"));
         assert!(matches!(wide, Admit::Now(_)), "a wide request runs alone");
         assert!(matches!(
-            reject.admit(0, 1, described("a")),
+            reject.admit(0, WorkEstimate::seats(1), described("a")),
             Admit::Refused(Refusal::ConcurrencyLimit)
         ));
         drop(wide);
         let exempt = QueueSet::new("e", Kind::Exempt, 0);
         let held: Vec<_> = (0..10)
-            .map(|_| exempt.admit(0, 1, described("a")))
+            .map(|_| exempt.admit(0, WorkEstimate::seats(1), described("a")))
             .collect();
         assert!(held.iter().all(|a| matches!(a, Admit::Now(_))));
     }

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::common::process::{Client, Held, Kapi, Reply};
 use crate::common::{Backend, TestServer, cells, get_json, ok_stdin};
@@ -336,6 +336,23 @@ async fn hold(alice: &Client, name: &str) -> Held {
         .await
 }
 
+/// A watch of default's ConfigMaps by `client`, open once its response began.
+async fn open_watch(client: &Client) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let mut watch = client.connect().await.expect("connect");
+    let head =
+        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    tokio::io::AsyncWriteExt::write_all(&mut watch, head.as_bytes())
+        .await
+        .expect("watch");
+    let mut answer = vec![0u8; 256];
+    let read = tokio::io::AsyncReadExt::read(&mut watch, &mut answer)
+        .await
+        .expect("read");
+    let answer = String::from_utf8_lossy(&answer[..read]).to_string();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    watch
+}
+
 /// The value of the metric sample starting `prefix` (name and labels) in `/metrics`.
 fn sample(metrics: &str, prefix: &str) -> Option<f64> {
     metrics
@@ -481,18 +498,7 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
     let bob = kapi.user("bob", "developers");
     assert_eq!(bob.get(probe).await.status, 404);
     // A watch holds its seats only until its initial events are sent.
-    let mut watch = bob.connect().await.expect("connect");
-    let head =
-        "GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    tokio::io::AsyncWriteExt::write_all(&mut watch, head.as_bytes())
-        .await
-        .expect("watch");
-    let mut answer = vec![0u8; 256];
-    let read = tokio::io::AsyncReadExt::read(&mut watch, &mut answer)
-        .await
-        .expect("read");
-    let answer = String::from_utf8_lossy(&answer[..read]).to_string();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let watch = open_watch(&bob).await;
     let details = "/debug/api_priority_and_fairness/dump_requests?includeRequestDetails=1";
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
@@ -568,5 +574,56 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
         assert_eq!(request.release().await, "HTTP/1.1 201 Created");
     }
     wait_for_level(&admin, "flood", &["0", "true", "false", "0", "0"]).await;
+    kapi.stop().await;
+}
+
+/// A mutation is estimated by the watches its event will reach (upstream's mutating work
+/// estimator and watch tracker): with 25 watches of a namespace's ConfigMaps open (and the
+/// few the in-process controllers keep), each create there of a user in a queuing level
+/// counts them and takes three seats (one per ten watches) for its events.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutations_are_estimated_by_the_watches_they_reach() {
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let binding = json!({
+        "metadata": {"name": "alice-edits"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}],
+    });
+    let bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+    create(&admin, bindings, binding).await;
+    let mut watches = Vec::new();
+    for _ in 0..25 {
+        watches.push(open_watch(&admin).await);
+    }
+    let alice = kapi.user("alice", "developers");
+    let configmaps = "/api/v1/namespaces/default/configmaps";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut created = 0;
+    while created < 2 {
+        let body = json!({"metadata": {"name": format!("cm-{created}")}});
+        match alice
+            .write(http::Method::POST, configmaps, &body)
+            .await
+            .status
+        {
+            201 => created += 1,
+            status => assert!(Instant::now() < deadline, "alice's create: {status}"),
+        }
+    }
+    let metrics = admin.get("/metrics").await.body;
+    let labels = r#"{priority_level="global-default",flow_schema="global-default"}"#;
+    let value = |name: &str| sample(&metrics, &format!("{name}{labels}")).expect(name);
+    let creates = value("apiserver_flowcontrol_watch_count_samples_count");
+    assert!(creates >= 2.0, "{metrics}");
+    // The test's 25 watches, and the in-process controllers' own of every ConfigMap.
+    let watched = value("apiserver_flowcontrol_watch_count_samples_sum");
+    assert!(
+        (25.0 * creates..=30.0 * creates).contains(&watched),
+        "{watched} watches for {creates} creates"
+    );
+    let seats = value("apiserver_flowcontrol_work_estimated_seats_sum");
+    assert_eq!(seats, 3.0 * creates, "{metrics}");
+    drop(watches);
     kapi.stop().await;
 }

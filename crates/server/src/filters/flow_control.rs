@@ -87,6 +87,10 @@ pub enum Admission {
 pub trait FlowControl: Send + Sync + 'static {
     /// Classifies `request` and admits it to its priority level.
     fn admit(&self, request: FlowRequest<'_>) -> (FlowClass, Admission);
+
+    /// Counts the admitted watch `info` (with `query`) among those mutations will notify,
+    /// until the returned guard drops (the watch ended).
+    fn track_watch(&self, info: &RequestInfo, query: &str) -> Option<Box<dyn Send + Sync>>;
 }
 
 /// The UIDs a response carries, ready as header values (a classification copies no text).
@@ -133,6 +137,7 @@ impl Filter for FlowControlFilter {
             return Box::pin(async move { Ok(call(inner, request).await) });
         };
         let metrics = self.metrics.clone();
+        let control = self.control.clone();
         Box::pin(async move {
             let admitted = match admission {
                 Admission::Now(admitted) => admitted,
@@ -140,8 +145,15 @@ impl Filter for FlowControlFilter {
             };
             let mut response = match admitted {
                 Ok(seats) => {
-                    let watch = request_info_of(&request).is_some_and(|info| info.verb == "watch");
-                    if watch {
+                    let watch = request_info_of(&request).filter(|info| info.verb == "watch");
+                    // Counted while it is served: its response lives as long as the watch.
+                    let tracked = match (watch, &control) {
+                        (Some(info), Some(control)) => {
+                            control.track_watch(info, request.uri().query().unwrap_or(""))
+                        }
+                        _ => None,
+                    };
+                    if watch.is_some() {
                         let (initialized, done) = oneshot::channel();
                         let signal = WatchInitialized(Arc::new(Mutex::new(Some(initialized))));
                         request.extensions_mut().insert(signal);
@@ -149,7 +161,9 @@ impl Filter for FlowControlFilter {
                             let _ = done.await;
                             drop(seats);
                         });
-                        call(inner, request).await
+                        call(inner, request)
+                            .await
+                            .map(|body| with_guard(body, tracked))
                     } else {
                         call(inner, request)
                             .await
