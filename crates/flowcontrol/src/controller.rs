@@ -107,9 +107,20 @@ impl FlowController {
         let mut levels = HashMap::new();
         for (name, limits) in names.into_iter().zip(limits) {
             let kind = digest.levels[name].kind;
-            let kept = previous.levels.get(name).filter(|l| l.set.kind == kind);
+            // A level keeps its queue set while it stays limited (or exempt): its queuing
+            // changes in place, as upstream's.
+            let exempt = |kind: Kind| matches!(kind, Kind::Exempt);
+            let kept = previous
+                .levels
+                .get(name)
+                .filter(|l| exempt(l.set.kind()) == exempt(kind));
             let (set, dropped) = match kept {
-                Some(level) => (level.set.clone(), level.dropped.clone()),
+                Some(level) => {
+                    if level.set.kind() != kind {
+                        level.set.reconfigure(kind);
+                    }
+                    (level.set.clone(), level.dropped.clone())
+                }
                 None => (QueueSet::new(name, kind, limits.initial()), Arc::default()),
             };
             let max_seats = match kind {
@@ -256,7 +267,8 @@ impl FlowControl for FlowController {
             _ => None,
         };
         // Exempt requests take no seats; upstream does not estimate them.
-        let exempt = matches!(level.set.kind, Kind::Exempt);
+        let kind = digest.levels[&schema.level].kind;
+        let exempt = matches!(kind, Kind::Exempt);
         let watches = match info.verb.as_str() {
             "create" | "update" | "patch" | "delete" if !exempt => {
                 let watches = self.watches.interested(info);
@@ -268,7 +280,7 @@ impl FlowControl for FlowController {
         let estimate = estimate::estimate(info, request.query, stats, watches, level.max_seats);
         handles.estimated(estimate.max_seats());
         let distinguisher = digest.distinguisher(schema, request.user, info);
-        let hash = match level.set.kind {
+        let hash = match kind {
             Kind::Queue(queuing) if queuing.queues > 1 => flow_hash(&schema.name, distinguisher),
             _ => 0,
         };

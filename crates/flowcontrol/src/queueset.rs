@@ -104,11 +104,12 @@ pub(crate) struct Described {
 /// One level's seats and queues.
 pub(crate) struct QueueSet {
     pub(crate) name: String,
-    pub(crate) kind: Kind,
     state: Mutex<State>,
 }
 
 struct State {
+    /// How the level admits requests; a limited level's queuing changes in place.
+    kind: Kind,
     limit: usize,
     seats_in_use: usize,
     waiting: usize,
@@ -168,9 +169,10 @@ struct Queue {
     next_dispatch_r: f64,
     executing: usize,
     seats_in_use: usize,
-    /// Sums over the waiting requests: work, and seats.
+    /// Sums over the waiting requests: work, seats, and initial seats.
     waiting_work: f64,
     waiting_seats: usize,
+    waiting_initial: usize,
 }
 
 impl Queue {
@@ -179,6 +181,7 @@ impl Queue {
     fn left(&mut self, waiting: &Waiting) {
         self.waiting_work -= waiting.work();
         self.waiting_seats -= waiting.seats;
+        self.waiting_initial -= waiting.estimate.initial;
         if self.waiting.is_empty() {
             self.waiting_work = 0.0;
         }
@@ -400,8 +403,8 @@ impl QueueSet {
         let now = Instant::now();
         Arc::new(QueueSet {
             name: name.to_string(),
-            kind,
             state: Mutex::new(State {
+                kind,
                 limit,
                 seats_in_use: 0,
                 waiting: 0,
@@ -435,7 +438,7 @@ impl QueueSet {
         let now = Instant::now();
         let mut state = self.state.lock();
         state.advance(now);
-        let queuing = match self.kind {
+        let queuing = match state.kind {
             Kind::Exempt => {
                 let now = SystemTime::now();
                 return Admit::Now(state.start(self, (None, hash), estimate, now, described));
@@ -476,6 +479,7 @@ impl QueueSet {
         };
         queue.waiting_work += waiting.work();
         queue.waiting_seats += seats;
+        queue.waiting_initial += estimate.initial;
         waiting.described.handles.waiting(1, seats);
         queue.waiting.push_back(waiting);
         state.waiting += 1;
@@ -552,6 +556,31 @@ impl QueueSet {
         }
     }
 
+    /// How the level admits requests now.
+    pub(crate) fn kind(&self) -> Kind {
+        self.state.lock().kind
+    }
+
+    /// Admits by `kind` from now on, as upstream's queue sets take a new configuration:
+    /// what waits stays in its queue and is dispatched as before, queues are added at once
+    /// and removed as they empty (from the last), and a level that no longer queues admits
+    /// what fits and refuses the rest. Only an exempt level stays exempt, and only a limited
+    /// one limited (a change between the two takes a new set).
+    pub(crate) fn reconfigure(self: &Arc<Self>, kind: Kind) {
+        let mut state = self.state.lock();
+        state.kind = kind;
+        if let Kind::Queue(queuing) = kind
+            && queuing.queues > state.queues.len()
+        {
+            let more = queuing.queues - state.queues.len();
+            state.queues.extend((0..more).map(|_| Queue::default()));
+        }
+        state.remove_idle_queues();
+        let now = Instant::now();
+        state.advance(now);
+        state.dispatch(self, now);
+    }
+
     /// What the set holds now.
     pub(crate) fn snapshot(&self) -> Snapshot {
         let state = self.state.lock();
@@ -574,7 +603,7 @@ impl QueueSet {
                 executing: queue.executing,
                 seats_in_use: queue.seats_in_use,
                 next_dispatch_r: queue.next_dispatch_r,
-                initial_seats: queue.waiting_seats,
+                initial_seats: queue.waiting_initial,
                 max_seats: queue.waiting_seats,
                 work: queue.waiting_work,
             });
@@ -606,6 +635,28 @@ impl QueueSet {
 }
 
 impl State {
+    /// Removes the last queues while there are more than the configuration wants and they
+    /// are idle: nothing waits or runs in them, and no seats are held for their flows.
+    fn remove_idle_queues(&mut self) {
+        let wanted = match self.kind {
+            Kind::Queue(queuing) => queuing.queues,
+            _ => 0,
+        };
+        while self.queues.len() > wanted {
+            let last = self.queues.len() - 1;
+            let queue = &self.queues[last];
+            let held = self
+                .holds
+                .iter()
+                .any(|h| matches!(h.held, Held::Flow { queue, .. } if queue == last));
+            if !queue.waiting.is_empty() || queue.executing > 0 || held {
+                break;
+            }
+            self.queues.pop();
+            self.robin %= self.queues.len().max(1);
+        }
+    }
+
     fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
@@ -824,6 +875,7 @@ impl State {
                 self.holds.retain(|hold| hold.flow() != Some(flow));
             }
         }
+        self.remove_idle_queues();
         self.note_demand(now);
     }
 
@@ -1161,6 +1213,42 @@ mod tests {
             set.admit(2, WorkEstimate::seats(8), described("b")),
             Admit::Now(_)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_changed_level_keeps_what_waits_and_takes_its_new_queuing() {
+        let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+        let Admit::Now(running) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
+            panic!("a runs");
+        };
+        let Admit::Queued(waiting) = set.admit(2, WorkEstimate::seats(1), described("b")) else {
+            panic!("b waits");
+        };
+        // Fewer queues, then none: b stays where it waits; new requests are refused now
+        // that the level rejects what does not fit.
+        let one = Queuing {
+            queues: 1,
+            hand_size: 1,
+            queue_length_limit: 1,
+        };
+        set.reconfigure(Kind::Queue(one));
+        assert_eq!(set.snapshot().waiting, 1);
+        set.reconfigure(Kind::Reject);
+        assert!(matches!(
+            set.admit(3, WorkEstimate::seats(1), described("c")),
+            Admit::Refused(_)
+        ));
+        // The freed seat goes to b; once it is done, the queues no one wants are gone.
+        drop(running);
+        let soon = tokio::time::Instant::now() + Duration::from_secs(1);
+        let b = waiting.wait(soon).await.expect("b runs after a");
+        assert_eq!(set.snapshot().executing, 1);
+        drop(b);
+        assert!(set.snapshot().queues.is_empty());
+        // Queuing again: its queues are there at once.
+        set.reconfigure(Kind::Queue(QUEUING));
+        assert_eq!(set.snapshot().queues.len(), QUEUING.queues);
+        assert_eq!(set.kind(), Kind::Queue(QUEUING));
     }
 
     #[test]
