@@ -121,7 +121,13 @@ impl FlowController {
                     }
                     (level.set.clone(), level.dropped.clone())
                 }
-                None => (QueueSet::new(name, kind, limits.initial()), Arc::default()),
+                None => {
+                    let set = QueueSet::new(name, kind, limits.initial());
+                    let fallback =
+                        ((self.server_concurrency as f64 / 10.0).round() as usize).max(1);
+                    set.report_to(self.metrics.level_ratios(name, fallback));
+                    (set, Arc::default())
+                }
             };
             let max_seats = match kind {
                 Kind::Queue(queuing) => {

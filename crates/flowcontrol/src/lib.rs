@@ -21,6 +21,7 @@ mod limits;
 mod metrics;
 mod queueset;
 mod retry;
+mod timing;
 mod watches;
 
 pub use classify::{Classification, Digest};

@@ -14,6 +14,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::queueset::Refusal;
+use crate::timing::TimingRatio;
 
 /// Upstream's buckets of the wait and execution durations.
 const DURATION_BUCKETS: [f64; 13] = [
@@ -21,6 +22,19 @@ const DURATION_BUCKETS: [f64; 13] = [
 ];
 /// Upstream's buckets of the estimated seats.
 const SEAT_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
+/// Upstream's buckets of a level's seat utilization.
+const SEAT_UTILIZATION_BUCKETS: &[f64] = &[
+    0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+];
+/// Upstream's buckets of a level's request utilization.
+const REQUEST_UTILIZATION_BUCKETS: &[f64] =
+    &[0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1.0];
+/// Upstream's buckets of the read-only and mutating requests (counts, under APF).
+const READ_VS_WRITE_BUCKETS: &[f64] = &[
+    0.0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
+];
+/// Upstream's buckets of a level's seat demand over its limit.
+const DEMAND_BUCKETS: &[f64] = &[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0, 2.8, 4.0, 6.0];
 /// Upstream's buckets of the watches a mutation reaches.
 const WATCH_COUNT_BUCKETS: [f64; 6] = [0.0, 1.0, 10.0, 100.0, 1000.0, 10000.0];
 
@@ -58,6 +72,107 @@ struct LevelLabels {
     priority_level: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLevelLabels {
+    phase: &'static str,
+    priority_level: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseKindLabels {
+    phase: &'static str,
+    request_kind: &'static str,
+}
+
+type Ratios<L> = Family<L, TimingRatio, fn() -> TimingRatio>;
+
+fn seat_utilization() -> TimingRatio {
+    TimingRatio::new(SEAT_UTILIZATION_BUCKETS)
+}
+
+fn request_utilization() -> TimingRatio {
+    TimingRatio::new(REQUEST_UTILIZATION_BUCKETS)
+}
+
+fn read_vs_write() -> TimingRatio {
+    TimingRatio::new(READ_VS_WRITE_BUCKETS)
+}
+
+fn demand() -> TimingRatio {
+    TimingRatio::new(DEMAND_BUCKETS)
+}
+
+/// One level's timing ratios (upstream's `priority_level_seat_utilization`,
+/// `priority_level_request_utilization` and `demand_seats`), which its queue set keeps up to
+/// date, and the level's denominator when its seat limit is zero.
+#[derive(Clone, Debug)]
+pub(crate) struct LevelRatios {
+    pub seats: TimingRatio,
+    pub waiting: TimingRatio,
+    pub executing: TimingRatio,
+    pub demand: TimingRatio,
+    /// max(1, round(server seats / 10)), upstream's denominator for a level without seats.
+    pub fallback: usize,
+}
+
+impl Default for LevelRatios {
+    /// Ratios registered nowhere.
+    fn default() -> Self {
+        LevelRatios {
+            seats: seat_utilization(),
+            waiting: request_utilization(),
+            executing: request_utilization(),
+            demand: demand(),
+            fallback: 1,
+        }
+    }
+}
+
+/// The read-only and mutating requests waiting and executing, over every level (upstream's
+/// `read_vs_write_current_requests`, whose denominators are one under APF).
+#[derive(Clone, Debug)]
+pub(crate) struct RequestKinds {
+    /// By phase (waiting, executing) and kind (read-only, mutating).
+    ratios: [[TimingRatio; 2]; 2],
+}
+
+impl Default for RequestKinds {
+    fn default() -> Self {
+        let pair = || [read_vs_write(), read_vs_write()];
+        RequestKinds {
+            ratios: [pair(), pair()],
+        }
+    }
+}
+
+impl RequestKinds {
+    /// The kinds' ratios in `family`.
+    fn registered(family: &Ratios<PhaseKindLabels>) -> RequestKinds {
+        let ratio = |phase, request_kind| {
+            let labels = PhaseKindLabels {
+                phase,
+                request_kind,
+            };
+            family.get_or_create(&labels).clone()
+        };
+        RequestKinds {
+            ratios: [
+                [ratio("waiting", "readOnly"), ratio("waiting", "mutating")],
+                [
+                    ratio("executing", "readOnly"),
+                    ratio("executing", "mutating"),
+                ],
+            ],
+        }
+    }
+
+    /// `delta` requests of the kind (`mutating` or not) began (1) or ended (-1) waiting or
+    /// executing.
+    fn add(&self, executing: bool, mutating: bool, delta: i64) {
+        self.ratios[usize::from(executing)][usize::from(mutating)].add_numerator(delta as f64);
+    }
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
@@ -83,6 +198,11 @@ pub struct FlowMetrics {
     execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
     estimated: Family<FlowLabels, Histogram, fn() -> Histogram>,
     watch_counts: Family<FlowLabels, Histogram, fn() -> Histogram>,
+    seat_utilization: Ratios<PhaseLevelLabels>,
+    request_utilization: Ratios<PhaseLevelLabels>,
+    demand: Ratios<LevelLabels>,
+    read_vs_write: Ratios<PhaseKindLabels>,
+    kinds: RequestKinds,
     nominal: Family<LevelLabels, Gauge>,
     lower: Family<LevelLabels, Gauge>,
     upper: Family<LevelLabels, Gauge>,
@@ -97,6 +217,8 @@ pub struct FlowMetrics {
 
 impl Default for FlowMetrics {
     fn default() -> Self {
+        let read_vs_write_family: Ratios<PhaseKindLabels> =
+            Family::new_with_constructor(read_vs_write);
         FlowMetrics {
             rejected: Family::default(),
             dispatched: Family::default(),
@@ -108,6 +230,11 @@ impl Default for FlowMetrics {
             execution: Family::new_with_constructor(duration_histogram),
             estimated: Family::new_with_constructor(seat_histogram),
             watch_counts: Family::new_with_constructor(watch_count_histogram),
+            seat_utilization: Family::new_with_constructor(seat_utilization),
+            request_utilization: Family::new_with_constructor(request_utilization),
+            demand: Family::new_with_constructor(demand),
+            read_vs_write: read_vs_write_family.clone(),
+            kinds: RequestKinds::registered(&read_vs_write_family),
             nominal: Family::default(),
             lower: Family::default(),
             upper: Family::default(),
@@ -137,6 +264,7 @@ pub(crate) struct FlowHandles {
     watch: Histogram,
     estimated: Histogram,
     watch_counts: Histogram,
+    kinds: RequestKinds,
 }
 
 impl Default for FlowHandles {
@@ -155,6 +283,7 @@ impl Default for FlowHandles {
             watch: duration_histogram(),
             estimated: seat_histogram(),
             watch_counts: watch_count_histogram(),
+            kinds: RequestKinds::default(),
         }
     }
 }
@@ -164,14 +293,17 @@ fn signed(n: usize) -> i64 {
 }
 
 impl FlowHandles {
-    /// `delta` requests needing `seats` each... joined (1) or left (-1) a queue.
-    pub(crate) fn waiting(&self, delta: i64, seats: usize) {
+    /// `delta` requests (`mutating` or read-only) needing `seats` each joined (1) or left
+    /// (-1) a queue.
+    pub(crate) fn waiting(&self, delta: i64, seats: usize, mutating: bool) {
+        self.kinds.add(false, mutating, delta);
         self.inqueue_requests.inc_by(delta);
         self.inqueue_seats.inc_by(delta * signed(seats));
     }
 
-    /// A request holding `seats` started (1) or finished (-1).
-    pub(crate) fn executing(&self, delta: i64, seats: usize) {
+    /// A request (`mutating` or read-only) holding `seats` started (1) or finished (-1).
+    pub(crate) fn executing(&self, delta: i64, seats: usize, mutating: bool) {
+        self.kinds.add(true, mutating, delta);
         if delta > 0 {
             self.dispatched.inc();
         }
@@ -282,6 +414,7 @@ impl FlowMetrics {
             watch: execution("watch"),
             estimated: self.estimated.get_or_create(&flow).clone(),
             watch_counts: self.watch_counts.get_or_create(&flow).clone(),
+            kinds: self.kinds.clone(),
         })
     }
 
@@ -305,6 +438,39 @@ impl FlowMetrics {
         self.deviation.get_or_create(&labels).set(figures.deviation);
         self.smoothed.get_or_create(&labels).set(figures.smoothed);
         self.target.get_or_create(&labels).set(figures.target);
+    }
+
+    /// Level `name`'s timing ratios, whose denominator is `fallback` while its limit is 0.
+    pub(crate) fn level_ratios(&self, name: &str, fallback: usize) -> LevelRatios {
+        let level = |phase| PhaseLevelLabels {
+            phase,
+            priority_level: name.to_string(),
+        };
+        let labels = LevelLabels {
+            priority_level: name.to_string(),
+        };
+        // One at a time: a family's guard must be gone before it is asked again (a second
+        // entry of one family in a single expression would wait for the first's guard).
+        let seats = self
+            .seat_utilization
+            .get_or_create(&level("executing"))
+            .clone();
+        let waiting = self
+            .request_utilization
+            .get_or_create(&level("waiting"))
+            .clone();
+        let executing = self
+            .request_utilization
+            .get_or_create(&level("executing"))
+            .clone();
+        let demand = self.demand.get_or_create(&labels).clone();
+        LevelRatios {
+            seats,
+            waiting,
+            executing,
+            demand,
+            fallback,
+        }
     }
 
     /// Reports the fair fraction of the last allocation.
@@ -367,6 +533,26 @@ impl FlowMetrics {
             self.watch_counts.clone(),
         );
         registry.register(
+            "apiserver_flowcontrol_priority_level_seat_utilization",
+            "Observations, at the end of every nanosecond, of utilization of seats for any stage of execution (but only initial stage for WATCHes); denominator is current seat limit or max(1, round(server seat limit/10))",
+            self.seat_utilization.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_priority_level_request_utilization",
+            "Observations, at the end of every nanosecond, of number of requests waiting or in any stage of execution (but only initial stage for WATCHes); denominator for waiting is max(1, QueueLengthLimit) X max(1, DesiredNumQueues), for executing is current seat limit if that is not zero otherwise max(1, round(server seat limit/10))",
+            self.request_utilization.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_read_vs_write_current_requests",
+            "Observations, at the end of every nanosecond, of the number of requests (as a fraction of the relevant limit) waiting or in regular stage of execution",
+            self.read_vs_write.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_demand_seats",
+            "Observations, at the end of every nanosecond, of (the number of seats each priority level could use) / (current seat limit for that level if that is not zero otherwise max(1, round(server seat limit/10.0)))",
+            self.demand.clone(),
+        );
+        registry.register(
             "apiserver_flowcontrol_nominal_limit_seats",
             "Nominal number of execution seats configured for each priority level",
             self.nominal.clone(),
@@ -416,5 +602,36 @@ impl FlowMetrics {
             "Fair fraction of server's concurrency to allocate to each priority level that can use it",
             self.fair_fraction.clone(),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_level_s_ratios_are_registered_and_shared() {
+        let metrics = FlowMetrics::default();
+        let first = metrics.level_ratios("l", 60);
+        let again = metrics.level_ratios("l", 60);
+        first.waiting.set_numerator(2.0);
+        again.executing.set_numerator(1.0);
+        let mut registry = Registry::default();
+        metrics.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for family in [
+            "apiserver_flowcontrol_priority_level_seat_utilization",
+            "apiserver_flowcontrol_priority_level_request_utilization",
+            "apiserver_flowcontrol_demand_seats",
+            "apiserver_flowcontrol_read_vs_write_current_requests",
+        ] {
+            assert!(
+                text.contains(&format!("# TYPE {family} histogram")),
+                "{text}"
+            );
+        }
+        let waiting = r#"apiserver_flowcontrol_priority_level_request_utilization_count{phase="waiting",priority_level="l"}"#;
+        assert!(text.contains(waiting), "{text}");
     }
 }

@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::estimate::WorkEstimate;
-use crate::metrics::FlowHandles;
+use crate::metrics::{FlowHandles, LevelRatios};
 
 /// How long a request is assumed to hold its seats until it finishes (upstream's
 /// estimated service duration), in seconds.
@@ -101,6 +101,13 @@ pub(crate) struct Described {
     pub handles: Arc<FlowHandles>,
 }
 
+impl Described {
+    /// Whether the request writes (upstream's read-only verbs are get, list and watch).
+    fn mutating(&self) -> bool {
+        !matches!(self.verb.as_str(), "get" | "list" | "watch")
+    }
+}
+
 /// One level's seats and queues.
 pub(crate) struct QueueSet {
     pub(crate) name: String,
@@ -110,6 +117,8 @@ pub(crate) struct QueueSet {
 struct State {
     /// How the level admits requests; a limited level's queuing changes in place.
     kind: Kind,
+    /// The level's timing ratios, kept up to date with its seats and requests.
+    ratios: LevelRatios,
     limit: usize,
     seats_in_use: usize,
     waiting: usize,
@@ -405,6 +414,7 @@ impl QueueSet {
             name: name.to_string(),
             state: Mutex::new(State {
                 kind,
+                ratios: LevelRatios::default(),
                 limit,
                 seats_in_use: 0,
                 waiting: 0,
@@ -480,7 +490,8 @@ impl QueueSet {
         queue.waiting_work += waiting.work();
         queue.waiting_seats += seats;
         queue.waiting_initial += estimate.initial;
-        waiting.described.handles.waiting(1, seats);
+        let mutating = waiting.described.mutating();
+        waiting.described.handles.waiting(1, seats, mutating);
         queue.waiting.push_back(waiting);
         state.waiting += 1;
         state.waiting_seats += seats;
@@ -519,7 +530,11 @@ impl QueueSet {
             .remove(position)
             .expect("position is in the queue");
         queue.left(&waiting);
-        waiting.described.handles.waiting(-1, waiting.seats);
+        let mutating = waiting.described.mutating();
+        waiting
+            .described
+            .handles
+            .waiting(-1, waiting.seats, mutating);
         state.waiting -= 1;
         state.waiting_seats -= waiting.seats;
         state.rejected += 1;
@@ -535,6 +550,7 @@ impl QueueSet {
         let mut state = self.state.lock();
         state.advance(now);
         state.limit = limit;
+        state.note_limits();
         state.dispatch(self, now);
     }
 
@@ -556,6 +572,14 @@ impl QueueSet {
         }
     }
 
+    /// Reports the level's utilization and demand to `ratios` from now on.
+    pub(crate) fn report_to(&self, ratios: LevelRatios) {
+        let mut state = self.state.lock();
+        state.ratios = ratios;
+        state.note_limits();
+        state.note_demand(Instant::now());
+    }
+
     /// How the level admits requests now.
     pub(crate) fn kind(&self) -> Kind {
         self.state.lock().kind
@@ -569,6 +593,7 @@ impl QueueSet {
     pub(crate) fn reconfigure(self: &Arc<Self>, kind: Kind) {
         let mut state = self.state.lock();
         state.kind = kind;
+        state.note_limits();
         if let Kind::Queue(queuing) = kind
             && queuing.queues > state.queues.len()
         {
@@ -666,6 +691,32 @@ impl State {
     fn note_demand(&mut self, now: Instant) {
         let demand = (self.seats_in_use + self.waiting_seats) as f64;
         self.demand.set(now, demand);
+        let events = self.event_seats();
+        let ratios = &self.ratios;
+        ratios
+            .seats
+            .set_numerator((self.seats_in_use + events) as f64);
+        ratios.executing.set_numerator(self.executing.len() as f64);
+        ratios.waiting.set_numerator(self.waiting as f64);
+        ratios.demand.set_numerator(demand);
+    }
+
+    /// Sets the ratios' denominators from the limit and queuing: seats (or the fallback
+    /// when the level has none) for what executes, queue capacity for what waits.
+    fn note_limits(&mut self) {
+        let ratios = &self.ratios;
+        let seats = match self.limit {
+            0 => ratios.fallback,
+            limit => limit,
+        } as f64;
+        ratios.seats.set_denominator(seats);
+        ratios.executing.set_denominator(seats);
+        ratios.demand.set_denominator(seats);
+        let capacity = match self.kind {
+            Kind::Queue(queuing) => queuing.queue_length_limit.max(1) * queuing.queues.max(1),
+            _ => 1,
+        };
+        ratios.waiting.set_denominator(capacity as f64);
     }
 
     /// Whether `seats` more fit for a request of `flow`, leaving the seats held for other
@@ -675,6 +726,12 @@ impl State {
             return self.executing.is_empty();
         }
         self.seats_in_use + self.held_seats(flow) + seats <= self.limit
+    }
+
+    /// The seats held for finished mutations' watch events.
+    fn event_seats(&self) -> usize {
+        let events = self.holds.iter().filter(|h| h.flow().is_none());
+        events.map(|h| h.seats).sum()
     }
 
     /// The seats held for flows' next requests.
@@ -705,12 +762,7 @@ impl State {
         if active == 0 {
             return;
         }
-        let events: usize = self
-            .holds
-            .iter()
-            .filter(|h| h.flow().is_none())
-            .map(|h| h.seats)
-            .sum();
+        let events = self.event_seats();
         let demand = (self.seats_in_use + events + self.waiting_seats).min(self.limit);
         self.r += elapsed * demand as f64 / active as f64;
     }
@@ -748,7 +800,7 @@ impl State {
             self.queues[index].seats_in_use += seats;
         }
         self.dispatched += 1;
-        described.handles.executing(1, seats);
+        described.handles.executing(1, seats, described.mutating());
         self.executing.insert(
             id,
             Executing {
@@ -777,7 +829,8 @@ impl State {
             return false;
         };
         self.seats_in_use -= done.seats;
-        done.described.handles.executing(-1, done.seats);
+        let mutating = done.described.mutating();
+        done.described.handles.executing(-1, done.seats, mutating);
         done.described
             .handles
             .executed(done.described.verb == "watch", duration);
@@ -855,7 +908,11 @@ impl State {
             let waiting = queue.waiting.pop_front().expect("the head is there");
             queue.left(&waiting);
             queue.next_dispatch_r = queue.next_dispatch_r.max(waiting.arrival_r) + waiting.work();
-            waiting.described.handles.waiting(-1, waiting.seats);
+            let mutating = waiting.described.mutating();
+            waiting
+                .described
+                .handles
+                .waiting(-1, waiting.seats, mutating);
             waiting.described.handles.waited(waiting.arrived);
             self.waiting -= 1;
             self.waiting_seats -= waiting.seats;

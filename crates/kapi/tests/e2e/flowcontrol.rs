@@ -624,6 +624,24 @@ async fn mutations_are_estimated_by_the_watches_they_reach() {
     );
     let seats = value("apiserver_flowcontrol_work_estimated_seats_sum");
     assert_eq!(seats, 3.0 * creates, "{metrics}");
+    // The timing ratios: nanoseconds observed, so far, of each level's utilization and
+    // demand, and of read-only and mutating requests.
+    for observed in [
+        r#"apiserver_flowcontrol_priority_level_seat_utilization_count{phase="executing",priority_level="global-default"}"#,
+        r#"apiserver_flowcontrol_priority_level_request_utilization_count{phase="waiting",priority_level="global-default"}"#,
+        r#"apiserver_flowcontrol_demand_seats_count{priority_level="global-default"}"#,
+        r#"apiserver_flowcontrol_read_vs_write_current_requests_count{phase="executing",request_kind="mutating"}"#,
+    ] {
+        assert!(
+            sample(&metrics, observed).is_some_and(|ns| ns > 0.0),
+            "{observed}: {metrics}"
+        );
+    }
+    let executing = r#"apiserver_flowcontrol_read_vs_write_current_requests_sum{phase="executing",request_kind="mutating"}"#;
+    assert!(
+        sample(&metrics, executing).is_some_and(|sum| sum > 0.0),
+        "{metrics}"
+    );
     drop(watches);
     kapi.stop().await;
 }
