@@ -35,6 +35,8 @@ const READ_VS_WRITE_BUCKETS: &[f64] = &[
 ];
 /// Upstream's buckets of a level's seat demand over its limit.
 const DEMAND_BUCKETS: &[f64] = &[0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.7, 2.0, 2.8, 4.0, 6.0];
+/// Upstream's buckets of a queue's length.
+const QUEUE_LENGTH_BUCKETS: [f64; 8] = [0.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0];
 /// Upstream's buckets of the watches a mutation reaches.
 const WATCH_COUNT_BUCKETS: [f64; 6] = [0.0, 1.0, 10.0, 100.0, 1000.0, 10000.0];
 
@@ -181,6 +183,10 @@ fn seat_histogram() -> Histogram {
     Histogram::new(SEAT_BUCKETS)
 }
 
+fn queue_length_histogram() -> Histogram {
+    Histogram::new(QUEUE_LENGTH_BUCKETS)
+}
+
 fn watch_count_histogram() -> Histogram {
     Histogram::new(WATCH_COUNT_BUCKETS)
 }
@@ -198,6 +204,8 @@ pub struct FlowMetrics {
     execution: Family<ExecutionLabels, Histogram, fn() -> Histogram>,
     estimated: Family<FlowLabels, Histogram, fn() -> Histogram>,
     watch_counts: Family<FlowLabels, Histogram, fn() -> Histogram>,
+    queue_lengths: Family<FlowLabels, Histogram, fn() -> Histogram>,
+    no_accommodation: Family<FlowLabels, Counter>,
     seat_utilization: Ratios<PhaseLevelLabels>,
     request_utilization: Ratios<PhaseLevelLabels>,
     demand: Ratios<LevelLabels>,
@@ -230,6 +238,8 @@ impl Default for FlowMetrics {
             execution: Family::new_with_constructor(duration_histogram),
             estimated: Family::new_with_constructor(seat_histogram),
             watch_counts: Family::new_with_constructor(watch_count_histogram),
+            queue_lengths: Family::new_with_constructor(queue_length_histogram),
+            no_accommodation: Family::default(),
             seat_utilization: Family::new_with_constructor(seat_utilization),
             request_utilization: Family::new_with_constructor(request_utilization),
             demand: Family::new_with_constructor(demand),
@@ -264,6 +274,8 @@ pub(crate) struct FlowHandles {
     watch: Histogram,
     estimated: Histogram,
     watch_counts: Histogram,
+    queue_lengths: Histogram,
+    no_accommodation: Counter,
     kinds: RequestKinds,
 }
 
@@ -283,6 +295,8 @@ impl Default for FlowHandles {
             watch: duration_histogram(),
             estimated: seat_histogram(),
             watch_counts: watch_count_histogram(),
+            queue_lengths: queue_length_histogram(),
+            no_accommodation: Counter::default(),
             kinds: RequestKinds::default(),
         }
     }
@@ -345,6 +359,16 @@ impl FlowHandles {
     /// A request was estimated to need `seats`.
     pub(crate) fn estimated(&self, seats: usize) {
         self.estimated.observe(seats as f64);
+    }
+
+    /// A request was enqueued in a queue now `length` long.
+    pub(crate) fn enqueued(&self, length: usize) {
+        self.queue_lengths.observe(length as f64);
+    }
+
+    /// A dispatch found this flow's request at the head without the seats it needs.
+    pub(crate) fn not_accommodated(&self) {
+        self.no_accommodation.inc();
     }
 
     /// A mutation was estimated to reach `watches` watches.
@@ -414,6 +438,8 @@ impl FlowMetrics {
             watch: execution("watch"),
             estimated: self.estimated.get_or_create(&flow).clone(),
             watch_counts: self.watch_counts.get_or_create(&flow).clone(),
+            queue_lengths: self.queue_lengths.get_or_create(&flow).clone(),
+            no_accommodation: self.no_accommodation.get_or_create(&flow).clone(),
             kinds: self.kinds.clone(),
         })
     }
@@ -531,6 +557,16 @@ impl FlowMetrics {
             "apiserver_flowcontrol_watch_count_samples",
             "count of watchers for mutating requests in API Priority and Fairness",
             self.watch_counts.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_queue_length_after_enqueue",
+            "Length of queue in the API Priority and Fairness subsystem, as seen by each request after it is enqueued",
+            self.queue_lengths.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_request_dispatch_no_accommodation",
+            "Number of times a dispatch attempt resulted in a non accommodation due to lack of available seats",
+            self.no_accommodation.clone(),
         );
         registry.register(
             "apiserver_flowcontrol_priority_level_seat_utilization",

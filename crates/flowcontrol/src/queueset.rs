@@ -492,7 +492,9 @@ impl QueueSet {
         queue.waiting_initial += estimate.initial;
         let mutating = waiting.described.mutating();
         waiting.described.handles.waiting(1, seats, mutating);
+        let handles = waiting.described.handles.clone();
         queue.waiting.push_back(waiting);
+        handles.enqueued(queue.waiting.len());
         state.waiting += 1;
         state.waiting_seats += seats;
         state.note_demand(now);
@@ -899,8 +901,10 @@ impl State {
             let head = self.queues[index].waiting.front();
             let head = head.expect("a queue with a waiting head");
             let (seats, flow) = (head.seats, head.flow);
+            let handles = head.described.handles.clone();
             self.drop_holds_behind(flow, finish);
             if !self.fits(seats, Some(flow)) {
+                handles.not_accommodated();
                 break;
             }
             self.use_holds(now, Some(flow), seats);

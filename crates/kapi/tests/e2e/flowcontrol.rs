@@ -566,6 +566,17 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
         count("apiserver_flowcontrol_current_executing_requests", "}"),
         Some(3.0)
     );
+    // Each queued request saw its queue's length, and found no seats when it was the head.
+    let enqueued = count(
+        "apiserver_flowcontrol_request_queue_length_after_enqueue_count",
+        "}",
+    );
+    assert!(enqueued.is_some_and(|n| n >= 2.0), "{metrics}");
+    let unaccommodated = count(
+        "apiserver_flowcontrol_request_dispatch_no_accommodation_total",
+        "}",
+    );
+    assert!(unaccommodated.is_some_and(|n| n >= 1.0), "{metrics}");
     let dropped = r#"apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="resource",component="apiserver",code="429"}"#;
     assert_eq!(sample(&metrics, dropped), Some(2.0));
 
