@@ -86,6 +86,12 @@ pub struct ServeOptions {
     #[arg(long)]
     pub storage_media_type: Option<StorageMediaType>,
 
+    /// How many MiB of protobuf encodings the watch caches keep, so that protobuf LISTs of
+    /// objects already sent in protobuf copy them as JSON LISTs copy stored JSON; 0 keeps
+    /// none. kapi's own (kube-apiserver encodes each response).
+    #[arg(long, default_value_t = kapi_server::cacher::DEFAULT_BUDGET >> 20)]
+    pub watch_cache_protobuf_mb: usize,
+
     /// The file (an EncryptionConfiguration) saying how resources are encrypted in storage:
     /// identity, aescbc, aesgcm, secretbox and KMS v2 providers, values in kube-apiserver's
     /// format.

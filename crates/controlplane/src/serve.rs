@@ -161,6 +161,7 @@ fn server_config(options: &ServeOptions, pki: &PkiFiles) -> Result<ServerConfig>
     let client_ca = options.client_ca_file.as_ref().unwrap_or(&pki.ca_cert);
     let tls = TlsConfig::from_pem_files(cert, key, Some(client_ca))?;
     let mut config = ServerConfig::new(tls);
+    kapi_server::cacher::set_budget(options.watch_cache_protobuf_mb.saturating_mul(1 << 20));
     config.bind_address = options.bind_address;
     config.secure_port = options.secure_port;
     config.max_requests_inflight = options.max_requests_inflight;

@@ -14,7 +14,6 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -27,6 +26,10 @@ use kapi_storage::{
 use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
+
+mod encodings;
+pub(crate) use encodings::KeptBytesGauge;
+pub use encodings::{DEFAULT_BUDGET, Encodings, kept_bytes, set_budget};
 
 /// How many recent events the cache keeps for watches that resume from a revision.
 const EVENT_WINDOW: usize = 10_000;
@@ -52,36 +55,9 @@ pub struct CachedObject {
     pub labels: BTreeMap<String, String>,
     /// Selectable fields besides metadata.name and metadata.namespace.
     pub fields: Vec<(crate::resource::Name, String)>,
-    /// The length of the object's encoding in one response format, remembered by the first
-    /// response that encodes it, so that later ones know it before encoding.
-    pub encoded_len: EncodedLen,
-}
-
-/// A memo of the length of one encoding of an object (of its bytes at its revision): the
-/// encoding's identity (any nonzero number its encoder chooses) and the length, in one
-/// atomic word, so that readers never see one without the other. A protobuf LIST must write
-/// its items' total length before the first item; with the lengths known it can encode the
-/// items as the client reads instead of holding them all (see the LIST body).
-#[derive(Debug, Default)]
-pub struct EncodedLen(AtomicU64);
-
-impl EncodedLen {
-    /// The remembered length of the encoding `encoding`, if that is the one remembered.
-    pub fn get(&self, encoding: u32) -> Option<usize> {
-        let word = self.0.load(Ordering::Relaxed);
-        (encoding != 0 && (word >> 32) as u32 == encoding).then_some(word as u32 as usize)
-    }
-
-    /// Remembers `len` as the length of the encoding `encoding` (a length that does not fit
-    /// 32 bits is not remembered).
-    pub fn set(&self, encoding: u32, len: usize) {
-        if let Ok(len) = u32::try_from(len) {
-            self.0.store(
-                u64::from(encoding) << 32 | u64::from(len),
-                Ordering::Relaxed,
-            );
-        }
-    }
+    /// The object's encoding in one response format, as much of it as the first response
+    /// that encodes it could remember (see [`Encodings`]).
+    pub encodings: Encodings,
 }
 
 impl CachedObject {
@@ -108,7 +84,7 @@ impl CachedObject {
             namespace: self.namespace.clone(),
             labels: self.labels.clone(),
             fields: self.fields.clone(),
-            encoded_len: EncodedLen::default(),
+            encodings: Encodings::default(),
         }
     }
 }
@@ -446,7 +422,7 @@ impl Cacher {
             namespace: text(&meta["namespace"]),
             labels,
             fields: (self.fields)(&parsed),
-            encoded_len: EncodedLen::default(),
+            encodings: Encodings::default(),
         }
     }
 

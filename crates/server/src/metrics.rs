@@ -109,6 +109,11 @@ impl Metrics {
             "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
             durations.clone(),
         );
+        registry.register(
+            "kapi_watch_cache_protobuf_bytes",
+            "Bytes of protobuf encodings the watch caches of the process keep for LISTs (see --watch-cache-protobuf-mb)",
+            crate::cacher::KeptBytesGauge,
+        );
         Metrics {
             registry,
             requests,

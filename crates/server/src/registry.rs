@@ -51,8 +51,8 @@ const MODIFIED: &str =
 pub struct Item {
     pub stored: Bytes,
     pub revision: Revision,
-    /// The watch cache's object, when it was read from the cache: the memo of its encoded
-    /// length (see [`crate::cacher::EncodedLen`]).
+    /// The watch cache's object, when it was read from the cache: what it remembers of its
+    /// encodings (see [`crate::cacher::Encodings`]).
     pub cached: Option<Arc<CachedObject>>,
 }
 

@@ -298,11 +298,29 @@ fn frames(mut body: &[u8]) -> Vec<(String, Value)> {
 /// sends one: it keeps the first megabyte of items it encoded to measure and encodes the rest
 /// again as it sends them, and the watch cache remembers each object's length, so that later
 /// LISTs encode as the client reads. Every path must give the list the JSON gives: a list
-/// over that megabyte (first, and again with the lengths remembered), pages of it, and a
-/// list at an exact resourceVersion, read from storage where nothing is remembered.
+/// over that megabyte (first, and again with the encodings kept or the lengths remembered),
+/// after one of its objects changed, pages of it, and a list at an exact resourceVersion,
+/// read from storage where nothing is remembered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_lists_in_protobuf_read_the_same_as_in_json() {
-    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let kept = large_lists_read_the_same(&[]).await;
+    assert!(
+        kept > 300 * 8 * 1024,
+        "every item's encoding is kept: {kept}"
+    );
+}
+
+/// The same with a budget that keeps the encodings of some items of the list only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_lists_in_protobuf_read_the_same_beyond_the_kept_encodings() {
+    let kept = large_lists_read_the_same(&["--watch-cache-protobuf-mb=1"]).await;
+    assert!((1..=1 << 20).contains(&kept), "within the budget: {kept}");
+}
+
+/// Runs the large-list checks on a server started with `flags`; returns the bytes of
+/// encodings its watch caches keep at the end.
+async fn large_lists_read_the_same(flags: &[&str]) -> u64 {
+    let kapi = Kapi::start(Backend::Embedded, flags).await;
     let admin = kapi.admin();
     admin
         .create("/api/v1/namespaces", json!({"metadata": {"name": "big"}}))
@@ -319,6 +337,14 @@ async fn large_lists_in_protobuf_read_the_same_as_in_json() {
             .await
             .expect("the whole list");
     }
+    let changed = json!({"metadata": {"name": "cm-000"}, "data": {"value": "changed"}});
+    let reply = admin
+        .write(Method::PUT, &format!("{configmaps}/cm-000"), &changed)
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.json());
+    same_in_both(&admin, configmaps)
+        .await
+        .expect("the list after a change");
     same_in_both(&admin, &format!("{configmaps}?limit=100"))
         .await
         .expect("a page");
@@ -336,5 +362,13 @@ async fn large_lists_in_protobuf_read_the_same_as_in_json() {
             .is_some_and(|n| n.starts_with("cm-"))
     });
     assert_eq!(made.count(), 300);
+    assert_eq!(proto["items"][0]["data"]["value"], "changed");
+    let metrics = admin.get("/metrics").await.body;
+    let kept = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("kapi_watch_cache_protobuf_bytes "))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("kapi_watch_cache_protobuf_bytes");
     kapi.stop().await;
+    kept
 }

@@ -197,10 +197,11 @@ impl Entry {
 
 /// How many bytes of encoded items a protobuf LIST keeps from measuring them to sending them.
 /// A protobuf list writes its items' total length before the first item, so every item's
-/// length must be known before the response starts. Items measured by an earlier response
-/// (the watch cache remembers their lengths) are encoded as the client reads, as JSON items
-/// are; the others are encoded to be measured, and kept up to this much, beyond which they
-/// are encoded again when sent, so that a LIST's memory stays bounded.
+/// length must be known before the response starts. Items whose encoding the watch cache
+/// keeps are shared with it, as JSON items share their stored bytes. Items measured by an
+/// earlier response (the cache remembers their lengths) are encoded as the client reads,
+/// as JSON items are; the others are encoded to be measured, and kept up to this much,
+/// beyond which they are encoded again when sent, so that a LIST's memory stays bounded.
 const PROTOBUF_KEPT: usize = 1 << 20;
 
 /// The encoder of a protobuf list of the resource, or of its PartialObjectMetadataList.
@@ -241,23 +242,35 @@ fn measure(
         scratch.clear();
         let entry = match (entry, partial) {
             (Entry::Stored(item), None) => {
-                let memo = item.cached.as_ref().map(|cached| &cached.encoded_len);
-                let len = match memo.and_then(|memo| memo.get(encoding)) {
+                let memo = item.cached.as_ref().map(|cached| &cached.encodings);
+                if let Some(bytes) = memo.and_then(|memo| memo.bytes(encoding)) {
+                    total += bytes.len();
+                    measured.push(Entry::Encoded(bytes));
+                    continue;
+                }
+                let len = match memo.and_then(|memo| memo.len(encoding)) {
                     Some(len) => len,
                     None => {
                         encode_stored(encoder, &item, &mut scratch, &mut json)?;
                         if let Some(memo) = memo {
-                            memo.set(encoding, scratch.len());
+                            memo.set_len(encoding, scratch.len());
                         }
                         scratch.len()
                     }
                 };
                 total += len;
-                if scratch.is_empty() || kept >= PROTOBUF_KEPT {
-                    Entry::Measured(item, len)
-                } else {
-                    kept += len;
-                    Entry::Encoded(Bytes::copy_from_slice(&scratch))
+                let shared = memo
+                    .filter(|_| !scratch.is_empty())
+                    .and_then(|memo| memo.keep(encoding, &scratch));
+                match shared {
+                    Some(bytes) => Entry::Encoded(bytes),
+                    None if scratch.is_empty() || kept >= PROTOBUF_KEPT => {
+                        Entry::Measured(item, len)
+                    }
+                    None => {
+                        kept += len;
+                        Entry::Encoded(Bytes::copy_from_slice(&scratch))
+                    }
                 }
             }
             (entry, partial) => {
