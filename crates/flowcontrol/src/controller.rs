@@ -125,7 +125,8 @@ impl FlowController {
                     let set = QueueSet::new(name, kind, limits.initial());
                     let fallback =
                         ((self.server_concurrency as f64 / 10.0).round() as usize).max(1);
-                    set.report_to(self.metrics.level_ratios(name, fallback));
+                    let ratios = self.metrics.level_ratios(name, fallback);
+                    set.report_to(ratios, self.metrics.level_progress(name));
                     (set, Arc::default())
                 }
             };

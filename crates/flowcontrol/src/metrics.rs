@@ -21,7 +21,7 @@ const DURATION_BUCKETS: [f64; 13] = [
     0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
 ];
 /// Upstream's buckets of the estimated seats.
-const SEAT_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
+const SEAT_BUCKETS: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
 /// Upstream's buckets of a level's seat utilization.
 const SEAT_UTILIZATION_BUCKETS: &[f64] = &[
     0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
@@ -86,6 +86,18 @@ struct PhaseKindLabels {
     request_kind: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BoundLabels {
+    priority_level: String,
+    bound: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EpochLabels {
+    priority_level: String,
+    success: &'static str,
+}
+
 type Ratios<L> = Family<L, TimingRatio, fn() -> TimingRatio>;
 
 fn seat_utilization() -> TimingRatio {
@@ -128,6 +140,27 @@ impl Default for LevelRatios {
             fallback: 1,
         }
     }
+}
+
+/// One level's fair-queuing progress in virtual time (seat-seconds), which its queue set
+/// keeps up to date: upstream's `current_r`, `dispatch_r`, `latest_s`, `next_s_bounds`,
+/// `next_discounted_s_bounds` and `epoch_advance_total`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LevelProgress {
+    /// R when it last changed.
+    pub current_r: FloatGauge,
+    /// R at the last dispatch.
+    pub dispatch_r: FloatGauge,
+    /// The virtual start of the request dispatched last.
+    pub latest_s: FloatGauge,
+    /// The least and greatest virtual start of the queues' oldest waiting requests, as
+    /// of the last dispatch.
+    pub next_s: [FloatGauge; 2],
+    /// The same less each queue's estimated work in progress.
+    pub next_discounted_s: [FloatGauge; 2],
+    /// Times R was wound back, by whether every reading it was taken from stayed whole:
+    /// failed, succeeded.
+    pub epoch_advances: [Counter; 2],
 }
 
 /// The read-only and mutating requests waiting and executing, over every level (upstream's
@@ -221,6 +254,12 @@ pub struct FlowMetrics {
     smoothed: Family<LevelLabels, FloatGauge>,
     target: Family<LevelLabels, FloatGauge>,
     fair_fraction: FloatGauge,
+    current_r: Family<LevelLabels, FloatGauge>,
+    dispatch_r: Family<LevelLabels, FloatGauge>,
+    latest_s: Family<LevelLabels, FloatGauge>,
+    next_s: Family<BoundLabels, FloatGauge>,
+    next_discounted_s: Family<BoundLabels, FloatGauge>,
+    epoch_advances: Family<EpochLabels, Counter>,
 }
 
 impl Default for FlowMetrics {
@@ -255,6 +294,12 @@ impl Default for FlowMetrics {
             smoothed: Family::default(),
             target: Family::default(),
             fair_fraction: FloatGauge::default(),
+            current_r: Family::default(),
+            dispatch_r: Family::default(),
+            latest_s: Family::default(),
+            next_s: Family::default(),
+            next_discounted_s: Family::default(),
+            epoch_advances: Family::default(),
         }
     }
 }
@@ -499,6 +544,40 @@ impl FlowMetrics {
         }
     }
 
+    /// The progress gauges of the level `name`, registered (and shared by every set that
+    /// asks for the same level's).
+    pub(crate) fn level_progress(&self, name: &str) -> LevelProgress {
+        let level = LevelLabels {
+            priority_level: name.to_string(),
+        };
+        let bound = |bound| BoundLabels {
+            priority_level: name.to_string(),
+            bound,
+        };
+        let epoch = |success| EpochLabels {
+            priority_level: name.to_string(),
+            success,
+        };
+        // One entry at a time (see `level_ratios`).
+        let current_r = self.current_r.get_or_create(&level).clone();
+        let dispatch_r = self.dispatch_r.get_or_create(&level).clone();
+        let latest_s = self.latest_s.get_or_create(&level).clone();
+        let s_min = self.next_s.get_or_create(&bound("min")).clone();
+        let s_max = self.next_s.get_or_create(&bound("max")).clone();
+        let ds_min = self.next_discounted_s.get_or_create(&bound("min")).clone();
+        let ds_max = self.next_discounted_s.get_or_create(&bound("max")).clone();
+        let failed = self.epoch_advances.get_or_create(&epoch("false")).clone();
+        let succeeded = self.epoch_advances.get_or_create(&epoch("true")).clone();
+        LevelProgress {
+            current_r,
+            dispatch_r,
+            latest_s,
+            next_s: [s_min, s_max],
+            next_discounted_s: [ds_min, ds_max],
+            epoch_advances: [failed, succeeded],
+        }
+    }
+
     /// Reports the fair fraction of the last allocation.
     pub(crate) fn fair_fraction(&self, fraction: f64) {
         self.fair_fraction.set(fraction);
@@ -632,6 +711,36 @@ impl FlowMetrics {
             "apiserver_flowcontrol_target_seats",
             "Seat allocation targets",
             self.target.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_current_r",
+            "R(time of last change)",
+            self.current_r.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_dispatch_r",
+            "R(time of last dispatch)",
+            self.dispatch_r.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_latest_s",
+            "S(most recently dispatched request)",
+            self.latest_s.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_next_s_bounds",
+            "min and max, over queues, of S(oldest waiting request in queue)",
+            self.next_s.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_next_discounted_s_bounds",
+            "min and max, over queues, of S(oldest waiting request in queue) - estimated work in progress",
+            self.next_discounted_s.clone(),
+        );
+        registry.register(
+            "apiserver_flowcontrol_epoch_advance",
+            "Number of times the queueset's progress meter jumped backward",
+            self.epoch_advances.clone(),
         );
         registry.register(
             "apiserver_flowcontrol_seat_fair_frac",

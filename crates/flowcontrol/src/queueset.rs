@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::estimate::WorkEstimate;
-use crate::metrics::{FlowHandles, LevelRatios};
+use crate::metrics::{FlowHandles, LevelProgress, LevelRatios};
 
 /// How long a request is assumed to hold its seats until it finishes (upstream's
 /// estimated service duration), in seconds.
@@ -47,6 +47,11 @@ const SERVICE_ESTIMATE: f64 = 0.003;
 /// longer than a busy client takes to answer one response with its next request (on the
 /// 2-core machine of the fairness benchmark, 5 ms kept about half of what 20 ms keeps).
 pub(crate) const ANTICIPATION: Duration = Duration::from_millis(20);
+/// How far R is wound back when it reaches [`HIGH_R`] (upstream's `rDecrement`: half the
+/// seat-seconds its fixed-point R can count), and with it every reading taken from it.
+const R_DECREMENT: f64 = u64::MAX as f64 / 1e8 / 2.0;
+/// The R at which it is wound back (upstream's `highR`).
+const HIGH_R: f64 = R_DECREMENT * 1.5;
 /// The share of a level's seats that may be held at once (one in eight), which bounds
 /// what flows that do not come back cost the others.
 const MAX_HELD_SHARE: usize = 8;
@@ -119,6 +124,8 @@ struct State {
     kind: Kind,
     /// The level's timing ratios, kept up to date with its seats and requests.
     ratios: LevelRatios,
+    /// The level's progress in virtual time, for its metrics.
+    progress: LevelProgress,
     limit: usize,
     seats_in_use: usize,
     waiting: usize,
@@ -415,6 +422,7 @@ impl QueueSet {
             state: Mutex::new(State {
                 kind,
                 ratios: LevelRatios::default(),
+                progress: LevelProgress::default(),
                 limit,
                 seats_in_use: 0,
                 waiting: 0,
@@ -574,10 +582,13 @@ impl QueueSet {
         }
     }
 
-    /// Reports the level's utilization and demand to `ratios` from now on.
-    pub(crate) fn report_to(&self, ratios: LevelRatios) {
+    /// Reports the level's utilization and demand to `ratios`, and its progress in virtual
+    /// time to `progress`, from now on.
+    pub(crate) fn report_to(&self, ratios: LevelRatios, progress: LevelProgress) {
         let mut state = self.state.lock();
         state.ratios = ratios;
+        progress.current_r.set(state.r);
+        state.progress = progress;
         state.note_limits();
         state.note_demand(Instant::now());
     }
@@ -767,6 +778,38 @@ impl State {
         let events = self.event_seats();
         let demand = (self.seats_in_use + events + self.waiting_seats).min(self.limit);
         self.r += elapsed * demand as f64 / active as f64;
+        if self.r >= HIGH_R {
+            self.advance_epoch();
+        }
+        self.progress.current_r.set(self.r);
+    }
+
+    /// Winds R back by [`R_DECREMENT`], and every reading taken from it (the queues' next
+    /// dispatches and the waiting requests' arrivals), as upstream does before its
+    /// fixed-point R would overflow. An idle queue's next dispatch starts again from zero (it
+    /// is raised to R when a request arrives). Counted as failed when a reading was behind
+    /// the decrement (upstream's underflow).
+    fn advance_epoch(&mut self) {
+        self.r -= R_DECREMENT;
+        let mut whole = true;
+        for queue in &mut self.queues {
+            if queue.waiting.is_empty() && queue.executing == 0 {
+                queue.next_dispatch_r = 0.0;
+                continue;
+            }
+            whole &= queue.next_dispatch_r >= R_DECREMENT;
+            queue.next_dispatch_r -= R_DECREMENT;
+            for waiting in &mut queue.waiting {
+                whole &= waiting.arrival_r >= R_DECREMENT;
+                waiting.arrival_r -= R_DECREMENT;
+            }
+        }
+        tracing::info!(
+            r = self.r,
+            whole,
+            "a priority level's virtual time was wound back"
+        );
+        self.progress.epoch_advances[usize::from(whole)].inc();
     }
 
     /// The queue of the hand dealt to flow `hash` with the least waiting work, starting at a
@@ -908,6 +951,7 @@ impl State {
                 break;
             }
             self.use_holds(now, Some(flow), seats);
+            self.note_dispatch(index);
             let queue = &mut self.queues[index];
             let waiting = queue.waiting.pop_front().expect("the head is there");
             queue.left(&waiting);
@@ -938,6 +982,33 @@ impl State {
         }
         self.remove_idle_queues();
         self.note_demand(now);
+    }
+
+    /// Reports a dispatch from queue `index`: R now, its head's virtual start, and the
+    /// bounds of the waiting heads' virtual starts (plain, and less each queue's estimated
+    /// work in progress), as upstream reports each dispatch.
+    fn note_dispatch(&self, index: usize) {
+        let (mut s, mut discounted) = ([f64::MAX, f64::MIN], [f64::MAX, f64::MIN]);
+        for queue in &self.queues {
+            let Some(head) = queue.waiting.front() else {
+                continue;
+            };
+            let start = queue.next_dispatch_r.max(head.arrival_r);
+            let less = start - queue.seats_in_use as f64 * SERVICE_ESTIMATE;
+            s = [s[0].min(start), s[1].max(start)];
+            discounted = [discounted[0].min(less), discounted[1].max(less)];
+        }
+        let queue = &self.queues[index];
+        let head = queue.waiting.front().expect("the head is there");
+        let progress = &self.progress;
+        progress.dispatch_r.set(self.r);
+        progress
+            .latest_s
+            .set(queue.next_dispatch_r.max(head.arrival_r));
+        for bound in 0..2 {
+            progress.next_s[bound].set(s[bound]);
+            progress.next_discounted_s[bound].set(discounted[bound]);
+        }
     }
 
     /// Gives up the holds of flows whose next request would come after the one fair

@@ -5,7 +5,8 @@
 //! upstream counts: resource requests that reached a route (component `apiserver`), the
 //! health endpoints' roots (subresource = the path, other labels empty), and the requests the
 //! in-flight limit rejected. `/metrics` answers in the OpenMetrics text format, which
-//! Prometheus reads.
+//! Prometheus reads. The in-flight and in-queue watermarks (`watermark.rs`) are upstream's
+//! too.
 
 use std::time::Duration;
 
@@ -20,6 +21,9 @@ use prometheus_client::registry::Registry;
 
 use crate::body::{Body, full};
 use crate::query;
+
+mod watermark;
+pub use watermark::{Counted, Watermarks};
 
 /// Upstream's buckets for `apiserver_request_duration_seconds`.
 const DURATION_BUCKETS: [f64; 23] = [
@@ -85,6 +89,10 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<CodeLabels, Counter>,
     durations: Family<RequestLabels, Histogram, fn() -> Histogram>,
+    /// Requests executing under a limit (the in-flight limit's slots, or API Priority and
+    /// Fairness's seats), and requests waiting in flow control's queues.
+    executing: Watermarks,
+    waiting: Watermarks,
 }
 
 impl Default for Metrics {
@@ -109,6 +117,17 @@ impl Metrics {
             "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
             durations.clone(),
         );
+        let (executing, waiting) = (Watermarks::default(), Watermarks::default());
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
+            executing.clone(),
+        );
+        registry.register(
+            "apiserver_current_inqueue_requests",
+            "Maximal number of queued requests in this apiserver per request kind in last second.",
+            waiting.clone(),
+        );
         registry.register(
             "kapi_watch_cache_protobuf_bytes",
             "Bytes of protobuf encodings the watch caches of the process keep for LISTs (see --watch-cache-protobuf-mb)",
@@ -118,6 +137,8 @@ impl Metrics {
             registry,
             requests,
             durations,
+            executing,
+            waiting,
         }
     }
 
@@ -132,6 +153,17 @@ impl Metrics {
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
         self.requests.get_or_create(&labels.with_code(code)).inc();
+    }
+
+    /// Counts a request (`mutating`, or read-only) executing under a limit until the result
+    /// drops.
+    pub fn executing(&self, mutating: bool) -> Counted {
+        self.executing.count(mutating)
+    }
+
+    /// Counts a request waiting in a flow-control queue until the result drops.
+    pub fn waiting(&self, mutating: bool) -> Counted {
+        self.waiting.count(mutating)
     }
 
     /// Counts one request rejected before it ran (upstream's `RecordDroppedRequest`).

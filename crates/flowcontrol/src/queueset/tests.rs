@@ -286,3 +286,77 @@ fn demand_is_time_weighted() {
     assert!((deviation - 2.0).abs() < 1e-9);
     assert_eq!(max, 4.0);
 }
+
+#[tokio::test]
+async fn dispatches_report_virtual_time_as_upstream() {
+    let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+    let progress = LevelProgress::default();
+    set.report_to(LevelRatios::default(), progress.clone());
+    let Admit::Now(running) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
+        panic!("the first runs at once");
+    };
+    let waiters: Vec<_> = [2, 99]
+        .into_iter()
+        .map(
+            |flow| match set.admit(flow, WorkEstimate::seats(1), described("a")) {
+                Admit::Queued(w) => w,
+                _ => panic!("queued"),
+            },
+        )
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    drop(running);
+    // R advanced while the first ran; the next request's dispatch is reported.
+    let (r, dispatch_r) = (progress.current_r.get(), progress.dispatch_r.get());
+    assert!(
+        r > 0.0 && dispatch_r > 0.0 && dispatch_r <= r,
+        "{r} {dispatch_r}"
+    );
+    let [s_min, s_max] = progress.next_s.clone().map(|g| g.get());
+    assert!(s_min <= s_max, "{s_min} {s_max}");
+    assert!(progress.latest_s.get() >= s_min);
+    let [d_min, d_max] = progress.next_discounted_s.clone().map(|g| g.get());
+    assert!(d_min <= s_min && d_max <= s_max, "{d_min} {d_max}");
+    let far = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    for waiter in waiters {
+        drop(waiter.wait(far).await.expect("dispatched"));
+    }
+    assert_eq!(progress.epoch_advances.clone().map(|c| c.get()), [0, 0]);
+}
+
+#[test]
+fn virtual_time_is_wound_back_before_it_grows_too_large() {
+    let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+    let progress = LevelProgress::default();
+    set.report_to(LevelRatios::default(), progress.clone());
+    let Admit::Now(running) = set.admit(1, WorkEstimate::seats(1), described("a")) else {
+        panic!("the first runs at once");
+    };
+    let waiter = match set.admit(2, WorkEstimate::seats(1), described("a")) {
+        Admit::Queued(w) => w,
+        _ => panic!("queued"),
+    };
+    {
+        let mut state = set.state.lock();
+        state.r = HIGH_R;
+        for queue in &mut state.queues {
+            queue.next_dispatch_r += HIGH_R;
+            for waiting in &mut queue.waiting {
+                waiting.arrival_r += HIGH_R;
+            }
+        }
+        state.advance(Instant::now());
+        assert!(state.r < HIGH_R - R_DECREMENT / 2.0, "{}", state.r);
+        let busy = state
+            .queues
+            .iter()
+            .filter(|q| !q.waiting.is_empty() || q.executing > 0);
+        for queue in busy {
+            assert!(queue.next_dispatch_r >= 0.0 && queue.next_dispatch_r < R_DECREMENT);
+        }
+    }
+    assert_eq!(progress.epoch_advances.clone().map(|c| c.get()), [0, 1]);
+    assert!(progress.current_r.get() < R_DECREMENT);
+    drop(waiter);
+    drop(running);
+}

@@ -548,6 +548,27 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
             .status,
         403
     );
+    // Upstream's watermarks: the most requests waiting (and executing) in the last second.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = admin.get("/metrics").await.body;
+        let waiting = sample(
+            &metrics,
+            r#"apiserver_current_inqueue_requests{request_kind="mutating"}"#,
+        );
+        let executing = sample(
+            &metrics,
+            r#"apiserver_current_inflight_requests{request_kind="mutating"}"#,
+        );
+        if waiting == Some(2.0) && executing.is_some_and(|n| n >= 3.0) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "waiting {waiting:?}, executing {executing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let metrics = admin.get("/metrics").await.body;
     let labels = r#"{priority_level="flood",flow_schema="flood""#;
     let count = |name: &str, rest: &str| sample(&metrics, &format!("{name}{labels}{rest}"));
@@ -585,6 +606,31 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
         assert_eq!(request.release().await, "HTTP/1.1 201 Created");
     }
     wait_for_level(&admin, "flood", &["0", "true", "false", "0", "0"]).await;
+    // The level's progress in virtual time, as of the queued requests' dispatches.
+    let metrics = admin.get("/metrics").await.body;
+    let level = |name: &str, rest: &str| {
+        let found = sample(
+            &metrics,
+            &format!(r#"apiserver_flowcontrol_{name}{{priority_level="flood"{rest}}}"#),
+        );
+        found.unwrap_or_else(|| panic!("{name}{rest}: {metrics}"))
+    };
+    let (r, dispatch_r) = (level("current_r", ""), level("dispatch_r", ""));
+    assert!(
+        r > 0.0 && dispatch_r > 0.0 && dispatch_r <= r,
+        "{r} {dispatch_r}"
+    );
+    let (s_min, s_max) = (
+        level("next_s_bounds", r#",bound="min""#),
+        level("next_s_bounds", r#",bound="max""#),
+    );
+    assert!(
+        s_min <= s_max && level("latest_s", "") >= s_min,
+        "{metrics}"
+    );
+    let discounted = level("next_discounted_s_bounds", r#",bound="min""#);
+    assert!(discounted <= s_min, "{metrics}");
+    assert_eq!(level("epoch_advance_total", r#",success="true""#), 0.0);
     kapi.stop().await;
 }
 

@@ -503,10 +503,22 @@ async fn lists_nobody_reads_hold_little_memory_and_are_cut_at_the_request_timeou
     // Past the request timeout (and the 2 s in which a 504 could still be written), no
     // response may still be open; the test reads nothing until then.
     let mut peak = before;
+    let mut in_flight = None;
     while sent.elapsed() < REQUEST_TIMEOUT + Duration::from_secs(3) {
         peak = peak.max(rss(pid));
+        // Upstream's watermark: the most read-only requests in flight in the last second.
+        if in_flight.is_none() && sent.elapsed() > Duration::from_secs(2) {
+            let metrics = admin.get("/metrics").await.body;
+            let read_only = r#"apiserver_current_inflight_requests{request_kind="readOnly"} "#;
+            in_flight = metrics.lines().find_map(|line| {
+                let value = line.strip_prefix(read_only)?;
+                value.trim().parse::<u64>().ok()
+            });
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let in_flight = in_flight.expect("apiserver_current_inflight_requests");
+    assert!((200..=400).contains(&in_flight), "{in_flight} in flight");
     let ready = admin.get("/readyz").await;
     assert_eq!((ready.status, ready.body.as_str()), (200, "ok"));
     let growth = peak.saturating_sub(before);

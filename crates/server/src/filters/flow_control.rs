@@ -9,7 +9,8 @@
 //! of the FlowSchema and priority level the request matched (`X-Kubernetes-PF-FlowSchema-UID`,
 //! `X-Kubernetes-PF-PriorityLevel-UID`), refusals included. Long-running requests other
 //! than watches (proxy, exec, attach, logs, port-forward) are neither classified nor
-//! limited, as upstream's.
+//! limited, as upstream's. Requests waiting and executing are reported as upstream's
+//! `apiserver_current_inqueue_requests` and `apiserver_current_inflight_requests`.
 //!
 //! A request may wait a quarter of its timeout (`--request-timeout` or its `timeout`
 //! parameter), at most a minute, as upstream's; a watch, which has no timeout, a quarter of
@@ -138,13 +139,20 @@ impl Filter for FlowControlFilter {
         };
         let metrics = self.metrics.clone();
         let control = self.control.clone();
+        let mutating = request_info_of(&request)
+            .is_some_and(|info| !matches!(info.verb.as_str(), "get" | "list" | "watch"));
         Box::pin(async move {
             let admitted = match admission {
                 Admission::Now(admitted) => admitted,
-                Admission::Later(waiting) => waiting.await,
+                Admission::Later(waiting) => {
+                    let _waiting = metrics.waiting(mutating);
+                    waiting.await
+                }
             };
             let mut response = match admitted {
                 Ok(seats) => {
+                    // Executing until its seats are given back (a watch's once initialised).
+                    let seats = (seats, metrics.executing(mutating));
                     let watch = request_info_of(&request).filter(|info| info.verb == "watch");
                     // Counted while it is served: its response lives as long as the watch.
                     let tracked = match (watch, &control) {

@@ -6,7 +6,8 @@
 //! refused, as upstream's flow control exempts probes: a server busy serving is not unhealthy.
 //!
 //! A request holds its slot until its response body has been sent, as upstream holds it
-//! until the handler has written everything.
+//! until the handler has written everything; the slots in use are reported as upstream's
+//! `apiserver_current_inflight_requests`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,7 +19,7 @@ use super::long_running::is_long_running;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
-use crate::metrics::Metrics;
+use crate::metrics::{Counted, Metrics};
 use crate::responses::internal_error;
 use kapi_apimachinery::request_info::RequestInfo;
 
@@ -32,12 +33,15 @@ struct Slots {
     used: AtomicUsize,
 }
 
-/// A taken slot, given back when dropped.
-struct Slot(Arc<Slots>);
+/// A taken slot, given back when dropped, and the request counted in flight meanwhile.
+struct Slot {
+    slots: Arc<Slots>,
+    _counted: Counted,
+}
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.used.fetch_sub(1, Ordering::AcqRel);
+        self.slots.used.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -52,14 +56,17 @@ impl Slots {
         })
     }
 
-    /// Takes a slot if one is free.
-    fn try_take(self: &Arc<Self>) -> Option<Slot> {
+    /// Takes a slot if one is free, counting it (as `mutating` or read-only) in `metrics`.
+    fn try_take(self: &Arc<Self>, metrics: &Metrics, mutating: bool) -> Option<Slot> {
         let taken = self.used.fetch_add(1, Ordering::AcqRel);
         if taken >= self.limit {
             self.used.fetch_sub(1, Ordering::AcqRel);
             return None;
         }
-        Some(Slot(self.clone()))
+        Some(Slot {
+            slots: self.clone(),
+            _counted: metrics.executing(mutating),
+        })
     }
 }
 
@@ -120,15 +127,16 @@ impl MaxInFlight {
         if is_long_running(info) || is_health_check(info) {
             return Admission::Free;
         }
-        let slots = if READ_ONLY_VERBS.contains(&info.verb.as_str()) {
-            &self.read_only
-        } else {
+        let mutating = !READ_ONLY_VERBS.contains(&info.verb.as_str());
+        let slots = if mutating {
             &self.mutating
+        } else {
+            &self.read_only
         };
         let Some(slots) = slots else {
             return Admission::Free;
         };
-        if let Some(slot) = slots.try_take() {
+        if let Some(slot) = slots.try_take(&self.metrics, mutating) {
             return Admission::Slot(slot);
         }
         let privileged = request
