@@ -133,16 +133,20 @@ fn flow_controller(
     Ok(kapi_flowcontrol::FlowController::new(concurrency, stats))
 }
 
+/// kube-apiserver's loopback user, as which its own post-start hooks write.
+fn apiserver() -> UserInfo {
+    UserInfo {
+        name: "system:apiserver".into(),
+        groups: vec!["system:masters".into(), "system:authenticated".into()],
+        ..UserInfo::default()
+    }
+}
+
 /// The identity Lease of this server and the collection of expired ones (upstream's
 /// APIServerIdentity hooks), written as kube-apiserver's loopback user.
 fn add_identity_lease_hooks(hooks: &mut PostStartHooks) -> Result<()> {
     let hostname = gethostname::gethostname().to_string_lossy().into_owned();
     let timing = kapi_controllers::IdentityLeaseTiming::default();
-    let apiserver = || UserInfo {
-        name: "system:apiserver".into(),
-        groups: vec!["system:masters".into(), "system:authenticated".into()],
-        ..UserInfo::default()
-    };
     let own = hostname.clone();
     hooks.add(
         "start-kube-apiserver-identity-lease-controller",
@@ -238,7 +242,9 @@ fn post_start_hooks(
     hooks.add(
         "priority-and-fairness-config-producer",
         move |context| async move {
-            kapi_flowcontrol::run_config_producer(flow_control, context.stopping)
+            // Upstream's consumer applies the Dangling conditions with the loopback client.
+            let client = context.loopback.client(apiserver(), "kube-apiserver");
+            kapi_flowcontrol::run_config_producer(flow_control, client, context.stopping)
                 .await
                 .map_err(Into::into)
         },

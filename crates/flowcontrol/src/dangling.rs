@@ -1,14 +1,15 @@
 //! The `Dangling` condition of FlowSchemas (upstream's config consumer writes it): `True`
 //! with reason `NotFound` when the priority level a FlowSchema names does not exist,
-//! `False` with reason `Found` when it does; written to the status only when status, reason
-//! or message changes, as field manager `api-priority-and-fairness-config-consumer-v1`.
+//! `False` with reason `Found` when it does; applied to the status (server-side apply,
+//! forced, as upstream's consumer applies it) only when status, reason or message changes,
+//! as field manager `api-priority-and-fairness-config-consumer-v1`, through a loopback
+//! client of the server's own API.
 
 use std::collections::BTreeSet;
 
 use kapi_apimachinery::meta;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::registry::Write;
-use kapi_server::resource::SubresourceKind;
+use kapi_server::loopback::LoopbackClient;
 use serde_json::{Value, json};
 
 use crate::ensurer::FlowControlResources;
@@ -20,8 +21,11 @@ const FRESH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 pub const CONFIG_CONSUMER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 /// Brings every FlowSchema's `Dangling` condition up to date with the priority levels the
-/// cache has; the first error, after trying every FlowSchema.
-pub async fn mark_dangling(resources: &FlowControlResources) -> Result<(), ApiError> {
+/// cache has, applying it through `client`; the first error, after trying every FlowSchema.
+pub async fn mark_dangling(
+    resources: &FlowControlResources,
+    client: &LoopbackClient,
+) -> Result<(), ApiError> {
     // The caches must have the writes just made (the producer's creations), or a
     // FlowSchema would be marked dangling for a moment.
     for served in [&resources.priority_levels, &resources.flow_schemas] {
@@ -48,9 +52,9 @@ pub async fn mark_dangling(resources: &FlowControlResources) -> Result<(), ApiEr
         if same {
             continue;
         }
-        if let Err(err) = write(resources, &schema, wanted).await {
-            // Gone meanwhile, or changed: its own change brings another pass.
-            if !err.is_not_found() && err.code() != 409 {
+        if let Err(err) = apply(resources, client, &schema, wanted).await {
+            // Gone meanwhile: its deletion brings another pass.
+            if !err.is_not_found() {
                 first_error.get_or_insert(err);
             }
         }
@@ -94,38 +98,30 @@ fn condition(schema: &Value, levels: &BTreeSet<String>) -> Value {
     })
 }
 
-/// Sets `condition` in `schema`'s status (in place of its `Dangling` condition, if any).
-async fn write(
+/// Applies `condition` as the `Dangling` condition of `schema`'s status. The conditions are
+/// a list keyed by type, so the apply owns this one and leaves the others to their
+/// managers.
+async fn apply(
     resources: &FlowControlResources,
+    client: &LoopbackClient,
     schema: &Value,
     condition: Value,
 ) -> Result<(), ApiError> {
-    let served = &resources.flow_schemas;
+    let definition = &resources.flow_schemas.definition;
     let name = schema["metadata"]["name"].as_str().unwrap_or_default();
-    let write = Write {
-        subresource: Some(&SubresourceKind::Status),
-        dry_run: false,
-        admission: None,
-        manager: Some(CONFIG_CONSUMER),
-    };
-    let resource = served.definition.group_resource();
-    let version = schema["metadata"]["resourceVersion"].clone();
-    served
-        .registry
-        .update(&served.definition, "", name, write, |stored| {
-            let mut object = match stored {
-                Some(stored) if stored["metadata"]["resourceVersion"] == version => stored.clone(),
-                _ => return Err(ApiError::conflict(&resource, name, "changed meanwhile")),
-            };
-            let mut kept: Vec<Value> = conditions(&object)
-                .iter()
-                .filter(|c| c["type"] != "Dangling")
-                .cloned()
-                .collect();
-            kept.push(condition.clone());
-            object["status"]["conditions"] = Value::Array(kept);
-            Ok(object)
-        })
+    let path = format!(
+        "/apis/{}/{}/{name}/status?fieldManager={CONFIG_CONSUMER}&force=true",
+        definition.group_version.api_version(),
+        definition.plural,
+    );
+    let patch = json!({
+        "apiVersion": definition.group_version.api_version(),
+        "kind": definition.kind,
+        "metadata": {"name": name},
+        "status": {"conditions": [condition]},
+    });
+    client
+        .patch(&path, "application/apply-patch+yaml", &patch)
         .await
         .map(drop)
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::CacheNotification;
 use kapi_server::endpoints::Served;
+use kapi_server::loopback::LoopbackClient;
 use kapi_server::registry::{DeleteParams, ReadVersion, Write};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -42,6 +43,7 @@ pub struct FlowControlResources {
 /// after five minutes), then passes every minute and on every change until `stopping`.
 pub async fn run_config_producer(
     resources: FlowControlResources,
+    client: LoopbackClient,
     stopping: CancellationToken,
 ) -> Result<(), ApiError> {
     let deadline = tokio::time::Instant::now() + FIRST_PASS_TIMEOUT;
@@ -57,26 +59,30 @@ pub async fn run_config_producer(
             _ = tokio::time::sleep(FIRST_PASS_RETRY) => {}
         }
     }
-    mark(&resources).await;
-    tokio::spawn(keep(resources, stopping));
+    mark(&resources, &client).await;
+    tokio::spawn(keep(resources, client, stopping));
     Ok(())
 }
 
-/// Updates the FlowSchemas' `Dangling` conditions, logging a failure (the next change or
-/// minute tries again), and the flow controller's configuration: the consumer's work,
-/// done only when there is a consumer.
-async fn mark(resources: &FlowControlResources) {
+/// Updates the FlowSchemas' `Dangling` conditions (applied through `client`), logging a
+/// failure (the next change or minute tries again), and the flow controller's
+/// configuration: the consumer's work, done only when there is a consumer.
+async fn mark(resources: &FlowControlResources, client: &LoopbackClient) {
     let Some(controller) = &resources.controller else {
         return;
     };
-    if let Err(err) = crate::mark_dangling(resources).await {
+    if let Err(err) = crate::mark_dangling(resources, client).await {
         tracing::warn!("setting the Dangling conditions of FlowSchemas: {err}");
     }
     controller.refresh(resources);
 }
 
 /// Passes every minute and whenever either collection changes, until `stopping`.
-async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
+async fn keep(
+    resources: FlowControlResources,
+    client: LoopbackClient,
+    stopping: CancellationToken,
+) {
     let subscribe = |served: &Served| {
         let prefix = served.registry.collection_prefix(None);
         served.registry.cacher().subscribe(None, &prefix)
@@ -107,7 +113,7 @@ async fn keep(resources: FlowControlResources, stopping: CancellationToken) {
                     if let Err(err) = ensure(&resources).await {
                         tracing::warn!("APF bootstrap ensurer ran into error: {err}");
                     }
-                    mark(&resources).await;
+                    mark(&resources, &client).await;
                 }
                 Ok(CacheNotification::Progress(_)) => {}
                 Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => break,

@@ -145,24 +145,27 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
             object["metadata"]["annotations"]["apf.kubernetes.io/autoupdate-spec"],
             "true"
         );
-        let managers: Vec<(&str, &str)> = object["metadata"]["managedFields"]
+        let managers: Vec<(&str, &str, &str)> = object["metadata"]["managedFields"]
             .as_array()
             .unwrap()
             .iter()
             .map(|entry| {
-                let manager = entry["manager"].as_str().unwrap_or_default();
-                (manager, entry["subresource"].as_str().unwrap_or_default())
+                let field = |key: &str| entry[key].as_str().unwrap_or_default();
+                (field("manager"), field("subresource"), field("operation"))
             })
             .collect();
         assert!(
-            managers.contains(&("api-priority-and-fairness-config-producer-v1", "")),
+            managers.contains(&("api-priority-and-fairness-config-producer-v1", "", "Update")),
             "{name}: {managers:?}"
         );
         if object["kind"] == "FlowSchema" {
-            assert!(
-                managers.contains(&("api-priority-and-fairness-config-consumer-v1", "status")),
-                "{name}: {managers:?}"
+            // Applied, as upstream's consumer applies it.
+            let consumer = (
+                "api-priority-and-fairness-config-consumer-v1",
+                "status",
+                "Apply",
             );
+            assert!(managers.contains(&consumer), "{name}: {managers:?}");
             let dangling = &object["status"]["conditions"][0];
             assert_eq!(dangling["type"], "Dangling");
             assert_eq!(dangling["status"], "False");
