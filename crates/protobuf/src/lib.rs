@@ -124,14 +124,57 @@ pub fn encode_json_into(
     kind: &str,
     json: &[u8],
 ) -> Result<(), EncodeError> {
-    let msg = message_for(api_version, kind)?;
-    let mut raw = Vec::with_capacity(json.len());
-    transcode::message(&mut raw, msg, json).map_err(invalid(kind))?;
-    out.reserve(raw.len() + api_version.len() + kind.len() + 24);
-    envelope_head(out, api_version, kind, raw.len());
-    out.extend_from_slice(&raw);
-    envelope_tail(out);
+    let encoding = MessageEncoding::new(api_version, kind)?;
+    let mut message = Vec::with_capacity(json.len());
+    encoding.message_json(json, &mut message)?;
+    encoding.body(&message, out);
     Ok(())
+}
+
+/// The encoding of one apiVersion/kind's objects from their JSON text, in two steps: the
+/// object's own message ([`MessageEncoding::message_json`], the costly part), and the body
+/// around it ([`MessageEncoding::body`]). A message may be kept and framed again: as a body
+/// (a GET, a watch event's object) or as a list's item ([`ListEncoder::put_item`]).
+pub struct MessageEncoding {
+    api_version: String,
+    kind: String,
+    message: &'static schema::Message,
+}
+
+impl MessageEncoding {
+    /// The encoding of `apiVersion`/`kind` objects.
+    pub fn new(api_version: &str, kind: &str) -> Result<MessageEncoding, EncodeError> {
+        Ok(MessageEncoding {
+            api_version: api_version.to_string(),
+            kind: kind.to_string(),
+            message: message_for(api_version, kind)?,
+        })
+    }
+
+    /// A nonzero number that tells this kind's message from every other's, the same as
+    /// [`ListEncoder::encoding`] for lists of the kind: a key for remembering messages.
+    pub fn id(&self) -> u32 {
+        message_id(self.message)
+    }
+
+    /// Appends the message of the JSON object `json` (see [`encode_json_into`]).
+    pub fn message_json(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        transcode::message(out, self.message, json).map_err(invalid(&self.kind))
+    }
+
+    /// Appends a body holding `message`: the magic and a `runtime.Unknown`.
+    pub fn body(&self, message: &[u8], out: &mut Vec<u8>) {
+        out.reserve(message.len() + self.api_version.len() + self.kind.len() + 24);
+        envelope_head(out, &self.api_version, &self.kind, message.len());
+        out.extend_from_slice(message);
+        envelope_tail(out);
+    }
+}
+
+/// A message's number for memos: its static's address (statics of one binary differ in
+/// their low 32 bits), never zero.
+fn message_id(message: &'static schema::Message) -> u32 {
+    (std::ptr::from_ref(message) as usize as u32) | 1
 }
 
 /// The magic, the Unknown's typeMeta and the tag and length of its `raw` field.
@@ -185,11 +228,29 @@ impl ListEncoder {
     }
 
     /// A nonzero number that tells this encoder's item encoding from every other list
-    /// encoder's (two encoders of the same list kind share it): a key for remembering the
-    /// lengths of encoded items.
+    /// encoder's (two encoders of the same list kind share it, and the [`MessageEncoding`]
+    /// of the item kind): a key for remembering items and their messages.
     pub fn encoding(&self) -> u32 {
-        // The item message's address: statics of one binary differ in their low 32 bits.
-        (std::ptr::from_ref(self.item) as usize as u32) | 1
+        message_id(self.item)
+    }
+
+    /// Appends the message of the item `json` (JSON text): what [`ListEncoder::put_item`]
+    /// frames as one of the list's items.
+    pub fn message_json(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        transcode::message(out, self.item, json).map_err(invalid(&self.kind))
+    }
+
+    /// The length of an item whose message is `message_len` bytes long.
+    pub fn item_len(&self, message_len: usize) -> usize {
+        wire::varint_len(u64::from(self.items.num) << 3 | u64::from(wire::LEN))
+            + wire::varint_len(message_len as u64)
+            + message_len
+    }
+
+    /// Appends `message` (an item's message) as one entry of the list's items.
+    pub fn put_item(&self, message: &[u8], out: &mut Vec<u8>) {
+        wire::put_len_tag(out, self.items.num, message.len());
+        out.extend_from_slice(message);
     }
 
     /// Appends `item` (a JSON object) as one entry of the list's items.
@@ -201,18 +262,6 @@ impl ListEncoder {
         encode::message(&mut w, self.item, map, 1).map_err(invalid(&self.kind))?;
         wire::put_len_tag(out, self.items.num, w.len());
         w.finish_into(out);
-        Ok(())
-    }
-
-    /// [`ListEncoder::item`] from the item's JSON text (see [`encode_json_into`]).
-    pub fn item_json(&self, json: &[u8], out: &mut Vec<u8>) -> Result<(), EncodeError> {
-        let start = out.len();
-        wire::put_len_tag(out, self.items.num, 0);
-        let payload = out.len();
-        transcode::message(out, self.item, json).map_err(invalid(&self.kind))?;
-        let mut head = Vec::with_capacity(6);
-        wire::put_len_tag(&mut head, self.items.num, out.len() - payload);
-        out.splice(start..payload, head);
         Ok(())
     }
 

@@ -203,6 +203,10 @@ async fn watch_frames_status_discovery_and_metadata_in_protobuf() {
     assert_eq!(bookmark["kind"], "ConfigMap");
     let annotations = &bookmark["metadata"]["annotations"];
     assert_eq!(annotations["k8s.io/initial-events-end"], "true");
+    // The watch left the watch cache the objects' messages: a LIST frames them as items.
+    same_in_both(&admin, &selected)
+        .await
+        .expect("a list of the watched objects");
 
     // Errors are Status objects in protobuf too.
     let missing = get_as(&admin, &format!("{configmaps}/nope"), PROTOBUF).await;
@@ -363,6 +367,29 @@ async fn large_lists_read_the_same(flags: &[&str]) -> u64 {
     });
     assert_eq!(made.count(), 300);
     assert_eq!(proto["items"][0]["data"]["value"], "changed");
+    // A watch's initial events frame the messages the LISTs kept (encoding the others).
+    let watch = format!(
+        "{configmaps}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=2"
+    );
+    let events = frames(
+        &get_as(&admin, &watch, &format!("{PROTOBUF};stream=watch"))
+            .await
+            .bytes,
+    );
+    let list = admin.get(configmaps).await.json();
+    let items = list["items"].as_array().expect("items");
+    assert_eq!(
+        events.len(),
+        items.len() + 1,
+        "each object, then a bookmark"
+    );
+    for ((type_, object), item) in events.iter().zip(items) {
+        let mut item = item.clone();
+        item["kind"] = json!("ConfigMap");
+        item["apiVersion"] = json!("v1");
+        assert_eq!(type_, "ADDED");
+        assert_eq!(difference(object, &item, ""), None, "{object}\n{item}");
+    }
     let metrics = admin.get("/metrics").await.body;
     let kept = metrics
         .lines()

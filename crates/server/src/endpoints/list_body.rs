@@ -43,11 +43,13 @@ pub(super) const HTTP2_CHUNK: usize = 64 * 1024;
 /// One item of the page: stored bytes, or an object already in the served version (when
 /// the version converts: conversions run for the whole page before the response starts, so
 /// that a failing conversion is still an error status), or, in a protobuf list, an item
-/// already encoded or one whose encoded length is known.
+/// already encoded, the message of one (to be framed as an item), or one whose encoded
+/// length is known.
 enum Entry {
     Stored(Item),
     Served(Value),
     Encoded(Bytes),
+    Message(Bytes),
     Measured(Item, usize),
 }
 
@@ -66,8 +68,9 @@ pub(super) struct ListBody {
     chunk: usize,
     /// The encoder of a protobuf list's items.
     protobuf: Option<ListEncoder>,
-    /// A protobuf item's JSON with its resourceVersion, reused from item to item.
-    scratch: Vec<u8>,
+    /// A protobuf item's message and its JSON with its resourceVersion, reused from item
+    /// to item.
+    scratch: (Vec<u8>, Vec<u8>),
 }
 
 impl ListBody {
@@ -118,7 +121,7 @@ impl ListBody {
             first: true,
             chunk,
             protobuf,
-            scratch: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
         };
         let first = body.next_chunk().map_err(ApiError::internal)?;
         if body.suffix.is_none() {
@@ -190,7 +193,9 @@ impl Entry {
         match self {
             Entry::Stored(item) | Entry::Measured(item, _) => renderer.served(&item),
             Entry::Served(object) => Ok(object),
-            Entry::Encoded(_) => Err(ApiError::internal("an encoded item has no served form")),
+            Entry::Encoded(_) | Entry::Message(_) => {
+                Err(ApiError::internal("an encoded item has no served form"))
+            }
         }
     }
 }
@@ -243,19 +248,20 @@ fn measure(
         let entry = match (entry, partial) {
             (Entry::Stored(item), None) => {
                 let memo = item.cached.as_ref().map(|cached| &cached.encodings);
-                if let Some(bytes) = memo.and_then(|memo| memo.bytes(encoding)) {
-                    total += bytes.len();
-                    measured.push(Entry::Encoded(bytes));
+                if let Some(message) = memo.and_then(|memo| memo.bytes(encoding)) {
+                    total += encoder.item_len(message.len());
+                    measured.push(Entry::Message(message));
                     continue;
                 }
                 let len = match memo.and_then(|memo| memo.len(encoding)) {
                     Some(len) => len,
                     None => {
                         encode_stored(encoder, &item, &mut scratch, &mut json)?;
+                        let len = encoder.item_len(scratch.len());
                         if let Some(memo) = memo {
-                            memo.set_len(encoding, scratch.len());
+                            memo.set_len(encoding, len);
                         }
-                        scratch.len()
+                        len
                     }
                 };
                 total += len;
@@ -263,13 +269,13 @@ fn measure(
                     .filter(|_| !scratch.is_empty())
                     .and_then(|memo| memo.keep(encoding, &scratch));
                 match shared {
-                    Some(bytes) => Entry::Encoded(bytes),
+                    Some(message) => Entry::Message(message),
                     None if scratch.is_empty() || kept >= PROTOBUF_KEPT => {
                         Entry::Measured(item, len)
                     }
                     None => {
                         kept += len;
-                        Entry::Encoded(Bytes::copy_from_slice(&scratch))
+                        Entry::Message(Bytes::copy_from_slice(&scratch))
                     }
                 }
             }
@@ -291,9 +297,8 @@ fn measure(
     Ok((measured, total))
 }
 
-/// Appends a stored item as one entry of a protobuf list's items, straight from its JSON
-/// text (no tree is built); `json` is a scratch buffer for the text with its
-/// resourceVersion.
+/// Appends the message of a stored item, straight from its JSON text (no tree is built);
+/// `json` is a scratch buffer for the text with its resourceVersion.
 fn encode_stored(
     encoder: &ListEncoder,
     item: &Item,
@@ -302,30 +307,34 @@ fn encode_stored(
 ) -> Result<(), ApiError> {
     json.clear();
     codec::write_with_revision(&item.stored, item.revision, json);
-    encoder.item_json(json, out).map_err(ApiError::internal)
+    encoder.message_json(json, out).map_err(ApiError::internal)
 }
 
-/// Appends a measured or encoded entry of a protobuf list. An item whose encoding is not
-/// the length measured (which cannot happen: the encoding of the same text is the same)
-/// ends the body with an error, as a list whose lengths lie would be read as garbage.
+/// Appends a measured or encoded entry of a protobuf list; `scratch` holds a measured
+/// item's message while it is framed. An item whose encoding is not the length measured
+/// (which cannot happen: the encoding of the same text is the same) ends the body with an
+/// error, as a list whose lengths lie would be read as garbage.
 fn write_protobuf_entry(
     encoder: &ListEncoder,
     entry: Entry,
     out: &mut Vec<u8>,
-    json: &mut Vec<u8>,
+    scratch: &mut (Vec<u8>, Vec<u8>),
 ) -> Result<(), BoxError> {
     match entry {
         Entry::Encoded(bytes) => out.extend_from_slice(&bytes),
+        Entry::Message(message) => encoder.put_item(&message, out),
         Entry::Measured(item, len) => {
-            let before = out.len();
-            encode_stored(encoder, &item, out, json).map_err(|err| err.to_string())?;
-            if out.len() - before != len {
+            let (message, json) = scratch;
+            message.clear();
+            encode_stored(encoder, &item, message, json).map_err(|err| err.to_string())?;
+            if encoder.item_len(message.len()) != len {
                 return Err(
                     "a protobuf list item's encoding changed length between measuring \
                             and sending"
                         .into(),
                 );
             }
+            encoder.put_item(message, out);
         }
         Entry::Stored(_) | Entry::Served(_) => {
             return Err("a protobuf list item was not measured".into());

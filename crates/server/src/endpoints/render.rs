@@ -3,6 +3,7 @@
 //! meta.k8s.io Table, and PartialObjectMetadata.
 
 use kapi_apimachinery::status::ApiError;
+use kapi_protobuf::MessageEncoding;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
@@ -48,20 +49,36 @@ impl Renderer<'_> {
             return Ok(out);
         }
         if self.output == Output::Protobuf && self.definition.converter.is_none() {
-            // Straight from the stored JSON text, without a tree.
-            let mut json = Vec::with_capacity(item.stored.len() + 32);
-            codec::write_with_revision(&item.stored, item.revision, &mut json);
-            let mut out = Vec::with_capacity(json.len());
-            let (api_version, kind) = (
-                self.definition.group_version.api_version(),
-                &self.definition.kind,
-            );
-            kapi_protobuf::encode_json_into(&mut out, &api_version, kind, &json)
-                .map_err(ApiError::internal)?;
-            return Ok(out);
+            return self.protobuf_object(item);
         }
         let object = self.served(item)?;
         self.value(object)
+    }
+
+    /// One stored object in protobuf, straight from its JSON text (without a tree), or from
+    /// the message the watch cache kept for it; a message made here is offered to the cache
+    /// (every watcher of an event and every later LIST then share it).
+    fn protobuf_object(&self, item: &Item) -> Result<Vec<u8>, ApiError> {
+        let api_version = self.definition.group_version.api_version();
+        let encoding = MessageEncoding::new(&api_version, &self.definition.kind)
+            .map_err(ApiError::internal)?;
+        let memo = item.cached.as_ref().map(|cached| &cached.encodings);
+        let mut out = Vec::with_capacity(item.stored.len());
+        if let Some(message) = memo.and_then(|memo| memo.bytes(encoding.id())) {
+            encoding.body(&message, &mut out);
+            return Ok(out);
+        }
+        let mut json = Vec::with_capacity(item.stored.len() + 32);
+        codec::write_with_revision(&item.stored, item.revision, &mut json);
+        let mut message = Vec::with_capacity(json.len());
+        encoding
+            .message_json(&json, &mut message)
+            .map_err(ApiError::internal)?;
+        if let Some(memo) = memo {
+            memo.keep(encoding.id(), &message);
+        }
+        encoding.body(&message, &mut out);
+        Ok(out)
     }
 
     /// One object already decoded into its served form.

@@ -316,7 +316,7 @@ impl Watcher {
     }
 
     /// Sends one event frame.
-    async fn send(&mut self, type_: &str, object: &CachedObject) -> bool {
+    async fn send(&mut self, type_: &str, object: &Arc<CachedObject>) -> bool {
         let output = self.request.output;
         let frame = match self.frame(type_, object) {
             Ok(frame) => frame,
@@ -325,7 +325,7 @@ impl Watcher {
         self.push(frame).await
     }
 
-    fn frame(&self, type_: &str, object: &CachedObject) -> Result<Vec<u8>, ApiError> {
+    fn frame(&self, type_: &str, object: &Arc<CachedObject>) -> Result<Vec<u8>, ApiError> {
         let output = match self.request.output {
             Output::Yaml => Output::Json,
             other => other,
