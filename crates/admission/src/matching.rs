@@ -264,7 +264,7 @@ pub fn namespace_labels(
             .map(|ns| {
                 ns.labels
                     .iter()
-                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
                     .collect()
             })
             .unwrap_or_default(),

@@ -53,6 +53,58 @@ impl Labels for Value {
     }
 }
 
+/// An object's labels as caches hold them: key-value pairs sorted by key, in one boxed
+/// slice. A `BTreeMap` of one label allocates a whole node (over 500 bytes); this
+/// allocates the pairs only, which matters to a cache of many objects with few labels.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LabelSet(Box<[(String, String)]>);
+
+impl LabelSet {
+    /// The value of label `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        let found = self.0.binary_search_by(|(k, _)| k.as_str().cmp(key));
+        found.ok().map(|index| self.0[index].1.as_str())
+    }
+
+    /// The labels, by key.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// Whether there are no labels.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The string labels of a JSON `metadata.labels` (anything else has none).
+    pub fn of(labels: &Value) -> LabelSet {
+        let Some(map) = labels.as_object() else {
+            return LabelSet::default();
+        };
+        let pairs = map
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())));
+        pairs.collect()
+    }
+}
+
+impl FromIterator<(String, String)> for LabelSet {
+    /// The pairs sorted by key; of pairs with the same key, the last.
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(pairs: I) -> Self {
+        let mut pairs: Vec<(String, String)> = pairs.into_iter().collect();
+        pairs.reverse();
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        pairs.dedup_by(|later, kept| later.0 == kept.0);
+        LabelSet(pairs.into_boxed_slice())
+    }
+}
+
+impl Labels for LabelSet {
+    fn get_label(&self, key: &str) -> Option<&str> {
+        self.get(key)
+    }
+}
+
 /// One condition of a selector: a key, an operator and values.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Requirement {
@@ -661,6 +713,24 @@ impl Parser {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_label_set_keeps_the_last_value_of_a_key_and_finds_by_key() {
+        let set: LabelSet = [("b", "1"), ("a", "2"), ("b", "3")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(set.iter().collect::<Vec<_>>(), [("a", "2"), ("b", "3")]);
+        assert_eq!(
+            (set.get("a"), set.get("b"), set.get("c")),
+            (Some("2"), Some("3"), None)
+        );
+        let of = LabelSet::of(&json!({"x": "y", "n": 1}));
+        assert_eq!(of.iter().collect::<Vec<_>>(), [("x", "y")]);
+        assert!(LabelSet::of(&Value::Null).is_empty());
+        let selector = Selector::parse("x=y").unwrap();
+        assert!(selector.matches(&of));
+    }
 
     fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

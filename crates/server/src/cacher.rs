@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use kapi_apimachinery::labels::LabelSet;
 use kapi_storage::{
     Event as StorageEvent, EventKind, KeyValue, ListOptions, Revision, StorageError, Store,
     WatchOptions, WatchResponse,
@@ -52,7 +53,7 @@ pub struct CachedObject {
     pub revision: Revision,
     pub name: String,
     pub namespace: String,
-    pub labels: BTreeMap<String, String>,
+    pub labels: LabelSet,
     /// Selectable fields besides metadata.name and metadata.namespace.
     pub fields: Vec<(crate::resource::Name, String)>,
     /// The object's encoding in one response format, as much of it as the first response
@@ -410,10 +411,7 @@ impl Cacher {
         let parsed: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
         let meta = &parsed["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-        let labels = meta["labels"]
-            .as_object()
-            .map(|labels| labels.iter().map(|(k, v)| (k.clone(), text(v))).collect())
-            .unwrap_or_default();
+        let labels = LabelSet::of(&meta["labels"]);
         CachedObject {
             key: kv.key.clone(),
             stored: kv.value.clone(),

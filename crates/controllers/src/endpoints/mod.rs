@@ -96,11 +96,9 @@ fn queue_services_of_changed_pods(
             Change::Event(event) => {
                 let namespace = &event.object.namespace;
                 for service in services.cached_list(Some(namespace)) {
-                    let selects = |labels: &std::collections::BTreeMap<String, String>| {
+                    let selects = |labels: &kapi_apimachinery::labels::LabelSet| {
                         selector(&service).is_some_and(|selector| {
-                            selector
-                                .iter()
-                                .all(|(k, v)| labels.get(k).map(String::as_str) == v.as_str())
+                            selector.iter().all(|(k, v)| labels.get(k) == v.as_str())
                         })
                     };
                     let before = event
@@ -130,7 +128,7 @@ fn queue_owners_of_changed_slices(
     let notice = move |change: Change<'_>| {
         if let Change::Event(event) = change {
             let labels = &event.object.labels;
-            if labels.get(MANAGED_BY_LABEL).map(String::as_str) == Some(manager)
+            if labels.get(MANAGED_BY_LABEL) == Some(manager)
                 && let Some(service) = labels.get(SERVICE_NAME_LABEL)
             {
                 queue.add(&keyed::key(&event.object.namespace, service));
