@@ -310,13 +310,13 @@ impl Registry {
                     .kv
                     .map(Item::from)
             }
-            ReadVersion::Any => self.cacher.get(&key).0.as_deref().map(Item::from),
+            ReadVersion::Any => self.cacher.get(&key).0.as_ref().map(Item::from),
             ReadVersion::NotOlderThan(revision) => {
                 self.cacher
                     .wait_for(*revision, CACHE_WAIT)
                     .await
                     .map_err(|err| cache_error(err, resource, name))?;
-                self.cacher.get(&key).0.as_deref().map(Item::from)
+                self.cacher.get(&key).0.as_ref().map(Item::from)
             }
         };
         found.ok_or_else(|| ApiError::not_found(resource, name))

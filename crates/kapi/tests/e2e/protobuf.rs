@@ -207,6 +207,10 @@ async fn watch_frames_status_discovery_and_metadata_in_protobuf() {
     same_in_both(&admin, &selected)
         .await
         .expect("a list of the watched objects");
+    // And a GET served from the cache frames it as a body.
+    same_in_both(&admin, &format!("{configmaps}/a?resourceVersion=0"))
+        .await
+        .expect("a GET from the cache");
 
     // Errors are Status objects in protobuf too.
     let missing = get_as(&admin, &format!("{configmaps}/nope"), PROTOBUF).await;
