@@ -59,7 +59,12 @@ pub async fn run_config_producer(
             _ = tokio::time::sleep(FIRST_PASS_RETRY) => {}
         }
     }
-    mark(&resources, &client).await;
+    // The flow controller takes the configuration before the server is ready; the
+    // Dangling conditions are written once it serves (readiness waits for the producer
+    // only, as upstream's), by the first pass of `keep`.
+    if let Some(controller) = &resources.controller {
+        controller.refresh(&resources);
+    }
     tokio::spawn(keep(resources, client, stopping));
     Ok(())
 }

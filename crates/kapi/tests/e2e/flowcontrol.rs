@@ -129,6 +129,22 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
         ]
     );
 
+    // The consumer marks each FlowSchema's Dangling condition once the server serves (its
+    // readiness does not wait for it, as upstream's does not).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let schemas = get_json(&server, &["flowschemas"]).await;
+        let items = schemas["items"].as_array().expect("items");
+        if items
+            .iter()
+            .all(|s| s["status"]["conditions"][0]["type"] == "Dangling")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not marked: {schemas}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // Written once by the producer, annotated to be kept, and left alone since.
     let before = get_json(
         &server,
