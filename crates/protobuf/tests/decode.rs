@@ -932,3 +932,27 @@ fn kubectl_create_serviceaccount() {
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa1", "namespace": "kube-system"}})
     );
 }
+
+/// A kind's message encoding and its list's items share one memo key, so that a message kept
+/// by a watch event or a GET serves LISTs and the reverse; and a message framed as an item
+/// or as a body is the message `encode_json_into` writes.
+#[test]
+fn an_object_s_message_is_one_for_bodies_and_list_items() {
+    let single = kapi_protobuf::MessageEncoding::new("v1", "Pod").unwrap();
+    let list = kapi_protobuf::ListEncoder::new("v1", "PodList").unwrap();
+    assert_eq!(single.id(), list.encoding());
+    let other = kapi_protobuf::MessageEncoding::new("v1", "ConfigMap").unwrap();
+    assert_ne!(other.id(), single.id());
+    let json = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","resourceVersion":"7"}}"#;
+    let mut message = Vec::new();
+    single.message_json(json, &mut message).unwrap();
+    let mut body = Vec::new();
+    single.body(&message, &mut body);
+    let mut direct = Vec::new();
+    kapi_protobuf::encode_json_into(&mut direct, "v1", "Pod", json).unwrap();
+    assert_eq!(body, direct);
+    let mut item = Vec::new();
+    list.put_item(&message, &mut item);
+    assert_eq!(item.len(), list.item_len(message.len()));
+    assert!(item.ends_with(&message));
+}
