@@ -44,6 +44,13 @@ pub struct RequestInfo {
     pub label_selector: String,
 }
 
+/// Whether requests of `verb` write: every verb but upstream's non-mutating `get`, `list`
+/// and `watch` (the request kinds of the in-flight limits, API Priority and Fairness and
+/// their metrics).
+pub fn is_mutating_verb(verb: &str) -> bool {
+    !matches!(verb, "get" | "list" | "watch")
+}
+
 /// Resolves requests into `RequestInfo`s.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestInfoFactory {

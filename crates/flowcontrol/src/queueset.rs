@@ -107,9 +107,9 @@ pub(crate) struct Described {
 }
 
 impl Described {
-    /// Whether the request writes (upstream's read-only verbs are get, list and watch).
+    /// Whether the request writes.
     fn mutating(&self) -> bool {
-        !matches!(self.verb.as_str(), "get" | "list" | "watch")
+        kapi_apimachinery::request_info::is_mutating_verb(&self.verb)
     }
 }
 

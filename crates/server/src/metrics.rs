@@ -23,7 +23,7 @@ use crate::body::{Body, full};
 use crate::query;
 
 mod watermark;
-pub use watermark::{Counted, Watermarks};
+pub(crate) use watermark::{Counted, Watermarks};
 
 /// Upstream's buckets for `apiserver_request_duration_seconds`.
 const DURATION_BUCKETS: [f64; 23] = [
@@ -157,12 +157,12 @@ impl Metrics {
 
     /// Counts a request (`mutating`, or read-only) executing under a limit until the result
     /// drops.
-    pub fn executing(&self, mutating: bool) -> Counted {
+    pub(crate) fn executing(&self, mutating: bool) -> Counted {
         self.executing.count(mutating)
     }
 
     /// Counts a request waiting in a flow-control queue until the result drops.
-    pub fn waiting(&self, mutating: bool) -> Counted {
+    pub(crate) fn waiting(&self, mutating: bool) -> Counted {
         self.waiting.count(mutating)
     }
 

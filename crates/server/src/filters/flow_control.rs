@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use http::header::RETRY_AFTER;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
-use kapi_apimachinery::request_info::RequestInfo;
+use kapi_apimachinery::request_info::{RequestInfo, is_mutating_verb};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
@@ -139,8 +139,7 @@ impl Filter for FlowControlFilter {
         };
         let metrics = self.metrics.clone();
         let control = self.control.clone();
-        let mutating = request_info_of(&request)
-            .is_some_and(|info| !matches!(info.verb.as_str(), "get" | "list" | "watch"));
+        let mutating = request_info_of(&request).is_some_and(|info| is_mutating_verb(&info.verb));
         Box::pin(async move {
             let admitted = match admission {
                 Admission::Now(admitted) => admitted,

@@ -21,10 +21,7 @@ use crate::authn::{SYSTEM_PRIVILEGED_GROUP, UserInfo};
 use crate::body::{Body, with_guard};
 use crate::metrics::{Counted, Metrics};
 use crate::responses::internal_error;
-use kapi_apimachinery::request_info::RequestInfo;
-
-/// The verbs counted against the read-only limit.
-const READ_ONLY_VERBS: [&str; 3] = ["get", "list", "watch"];
+use kapi_apimachinery::request_info::{RequestInfo, is_mutating_verb};
 
 /// A counting semaphore that never waits.
 #[derive(Debug)]
@@ -127,7 +124,7 @@ impl MaxInFlight {
         if is_long_running(info) || is_health_check(info) {
             return Admission::Free;
         }
-        let mutating = !READ_ONLY_VERBS.contains(&info.verb.as_str());
+        let mutating = is_mutating_verb(&info.verb);
         let slots = if mutating {
             &self.mutating
         } else {
