@@ -14,9 +14,6 @@ use serde_json::{Value, json};
 
 use crate::ensurer::FlowControlResources;
 
-/// How long a pass waits for the caches to catch up with the store.
-const FRESH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The field manager of the condition's writes.
 pub const CONFIG_CONSUMER: &str = "api-priority-and-fairness-config-consumer-v1";
 
@@ -28,9 +25,7 @@ pub async fn mark_dangling(
 ) -> Result<(), ApiError> {
     // The caches must have the writes just made (the producer's creations), or a
     // FlowSchema would be marked dangling for a moment.
-    for served in [&resources.priority_levels, &resources.flow_schemas] {
-        let _ = served.registry.cacher().wait_fresh(FRESH_TIMEOUT).await;
-    }
+    crate::ensurer::caught_up(resources).await;
     let levels: BTreeSet<String> = resources
         .priority_levels
         .cached_list(None)

@@ -59,14 +59,26 @@ pub async fn run_config_producer(
             _ = tokio::time::sleep(FIRST_PASS_RETRY) => {}
         }
     }
-    // The flow controller takes the configuration before the server is ready; the
-    // Dangling conditions are written once it serves (readiness waits for the producer
-    // only, as upstream's), by the first pass of `keep`.
+    // The flow controller takes the configuration (once the caches have it) before the
+    // server is ready; the Dangling conditions are written once it serves (readiness waits
+    // for the producer only, as upstream's), by the first pass of `keep`.
     if let Some(controller) = &resources.controller {
+        caught_up(&resources).await;
         controller.refresh(&resources);
     }
     tokio::spawn(keep(resources, client, stopping));
     Ok(())
+}
+
+/// How long a pass waits for the caches to catch up with the store.
+const FRESH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits (a while at most) until the flow-control caches have the writes just made, the
+/// producer's, so that what reads them next sees them.
+pub(crate) async fn caught_up(resources: &FlowControlResources) {
+    for served in [&resources.priority_levels, &resources.flow_schemas] {
+        let _ = served.registry.cacher().wait_fresh(FRESH_TIMEOUT).await;
+    }
 }
 
 /// Updates the FlowSchemas' `Dangling` conditions (applied through `client`), logging a

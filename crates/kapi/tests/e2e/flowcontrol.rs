@@ -39,8 +39,44 @@ fn rows(table: &str) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
     let server = TestServer::start(Backend::Embedded, &[]).await;
-    // The hook finished before /readyz passed: everything is there at once.
+    // The hook finished before /readyz passed: every object is there at once.
+    let at_once = get_json(&server, &["flowschemas"]).await;
+    let at_once: Vec<String> = at_once["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|s| {
+            s["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    // The consumer marks each FlowSchema's Dangling condition once the server serves (its
+    // readiness does not wait for it, as upstream's does not).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let schemas = get_json(&server, &["flowschemas"]).await;
+        let items = schemas["items"].as_array().expect("items");
+        if items
+            .iter()
+            .all(|s| s["status"]["conditions"][0]["type"] == "Dangling")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not marked: {schemas}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     let schemas = rows(&server.kubectl_ok(&["get", "flowschemas"]).await);
+    // (The table is in matching order, the list in name order.)
+    let mut names: Vec<&String> = schemas[1..].iter().map(|row| &row[0]).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        at_once.iter().collect::<Vec<_>>(),
+        "all there at once"
+    );
     assert_eq!(
         schemas[0],
         [
@@ -128,22 +164,6 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
             ["workload-low", "Limited", "100", "128", "6", "50"],
         ]
     );
-
-    // The consumer marks each FlowSchema's Dangling condition once the server serves (its
-    // readiness does not wait for it, as upstream's does not).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let schemas = get_json(&server, &["flowschemas"]).await;
-        let items = schemas["items"].as_array().expect("items");
-        if items
-            .iter()
-            .all(|s| s["status"]["conditions"][0]["type"] == "Dangling")
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "not marked: {schemas}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 
     // Written once by the producer, annotated to be kept, and left alone since.
     let before = get_json(
