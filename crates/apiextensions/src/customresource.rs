@@ -53,6 +53,7 @@ pub(crate) fn build(
         storage_version: GroupVersionKind::new(names.group.clone(), storage_version, &names.kind),
         namespaced,
         ttl: None,
+        earlier_versions: None,
     });
     let mut built = CustomResources {
         definitions: Vec::new(),

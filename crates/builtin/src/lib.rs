@@ -16,6 +16,7 @@
 pub mod bootstrap_token;
 mod catalog;
 pub mod configmap;
+mod earlier;
 pub mod event;
 mod kinds;
 pub mod lease;

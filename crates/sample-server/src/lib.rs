@@ -136,6 +136,7 @@ fn definition(
             storage_version: GroupVersionKind::new(GROUP, VERSION, kind),
             namespaced,
             ttl: None,
+            earlier_versions: None,
         }),
         converter: None,
         deprecation: None,

@@ -380,6 +380,7 @@ pub(crate) mod tests {
             storage_version: GroupVersionKind::new(group, version, kind),
             namespaced,
             ttl: None,
+            earlier_versions: None,
         });
         stored_in(
             group,
@@ -638,6 +639,7 @@ pub(crate) mod tests {
             storage_version: GroupVersionKind::new("authentication.k8s.io", "v1", "TokenReview"),
             namespaced: false,
             ttl: None,
+            earlier_versions: None,
         });
         let token_reviews = stored_in(
             "authentication.k8s.io",

@@ -262,14 +262,6 @@ pub trait Strategy: Send + Sync + 'static {
     /// the writer owns the defaulted fields).
     fn default(&self, _object: &mut Value) {}
 
-    /// An object read from storage in another version than the one kapi stores, as the
-    /// stored version (upstream's storage decoder converts whatever version it reads): kube-
-    /// apiserver stores CustomResourceDefinitions as v1beta1, say. `None` where the type
-    /// has no such conversion: the value is then refused as damage, never served mislabelled.
-    fn convert_stored_version(&self, _object: Value) -> Option<Value> {
-        None
-    }
-
     /// Clears what a create must not set (e.g. `status`) and sets what the server owns.
     fn prepare_for_create(&self, _object: &mut Value) {}
 
@@ -431,7 +423,17 @@ pub struct StorageDefinition {
     /// How long a stored object lives after its last write (kube-apiserver's `TTLFunc`:
     /// Events', `--event-ttl`); `None` for objects that live until deleted.
     pub ttl: Option<std::time::Duration>,
+    /// Reads values an older kube-apiserver stored in a version of the kind that is not
+    /// served any more but that upstream's scheme still decodes (CustomResourceDefinitions
+    /// stored as v1beta1, say); `None` where there are none.
+    pub earlier_versions: Option<EarlierVersions>,
 }
+
+/// A value stored in an earlier version of a collection's kind, converted to its storage
+/// version as upstream's storage decoder converts it; `None` when the value's `apiVersion`
+/// and `kind` are not one it reads (the value is then refused as damage, never served
+/// mislabelled).
+pub type EarlierVersions = fn(Value) -> Option<Value>;
 
 /// Everything kapi serves for one group-version-resource.
 #[derive(Clone)]

@@ -28,7 +28,7 @@ use kapi_storage::{
     StorageError, Store, WatchOptions, WatchResponse, WatchStream,
 };
 
-use crate::resource::{Converter, Strategy};
+use crate::resource::{Converter, EarlierVersions, Strategy};
 use kapi_apimachinery::schema::GroupVersionKind;
 use serde_json::Value;
 
@@ -90,6 +90,8 @@ pub struct StorageCodec {
     /// value stored in one of them (by an older kube-apiserver, before the stored version
     /// changed) is converted on read, as upstream's decoder converts it.
     versions: Vec<(GroupVersionKind, Arc<dyn Converter>)>,
+    /// Reads values stored in versions of the kind that are not served any more.
+    earlier: Option<EarlierVersions>,
 }
 
 impl StorageCodec {
@@ -117,6 +119,7 @@ impl StorageCodec {
             transformer: None,
             defaults: None,
             versions: Vec::new(),
+            earlier: None,
         }
     }
 
@@ -124,6 +127,13 @@ impl StorageCodec {
     /// converters.
     pub fn converting(mut self, versions: Vec<(GroupVersionKind, Arc<dyn Converter>)>) -> Self {
         self.versions = versions;
+        self
+    }
+
+    /// The codec reading values stored in versions that are not served any more through
+    /// `earlier`.
+    pub fn reading_earlier(mut self, earlier: Option<EarlierVersions>) -> Self {
+        self.earlier = earlier;
         self
     }
 
@@ -238,7 +248,7 @@ impl StorageCodec {
                         err.message()
                     ))
                 })?,
-                None => strategy.convert_stored_version(object).ok_or_else(|| {
+                None => self.read_earlier(object).ok_or_else(|| {
                     StorageError::Damaged(format!(
                         "the value of {key} is a {shown}, which kapi does not read as {} {}",
                         self.api_version, self.kind
@@ -248,6 +258,14 @@ impl StorageCodec {
         }
         strategy.default(&mut object);
         Ok(crate::codec::encode(&object))
+    }
+
+    /// `object`, stored in an earlier version, as this codec's kind, if it converts to it (a
+    /// value of another kind at this collection's key does not).
+    fn read_earlier(&self, object: Value) -> Option<Value> {
+        let read = self.earlier?(object)?;
+        let kind = (read["apiVersion"].as_str(), read["kind"].as_str());
+        (kind == (Some(self.api_version.as_str()), Some(self.kind.as_str()))).then_some(read)
     }
 
     async fn decode_event(&self, mut event: Event) -> Result<Event> {

@@ -71,6 +71,7 @@ pub fn definition() -> ResourceDefinition {
             storage_version: GroupVersionKind::new(GROUP, "v1", kind),
             namespaced: false,
             ttl: None,
+            earlier_versions: Some(earlier_versions),
         }),
         converter: None,
         deprecation: None,
@@ -84,18 +85,18 @@ pub fn definition() -> ResourceDefinition {
 /// strategy and statusStrategy).
 pub struct CrdStrategy;
 
-impl Strategy for CrdStrategy {
-    /// kube-apiserver's stored v1beta1 CRDs, as v1.
-    fn convert_stored_version(&self, object: Value) -> Option<Value> {
-        let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
-        match stored {
-            (Some("apiextensions.k8s.io/v1beta1"), Some("CustomResourceDefinition")) => {
-                Some(v1beta1::to_v1(object))
-            }
-            _ => None,
+/// kube-apiserver's stored v1beta1 CRDs, as v1.
+fn earlier_versions(object: Value) -> Option<Value> {
+    let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
+    match stored {
+        (Some("apiextensions.k8s.io/v1beta1"), Some("CustomResourceDefinition")) => {
+            Some(v1beta1::to_v1(object))
         }
+        _ => None,
     }
+}
 
+impl Strategy for CrdStrategy {
     /// The v1 defaults where upstream's decoder applies them, so the writer owns them (again
     /// in prepare, for the server's own writes).
     fn default(&self, object: &mut Value) {

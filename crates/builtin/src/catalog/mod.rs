@@ -168,6 +168,7 @@ fn storage(
                 ),
                 namespaced: entry.namespaced,
                 ttl: event_ttl.filter(|_| (entry.storage_group, entry.kind) == ("", "Event")),
+                earlier_versions: Some(crate::earlier::read),
             })
         })
         .clone()

@@ -337,3 +337,336 @@ async fn etcd_values_are_stored_and_read_as_kube_apiserver_does() {
     );
     kapi.stop().await;
 }
+
+/// Metadata of an object an older kube-apiserver wrote, in `namespace` (`None`: cluster
+/// scoped).
+fn earlier_meta(name: &str, namespace: Option<&str>) -> ObjectMeta {
+    ObjectMeta {
+        namespace: namespace.map(Into::into),
+        ..upstream_meta(name, "3c1e7a52-9b0d-4f6e-a2c8-5d4b3a291f07")
+    }
+}
+
+/// Objects an older kube-apiserver stored in versions 1.35 no longer serves, as protobuf
+/// values under their keys: the key, the value, the path kapi serves it at.
+fn earlier_values() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    use k8s_pb::api::{batch, core, discovery, extensions, flowcontrol, policy, rbac};
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::LabelSelector;
+    use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
+    let zero_shares = flowcontrol::v1beta3::PriorityLevelConfiguration {
+        metadata: Some(ObjectMeta {
+            annotations: [(
+                "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares".to_string(),
+                String::new(),
+            )]
+            .into(),
+            ..earlier_meta("zero-shares", None)
+        }),
+        spec: Some(flowcontrol::v1beta3::PriorityLevelConfigurationSpec {
+            r#type: Some("Limited".into()),
+            limited: Some(flowcontrol::v1beta3::LimitedPriorityLevelConfiguration {
+                nominal_concurrency_shares: Some(0),
+                limit_response: Some(flowcontrol::v1beta3::LimitResponse {
+                    r#type: Some("Reject".into()),
+                    queuing: None,
+                }),
+                lendable_percent: Some(0),
+                borrowing_limit_percent: None,
+            }),
+            exempt: None,
+        }),
+        status: None,
+    };
+    let assured = flowcontrol::v1beta2::PriorityLevelConfiguration {
+        metadata: Some(earlier_meta("assured", None)),
+        spec: Some(flowcontrol::v1beta2::PriorityLevelConfigurationSpec {
+            r#type: Some("Limited".into()),
+            limited: Some(flowcontrol::v1beta2::LimitedPriorityLevelConfiguration {
+                assured_concurrency_shares: Some(7),
+                limit_response: Some(flowcontrol::v1beta2::LimitResponse {
+                    r#type: Some("Reject".into()),
+                    queuing: None,
+                }),
+                lendable_percent: Some(10),
+                borrowing_limit_percent: None,
+            }),
+            exempt: None,
+        }),
+        status: None,
+    };
+    let cron_job = batch::v1beta1::CronJob {
+        metadata: Some(earlier_meta("nightly", Some("default"))),
+        spec: Some(batch::v1beta1::CronJobSpec {
+            schedule: Some("0 3 * * *".into()),
+            concurrency_policy: Some("Forbid".into()),
+            job_template: Some(batch::v1beta1::JobTemplateSpec {
+                metadata: None,
+                spec: Some(batch::v1::JobSpec {
+                    template: Some(core::v1::PodTemplateSpec {
+                        metadata: None,
+                        spec: Some(core::v1::PodSpec {
+                            containers: vec![core::v1::Container {
+                                name: Some("backup".into()),
+                                image: Some("busybox".into()),
+                                ..Default::default()
+                            }],
+                            restart_policy: Some("OnFailure".into()),
+                            ..Default::default()
+                        }),
+                    }),
+                    ..Default::default()
+                }),
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let budget = policy::v1beta1::PodDisruptionBudget {
+        metadata: Some(earlier_meta("none-selected", Some("default"))),
+        spec: Some(policy::v1beta1::PodDisruptionBudgetSpec {
+            min_available: Some(IntOrString {
+                r#type: Some(0),
+                int_val: Some(1),
+                str_val: None,
+            }),
+            selector: Some(LabelSelector::default()),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let backend = |service: &str, port: i32| extensions::v1beta1::IngressBackend {
+        service_name: Some(service.into()),
+        service_port: Some(IntOrString {
+            r#type: Some(0),
+            int_val: Some(port),
+            str_val: None,
+        }),
+        resource: None,
+    };
+    let ingress = extensions::v1beta1::Ingress {
+        metadata: Some(earlier_meta("site", Some("default"))),
+        spec: Some(extensions::v1beta1::IngressSpec {
+            backend: Some(backend("fallback", 8080)),
+            rules: vec![extensions::v1beta1::IngressRule {
+                host: Some("site.example.com".into()),
+                ingress_rule_value: Some(extensions::v1beta1::IngressRuleValue {
+                    http: Some(extensions::v1beta1::HttpIngressRuleValue {
+                        paths: vec![extensions::v1beta1::HttpIngressPath {
+                            path: Some("/".into()),
+                            path_type: Some("Prefix".into()),
+                            backend: Some(backend("web", 80)),
+                        }],
+                    }),
+                }),
+            }],
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let slice = discovery::v1beta1::EndpointSlice {
+        metadata: Some(earlier_meta("web-abc", Some("default"))),
+        address_type: Some("IPv4".into()),
+        endpoints: vec![discovery::v1beta1::Endpoint {
+            addresses: vec!["10.0.0.7".into()],
+            topology: [
+                ("kubernetes.io/hostname".to_string(), "node-1".to_string()),
+                (
+                    "topology.kubernetes.io/zone".to_string(),
+                    "zone-a".to_string(),
+                ),
+            ]
+            .into(),
+            ..Default::default()
+        }],
+        ports: Vec::new(),
+    };
+    let role = rbac::v1beta1::ClusterRole {
+        metadata: Some(earlier_meta("earlier-reader", None)),
+        rules: vec![rbac::v1beta1::PolicyRule {
+            verbs: vec!["get".into()],
+            api_groups: vec![String::new()],
+            resources: vec!["pods".into()],
+            ..Default::default()
+        }],
+        aggregation_rule: None,
+    };
+    let flowcontrol = "flowcontrol.apiserver.k8s.io";
+    vec![
+        (
+            "/registry/prioritylevelconfigurations/zero-shares",
+            common::protobuf_value(
+                &format!("{flowcontrol}/v1beta3"),
+                "PriorityLevelConfiguration",
+                &zero_shares,
+            ),
+            "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/zero-shares",
+        ),
+        (
+            "/registry/prioritylevelconfigurations/assured",
+            common::protobuf_value(
+                &format!("{flowcontrol}/v1beta2"),
+                "PriorityLevelConfiguration",
+                &assured,
+            ),
+            "/apis/flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/assured",
+        ),
+        (
+            "/registry/cronjobs/default/nightly",
+            common::protobuf_value("batch/v1beta1", "CronJob", &cron_job),
+            "/apis/batch/v1/namespaces/default/cronjobs/nightly",
+        ),
+        (
+            "/registry/poddisruptionbudgets/default/none-selected",
+            common::protobuf_value("policy/v1beta1", "PodDisruptionBudget", &budget),
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets/none-selected",
+        ),
+        (
+            "/registry/ingress/default/site",
+            common::protobuf_value("extensions/v1beta1", "Ingress", &ingress),
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses/site",
+        ),
+        (
+            "/registry/endpointslices/default/web-abc",
+            common::protobuf_value("discovery.k8s.io/v1beta1", "EndpointSlice", &slice),
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/web-abc",
+        ),
+        (
+            "/registry/clusterroles/earlier-reader",
+            common::protobuf_value("rbac.authorization.k8s.io/v1beta1", "ClusterRole", &role),
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/earlier-reader",
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_stored_in_earlier_versions_are_served_as_kube_apiserver_serves_them() {
+    let kapi = Kapi::start(Backend::Etcd, &[]).await;
+    let admin = kapi.admin();
+    let etcd = kapi.etcd().expect("an etcd backend");
+    let store = EtcdStore::connect(EtcdConfig::new(etcd.endpoints()))
+        .await
+        .expect("connect to etcd");
+    let mut served = serde_json::Map::new();
+    for (key, value, path) in earlier_values() {
+        store
+            .create(key, Bytes::from(value))
+            .await
+            .expect("etcd put");
+        let got = admin.get(path).await;
+        assert_eq!(got.status, 200, "{path}: {}", got.body);
+        served.insert(path.into(), got.json());
+    }
+    let at = |path: &str| &served[&format!("/apis/{path}")];
+
+    let zero = at("flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/zero-shares");
+    assert_eq!(zero["apiVersion"], "flowcontrol.apiserver.k8s.io/v1");
+    assert_eq!(
+        zero["spec"]["limited"]["nominalConcurrencyShares"], 0,
+        "{zero}"
+    );
+    assert!(zero["metadata"].get("annotations").is_none(), "{zero}");
+    let assured = at("flowcontrol.apiserver.k8s.io/v1/prioritylevelconfigurations/assured");
+    assert_eq!(
+        assured["spec"]["limited"]["nominalConcurrencyShares"], 7,
+        "{assured}"
+    );
+    assert_eq!(
+        assured["spec"]["limited"]["lendablePercent"], 10,
+        "{assured}"
+    );
+
+    let cron_job = at("batch/v1/namespaces/default/cronjobs/nightly");
+    assert_eq!(cron_job["apiVersion"], "batch/v1");
+    assert_eq!(cron_job["spec"]["schedule"], "0 3 * * *");
+    assert_eq!(cron_job["spec"]["concurrencyPolicy"], "Forbid");
+
+    // v1beta1's empty selector selected no pods; v1 keeps that meaning.
+    let budget = at("policy/v1/namespaces/default/poddisruptionbudgets/none-selected");
+    assert_eq!(
+        budget["spec"]["selector"],
+        json!({"matchExpressions": [{"key": "pdb.kubernetes.io/deprecated-v1beta1-empty-selector-match",
+            "operator": "Exists"}]}),
+        "{budget}"
+    );
+
+    let ingress = at("networking.k8s.io/v1/namespaces/default/ingresses/site");
+    assert_eq!(
+        ingress["spec"]["defaultBackend"],
+        json!({"service": {"name": "fallback", "port": {"number": 8080}}}),
+        "{ingress}"
+    );
+    assert_eq!(
+        ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"],
+        json!({"service": {"name": "web", "port": {"number": 80}}}),
+        "{ingress}"
+    );
+
+    let slice = at("discovery.k8s.io/v1/namespaces/default/endpointslices/web-abc");
+    let endpoint = &slice["endpoints"][0];
+    assert_eq!(endpoint["nodeName"], "node-1", "{slice}");
+    assert_eq!(endpoint["zone"], "zone-a", "{slice}");
+    assert!(endpoint.get("deprecatedTopology").is_none(), "{slice}");
+
+    let role = at("rbac.authorization.k8s.io/v1/clusterroles/earlier-reader");
+    assert_eq!(role["apiVersion"], "rbac.authorization.k8s.io/v1");
+    assert_eq!(role["rules"][0]["resources"], json!(["pods"]));
+
+    // Lists read them the same.
+    let list = admin.get("/apis/networking.k8s.io/v1/ingresses").await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    assert_eq!(list.json()["items"][0]["spec"], ingress["spec"]);
+
+    // A write stores the value in the storage version, which kube-apiserver reads.
+    let mut updated = cron_job.clone();
+    updated["spec"]["suspend"] = json!(true);
+    let replaced = admin
+        .write(
+            Method::PUT,
+            "/apis/batch/v1/namespaces/default/cronjobs/nightly",
+            &updated,
+        )
+        .await;
+    assert_eq!(replaced.status, 200, "{}", replaced.body);
+    let stored = store
+        .get("/registry/cronjobs/default/nightly", None)
+        .await
+        .unwrap()
+        .kv
+        .expect("the CronJob");
+    let envelope = Unknown::decode(&stored.value[MAGIC.len()..]).expect("an Unknown");
+    let type_meta = envelope.type_meta.unwrap_or_default();
+    assert_eq!(type_meta.api_version.as_deref(), Some("batch/v1"));
+    let written =
+        k8s_pb::api::batch::v1::CronJob::decode(envelope.raw.unwrap_or_default().as_slice())
+            .expect("a batch/v1 CronJob");
+    assert_eq!(written.spec.unwrap().suspend, Some(true));
+
+    // An earlier value of another kind under a collection's key is refused, never served
+    // as the collection's kind.
+    store
+        .create(
+            "/registry/cronjobs/default/misplaced",
+            Bytes::from(common::protobuf_value(
+                "rbac.authorization.k8s.io/v1beta1",
+                "ClusterRole",
+                &k8s_pb::api::rbac::v1beta1::ClusterRole {
+                    metadata: Some(earlier_meta("misplaced", Some("default"))),
+                    ..Default::default()
+                },
+            )),
+        )
+        .await
+        .expect("etcd put");
+    let misplaced = admin
+        .get("/apis/batch/v1/namespaces/default/cronjobs/misplaced")
+        .await;
+    assert_eq!(misplaced.status, 500, "{}", misplaced.body);
+    assert!(
+        misplaced.body.contains(
+            "is a rbac.authorization.k8s.io/v1beta1 ClusterRole, which kapi does not read as batch/v1 CronJob"
+        ),
+        "{}",
+        misplaced.body
+    );
+    kapi.stop().await;
+}

@@ -14,6 +14,10 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingAdmissionPolicyList", &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_LIST),
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION),
     k(Some("admissionregistration.k8s.io/v1"), "ValidatingWebhookConfigurationList", &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION_LIST),
+    k(Some("admissionregistration.k8s.io/v1beta1"), "MutatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1BETA1_MUTATING_WEBHOOK_CONFIGURATION),
+    k(Some("admissionregistration.k8s.io/v1beta1"), "ValidatingAdmissionPolicy", &ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY),
+    k(Some("admissionregistration.k8s.io/v1beta1"), "ValidatingAdmissionPolicyBinding", &ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_BINDING),
+    k(Some("admissionregistration.k8s.io/v1beta1"), "ValidatingWebhookConfiguration", &ADMISSIONREGISTRATION_V1BETA1_VALIDATING_WEBHOOK_CONFIGURATION),
     k(Some("apidiscovery.k8s.io/v2"), "APIGroupDiscoveryList", &APIDISCOVERY_V2_API_GROUP_DISCOVERY_LIST),
     k(Some("apidiscovery.k8s.io/v2beta1"), "APIGroupDiscoveryList", &APIDISCOVERY_V2BETA1_API_GROUP_DISCOVERY_LIST),
     k(Some("apiextensions.k8s.io/v1"), "CustomResourceDefinition", &APIEXTENSIONS_V1_CUSTOM_RESOURCE_DEFINITION),
@@ -30,6 +34,14 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("apps/v1"), "ReplicaSetList", &APPS_V1_REPLICA_SET_LIST),
     k(Some("apps/v1"), "StatefulSet", &APPS_V1_STATEFUL_SET),
     k(Some("apps/v1"), "StatefulSetList", &APPS_V1_STATEFUL_SET_LIST),
+    k(Some("apps/v1beta1"), "ControllerRevision", &APPS_V1BETA1_CONTROLLER_REVISION),
+    k(Some("apps/v1beta1"), "Deployment", &APPS_V1BETA1_DEPLOYMENT),
+    k(Some("apps/v1beta1"), "StatefulSet", &APPS_V1BETA1_STATEFUL_SET),
+    k(Some("apps/v1beta2"), "ControllerRevision", &APPS_V1BETA2_CONTROLLER_REVISION),
+    k(Some("apps/v1beta2"), "DaemonSet", &APPS_V1BETA2_DAEMON_SET),
+    k(Some("apps/v1beta2"), "Deployment", &APPS_V1BETA2_DEPLOYMENT),
+    k(Some("apps/v1beta2"), "ReplicaSet", &APPS_V1BETA2_REPLICA_SET),
+    k(Some("apps/v1beta2"), "StatefulSet", &APPS_V1BETA2_STATEFUL_SET),
     k(Some("authentication.k8s.io/v1"), "SelfSubjectReview", &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW),
     k(Some("authentication.k8s.io/v1"), "TokenRequest", &AUTHENTICATION_V1_TOKEN_REQUEST),
     k(Some("authentication.k8s.io/v1"), "TokenReview", &AUTHENTICATION_V1_TOKEN_REVIEW),
@@ -46,18 +58,33 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("batch/v1"), "CronJobList", &BATCH_V1_CRON_JOB_LIST),
     k(Some("batch/v1"), "Job", &BATCH_V1_JOB),
     k(Some("batch/v1"), "JobList", &BATCH_V1_JOB_LIST),
+    k(Some("batch/v1beta1"), "CronJob", &BATCH_V1BETA1_CRON_JOB),
     k(Some("certificates.k8s.io/v1"), "CertificateSigningRequest", &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST),
     k(Some("certificates.k8s.io/v1"), "CertificateSigningRequestList", &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_LIST),
+    k(Some("certificates.k8s.io/v1beta1"), "CertificateSigningRequest", &CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST),
     k(Some("coordination.k8s.io/v1"), "Lease", &COORDINATION_V1_LEASE),
     k(Some("coordination.k8s.io/v1"), "LeaseList", &COORDINATION_V1_LEASE_LIST),
+    k(Some("coordination.k8s.io/v1beta1"), "Lease", &COORDINATION_V1BETA1_LEASE),
     k(Some("discovery.k8s.io/v1"), "EndpointSlice", &DISCOVERY_V1_ENDPOINT_SLICE),
     k(Some("discovery.k8s.io/v1"), "EndpointSliceList", &DISCOVERY_V1_ENDPOINT_SLICE_LIST),
+    k(Some("discovery.k8s.io/v1beta1"), "EndpointSlice", &DISCOVERY_V1BETA1_ENDPOINT_SLICE),
     k(Some("events.k8s.io/v1"), "Event", &EVENTS_V1_EVENT),
     k(Some("events.k8s.io/v1"), "EventList", &EVENTS_V1_EVENT_LIST),
+    k(Some("extensions/v1beta1"), "DaemonSet", &EXTENSIONS_V1BETA1_DAEMON_SET),
+    k(Some("extensions/v1beta1"), "Deployment", &EXTENSIONS_V1BETA1_DEPLOYMENT),
+    k(Some("extensions/v1beta1"), "Ingress", &EXTENSIONS_V1BETA1_INGRESS),
+    k(Some("extensions/v1beta1"), "NetworkPolicy", &EXTENSIONS_V1BETA1_NETWORK_POLICY),
+    k(Some("extensions/v1beta1"), "ReplicaSet", &EXTENSIONS_V1BETA1_REPLICA_SET),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "FlowSchema", &FLOWCONTROL_V1_FLOW_SCHEMA),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "FlowSchemaList", &FLOWCONTROL_V1_FLOW_SCHEMA_LIST),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "PriorityLevelConfiguration", &FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION),
     k(Some("flowcontrol.apiserver.k8s.io/v1"), "PriorityLevelConfigurationList", &FLOWCONTROL_V1_PRIORITY_LEVEL_CONFIGURATION_LIST),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta1"), "FlowSchema", &FLOWCONTROL_V1BETA1_FLOW_SCHEMA),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta1"), "PriorityLevelConfiguration", &FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta2"), "FlowSchema", &FLOWCONTROL_V1BETA2_FLOW_SCHEMA),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta2"), "PriorityLevelConfiguration", &FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta3"), "FlowSchema", &FLOWCONTROL_V1BETA3_FLOW_SCHEMA),
+    k(Some("flowcontrol.apiserver.k8s.io/v1beta3"), "PriorityLevelConfiguration", &FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION),
     k(Some("meta.k8s.io/v1"), "PartialObjectMetadata", &META_V1_PARTIAL_OBJECT_METADATA),
     k(Some("meta.k8s.io/v1"), "PartialObjectMetadataList", &META_V1_PARTIAL_OBJECT_METADATA_LIST),
     k(Some("meta.k8s.io/v1beta1"), "PartialObjectMetadata", &META_V1_PARTIAL_OBJECT_METADATA),
@@ -72,11 +99,17 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("networking.k8s.io/v1"), "NetworkPolicyList", &NETWORKING_V1_NETWORK_POLICY_LIST),
     k(Some("networking.k8s.io/v1"), "ServiceCIDR", &NETWORKING_V1_SERVICE_CIDR),
     k(Some("networking.k8s.io/v1"), "ServiceCIDRList", &NETWORKING_V1_SERVICE_CIDR_LIST),
+    k(Some("networking.k8s.io/v1beta1"), "IPAddress", &NETWORKING_V1BETA1_IP_ADDRESS),
+    k(Some("networking.k8s.io/v1beta1"), "Ingress", &NETWORKING_V1BETA1_INGRESS),
+    k(Some("networking.k8s.io/v1beta1"), "IngressClass", &NETWORKING_V1BETA1_INGRESS_CLASS),
+    k(Some("networking.k8s.io/v1beta1"), "ServiceCIDR", &NETWORKING_V1BETA1_SERVICE_CIDR),
     k(Some("node.k8s.io/v1"), "RuntimeClass", &NODE_V1_RUNTIME_CLASS),
     k(Some("node.k8s.io/v1"), "RuntimeClassList", &NODE_V1_RUNTIME_CLASS_LIST),
+    k(Some("node.k8s.io/v1beta1"), "RuntimeClass", &NODE_V1BETA1_RUNTIME_CLASS),
     k(Some("policy/v1"), "Eviction", &POLICY_V1_EVICTION),
     k(Some("policy/v1"), "PodDisruptionBudget", &POLICY_V1_POD_DISRUPTION_BUDGET),
     k(Some("policy/v1"), "PodDisruptionBudgetList", &POLICY_V1_POD_DISRUPTION_BUDGET_LIST),
+    k(Some("policy/v1beta1"), "PodDisruptionBudget", &POLICY_V1BETA1_POD_DISRUPTION_BUDGET),
     k(Some("rbac.authorization.k8s.io/v1"), "ClusterRole", &RBAC_V1_CLUSTER_ROLE),
     k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleBinding", &RBAC_V1_CLUSTER_ROLE_BINDING),
     k(Some("rbac.authorization.k8s.io/v1"), "ClusterRoleBindingList", &RBAC_V1_CLUSTER_ROLE_BINDING_LIST),
@@ -85,6 +118,10 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("rbac.authorization.k8s.io/v1"), "RoleBinding", &RBAC_V1_ROLE_BINDING),
     k(Some("rbac.authorization.k8s.io/v1"), "RoleBindingList", &RBAC_V1_ROLE_BINDING_LIST),
     k(Some("rbac.authorization.k8s.io/v1"), "RoleList", &RBAC_V1_ROLE_LIST),
+    k(Some("rbac.authorization.k8s.io/v1beta1"), "ClusterRole", &RBAC_V1BETA1_CLUSTER_ROLE),
+    k(Some("rbac.authorization.k8s.io/v1beta1"), "ClusterRoleBinding", &RBAC_V1BETA1_CLUSTER_ROLE_BINDING),
+    k(Some("rbac.authorization.k8s.io/v1beta1"), "Role", &RBAC_V1BETA1_ROLE),
+    k(Some("rbac.authorization.k8s.io/v1beta1"), "RoleBinding", &RBAC_V1BETA1_ROLE_BINDING),
     k(Some("resource.k8s.io/v1"), "DeviceClass", &RESOURCE_V1_DEVICE_CLASS),
     k(Some("resource.k8s.io/v1"), "DeviceClassList", &RESOURCE_V1_DEVICE_CLASS_LIST),
     k(Some("resource.k8s.io/v1"), "ResourceClaim", &RESOURCE_V1_RESOURCE_CLAIM),
@@ -93,8 +130,17 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("resource.k8s.io/v1"), "ResourceClaimTemplateList", &RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_LIST),
     k(Some("resource.k8s.io/v1"), "ResourceSlice", &RESOURCE_V1_RESOURCE_SLICE),
     k(Some("resource.k8s.io/v1"), "ResourceSliceList", &RESOURCE_V1_RESOURCE_SLICE_LIST),
+    k(Some("resource.k8s.io/v1beta1"), "DeviceClass", &RESOURCE_V1BETA1_DEVICE_CLASS),
+    k(Some("resource.k8s.io/v1beta1"), "ResourceClaim", &RESOURCE_V1BETA1_RESOURCE_CLAIM),
+    k(Some("resource.k8s.io/v1beta1"), "ResourceClaimTemplate", &RESOURCE_V1BETA1_RESOURCE_CLAIM_TEMPLATE),
+    k(Some("resource.k8s.io/v1beta1"), "ResourceSlice", &RESOURCE_V1BETA1_RESOURCE_SLICE),
+    k(Some("resource.k8s.io/v1beta2"), "DeviceClass", &RESOURCE_V1BETA2_DEVICE_CLASS),
+    k(Some("resource.k8s.io/v1beta2"), "ResourceClaim", &RESOURCE_V1BETA2_RESOURCE_CLAIM),
+    k(Some("resource.k8s.io/v1beta2"), "ResourceClaimTemplate", &RESOURCE_V1BETA2_RESOURCE_CLAIM_TEMPLATE),
+    k(Some("resource.k8s.io/v1beta2"), "ResourceSlice", &RESOURCE_V1BETA2_RESOURCE_SLICE),
     k(Some("scheduling.k8s.io/v1"), "PriorityClass", &SCHEDULING_V1_PRIORITY_CLASS),
     k(Some("scheduling.k8s.io/v1"), "PriorityClassList", &SCHEDULING_V1_PRIORITY_CLASS_LIST),
+    k(Some("scheduling.k8s.io/v1beta1"), "PriorityClass", &SCHEDULING_V1BETA1_PRIORITY_CLASS),
     k(Some("storage.k8s.io/v1"), "CSIDriver", &STORAGE_V1_CSI_DRIVER),
     k(Some("storage.k8s.io/v1"), "CSIDriverList", &STORAGE_V1_CSI_DRIVER_LIST),
     k(Some("storage.k8s.io/v1"), "CSINode", &STORAGE_V1_CSI_NODE),
@@ -107,6 +153,12 @@ pub static KINDS: &[KindEntry] = &[
     k(Some("storage.k8s.io/v1"), "VolumeAttachmentList", &STORAGE_V1_VOLUME_ATTACHMENT_LIST),
     k(Some("storage.k8s.io/v1"), "VolumeAttributesClass", &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS),
     k(Some("storage.k8s.io/v1"), "VolumeAttributesClassList", &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS_LIST),
+    k(Some("storage.k8s.io/v1beta1"), "CSIDriver", &STORAGE_V1BETA1_CSI_DRIVER),
+    k(Some("storage.k8s.io/v1beta1"), "CSINode", &STORAGE_V1BETA1_CSI_NODE),
+    k(Some("storage.k8s.io/v1beta1"), "CSIStorageCapacity", &STORAGE_V1BETA1_CSI_STORAGE_CAPACITY),
+    k(Some("storage.k8s.io/v1beta1"), "StorageClass", &STORAGE_V1BETA1_STORAGE_CLASS),
+    k(Some("storage.k8s.io/v1beta1"), "VolumeAttachment", &STORAGE_V1BETA1_VOLUME_ATTACHMENT),
+    k(Some("storage.k8s.io/v1beta1"), "VolumeAttributesClass", &STORAGE_V1BETA1_VOLUME_ATTRIBUTES_CLASS),
     k(Some("v1"), "Binding", &CORE_V1_BINDING),
     k(Some("v1"), "ComponentStatus", &CORE_V1_COMPONENT_STATUS),
     k(Some("v1"), "ComponentStatusList", &CORE_V1_COMPONENT_STATUS_LIST),
@@ -149,6 +201,211 @@ pub static KINDS: &[KindEntry] = &[
     k(None, "Status", &META_V1_STATUS),
     k(None, "WatchEvent", &META_V1_WATCH_EVENT),
 ];
+
+pub static ADMISSIONREGISTRATION_V1BETA1_AUDIT_ANNOTATION: Message = Message {
+    name: "admissionregistration/v1beta1.AuditAnnotation",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "valueExpression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_EXPRESSION_WARNING: Message = Message {
+    name: "admissionregistration/v1beta1.ExpressionWarning",
+    fields: &[
+        f(2, "fieldRef", One, Str, Always),
+        f(3, "warning", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION: Message = Message {
+    name: "admissionregistration/v1beta1.MatchCondition",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "expression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES: Message = Message {
+    name: "admissionregistration/v1beta1.MatchResources",
+    fields: &[
+        f(1, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "resourceRules", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "excludeResourceRules", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(7, "matchPolicy", One, Str, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_MUTATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1beta1.MutatingWebhook",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "clientConfig", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_WEBHOOK_CLIENT_CONFIG), Always),
+        f(3, "rules", Rep, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(6, "sideEffects", One, Str, Ptr),
+        f(7, "timeoutSeconds", One, Int32, Ptr),
+        f(8, "admissionReviewVersions", Rep, Str, OmitEmpty),
+        f(9, "matchPolicy", One, Str, Ptr),
+        f(10, "reinvocationPolicy", One, Str, Ptr),
+        f(11, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(12, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1beta1.MutatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "webhooks", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_MUTATING_WEBHOOK), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_NAMED_RULE_WITH_OPERATIONS: Message = Message {
+    name: "admissionregistration/v1beta1.NamedRuleWithOperations",
+    fields: &[
+        f(1, "resourceNames", Rep, Str, OmitEmpty),
+        f(2, "ruleWithOperations", One, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), Inline),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_PARAM_KIND: Message = Message {
+    name: "admissionregistration/v1beta1.ParamKind",
+    fields: &[
+        f(1, "apiVersion", One, Str, OmitEmpty),
+        f(2, "kind", One, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_PARAM_REF: Message = Message {
+    name: "admissionregistration/v1beta1.ParamRef",
+    fields: &[
+        f(1, "name", One, Str, OmitEmpty),
+        f(2, "namespace", One, Str, OmitEmpty),
+        f(3, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(4, "parameterNotFoundAction", One, Str, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_SERVICE_REFERENCE: Message = Message {
+    name: "admissionregistration/v1beta1.ServiceReference",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+        f(3, "path", One, Str, Ptr),
+        f(4, "port", One, Int32, Ptr),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_TYPE_CHECKING: Message = Message {
+    name: "admissionregistration/v1beta1.TypeChecking",
+    fields: &[
+        f(1, "expressionWarnings", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_EXPRESSION_WARNING), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingAdmissionPolicy",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_SPEC), Always),
+        f(3, "status", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_STATUS), Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_BINDING: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC), Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBindingSpec",
+    fields: &[
+        f(1, "policyName", One, Str, OmitEmpty),
+        f(2, "paramRef", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_PARAM_REF), Ptr),
+        f(3, "matchResources", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES), Ptr),
+        f(4, "validationActions", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_SPEC: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingAdmissionPolicySpec",
+    fields: &[
+        f(1, "paramKind", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_PARAM_KIND), Ptr),
+        f(2, "matchConstraints", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_MATCH_RESOURCES), Ptr),
+        f(3, "validations", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_VALIDATION), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "auditAnnotations", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_AUDIT_ANNOTATION), OmitEmpty),
+        f(6, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION), OmitEmpty),
+        f(7, "variables", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_VARIABLE), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_ADMISSION_POLICY_STATUS: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "typeChecking", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_TYPE_CHECKING), Ptr),
+        f(3, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_WEBHOOK: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingWebhook",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "clientConfig", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_WEBHOOK_CLIENT_CONFIG), Always),
+        f(3, "rules", Rep, Msg(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS), OmitEmpty),
+        f(4, "failurePolicy", One, Str, Ptr),
+        f(5, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(6, "sideEffects", One, Str, Ptr),
+        f(7, "timeoutSeconds", One, Int32, Ptr),
+        f(8, "admissionReviewVersions", Rep, Str, OmitEmpty),
+        f(9, "matchPolicy", One, Str, Ptr),
+        f(10, "objectSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(11, "matchConditions", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_MATCH_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "admissionregistration/v1beta1.ValidatingWebhookConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "webhooks", Rep, Msg(&ADMISSIONREGISTRATION_V1BETA1_VALIDATING_WEBHOOK), OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VALIDATION: Message = Message {
+    name: "admissionregistration/v1beta1.Validation",
+    fields: &[
+        f(1, "expression", One, Str, Always),
+        f(2, "message", One, Str, OmitEmpty),
+        f(3, "reason", One, Str, Ptr),
+        f(4, "messageExpression", One, Str, OmitEmpty),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_VARIABLE: Message = Message {
+    name: "admissionregistration/v1beta1.Variable",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "expression", One, Str, Always),
+    ],
+};
+
+pub static ADMISSIONREGISTRATION_V1BETA1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "admissionregistration/v1beta1.WebhookClientConfig",
+    fields: &[
+        f(1, "service", One, Msg(&ADMISSIONREGISTRATION_V1BETA1_SERVICE_REFERENCE), Ptr),
+        f(2, "caBundle", One, Bytes, OmitEmpty),
+        f(3, "url", One, Str, Ptr),
+    ],
+};
 
 pub static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
     name: "admissionregistration/v1.AuditAnnotation",
@@ -789,6 +1046,438 @@ pub static APIREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
         f(1, "namespace", One, Str, OmitEmpty),
         f(2, "name", One, Str, OmitEmpty),
         f(3, "port", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_CONTROLLER_REVISION: Message = Message {
+    name: "apps/v1beta1.ControllerRevision",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "data", One, RawExtension, Always),
+        f(3, "revision", One, Int64, Always),
+    ],
+};
+
+pub static APPS_V1BETA1_DEPLOYMENT: Message = Message {
+    name: "apps/v1beta1.Deployment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA1_DEPLOYMENT_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA1_DEPLOYMENT_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA1_DEPLOYMENT_CONDITION: Message = Message {
+    name: "apps/v1beta1.DeploymentCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+        f(6, "lastUpdateTime", One, Time, Always),
+        f(7, "lastTransitionTime", One, Time, Always),
+    ],
+};
+
+pub static APPS_V1BETA1_DEPLOYMENT_SPEC: Message = Message {
+    name: "apps/v1beta1.DeploymentSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "strategy", One, Msg(&APPS_V1BETA1_DEPLOYMENT_STRATEGY), Always),
+        f(5, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+        f(7, "paused", One, Bool, OmitEmpty),
+        f(8, "rollbackTo", One, Msg(&APPS_V1BETA1_ROLLBACK_CONFIG), Ptr),
+        f(9, "progressDeadlineSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_DEPLOYMENT_STATUS: Message = Message {
+    name: "apps/v1beta1.DeploymentStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, OmitEmpty),
+        f(3, "updatedReplicas", One, Int32, OmitEmpty),
+        f(4, "availableReplicas", One, Int32, OmitEmpty),
+        f(5, "unavailableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&APPS_V1BETA1_DEPLOYMENT_CONDITION), OmitEmpty),
+        f(7, "readyReplicas", One, Int32, OmitEmpty),
+        f(8, "collisionCount", One, Int32, Ptr),
+        f(9, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_DEPLOYMENT_STRATEGY: Message = Message {
+    name: "apps/v1beta1.DeploymentStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1BETA1_ROLLING_UPDATE_DEPLOYMENT), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_ROLLBACK_CONFIG: Message = Message {
+    name: "apps/v1beta1.RollbackConfig",
+    fields: &[
+        f(1, "revision", One, Int64, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA1_ROLLING_UPDATE_DEPLOYMENT: Message = Message {
+    name: "apps/v1beta1.RollingUpdateDeployment",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_ROLLING_UPDATE_STATEFUL_SET_STRATEGY: Message = Message {
+    name: "apps/v1beta1.RollingUpdateStatefulSetStrategy",
+    fields: &[
+        f(1, "partition", One, Int32, Ptr),
+        f(2, "maxUnavailable", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET: Message = Message {
+    name: "apps/v1beta1.StatefulSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA1_STATEFUL_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA1_STATEFUL_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_CONDITION: Message = Message {
+    name: "apps/v1beta1.StatefulSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_ORDINALS: Message = Message {
+    name: "apps/v1beta1.StatefulSetOrdinals",
+    fields: &[
+        f(1, "start", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY: Message = Message {
+    name: "apps/v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy",
+    fields: &[
+        f(1, "whenDeleted", One, Str, OmitEmpty),
+        f(2, "whenScaled", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_SPEC: Message = Message {
+    name: "apps/v1beta1.StatefulSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "volumeClaimTemplates", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM), OmitEmpty),
+        f(5, "serviceName", One, Str, Always),
+        f(6, "podManagementPolicy", One, Str, OmitEmpty),
+        f(7, "updateStrategy", One, Msg(&APPS_V1BETA1_STATEFUL_SET_UPDATE_STRATEGY), Always),
+        f(8, "revisionHistoryLimit", One, Int32, Ptr),
+        f(9, "minReadySeconds", One, Int32, OmitEmpty),
+        f(10, "persistentVolumeClaimRetentionPolicy", One, Msg(&APPS_V1BETA1_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY), Ptr),
+        f(11, "ordinals", One, Msg(&APPS_V1BETA1_STATEFUL_SET_ORDINALS), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_STATUS: Message = Message {
+    name: "apps/v1beta1.StatefulSetStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, Ptr),
+        f(2, "replicas", One, Int32, Always),
+        f(3, "readyReplicas", One, Int32, OmitEmpty),
+        f(4, "currentReplicas", One, Int32, OmitEmpty),
+        f(5, "updatedReplicas", One, Int32, OmitEmpty),
+        f(6, "currentRevision", One, Str, OmitEmpty),
+        f(7, "updateRevision", One, Str, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&APPS_V1BETA1_STATEFUL_SET_CONDITION), OmitEmpty),
+        f(11, "availableReplicas", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1BETA1_STATEFUL_SET_UPDATE_STRATEGY: Message = Message {
+    name: "apps/v1beta1.StatefulSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1BETA1_ROLLING_UPDATE_STATEFUL_SET_STRATEGY), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_CONTROLLER_REVISION: Message = Message {
+    name: "apps/v1beta2.ControllerRevision",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "data", One, RawExtension, Always),
+        f(3, "revision", One, Int64, Always),
+    ],
+};
+
+pub static APPS_V1BETA2_DAEMON_SET: Message = Message {
+    name: "apps/v1beta2.DaemonSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA2_DAEMON_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA2_DAEMON_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA2_DAEMON_SET_CONDITION: Message = Message {
+    name: "apps/v1beta2.DaemonSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_DAEMON_SET_SPEC: Message = Message {
+    name: "apps/v1beta2.DaemonSetSpec",
+    fields: &[
+        f(1, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(2, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(3, "updateStrategy", One, Msg(&APPS_V1BETA2_DAEMON_SET_UPDATE_STRATEGY), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_DAEMON_SET_STATUS: Message = Message {
+    name: "apps/v1beta2.DaemonSetStatus",
+    fields: &[
+        f(1, "currentNumberScheduled", One, Int32, Always),
+        f(2, "numberMisscheduled", One, Int32, Always),
+        f(3, "desiredNumberScheduled", One, Int32, Always),
+        f(4, "numberReady", One, Int32, Always),
+        f(5, "observedGeneration", One, Int64, OmitEmpty),
+        f(6, "updatedNumberScheduled", One, Int32, OmitEmpty),
+        f(7, "numberAvailable", One, Int32, OmitEmpty),
+        f(8, "numberUnavailable", One, Int32, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&APPS_V1BETA2_DAEMON_SET_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_DAEMON_SET_UPDATE_STRATEGY: Message = Message {
+    name: "apps/v1beta2.DaemonSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1BETA2_ROLLING_UPDATE_DAEMON_SET), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_DEPLOYMENT: Message = Message {
+    name: "apps/v1beta2.Deployment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA2_DEPLOYMENT_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA2_DEPLOYMENT_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA2_DEPLOYMENT_CONDITION: Message = Message {
+    name: "apps/v1beta2.DeploymentCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+        f(6, "lastUpdateTime", One, Time, Always),
+        f(7, "lastTransitionTime", One, Time, Always),
+    ],
+};
+
+pub static APPS_V1BETA2_DEPLOYMENT_SPEC: Message = Message {
+    name: "apps/v1beta2.DeploymentSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "strategy", One, Msg(&APPS_V1BETA2_DEPLOYMENT_STRATEGY), Always),
+        f(5, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+        f(7, "paused", One, Bool, OmitEmpty),
+        f(9, "progressDeadlineSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_DEPLOYMENT_STATUS: Message = Message {
+    name: "apps/v1beta2.DeploymentStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, OmitEmpty),
+        f(3, "updatedReplicas", One, Int32, OmitEmpty),
+        f(4, "availableReplicas", One, Int32, OmitEmpty),
+        f(5, "unavailableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&APPS_V1BETA2_DEPLOYMENT_CONDITION), OmitEmpty),
+        f(7, "readyReplicas", One, Int32, OmitEmpty),
+        f(8, "collisionCount", One, Int32, Ptr),
+        f(9, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_DEPLOYMENT_STRATEGY: Message = Message {
+    name: "apps/v1beta2.DeploymentStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1BETA2_ROLLING_UPDATE_DEPLOYMENT), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_REPLICA_SET: Message = Message {
+    name: "apps/v1beta2.ReplicaSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA2_REPLICA_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA2_REPLICA_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA2_REPLICA_SET_CONDITION: Message = Message {
+    name: "apps/v1beta2.ReplicaSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_REPLICA_SET_SPEC: Message = Message {
+    name: "apps/v1beta2.ReplicaSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_REPLICA_SET_STATUS: Message = Message {
+    name: "apps/v1beta2.ReplicaSetStatus",
+    fields: &[
+        f(1, "replicas", One, Int32, Always),
+        f(2, "fullyLabeledReplicas", One, Int32, OmitEmpty),
+        f(3, "observedGeneration", One, Int64, OmitEmpty),
+        f(4, "readyReplicas", One, Int32, OmitEmpty),
+        f(5, "availableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&APPS_V1BETA2_REPLICA_SET_CONDITION), OmitEmpty),
+        f(7, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_ROLLING_UPDATE_DAEMON_SET: Message = Message {
+    name: "apps/v1beta2.RollingUpdateDaemonSet",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_ROLLING_UPDATE_DEPLOYMENT: Message = Message {
+    name: "apps/v1beta2.RollingUpdateDeployment",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_ROLLING_UPDATE_STATEFUL_SET_STRATEGY: Message = Message {
+    name: "apps/v1beta2.RollingUpdateStatefulSetStrategy",
+    fields: &[
+        f(1, "partition", One, Int32, Ptr),
+        f(2, "maxUnavailable", One, IntOrString, Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET: Message = Message {
+    name: "apps/v1beta2.StatefulSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&APPS_V1BETA2_STATEFUL_SET_SPEC), Always),
+        f(3, "status", One, Msg(&APPS_V1BETA2_STATEFUL_SET_STATUS), Always),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_CONDITION: Message = Message {
+    name: "apps/v1beta2.StatefulSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_ORDINALS: Message = Message {
+    name: "apps/v1beta2.StatefulSetOrdinals",
+    fields: &[
+        f(1, "start", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY: Message = Message {
+    name: "apps/v1beta2.StatefulSetPersistentVolumeClaimRetentionPolicy",
+    fields: &[
+        f(1, "whenDeleted", One, Str, OmitEmpty),
+        f(2, "whenScaled", One, Str, OmitEmpty),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_SPEC: Message = Message {
+    name: "apps/v1beta2.StatefulSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), PtrNull),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "volumeClaimTemplates", Rep, Msg(&CORE_V1_PERSISTENT_VOLUME_CLAIM), OmitEmpty),
+        f(5, "serviceName", One, Str, Always),
+        f(6, "podManagementPolicy", One, Str, OmitEmpty),
+        f(7, "updateStrategy", One, Msg(&APPS_V1BETA2_STATEFUL_SET_UPDATE_STRATEGY), Always),
+        f(8, "revisionHistoryLimit", One, Int32, Ptr),
+        f(9, "minReadySeconds", One, Int32, OmitEmpty),
+        f(10, "persistentVolumeClaimRetentionPolicy", One, Msg(&APPS_V1BETA2_STATEFUL_SET_PERSISTENT_VOLUME_CLAIM_RETENTION_POLICY), Ptr),
+        f(11, "ordinals", One, Msg(&APPS_V1BETA2_STATEFUL_SET_ORDINALS), Ptr),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_STATUS: Message = Message {
+    name: "apps/v1beta2.StatefulSetStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, Always),
+        f(3, "readyReplicas", One, Int32, OmitEmpty),
+        f(4, "currentReplicas", One, Int32, OmitEmpty),
+        f(5, "updatedReplicas", One, Int32, OmitEmpty),
+        f(6, "currentRevision", One, Str, OmitEmpty),
+        f(7, "updateRevision", One, Str, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&APPS_V1BETA2_STATEFUL_SET_CONDITION), OmitEmpty),
+        f(11, "availableReplicas", One, Int32, Always),
+    ],
+};
+
+pub static APPS_V1BETA2_STATEFUL_SET_UPDATE_STRATEGY: Message = Message {
+    name: "apps/v1beta2.StatefulSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&APPS_V1BETA2_ROLLING_UPDATE_STATEFUL_SET_STRATEGY), Ptr),
     ],
 };
 
@@ -1618,6 +2307,46 @@ pub static AUTOSCALING_V2_RESOURCE_METRIC_STATUS: Message = Message {
     ],
 };
 
+pub static BATCH_V1BETA1_CRON_JOB: Message = Message {
+    name: "batch/v1beta1.CronJob",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&BATCH_V1BETA1_CRON_JOB_SPEC), Always),
+        f(3, "status", One, Msg(&BATCH_V1BETA1_CRON_JOB_STATUS), Always),
+    ],
+};
+
+pub static BATCH_V1BETA1_CRON_JOB_SPEC: Message = Message {
+    name: "batch/v1beta1.CronJobSpec",
+    fields: &[
+        f(1, "schedule", One, Str, Always),
+        f(2, "startingDeadlineSeconds", One, Int64, Ptr),
+        f(3, "concurrencyPolicy", One, Str, OmitEmpty),
+        f(4, "suspend", One, Bool, Ptr),
+        f(5, "jobTemplate", One, Msg(&BATCH_V1BETA1_JOB_TEMPLATE_SPEC), Always),
+        f(6, "successfulJobsHistoryLimit", One, Int32, Ptr),
+        f(7, "failedJobsHistoryLimit", One, Int32, Ptr),
+        f(8, "timeZone", One, Str, Ptr),
+    ],
+};
+
+pub static BATCH_V1BETA1_CRON_JOB_STATUS: Message = Message {
+    name: "batch/v1beta1.CronJobStatus",
+    fields: &[
+        f(1, "active", Rep, Msg(&CORE_V1_OBJECT_REFERENCE), OmitEmpty),
+        f(4, "lastScheduleTime", One, Time, Ptr),
+        f(5, "lastSuccessfulTime", One, Time, Ptr),
+    ],
+};
+
+pub static BATCH_V1BETA1_JOB_TEMPLATE_SPEC: Message = Message {
+    name: "batch/v1beta1.JobTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&BATCH_V1_JOB_SPEC), Always),
+    ],
+};
+
 pub static BATCH_V1_CRON_JOB: Message = Message {
     name: "batch/v1.CronJob",
     fields: &[
@@ -1790,6 +2519,49 @@ pub static BATCH_V1_UNCOUNTED_TERMINATED_PODS: Message = Message {
     ],
 };
 
+pub static CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST: Message = Message {
+    name: "certificates/v1beta1.CertificateSigningRequest",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_SPEC), Always),
+        f(3, "status", One, Msg(&CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_STATUS), Always),
+    ],
+};
+
+pub static CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_CONDITION: Message = Message {
+    name: "certificates/v1beta1.CertificateSigningRequestCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "reason", One, Str, OmitEmpty),
+        f(3, "message", One, Str, OmitEmpty),
+        f(4, "lastUpdateTime", One, Time, Always),
+        f(5, "lastTransitionTime", One, Time, Always),
+        f(6, "status", One, Str, Always),
+    ],
+};
+
+pub static CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_SPEC: Message = Message {
+    name: "certificates/v1beta1.CertificateSigningRequestSpec",
+    fields: &[
+        f(1, "request", One, Bytes, Always),
+        f(2, "username", One, Str, OmitEmpty),
+        f(3, "uid", One, Str, OmitEmpty),
+        f(4, "groups", Rep, Str, OmitEmpty),
+        f(5, "usages", Rep, Str, OmitEmpty),
+        f(6, "extra", Map, StrList, OmitEmpty),
+        f(7, "signerName", One, Str, Ptr),
+        f(8, "expirationSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_STATUS: Message = Message {
+    name: "certificates/v1beta1.CertificateSigningRequestStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&CERTIFICATES_V1BETA1_CERTIFICATE_SIGNING_REQUEST_CONDITION), OmitEmpty),
+        f(2, "certificate", One, Bytes, OmitEmpty),
+    ],
+};
+
 pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST: Message = Message {
     name: "certificates/v1.CertificateSigningRequest",
     fields: &[
@@ -1838,6 +2610,27 @@ pub static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS: Message = Message
     fields: &[
         f(1, "conditions", Rep, Msg(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION), OmitEmpty),
         f(2, "certificate", One, Bytes, OmitEmpty),
+    ],
+};
+
+pub static COORDINATION_V1BETA1_LEASE: Message = Message {
+    name: "coordination/v1beta1.Lease",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&COORDINATION_V1BETA1_LEASE_SPEC), Always),
+    ],
+};
+
+pub static COORDINATION_V1BETA1_LEASE_SPEC: Message = Message {
+    name: "coordination/v1beta1.LeaseSpec",
+    fields: &[
+        f(1, "holderIdentity", One, Str, Ptr),
+        f(2, "leaseDurationSeconds", One, Int32, Ptr),
+        f(3, "acquireTime", One, MicroTime, Ptr),
+        f(4, "renewTime", One, MicroTime, Ptr),
+        f(5, "leaseTransitions", One, Int32, Ptr),
+        f(6, "strategy", One, Str, Ptr),
+        f(7, "preferredHolder", One, Str, Ptr),
     ],
 };
 
@@ -4171,6 +4964,70 @@ pub static CORE_V1_WORKLOAD_REFERENCE: Message = Message {
     ],
 };
 
+pub static DISCOVERY_V1BETA1_ENDPOINT: Message = Message {
+    name: "discovery/v1beta1.Endpoint",
+    fields: &[
+        f(1, "addresses", Rep, Str, Always),
+        f(2, "conditions", One, Msg(&DISCOVERY_V1BETA1_ENDPOINT_CONDITIONS), Always),
+        f(3, "hostname", One, Str, Ptr),
+        f(4, "targetRef", One, Msg(&CORE_V1_OBJECT_REFERENCE), Ptr),
+        f(5, "topology", Map, Str, OmitEmpty),
+        f(6, "nodeName", One, Str, Ptr),
+        f(7, "hints", One, Msg(&DISCOVERY_V1BETA1_ENDPOINT_HINTS), Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_ENDPOINT_CONDITIONS: Message = Message {
+    name: "discovery/v1beta1.EndpointConditions",
+    fields: &[
+        f(1, "ready", One, Bool, Ptr),
+        f(2, "serving", One, Bool, Ptr),
+        f(3, "terminating", One, Bool, Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_ENDPOINT_HINTS: Message = Message {
+    name: "discovery/v1beta1.EndpointHints",
+    fields: &[
+        f(1, "forZones", Rep, Msg(&DISCOVERY_V1BETA1_FOR_ZONE), OmitEmpty),
+        f(2, "forNodes", Rep, Msg(&DISCOVERY_V1BETA1_FOR_NODE), OmitEmpty),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_ENDPOINT_PORT: Message = Message {
+    name: "discovery/v1beta1.EndpointPort",
+    fields: &[
+        f(1, "name", One, Str, Ptr),
+        f(2, "protocol", One, Str, Ptr),
+        f(3, "port", One, Int32, Ptr),
+        f(4, "appProtocol", One, Str, Ptr),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_ENDPOINT_SLICE: Message = Message {
+    name: "discovery/v1beta1.EndpointSlice",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "endpoints", Rep, Msg(&DISCOVERY_V1BETA1_ENDPOINT), Always),
+        f(3, "ports", Rep, Msg(&DISCOVERY_V1BETA1_ENDPOINT_PORT), Always),
+        f(4, "addressType", One, Str, Always),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_FOR_NODE: Message = Message {
+    name: "discovery/v1beta1.ForNode",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static DISCOVERY_V1BETA1_FOR_ZONE: Message = Message {
+    name: "discovery/v1beta1.ForZone",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
 pub static DISCOVERY_V1_ENDPOINT: Message = Message {
     name: "discovery/v1.Endpoint",
     fields: &[
@@ -4278,6 +5135,892 @@ pub static EVENTS_V1_EVENT_SERIES: Message = Message {
     fields: &[
         f(1, "count", One, Int32, Always),
         f(2, "lastObservedTime", One, MicroTime, Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DAEMON_SET: Message = Message {
+    name: "extensions/v1beta1.DaemonSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&EXTENSIONS_V1BETA1_DAEMON_SET_SPEC), Always),
+        f(3, "status", One, Msg(&EXTENSIONS_V1BETA1_DAEMON_SET_STATUS), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DAEMON_SET_CONDITION: Message = Message {
+    name: "extensions/v1beta1.DaemonSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DAEMON_SET_SPEC: Message = Message {
+    name: "extensions/v1beta1.DaemonSetSpec",
+    fields: &[
+        f(1, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(3, "updateStrategy", One, Msg(&EXTENSIONS_V1BETA1_DAEMON_SET_UPDATE_STRATEGY), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+        f(5, "templateGeneration", One, Int64, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DAEMON_SET_STATUS: Message = Message {
+    name: "extensions/v1beta1.DaemonSetStatus",
+    fields: &[
+        f(1, "currentNumberScheduled", One, Int32, Always),
+        f(2, "numberMisscheduled", One, Int32, Always),
+        f(3, "desiredNumberScheduled", One, Int32, Always),
+        f(4, "numberReady", One, Int32, Always),
+        f(5, "observedGeneration", One, Int64, OmitEmpty),
+        f(6, "updatedNumberScheduled", One, Int32, OmitEmpty),
+        f(7, "numberAvailable", One, Int32, OmitEmpty),
+        f(8, "numberUnavailable", One, Int32, OmitEmpty),
+        f(9, "collisionCount", One, Int32, Ptr),
+        f(10, "conditions", Rep, Msg(&EXTENSIONS_V1BETA1_DAEMON_SET_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DAEMON_SET_UPDATE_STRATEGY: Message = Message {
+    name: "extensions/v1beta1.DaemonSetUpdateStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&EXTENSIONS_V1BETA1_ROLLING_UPDATE_DAEMON_SET), Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DEPLOYMENT: Message = Message {
+    name: "extensions/v1beta1.Deployment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&EXTENSIONS_V1BETA1_DEPLOYMENT_SPEC), Always),
+        f(3, "status", One, Msg(&EXTENSIONS_V1BETA1_DEPLOYMENT_STATUS), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DEPLOYMENT_CONDITION: Message = Message {
+    name: "extensions/v1beta1.DeploymentCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+        f(6, "lastUpdateTime", One, Time, Always),
+        f(7, "lastTransitionTime", One, Time, Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DEPLOYMENT_SPEC: Message = Message {
+    name: "extensions/v1beta1.DeploymentSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "strategy", One, Msg(&EXTENSIONS_V1BETA1_DEPLOYMENT_STRATEGY), Always),
+        f(5, "minReadySeconds", One, Int32, OmitEmpty),
+        f(6, "revisionHistoryLimit", One, Int32, Ptr),
+        f(7, "paused", One, Bool, OmitEmpty),
+        f(8, "rollbackTo", One, Msg(&EXTENSIONS_V1BETA1_ROLLBACK_CONFIG), Ptr),
+        f(9, "progressDeadlineSeconds", One, Int32, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DEPLOYMENT_STATUS: Message = Message {
+    name: "extensions/v1beta1.DeploymentStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "replicas", One, Int32, OmitEmpty),
+        f(3, "updatedReplicas", One, Int32, OmitEmpty),
+        f(4, "availableReplicas", One, Int32, OmitEmpty),
+        f(5, "unavailableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&EXTENSIONS_V1BETA1_DEPLOYMENT_CONDITION), OmitEmpty),
+        f(7, "readyReplicas", One, Int32, OmitEmpty),
+        f(8, "collisionCount", One, Int32, Ptr),
+        f(9, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_DEPLOYMENT_STRATEGY: Message = Message {
+    name: "extensions/v1beta1.DeploymentStrategy",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "rollingUpdate", One, Msg(&EXTENSIONS_V1BETA1_ROLLING_UPDATE_DEPLOYMENT), Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_HTTP_INGRESS_PATH: Message = Message {
+    name: "extensions/v1beta1.HTTPIngressPath",
+    fields: &[
+        f(1, "path", One, Str, OmitEmpty),
+        f(2, "backend", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_BACKEND), Always),
+        f(3, "pathType", One, Str, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_HTTP_INGRESS_RULE_VALUE: Message = Message {
+    name: "extensions/v1beta1.HTTPIngressRuleValue",
+    fields: &[
+        f(1, "paths", Rep, Msg(&EXTENSIONS_V1BETA1_HTTP_INGRESS_PATH), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS: Message = Message {
+    name: "extensions/v1beta1.Ingress",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_SPEC), Always),
+        f(3, "status", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_STATUS), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_BACKEND: Message = Message {
+    name: "extensions/v1beta1.IngressBackend",
+    fields: &[
+        f(1, "serviceName", One, Str, OmitEmpty),
+        f(2, "servicePort", One, IntOrString, Always),
+        f(3, "resource", One, Msg(&CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_LOAD_BALANCER_INGRESS: Message = Message {
+    name: "extensions/v1beta1.IngressLoadBalancerIngress",
+    fields: &[
+        f(1, "ip", One, Str, OmitEmpty),
+        f(2, "hostname", One, Str, OmitEmpty),
+        f(4, "ports", Rep, Msg(&EXTENSIONS_V1BETA1_INGRESS_PORT_STATUS), OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_LOAD_BALANCER_STATUS: Message = Message {
+    name: "extensions/v1beta1.IngressLoadBalancerStatus",
+    fields: &[
+        f(1, "ingress", Rep, Msg(&EXTENSIONS_V1BETA1_INGRESS_LOAD_BALANCER_INGRESS), OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_PORT_STATUS: Message = Message {
+    name: "extensions/v1beta1.IngressPortStatus",
+    fields: &[
+        f(1, "port", One, Int32, Always),
+        f(2, "protocol", One, Str, Always),
+        f(3, "error", One, Str, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_RULE: Message = Message {
+    name: "extensions/v1beta1.IngressRule",
+    fields: &[
+        f(1, "host", One, Str, OmitEmpty),
+        f(2, "ingressRuleValue", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_RULE_VALUE), Inline),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_RULE_VALUE: Message = Message {
+    name: "extensions/v1beta1.IngressRuleValue",
+    fields: &[
+        f(1, "http", One, Msg(&EXTENSIONS_V1BETA1_HTTP_INGRESS_RULE_VALUE), Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_SPEC: Message = Message {
+    name: "extensions/v1beta1.IngressSpec",
+    fields: &[
+        f(1, "backend", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_BACKEND), Ptr),
+        f(2, "tls", Rep, Msg(&EXTENSIONS_V1BETA1_INGRESS_TLS), OmitEmpty),
+        f(3, "rules", Rep, Msg(&EXTENSIONS_V1BETA1_INGRESS_RULE), OmitEmpty),
+        f(4, "ingressClassName", One, Str, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_STATUS: Message = Message {
+    name: "extensions/v1beta1.IngressStatus",
+    fields: &[
+        f(1, "loadBalancer", One, Msg(&EXTENSIONS_V1BETA1_INGRESS_LOAD_BALANCER_STATUS), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_INGRESS_TLS: Message = Message {
+    name: "extensions/v1beta1.IngressTLS",
+    fields: &[
+        f(1, "hosts", Rep, Str, OmitEmpty),
+        f(2, "secretName", One, Str, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_IP_BLOCK: Message = Message {
+    name: "extensions/v1beta1.IPBlock",
+    fields: &[
+        f(1, "cidr", One, Str, Always),
+        f(2, "except", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicy",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_SPEC), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY_EGRESS_RULE: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicyEgressRule",
+    fields: &[
+        f(1, "ports", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_PORT), OmitEmpty),
+        f(2, "to", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_PEER), OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY_INGRESS_RULE: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicyIngressRule",
+    fields: &[
+        f(1, "ports", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_PORT), OmitEmpty),
+        f(2, "from", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_PEER), OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY_PEER: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicyPeer",
+    fields: &[
+        f(1, "podSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(2, "namespaceSelector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "ipBlock", One, Msg(&EXTENSIONS_V1BETA1_IP_BLOCK), Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY_PORT: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicyPort",
+    fields: &[
+        f(1, "protocol", One, Str, Ptr),
+        f(2, "port", One, IntOrString, Ptr),
+        f(3, "endPort", One, Int32, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_NETWORK_POLICY_SPEC: Message = Message {
+    name: "extensions/v1beta1.NetworkPolicySpec",
+    fields: &[
+        f(1, "podSelector", One, Msg(&META_V1_LABEL_SELECTOR), Always),
+        f(2, "ingress", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_INGRESS_RULE), OmitEmpty),
+        f(3, "egress", Rep, Msg(&EXTENSIONS_V1BETA1_NETWORK_POLICY_EGRESS_RULE), OmitEmpty),
+        f(4, "policyTypes", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_REPLICA_SET: Message = Message {
+    name: "extensions/v1beta1.ReplicaSet",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&EXTENSIONS_V1BETA1_REPLICA_SET_SPEC), Always),
+        f(3, "status", One, Msg(&EXTENSIONS_V1BETA1_REPLICA_SET_STATUS), Always),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_REPLICA_SET_CONDITION: Message = Message {
+    name: "extensions/v1beta1.ReplicaSetCondition",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "status", One, Str, Always),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_REPLICA_SET_SPEC: Message = Message {
+    name: "extensions/v1beta1.ReplicaSetSpec",
+    fields: &[
+        f(1, "replicas", One, Int32, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "template", One, Msg(&CORE_V1_POD_TEMPLATE_SPEC), Always),
+        f(4, "minReadySeconds", One, Int32, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_REPLICA_SET_STATUS: Message = Message {
+    name: "extensions/v1beta1.ReplicaSetStatus",
+    fields: &[
+        f(1, "replicas", One, Int32, Always),
+        f(2, "fullyLabeledReplicas", One, Int32, OmitEmpty),
+        f(3, "observedGeneration", One, Int64, OmitEmpty),
+        f(4, "readyReplicas", One, Int32, OmitEmpty),
+        f(5, "availableReplicas", One, Int32, OmitEmpty),
+        f(6, "conditions", Rep, Msg(&EXTENSIONS_V1BETA1_REPLICA_SET_CONDITION), OmitEmpty),
+        f(7, "terminatingReplicas", One, Int32, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_ROLLBACK_CONFIG: Message = Message {
+    name: "extensions/v1beta1.RollbackConfig",
+    fields: &[
+        f(1, "revision", One, Int64, OmitEmpty),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_ROLLING_UPDATE_DAEMON_SET: Message = Message {
+    name: "extensions/v1beta1.RollingUpdateDaemonSet",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static EXTENSIONS_V1BETA1_ROLLING_UPDATE_DEPLOYMENT: Message = Message {
+    name: "extensions/v1beta1.RollingUpdateDeployment",
+    fields: &[
+        f(1, "maxUnavailable", One, IntOrString, Ptr),
+        f(2, "maxSurge", One, IntOrString, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_EXEMPT_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta1.ExemptPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, Ptr),
+        f(2, "lendablePercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_FLOW_DISTINGUISHER_METHOD: Message = Message {
+    name: "flowcontrol/v1beta1.FlowDistinguisherMethod",
+    fields: &[
+        f(1, "type", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_FLOW_SCHEMA: Message = Message {
+    name: "flowcontrol/v1beta1.FlowSchema",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA1_FLOW_SCHEMA_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA1_FLOW_SCHEMA_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_FLOW_SCHEMA_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta1.FlowSchemaCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_FLOW_SCHEMA_SPEC: Message = Message {
+    name: "flowcontrol/v1beta1.FlowSchemaSpec",
+    fields: &[
+        f(1, "priorityLevelConfiguration", One, Msg(&FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_REFERENCE), Always),
+        f(2, "matchingPrecedence", One, Int32, Always),
+        f(3, "distinguisherMethod", One, Msg(&FLOWCONTROL_V1BETA1_FLOW_DISTINGUISHER_METHOD), Ptr),
+        f(4, "rules", Rep, Msg(&FLOWCONTROL_V1BETA1_POLICY_RULES_WITH_SUBJECTS), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_FLOW_SCHEMA_STATUS: Message = Message {
+    name: "flowcontrol/v1beta1.FlowSchemaStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA1_FLOW_SCHEMA_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_GROUP_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta1.GroupSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_LIMITED_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta1.LimitedPriorityLevelConfiguration",
+    fields: &[
+        f(1, "assuredConcurrencyShares", One, Int32, Always),
+        f(2, "limitResponse", One, Msg(&FLOWCONTROL_V1BETA1_LIMIT_RESPONSE), Always),
+        f(3, "lendablePercent", One, Int32, Ptr),
+        f(4, "borrowingLimitPercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_LIMIT_RESPONSE: Message = Message {
+    name: "flowcontrol/v1beta1.LimitResponse",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "queuing", One, Msg(&FLOWCONTROL_V1BETA1_QUEUING_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_NON_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta1.NonResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(6, "nonResourceURLs", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_POLICY_RULES_WITH_SUBJECTS: Message = Message {
+    name: "flowcontrol/v1beta1.PolicyRulesWithSubjects",
+    fields: &[
+        f(1, "subjects", Rep, Msg(&FLOWCONTROL_V1BETA1_SUBJECT), Always),
+        f(2, "resourceRules", Rep, Msg(&FLOWCONTROL_V1BETA1_RESOURCE_POLICY_RULE), OmitEmpty),
+        f(3, "nonResourceRules", Rep, Msg(&FLOWCONTROL_V1BETA1_NON_RESOURCE_POLICY_RULE), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta1.PriorityLevelConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta1.PriorityLevelConfigurationCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_REFERENCE: Message = Message {
+    name: "flowcontrol/v1beta1.PriorityLevelConfigurationReference",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_SPEC: Message = Message {
+    name: "flowcontrol/v1beta1.PriorityLevelConfigurationSpec",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "limited", One, Msg(&FLOWCONTROL_V1BETA1_LIMITED_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+        f(3, "exempt", One, Msg(&FLOWCONTROL_V1BETA1_EXEMPT_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_STATUS: Message = Message {
+    name: "flowcontrol/v1beta1.PriorityLevelConfigurationStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA1_PRIORITY_LEVEL_CONFIGURATION_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_QUEUING_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta1.QueuingConfiguration",
+    fields: &[
+        f(1, "queues", One, Int32, Always),
+        f(2, "handSize", One, Int32, Always),
+        f(3, "queueLengthLimit", One, Int32, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta1.ResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, Always),
+        f(3, "resources", Rep, Str, Always),
+        f(4, "clusterScope", One, Bool, OmitEmpty),
+        f(5, "namespaces", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_SERVICE_ACCOUNT_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta1.ServiceAccountSubject",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta1.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "user", One, Msg(&FLOWCONTROL_V1BETA1_USER_SUBJECT), Ptr),
+        f(3, "group", One, Msg(&FLOWCONTROL_V1BETA1_GROUP_SUBJECT), Ptr),
+        f(4, "serviceAccount", One, Msg(&FLOWCONTROL_V1BETA1_SERVICE_ACCOUNT_SUBJECT), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA1_USER_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta1.UserSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_EXEMPT_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta2.ExemptPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, Ptr),
+        f(2, "lendablePercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_FLOW_DISTINGUISHER_METHOD: Message = Message {
+    name: "flowcontrol/v1beta2.FlowDistinguisherMethod",
+    fields: &[
+        f(1, "type", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_FLOW_SCHEMA: Message = Message {
+    name: "flowcontrol/v1beta2.FlowSchema",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA2_FLOW_SCHEMA_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA2_FLOW_SCHEMA_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_FLOW_SCHEMA_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta2.FlowSchemaCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_FLOW_SCHEMA_SPEC: Message = Message {
+    name: "flowcontrol/v1beta2.FlowSchemaSpec",
+    fields: &[
+        f(1, "priorityLevelConfiguration", One, Msg(&FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_REFERENCE), Always),
+        f(2, "matchingPrecedence", One, Int32, Always),
+        f(3, "distinguisherMethod", One, Msg(&FLOWCONTROL_V1BETA2_FLOW_DISTINGUISHER_METHOD), Ptr),
+        f(4, "rules", Rep, Msg(&FLOWCONTROL_V1BETA2_POLICY_RULES_WITH_SUBJECTS), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_FLOW_SCHEMA_STATUS: Message = Message {
+    name: "flowcontrol/v1beta2.FlowSchemaStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA2_FLOW_SCHEMA_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_GROUP_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta2.GroupSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_LIMITED_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta2.LimitedPriorityLevelConfiguration",
+    fields: &[
+        f(1, "assuredConcurrencyShares", One, Int32, Always),
+        f(2, "limitResponse", One, Msg(&FLOWCONTROL_V1BETA2_LIMIT_RESPONSE), Always),
+        f(3, "lendablePercent", One, Int32, Ptr),
+        f(4, "borrowingLimitPercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_LIMIT_RESPONSE: Message = Message {
+    name: "flowcontrol/v1beta2.LimitResponse",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "queuing", One, Msg(&FLOWCONTROL_V1BETA2_QUEUING_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_NON_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta2.NonResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(6, "nonResourceURLs", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_POLICY_RULES_WITH_SUBJECTS: Message = Message {
+    name: "flowcontrol/v1beta2.PolicyRulesWithSubjects",
+    fields: &[
+        f(1, "subjects", Rep, Msg(&FLOWCONTROL_V1BETA2_SUBJECT), Always),
+        f(2, "resourceRules", Rep, Msg(&FLOWCONTROL_V1BETA2_RESOURCE_POLICY_RULE), OmitEmpty),
+        f(3, "nonResourceRules", Rep, Msg(&FLOWCONTROL_V1BETA2_NON_RESOURCE_POLICY_RULE), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta2.PriorityLevelConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta2.PriorityLevelConfigurationCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_REFERENCE: Message = Message {
+    name: "flowcontrol/v1beta2.PriorityLevelConfigurationReference",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_SPEC: Message = Message {
+    name: "flowcontrol/v1beta2.PriorityLevelConfigurationSpec",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "limited", One, Msg(&FLOWCONTROL_V1BETA2_LIMITED_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+        f(3, "exempt", One, Msg(&FLOWCONTROL_V1BETA2_EXEMPT_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_STATUS: Message = Message {
+    name: "flowcontrol/v1beta2.PriorityLevelConfigurationStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA2_PRIORITY_LEVEL_CONFIGURATION_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_QUEUING_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta2.QueuingConfiguration",
+    fields: &[
+        f(1, "queues", One, Int32, Always),
+        f(2, "handSize", One, Int32, Always),
+        f(3, "queueLengthLimit", One, Int32, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta2.ResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, Always),
+        f(3, "resources", Rep, Str, Always),
+        f(4, "clusterScope", One, Bool, OmitEmpty),
+        f(5, "namespaces", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_SERVICE_ACCOUNT_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta2.ServiceAccountSubject",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta2.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "user", One, Msg(&FLOWCONTROL_V1BETA2_USER_SUBJECT), Ptr),
+        f(3, "group", One, Msg(&FLOWCONTROL_V1BETA2_GROUP_SUBJECT), Ptr),
+        f(4, "serviceAccount", One, Msg(&FLOWCONTROL_V1BETA2_SERVICE_ACCOUNT_SUBJECT), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA2_USER_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta2.UserSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_EXEMPT_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta3.ExemptPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, Ptr),
+        f(2, "lendablePercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_FLOW_DISTINGUISHER_METHOD: Message = Message {
+    name: "flowcontrol/v1beta3.FlowDistinguisherMethod",
+    fields: &[
+        f(1, "type", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_FLOW_SCHEMA: Message = Message {
+    name: "flowcontrol/v1beta3.FlowSchema",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA3_FLOW_SCHEMA_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA3_FLOW_SCHEMA_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_FLOW_SCHEMA_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta3.FlowSchemaCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_FLOW_SCHEMA_SPEC: Message = Message {
+    name: "flowcontrol/v1beta3.FlowSchemaSpec",
+    fields: &[
+        f(1, "priorityLevelConfiguration", One, Msg(&FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_REFERENCE), Always),
+        f(2, "matchingPrecedence", One, Int32, Always),
+        f(3, "distinguisherMethod", One, Msg(&FLOWCONTROL_V1BETA3_FLOW_DISTINGUISHER_METHOD), Ptr),
+        f(4, "rules", Rep, Msg(&FLOWCONTROL_V1BETA3_POLICY_RULES_WITH_SUBJECTS), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_FLOW_SCHEMA_STATUS: Message = Message {
+    name: "flowcontrol/v1beta3.FlowSchemaStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA3_FLOW_SCHEMA_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_GROUP_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta3.GroupSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_LIMITED_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta3.LimitedPriorityLevelConfiguration",
+    fields: &[
+        f(1, "nominalConcurrencyShares", One, Int32, Always),
+        f(2, "limitResponse", One, Msg(&FLOWCONTROL_V1BETA3_LIMIT_RESPONSE), Always),
+        f(3, "lendablePercent", One, Int32, Ptr),
+        f(4, "borrowingLimitPercent", One, Int32, Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_LIMIT_RESPONSE: Message = Message {
+    name: "flowcontrol/v1beta3.LimitResponse",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "queuing", One, Msg(&FLOWCONTROL_V1BETA3_QUEUING_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_NON_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta3.NonResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(6, "nonResourceURLs", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_POLICY_RULES_WITH_SUBJECTS: Message = Message {
+    name: "flowcontrol/v1beta3.PolicyRulesWithSubjects",
+    fields: &[
+        f(1, "subjects", Rep, Msg(&FLOWCONTROL_V1BETA3_SUBJECT), Always),
+        f(2, "resourceRules", Rep, Msg(&FLOWCONTROL_V1BETA3_RESOURCE_POLICY_RULE), OmitEmpty),
+        f(3, "nonResourceRules", Rep, Msg(&FLOWCONTROL_V1BETA3_NON_RESOURCE_POLICY_RULE), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta3.PriorityLevelConfiguration",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_SPEC), Always),
+        f(3, "status", One, Msg(&FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_STATUS), Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_CONDITION: Message = Message {
+    name: "flowcontrol/v1beta3.PriorityLevelConfigurationCondition",
+    fields: &[
+        f(1, "type", One, Str, OmitEmpty),
+        f(2, "status", One, Str, OmitEmpty),
+        f(3, "lastTransitionTime", One, Time, Always),
+        f(4, "reason", One, Str, OmitEmpty),
+        f(5, "message", One, Str, OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_REFERENCE: Message = Message {
+    name: "flowcontrol/v1beta3.PriorityLevelConfigurationReference",
+    fields: &[
+        f(1, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_SPEC: Message = Message {
+    name: "flowcontrol/v1beta3.PriorityLevelConfigurationSpec",
+    fields: &[
+        f(1, "type", One, Str, Always),
+        f(2, "limited", One, Msg(&FLOWCONTROL_V1BETA3_LIMITED_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+        f(3, "exempt", One, Msg(&FLOWCONTROL_V1BETA3_EXEMPT_PRIORITY_LEVEL_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_STATUS: Message = Message {
+    name: "flowcontrol/v1beta3.PriorityLevelConfigurationStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&FLOWCONTROL_V1BETA3_PRIORITY_LEVEL_CONFIGURATION_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_QUEUING_CONFIGURATION: Message = Message {
+    name: "flowcontrol/v1beta3.QueuingConfiguration",
+    fields: &[
+        f(1, "queues", One, Int32, Always),
+        f(2, "handSize", One, Int32, Always),
+        f(3, "queueLengthLimit", One, Int32, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_RESOURCE_POLICY_RULE: Message = Message {
+    name: "flowcontrol/v1beta3.ResourcePolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, Always),
+        f(3, "resources", Rep, Str, Always),
+        f(4, "clusterScope", One, Bool, OmitEmpty),
+        f(5, "namespaces", Rep, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_SERVICE_ACCOUNT_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta3.ServiceAccountSubject",
+    fields: &[
+        f(1, "namespace", One, Str, Always),
+        f(2, "name", One, Str, Always),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta3.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "user", One, Msg(&FLOWCONTROL_V1BETA3_USER_SUBJECT), Ptr),
+        f(3, "group", One, Msg(&FLOWCONTROL_V1BETA3_GROUP_SUBJECT), Ptr),
+        f(4, "serviceAccount", One, Msg(&FLOWCONTROL_V1BETA3_SERVICE_ACCOUNT_SUBJECT), Ptr),
+    ],
+};
+
+pub static FLOWCONTROL_V1BETA3_USER_SUBJECT: Message = Message {
+    name: "flowcontrol/v1beta3.UserSubject",
+    fields: &[
+        f(1, "name", One, Str, Always),
     ],
 };
 
@@ -4731,6 +6474,180 @@ pub static META_V1_WATCH_EVENT: Message = Message {
     ],
 };
 
+pub static NETWORKING_V1BETA1_HTTP_INGRESS_PATH: Message = Message {
+    name: "networking/v1beta1.HTTPIngressPath",
+    fields: &[
+        f(1, "path", One, Str, OmitEmpty),
+        f(2, "backend", One, Msg(&NETWORKING_V1BETA1_INGRESS_BACKEND), Always),
+        f(3, "pathType", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_HTTP_INGRESS_RULE_VALUE: Message = Message {
+    name: "networking/v1beta1.HTTPIngressRuleValue",
+    fields: &[
+        f(1, "paths", Rep, Msg(&NETWORKING_V1BETA1_HTTP_INGRESS_PATH), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS: Message = Message {
+    name: "networking/v1beta1.Ingress",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1BETA1_INGRESS_SPEC), Always),
+        f(3, "status", One, Msg(&NETWORKING_V1BETA1_INGRESS_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_BACKEND: Message = Message {
+    name: "networking/v1beta1.IngressBackend",
+    fields: &[
+        f(1, "serviceName", One, Str, OmitEmpty),
+        f(2, "servicePort", One, IntOrString, Always),
+        f(3, "resource", One, Msg(&CORE_V1_TYPED_LOCAL_OBJECT_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_CLASS: Message = Message {
+    name: "networking/v1beta1.IngressClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1BETA1_INGRESS_CLASS_SPEC), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_CLASS_PARAMETERS_REFERENCE: Message = Message {
+    name: "networking/v1beta1.IngressClassParametersReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, Ptr),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+        f(4, "scope", One, Str, PtrNull),
+        f(5, "namespace", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_CLASS_SPEC: Message = Message {
+    name: "networking/v1beta1.IngressClassSpec",
+    fields: &[
+        f(1, "controller", One, Str, OmitEmpty),
+        f(2, "parameters", One, Msg(&NETWORKING_V1BETA1_INGRESS_CLASS_PARAMETERS_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_LOAD_BALANCER_INGRESS: Message = Message {
+    name: "networking/v1beta1.IngressLoadBalancerIngress",
+    fields: &[
+        f(1, "ip", One, Str, OmitEmpty),
+        f(2, "hostname", One, Str, OmitEmpty),
+        f(4, "ports", Rep, Msg(&NETWORKING_V1BETA1_INGRESS_PORT_STATUS), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_LOAD_BALANCER_STATUS: Message = Message {
+    name: "networking/v1beta1.IngressLoadBalancerStatus",
+    fields: &[
+        f(1, "ingress", Rep, Msg(&NETWORKING_V1BETA1_INGRESS_LOAD_BALANCER_INGRESS), OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_PORT_STATUS: Message = Message {
+    name: "networking/v1beta1.IngressPortStatus",
+    fields: &[
+        f(1, "port", One, Int32, Always),
+        f(2, "protocol", One, Str, Always),
+        f(3, "error", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_RULE: Message = Message {
+    name: "networking/v1beta1.IngressRule",
+    fields: &[
+        f(1, "host", One, Str, OmitEmpty),
+        f(2, "ingressRuleValue", One, Msg(&NETWORKING_V1BETA1_INGRESS_RULE_VALUE), Inline),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_RULE_VALUE: Message = Message {
+    name: "networking/v1beta1.IngressRuleValue",
+    fields: &[
+        f(1, "http", One, Msg(&NETWORKING_V1BETA1_HTTP_INGRESS_RULE_VALUE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_SPEC: Message = Message {
+    name: "networking/v1beta1.IngressSpec",
+    fields: &[
+        f(1, "backend", One, Msg(&NETWORKING_V1BETA1_INGRESS_BACKEND), Ptr),
+        f(2, "tls", Rep, Msg(&NETWORKING_V1BETA1_INGRESS_TLS), OmitEmpty),
+        f(3, "rules", Rep, Msg(&NETWORKING_V1BETA1_INGRESS_RULE), OmitEmpty),
+        f(4, "ingressClassName", One, Str, Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_STATUS: Message = Message {
+    name: "networking/v1beta1.IngressStatus",
+    fields: &[
+        f(1, "loadBalancer", One, Msg(&NETWORKING_V1BETA1_INGRESS_LOAD_BALANCER_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_INGRESS_TLS: Message = Message {
+    name: "networking/v1beta1.IngressTLS",
+    fields: &[
+        f(1, "hosts", Rep, Str, OmitEmpty),
+        f(2, "secretName", One, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_IP_ADDRESS: Message = Message {
+    name: "networking/v1beta1.IPAddress",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1BETA1_IP_ADDRESS_SPEC), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_IP_ADDRESS_SPEC: Message = Message {
+    name: "networking/v1beta1.IPAddressSpec",
+    fields: &[
+        f(1, "parentRef", One, Msg(&NETWORKING_V1BETA1_PARENT_REFERENCE), Ptr),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_PARENT_REFERENCE: Message = Message {
+    name: "networking/v1beta1.ParentReference",
+    fields: &[
+        f(1, "group", One, Str, OmitEmpty),
+        f(2, "resource", One, Str, OmitEmpty),
+        f(3, "namespace", One, Str, OmitEmpty),
+        f(4, "name", One, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_SERVICE_CIDR: Message = Message {
+    name: "networking/v1beta1.ServiceCIDR",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&NETWORKING_V1BETA1_SERVICE_CIDR_SPEC), Always),
+        f(3, "status", One, Msg(&NETWORKING_V1BETA1_SERVICE_CIDR_STATUS), Always),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_SERVICE_CIDR_SPEC: Message = Message {
+    name: "networking/v1beta1.ServiceCIDRSpec",
+    fields: &[
+        f(1, "cidrs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static NETWORKING_V1BETA1_SERVICE_CIDR_STATUS: Message = Message {
+    name: "networking/v1beta1.ServiceCIDRStatus",
+    fields: &[
+        f(1, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
 pub static NETWORKING_V1_HTTP_INGRESS_PATH: Message = Message {
     name: "networking/v1.HTTPIngressPath",
     fields: &[
@@ -5020,6 +6937,31 @@ pub static NETWORKING_V1_SERVICE_CIDR_STATUS: Message = Message {
     ],
 };
 
+pub static NODE_V1BETA1_OVERHEAD: Message = Message {
+    name: "node/v1beta1.Overhead",
+    fields: &[
+        f(1, "podFixed", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static NODE_V1BETA1_RUNTIME_CLASS: Message = Message {
+    name: "node/v1beta1.RuntimeClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "handler", One, Str, Always),
+        f(3, "overhead", One, Msg(&NODE_V1BETA1_OVERHEAD), Ptr),
+        f(4, "scheduling", One, Msg(&NODE_V1BETA1_SCHEDULING), Ptr),
+    ],
+};
+
+pub static NODE_V1BETA1_SCHEDULING: Message = Message {
+    name: "node/v1beta1.Scheduling",
+    fields: &[
+        f(1, "nodeSelector", Map, Str, OmitEmpty),
+        f(2, "tolerations", Rep, Msg(&CORE_V1_TOLERATION), OmitEmpty),
+    ],
+};
+
 pub static NODE_V1_OVERHEAD: Message = Message {
     name: "node/v1.Overhead",
     fields: &[
@@ -5050,6 +6992,38 @@ pub static NODE_V1_SCHEDULING: Message = Message {
     fields: &[
         f(1, "nodeSelector", Map, Str, OmitEmpty),
         f(2, "tolerations", Rep, Msg(&CORE_V1_TOLERATION), OmitEmpty),
+    ],
+};
+
+pub static POLICY_V1BETA1_POD_DISRUPTION_BUDGET: Message = Message {
+    name: "policy/v1beta1.PodDisruptionBudget",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&POLICY_V1BETA1_POD_DISRUPTION_BUDGET_SPEC), Always),
+        f(3, "status", One, Msg(&POLICY_V1BETA1_POD_DISRUPTION_BUDGET_STATUS), Always),
+    ],
+};
+
+pub static POLICY_V1BETA1_POD_DISRUPTION_BUDGET_SPEC: Message = Message {
+    name: "policy/v1beta1.PodDisruptionBudgetSpec",
+    fields: &[
+        f(1, "minAvailable", One, IntOrString, Ptr),
+        f(2, "selector", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "maxUnavailable", One, IntOrString, Ptr),
+        f(4, "unhealthyPodEvictionPolicy", One, Str, Ptr),
+    ],
+};
+
+pub static POLICY_V1BETA1_POD_DISRUPTION_BUDGET_STATUS: Message = Message {
+    name: "policy/v1beta1.PodDisruptionBudgetStatus",
+    fields: &[
+        f(1, "observedGeneration", One, Int64, OmitEmpty),
+        f(2, "disruptedPods", Map, Time, OmitEmpty),
+        f(3, "disruptionsAllowed", One, Int32, Always),
+        f(4, "currentHealthy", One, Int32, Always),
+        f(5, "desiredHealthy", One, Int32, Always),
+        f(6, "expectedPods", One, Int32, Always),
+        f(7, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
     ],
 };
 
@@ -5098,6 +7072,78 @@ pub static POLICY_V1_POD_DISRUPTION_BUDGET_STATUS: Message = Message {
         f(5, "desiredHealthy", One, Int32, Always),
         f(6, "expectedPods", One, Int32, Always),
         f(7, "conditions", Rep, Msg(&META_V1_CONDITION), OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1BETA1_AGGREGATION_RULE: Message = Message {
+    name: "rbac/v1beta1.AggregationRule",
+    fields: &[
+        f(1, "clusterRoleSelectors", Rep, Msg(&META_V1_LABEL_SELECTOR), OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1BETA1_CLUSTER_ROLE: Message = Message {
+    name: "rbac/v1beta1.ClusterRole",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "rules", Rep, Msg(&RBAC_V1BETA1_POLICY_RULE), Always),
+        f(3, "aggregationRule", One, Msg(&RBAC_V1BETA1_AGGREGATION_RULE), Ptr),
+    ],
+};
+
+pub static RBAC_V1BETA1_CLUSTER_ROLE_BINDING: Message = Message {
+    name: "rbac/v1beta1.ClusterRoleBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "subjects", Rep, Msg(&RBAC_V1BETA1_SUBJECT), OmitEmpty),
+        f(3, "roleRef", One, Msg(&RBAC_V1BETA1_ROLE_REF), Always),
+    ],
+};
+
+pub static RBAC_V1BETA1_POLICY_RULE: Message = Message {
+    name: "rbac/v1beta1.PolicyRule",
+    fields: &[
+        f(1, "verbs", Rep, Str, Always),
+        f(2, "apiGroups", Rep, Str, OmitEmpty),
+        f(3, "resources", Rep, Str, OmitEmpty),
+        f(4, "resourceNames", Rep, Str, OmitEmpty),
+        f(5, "nonResourceURLs", Rep, Str, OmitEmpty),
+    ],
+};
+
+pub static RBAC_V1BETA1_ROLE: Message = Message {
+    name: "rbac/v1beta1.Role",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "rules", Rep, Msg(&RBAC_V1BETA1_POLICY_RULE), Always),
+    ],
+};
+
+pub static RBAC_V1BETA1_ROLE_BINDING: Message = Message {
+    name: "rbac/v1beta1.RoleBinding",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "subjects", Rep, Msg(&RBAC_V1BETA1_SUBJECT), OmitEmpty),
+        f(3, "roleRef", One, Msg(&RBAC_V1BETA1_ROLE_REF), Always),
+    ],
+};
+
+pub static RBAC_V1BETA1_ROLE_REF: Message = Message {
+    name: "rbac/v1beta1.RoleRef",
+    fields: &[
+        f(1, "apiGroup", One, Str, Always),
+        f(2, "kind", One, Str, Always),
+        f(3, "name", One, Str, Always),
+    ],
+};
+
+pub static RBAC_V1BETA1_SUBJECT: Message = Message {
+    name: "rbac/v1beta1.Subject",
+    fields: &[
+        f(1, "kind", One, Str, Always),
+        f(2, "apiGroup", One, Str, OmitEmpty),
+        f(3, "name", One, Str, Always),
+        f(4, "namespace", One, Str, OmitEmpty),
     ],
 };
 
@@ -5202,6 +7248,736 @@ pub static RBAC_V1_SUBJECT: Message = Message {
         f(2, "apiGroup", One, Str, OmitEmpty),
         f(3, "name", One, Str, Always),
         f(4, "namespace", One, Str, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_ALLOCATED_DEVICE_STATUS: Message = Message {
+    name: "resource/v1beta1.AllocatedDeviceStatus",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Str, Always),
+        f(3, "device", One, Str, Always),
+        f(4, "conditions", Rep, Msg(&META_V1_CONDITION), Always),
+        f(5, "data", One, RawExtension, Ptr),
+        f(6, "networkData", One, Msg(&RESOURCE_V1BETA1_NETWORK_DEVICE_DATA), Ptr),
+        f(7, "shareID", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta1.AllocationResult",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1BETA1_DEVICE_ALLOCATION_RESULT), Always),
+        f(3, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allocationTimestamp", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_BASIC_DEVICE: Message = Message {
+    name: "resource/v1beta1.BasicDevice",
+    fields: &[
+        f(1, "attributes", Map, Msg(&RESOURCE_V1BETA1_DEVICE_ATTRIBUTE), OmitEmpty),
+        f(2, "capacity", Map, Msg(&RESOURCE_V1BETA1_DEVICE_CAPACITY), OmitEmpty),
+        f(3, "consumesCounters", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_COUNTER_CONSUMPTION), OmitEmpty),
+        f(4, "nodeName", One, Str, Ptr),
+        f(5, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(6, "allNodes", One, Bool, Ptr),
+        f(7, "taints", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_TAINT), OmitEmpty),
+        f(8, "bindsToNode", One, Bool, Ptr),
+        f(9, "bindingConditions", Rep, Str, OmitEmpty),
+        f(10, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(11, "allowMultipleAllocations", One, Bool, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_CAPACITY_REQUEST_POLICY: Message = Message {
+    name: "resource/v1beta1.CapacityRequestPolicy",
+    fields: &[
+        f(1, "default", One, Quantity, PtrNull),
+        f(3, "validValues", Rep, Quantity, OmitEmpty),
+        f(4, "validRange", One, Msg(&RESOURCE_V1BETA1_CAPACITY_REQUEST_POLICY_RANGE), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_CAPACITY_REQUEST_POLICY_RANGE: Message = Message {
+    name: "resource/v1beta1.CapacityRequestPolicyRange",
+    fields: &[
+        f(1, "min", One, Quantity, Ptr),
+        f(2, "max", One, Quantity, Ptr),
+        f(3, "step", One, Quantity, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_CAPACITY_REQUIREMENTS: Message = Message {
+    name: "resource/v1beta1.CapacityRequirements",
+    fields: &[
+        f(1, "requests", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_CEL_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1beta1.CELDeviceSelector",
+    fields: &[
+        f(1, "expression", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_COUNTER: Message = Message {
+    name: "resource/v1beta1.Counter",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_COUNTER_SET: Message = Message {
+    name: "resource/v1beta1.CounterSet",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1BETA1_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE: Message = Message {
+    name: "resource/v1beta1.Device",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "basic", One, Msg(&RESOURCE_V1BETA1_BASIC_DEVICE), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_ALLOCATION_CONFIGURATION: Message = Message {
+    name: "resource/v1beta1.DeviceAllocationConfiguration",
+    fields: &[
+        f(1, "source", One, Str, Always),
+        f(2, "requests", Rep, Str, OmitEmpty),
+        f(3, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta1.DeviceAllocationResult",
+    fields: &[
+        f(1, "results", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_REQUEST_ALLOCATION_RESULT), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_ALLOCATION_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_ATTRIBUTE: Message = Message {
+    name: "resource/v1beta1.DeviceAttribute",
+    fields: &[
+        f(2, "int", One, Int64, Ptr),
+        f(3, "bool", One, Bool, Ptr),
+        f(4, "string", One, Str, Ptr),
+        f(5, "version", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CAPACITY: Message = Message {
+    name: "resource/v1beta1.DeviceCapacity",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+        f(2, "requestPolicy", One, Msg(&RESOURCE_V1BETA1_CAPACITY_REQUEST_POLICY), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CLAIM: Message = Message {
+    name: "resource/v1beta1.DeviceClaim",
+    fields: &[
+        f(1, "requests", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_REQUEST), Always),
+        f(2, "constraints", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_CONSTRAINT), OmitEmpty),
+        f(3, "config", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_CLAIM_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CLAIM_CONFIGURATION: Message = Message {
+    name: "resource/v1beta1.DeviceClaimConfiguration",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CLASS: Message = Message {
+    name: "resource/v1beta1.DeviceClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA1_DEVICE_CLASS_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CLASS_CONFIGURATION: Message = Message {
+    name: "resource/v1beta1.DeviceClassConfiguration",
+    fields: &[
+        f(1, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA1_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CLASS_SPEC: Message = Message {
+    name: "resource/v1beta1.DeviceClassSpec",
+    fields: &[
+        f(1, "selectors", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_SELECTOR), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_CLASS_CONFIGURATION), OmitEmpty),
+        f(4, "extendedResourceName", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1beta1.DeviceConfiguration",
+    fields: &[
+        f(1, "opaque", One, Msg(&RESOURCE_V1BETA1_OPAQUE_DEVICE_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_CONSTRAINT: Message = Message {
+    name: "resource/v1beta1.DeviceConstraint",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "matchAttribute", One, Str, Ptr),
+        f(3, "distinctAttribute", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_COUNTER_CONSUMPTION: Message = Message {
+    name: "resource/v1beta1.DeviceCounterConsumption",
+    fields: &[
+        f(1, "counterSet", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1BETA1_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_REQUEST: Message = Message {
+    name: "resource/v1beta1.DeviceRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "deviceClassName", One, Str, Always),
+        f(3, "selectors", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_SELECTOR), OmitEmpty),
+        f(4, "allocationMode", One, Str, OmitEmpty),
+        f(5, "count", One, Int64, OmitEmpty),
+        f(6, "adminAccess", One, Bool, Ptr),
+        f(7, "firstAvailable", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_SUB_REQUEST), OmitEmpty),
+        f(8, "tolerations", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_TOLERATION), OmitEmpty),
+        f(9, "capacity", One, Msg(&RESOURCE_V1BETA1_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_REQUEST_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta1.DeviceRequestAllocationResult",
+    fields: &[
+        f(1, "request", One, Str, Always),
+        f(2, "driver", One, Str, Always),
+        f(3, "pool", One, Str, Always),
+        f(4, "device", One, Str, Always),
+        f(5, "adminAccess", One, Bool, Ptr),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "bindingConditions", Rep, Str, OmitEmpty),
+        f(8, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(9, "shareID", One, Str, Ptr),
+        f(10, "consumedCapacity", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1beta1.DeviceSelector",
+    fields: &[
+        f(1, "cel", One, Msg(&RESOURCE_V1BETA1_CEL_DEVICE_SELECTOR), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_SUB_REQUEST: Message = Message {
+    name: "resource/v1beta1.DeviceSubRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "deviceClassName", One, Str, Always),
+        f(3, "selectors", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_SELECTOR), OmitEmpty),
+        f(4, "allocationMode", One, Str, OmitEmpty),
+        f(5, "count", One, Int64, OmitEmpty),
+        f(7, "tolerations", Rep, Msg(&RESOURCE_V1BETA1_DEVICE_TOLERATION), OmitEmpty),
+        f(8, "capacity", One, Msg(&RESOURCE_V1BETA1_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_TAINT: Message = Message {
+    name: "resource/v1beta1.DeviceTaint",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "value", One, Str, OmitEmpty),
+        f(3, "effect", One, Str, Always),
+        f(4, "timeAdded", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_DEVICE_TOLERATION: Message = Message {
+    name: "resource/v1beta1.DeviceToleration",
+    fields: &[
+        f(1, "key", One, Str, OmitEmpty),
+        f(2, "operator", One, Str, OmitEmpty),
+        f(3, "value", One, Str, OmitEmpty),
+        f(4, "effect", One, Str, OmitEmpty),
+        f(5, "tolerationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_NETWORK_DEVICE_DATA: Message = Message {
+    name: "resource/v1beta1.NetworkDeviceData",
+    fields: &[
+        f(1, "interfaceName", One, Str, OmitEmpty),
+        f(2, "ips", Rep, Str, OmitEmpty),
+        f(3, "hardwareAddress", One, Str, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_OPAQUE_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1beta1.OpaqueDeviceConfiguration",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "parameters", One, RawExtension, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM: Message = Message {
+    name: "resource/v1beta1.ResourceClaim",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA1_RESOURCE_CLAIM_SPEC), Always),
+        f(3, "status", One, Msg(&RESOURCE_V1BETA1_RESOURCE_CLAIM_STATUS), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM_CONSUMER_REFERENCE: Message = Message {
+    name: "resource/v1beta1.ResourceClaimConsumerReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, OmitEmpty),
+        f(3, "resource", One, Str, Always),
+        f(4, "name", One, Str, Always),
+        f(5, "uid", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM_SPEC: Message = Message {
+    name: "resource/v1beta1.ResourceClaimSpec",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1BETA1_DEVICE_CLAIM), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "resource/v1beta1.ResourceClaimStatus",
+    fields: &[
+        f(1, "allocation", One, Msg(&RESOURCE_V1BETA1_ALLOCATION_RESULT), Ptr),
+        f(2, "reservedFor", Rep, Msg(&RESOURCE_V1BETA1_RESOURCE_CLAIM_CONSUMER_REFERENCE), OmitEmpty),
+        f(4, "devices", Rep, Msg(&RESOURCE_V1BETA1_ALLOCATED_DEVICE_STATUS), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM_TEMPLATE: Message = Message {
+    name: "resource/v1beta1.ResourceClaimTemplate",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA1_RESOURCE_CLAIM_TEMPLATE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_CLAIM_TEMPLATE_SPEC: Message = Message {
+    name: "resource/v1beta1.ResourceClaimTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA1_RESOURCE_CLAIM_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_POOL: Message = Message {
+    name: "resource/v1beta1.ResourcePool",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "generation", One, Int64, Always),
+        f(3, "resourceSliceCount", One, Int64, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_SLICE: Message = Message {
+    name: "resource/v1beta1.ResourceSlice",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA1_RESOURCE_SLICE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA1_RESOURCE_SLICE_SPEC: Message = Message {
+    name: "resource/v1beta1.ResourceSliceSpec",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Msg(&RESOURCE_V1BETA1_RESOURCE_POOL), Always),
+        f(3, "nodeName", One, Str, OmitEmpty),
+        f(4, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allNodes", One, Bool, OmitEmpty),
+        f(6, "devices", Rep, Msg(&RESOURCE_V1BETA1_DEVICE), OmitEmpty),
+        f(7, "perDeviceNodeSelection", One, Bool, Ptr),
+        f(8, "sharedCounters", Rep, Msg(&RESOURCE_V1BETA1_COUNTER_SET), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_ALLOCATED_DEVICE_STATUS: Message = Message {
+    name: "resource/v1beta2.AllocatedDeviceStatus",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Str, Always),
+        f(3, "device", One, Str, Always),
+        f(4, "conditions", Rep, Msg(&META_V1_CONDITION), Always),
+        f(5, "data", One, RawExtension, Ptr),
+        f(6, "networkData", One, Msg(&RESOURCE_V1BETA2_NETWORK_DEVICE_DATA), Ptr),
+        f(7, "shareID", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta2.AllocationResult",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1BETA2_DEVICE_ALLOCATION_RESULT), Always),
+        f(3, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allocationTimestamp", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_CAPACITY_REQUEST_POLICY: Message = Message {
+    name: "resource/v1beta2.CapacityRequestPolicy",
+    fields: &[
+        f(1, "default", One, Quantity, PtrNull),
+        f(3, "validValues", Rep, Quantity, OmitEmpty),
+        f(4, "validRange", One, Msg(&RESOURCE_V1BETA2_CAPACITY_REQUEST_POLICY_RANGE), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_CAPACITY_REQUEST_POLICY_RANGE: Message = Message {
+    name: "resource/v1beta2.CapacityRequestPolicyRange",
+    fields: &[
+        f(1, "min", One, Quantity, Ptr),
+        f(2, "max", One, Quantity, Ptr),
+        f(3, "step", One, Quantity, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_CAPACITY_REQUIREMENTS: Message = Message {
+    name: "resource/v1beta2.CapacityRequirements",
+    fields: &[
+        f(1, "requests", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_CEL_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1beta2.CELDeviceSelector",
+    fields: &[
+        f(1, "expression", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_COUNTER: Message = Message {
+    name: "resource/v1beta2.Counter",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_COUNTER_SET: Message = Message {
+    name: "resource/v1beta2.CounterSet",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1BETA2_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE: Message = Message {
+    name: "resource/v1beta2.Device",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "attributes", Map, Msg(&RESOURCE_V1BETA2_DEVICE_ATTRIBUTE), OmitEmpty),
+        f(3, "capacity", Map, Msg(&RESOURCE_V1BETA2_DEVICE_CAPACITY), OmitEmpty),
+        f(4, "consumesCounters", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_COUNTER_CONSUMPTION), OmitEmpty),
+        f(5, "nodeName", One, Str, Ptr),
+        f(6, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(7, "allNodes", One, Bool, Ptr),
+        f(8, "taints", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_TAINT), OmitEmpty),
+        f(9, "bindsToNode", One, Bool, Ptr),
+        f(10, "bindingConditions", Rep, Str, OmitEmpty),
+        f(11, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(12, "allowMultipleAllocations", One, Bool, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_ALLOCATION_CONFIGURATION: Message = Message {
+    name: "resource/v1beta2.DeviceAllocationConfiguration",
+    fields: &[
+        f(1, "source", One, Str, Always),
+        f(2, "requests", Rep, Str, OmitEmpty),
+        f(3, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA2_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta2.DeviceAllocationResult",
+    fields: &[
+        f(1, "results", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_REQUEST_ALLOCATION_RESULT), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_ALLOCATION_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_ATTRIBUTE: Message = Message {
+    name: "resource/v1beta2.DeviceAttribute",
+    fields: &[
+        f(2, "int", One, Int64, Ptr),
+        f(3, "bool", One, Bool, Ptr),
+        f(4, "string", One, Str, Ptr),
+        f(5, "version", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CAPACITY: Message = Message {
+    name: "resource/v1beta2.DeviceCapacity",
+    fields: &[
+        f(1, "value", One, Quantity, Always),
+        f(2, "requestPolicy", One, Msg(&RESOURCE_V1BETA2_CAPACITY_REQUEST_POLICY), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CLAIM: Message = Message {
+    name: "resource/v1beta2.DeviceClaim",
+    fields: &[
+        f(1, "requests", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_REQUEST), Always),
+        f(2, "constraints", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_CONSTRAINT), OmitEmpty),
+        f(3, "config", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_CLAIM_CONFIGURATION), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CLAIM_CONFIGURATION: Message = Message {
+    name: "resource/v1beta2.DeviceClaimConfiguration",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA2_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CLASS: Message = Message {
+    name: "resource/v1beta2.DeviceClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA2_DEVICE_CLASS_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CLASS_CONFIGURATION: Message = Message {
+    name: "resource/v1beta2.DeviceClassConfiguration",
+    fields: &[
+        f(1, "deviceConfiguration", One, Msg(&RESOURCE_V1BETA2_DEVICE_CONFIGURATION), Inline),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CLASS_SPEC: Message = Message {
+    name: "resource/v1beta2.DeviceClassSpec",
+    fields: &[
+        f(1, "selectors", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_SELECTOR), OmitEmpty),
+        f(2, "config", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_CLASS_CONFIGURATION), OmitEmpty),
+        f(4, "extendedResourceName", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1beta2.DeviceConfiguration",
+    fields: &[
+        f(1, "opaque", One, Msg(&RESOURCE_V1BETA2_OPAQUE_DEVICE_CONFIGURATION), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_CONSTRAINT: Message = Message {
+    name: "resource/v1beta2.DeviceConstraint",
+    fields: &[
+        f(1, "requests", Rep, Str, OmitEmpty),
+        f(2, "matchAttribute", One, Str, Ptr),
+        f(3, "distinctAttribute", One, Str, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_COUNTER_CONSUMPTION: Message = Message {
+    name: "resource/v1beta2.DeviceCounterConsumption",
+    fields: &[
+        f(1, "counterSet", One, Str, Always),
+        f(2, "counters", Map, Msg(&RESOURCE_V1BETA2_COUNTER), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_REQUEST: Message = Message {
+    name: "resource/v1beta2.DeviceRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "exactly", One, Msg(&RESOURCE_V1BETA2_EXACT_DEVICE_REQUEST), Ptr),
+        f(3, "firstAvailable", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_SUB_REQUEST), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_REQUEST_ALLOCATION_RESULT: Message = Message {
+    name: "resource/v1beta2.DeviceRequestAllocationResult",
+    fields: &[
+        f(1, "request", One, Str, Always),
+        f(2, "driver", One, Str, Always),
+        f(3, "pool", One, Str, Always),
+        f(4, "device", One, Str, Always),
+        f(5, "adminAccess", One, Bool, Ptr),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "bindingConditions", Rep, Str, OmitEmpty),
+        f(8, "bindingFailureConditions", Rep, Str, OmitEmpty),
+        f(9, "shareID", One, Str, Ptr),
+        f(10, "consumedCapacity", Map, Quantity, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_SELECTOR: Message = Message {
+    name: "resource/v1beta2.DeviceSelector",
+    fields: &[
+        f(1, "cel", One, Msg(&RESOURCE_V1BETA2_CEL_DEVICE_SELECTOR), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_SUB_REQUEST: Message = Message {
+    name: "resource/v1beta2.DeviceSubRequest",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "deviceClassName", One, Str, Always),
+        f(3, "selectors", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_SELECTOR), OmitEmpty),
+        f(4, "allocationMode", One, Str, OmitEmpty),
+        f(5, "count", One, Int64, OmitEmpty),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "capacity", One, Msg(&RESOURCE_V1BETA2_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_TAINT: Message = Message {
+    name: "resource/v1beta2.DeviceTaint",
+    fields: &[
+        f(1, "key", One, Str, Always),
+        f(2, "value", One, Str, OmitEmpty),
+        f(3, "effect", One, Str, Always),
+        f(4, "timeAdded", One, Time, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_DEVICE_TOLERATION: Message = Message {
+    name: "resource/v1beta2.DeviceToleration",
+    fields: &[
+        f(1, "key", One, Str, OmitEmpty),
+        f(2, "operator", One, Str, OmitEmpty),
+        f(3, "value", One, Str, OmitEmpty),
+        f(4, "effect", One, Str, OmitEmpty),
+        f(5, "tolerationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_EXACT_DEVICE_REQUEST: Message = Message {
+    name: "resource/v1beta2.ExactDeviceRequest",
+    fields: &[
+        f(1, "deviceClassName", One, Str, Always),
+        f(2, "selectors", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_SELECTOR), OmitEmpty),
+        f(3, "allocationMode", One, Str, OmitEmpty),
+        f(4, "count", One, Int64, OmitEmpty),
+        f(5, "adminAccess", One, Bool, Ptr),
+        f(6, "tolerations", Rep, Msg(&RESOURCE_V1BETA2_DEVICE_TOLERATION), OmitEmpty),
+        f(7, "capacity", One, Msg(&RESOURCE_V1BETA2_CAPACITY_REQUIREMENTS), Ptr),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_NETWORK_DEVICE_DATA: Message = Message {
+    name: "resource/v1beta2.NetworkDeviceData",
+    fields: &[
+        f(1, "interfaceName", One, Str, OmitEmpty),
+        f(2, "ips", Rep, Str, OmitEmpty),
+        f(3, "hardwareAddress", One, Str, OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_OPAQUE_DEVICE_CONFIGURATION: Message = Message {
+    name: "resource/v1beta2.OpaqueDeviceConfiguration",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "parameters", One, RawExtension, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM: Message = Message {
+    name: "resource/v1beta2.ResourceClaim",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA2_RESOURCE_CLAIM_SPEC), Always),
+        f(3, "status", One, Msg(&RESOURCE_V1BETA2_RESOURCE_CLAIM_STATUS), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM_CONSUMER_REFERENCE: Message = Message {
+    name: "resource/v1beta2.ResourceClaimConsumerReference",
+    fields: &[
+        f(1, "apiGroup", One, Str, OmitEmpty),
+        f(3, "resource", One, Str, Always),
+        f(4, "name", One, Str, Always),
+        f(5, "uid", One, Str, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM_SPEC: Message = Message {
+    name: "resource/v1beta2.ResourceClaimSpec",
+    fields: &[
+        f(1, "devices", One, Msg(&RESOURCE_V1BETA2_DEVICE_CLAIM), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "resource/v1beta2.ResourceClaimStatus",
+    fields: &[
+        f(1, "allocation", One, Msg(&RESOURCE_V1BETA2_ALLOCATION_RESULT), Ptr),
+        f(2, "reservedFor", Rep, Msg(&RESOURCE_V1BETA2_RESOURCE_CLAIM_CONSUMER_REFERENCE), OmitEmpty),
+        f(4, "devices", Rep, Msg(&RESOURCE_V1BETA2_ALLOCATED_DEVICE_STATUS), OmitEmpty),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM_TEMPLATE: Message = Message {
+    name: "resource/v1beta2.ResourceClaimTemplate",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA2_RESOURCE_CLAIM_TEMPLATE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_CLAIM_TEMPLATE_SPEC: Message = Message {
+    name: "resource/v1beta2.ResourceClaimTemplateSpec",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA2_RESOURCE_CLAIM_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_POOL: Message = Message {
+    name: "resource/v1beta2.ResourcePool",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "generation", One, Int64, Always),
+        f(3, "resourceSliceCount", One, Int64, Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_SLICE: Message = Message {
+    name: "resource/v1beta2.ResourceSlice",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&RESOURCE_V1BETA2_RESOURCE_SLICE_SPEC), Always),
+    ],
+};
+
+pub static RESOURCE_V1BETA2_RESOURCE_SLICE_SPEC: Message = Message {
+    name: "resource/v1beta2.ResourceSliceSpec",
+    fields: &[
+        f(1, "driver", One, Str, Always),
+        f(2, "pool", One, Msg(&RESOURCE_V1BETA2_RESOURCE_POOL), Always),
+        f(3, "nodeName", One, Str, Ptr),
+        f(4, "nodeSelector", One, Msg(&CORE_V1_NODE_SELECTOR), Ptr),
+        f(5, "allNodes", One, Bool, Ptr),
+        f(6, "devices", Rep, Msg(&RESOURCE_V1BETA2_DEVICE), OmitEmpty),
+        f(7, "perDeviceNodeSelection", One, Bool, Ptr),
+        f(8, "sharedCounters", Rep, Msg(&RESOURCE_V1BETA2_COUNTER_SET), OmitEmpty),
     ],
 };
 
@@ -5602,6 +8378,17 @@ pub static RESOURCE_V1_RESOURCE_SLICE_SPEC: Message = Message {
     ],
 };
 
+pub static SCHEDULING_V1BETA1_PRIORITY_CLASS: Message = Message {
+    name: "scheduling/v1beta1.PriorityClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "value", One, Int32, Always),
+        f(3, "globalDefault", One, Bool, OmitEmpty),
+        f(4, "description", One, Str, OmitEmpty),
+        f(5, "preemptionPolicy", One, Str, Ptr),
+    ],
+};
+
 pub static SCHEDULING_V1_PRIORITY_CLASS: Message = Message {
     name: "scheduling/v1.PriorityClass",
     fields: &[
@@ -5618,6 +8405,149 @@ pub static SCHEDULING_V1_PRIORITY_CLASS_LIST: Message = Message {
     fields: &[
         f(1, "metadata", One, Msg(&META_V1_LIST_META), Always),
         f(2, "items", Rep, Msg(&SCHEDULING_V1_PRIORITY_CLASS), Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_DRIVER: Message = Message {
+    name: "storage/v1beta1.CSIDriver",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1BETA1_CSI_DRIVER_SPEC), Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_DRIVER_SPEC: Message = Message {
+    name: "storage/v1beta1.CSIDriverSpec",
+    fields: &[
+        f(1, "attachRequired", One, Bool, Ptr),
+        f(2, "podInfoOnMount", One, Bool, Ptr),
+        f(3, "volumeLifecycleModes", Rep, Str, OmitEmpty),
+        f(4, "storageCapacity", One, Bool, Ptr),
+        f(5, "fsGroupPolicy", One, Str, Ptr),
+        f(6, "tokenRequests", Rep, Msg(&STORAGE_V1BETA1_TOKEN_REQUEST), OmitEmpty),
+        f(7, "requiresRepublish", One, Bool, Ptr),
+        f(8, "seLinuxMount", One, Bool, Ptr),
+        f(9, "nodeAllocatableUpdatePeriodSeconds", One, Int64, Ptr),
+        f(10, "serviceAccountTokenInSecrets", One, Bool, Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_NODE: Message = Message {
+    name: "storage/v1beta1.CSINode",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1BETA1_CSI_NODE_SPEC), Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_NODE_DRIVER: Message = Message {
+    name: "storage/v1beta1.CSINodeDriver",
+    fields: &[
+        f(1, "name", One, Str, Always),
+        f(2, "nodeID", One, Str, Always),
+        f(3, "topologyKeys", Rep, Str, Always),
+        f(4, "allocatable", One, Msg(&STORAGE_V1BETA1_VOLUME_NODE_RESOURCES), Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_NODE_SPEC: Message = Message {
+    name: "storage/v1beta1.CSINodeSpec",
+    fields: &[
+        f(1, "drivers", Rep, Msg(&STORAGE_V1BETA1_CSI_NODE_DRIVER), Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_CSI_STORAGE_CAPACITY: Message = Message {
+    name: "storage/v1beta1.CSIStorageCapacity",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "nodeTopology", One, Msg(&META_V1_LABEL_SELECTOR), Ptr),
+        f(3, "storageClassName", One, Str, Always),
+        f(4, "capacity", One, Quantity, Ptr),
+        f(5, "maximumVolumeSize", One, Quantity, Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_STORAGE_CLASS: Message = Message {
+    name: "storage/v1beta1.StorageClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "provisioner", One, Str, Always),
+        f(3, "parameters", Map, Str, OmitEmpty),
+        f(4, "reclaimPolicy", One, Str, Ptr),
+        f(5, "mountOptions", Rep, Str, OmitEmpty),
+        f(6, "allowVolumeExpansion", One, Bool, Ptr),
+        f(7, "volumeBindingMode", One, Str, Ptr),
+        f(8, "allowedTopologies", Rep, Msg(&CORE_V1_TOPOLOGY_SELECTOR_TERM), OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1BETA1_TOKEN_REQUEST: Message = Message {
+    name: "storage/v1beta1.TokenRequest",
+    fields: &[
+        f(1, "audience", One, Str, Always),
+        f(2, "expirationSeconds", One, Int64, Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ATTACHMENT: Message = Message {
+    name: "storage/v1beta1.VolumeAttachment",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "spec", One, Msg(&STORAGE_V1BETA1_VOLUME_ATTACHMENT_SPEC), Always),
+        f(3, "status", One, Msg(&STORAGE_V1BETA1_VOLUME_ATTACHMENT_STATUS), Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ATTACHMENT_SOURCE: Message = Message {
+    name: "storage/v1beta1.VolumeAttachmentSource",
+    fields: &[
+        f(1, "persistentVolumeName", One, Str, Ptr),
+        f(2, "inlineVolumeSpec", One, Msg(&CORE_V1_PERSISTENT_VOLUME_SPEC), Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ATTACHMENT_SPEC: Message = Message {
+    name: "storage/v1beta1.VolumeAttachmentSpec",
+    fields: &[
+        f(1, "attacher", One, Str, Always),
+        f(2, "source", One, Msg(&STORAGE_V1BETA1_VOLUME_ATTACHMENT_SOURCE), Always),
+        f(3, "nodeName", One, Str, Always),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ATTACHMENT_STATUS: Message = Message {
+    name: "storage/v1beta1.VolumeAttachmentStatus",
+    fields: &[
+        f(1, "attached", One, Bool, Always),
+        f(2, "attachmentMetadata", Map, Str, OmitEmpty),
+        f(3, "attachError", One, Msg(&STORAGE_V1BETA1_VOLUME_ERROR), Ptr),
+        f(4, "detachError", One, Msg(&STORAGE_V1BETA1_VOLUME_ERROR), Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ATTRIBUTES_CLASS: Message = Message {
+    name: "storage/v1beta1.VolumeAttributesClass",
+    fields: &[
+        f(1, "metadata", One, Msg(&META_V1_OBJECT_META), Always),
+        f(2, "driverName", One, Str, Always),
+        f(3, "parameters", Map, Str, OmitEmpty),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_ERROR: Message = Message {
+    name: "storage/v1beta1.VolumeError",
+    fields: &[
+        f(1, "time", One, Time, Always),
+        f(2, "message", One, Str, OmitEmpty),
+        f(3, "errorCode", One, Int32, Ptr),
+    ],
+};
+
+pub static STORAGE_V1BETA1_VOLUME_NODE_RESOURCES: Message = Message {
+    name: "storage/v1beta1.VolumeNodeResources",
+    fields: &[
+        f(1, "count", One, Int32, Ptr),
     ],
 };
 

@@ -279,7 +279,10 @@ impl StorageFactory {
                 Some((gvk, converter))
             })
             .collect();
-        let codec = codec.encrypted(transformer).converting(versions);
+        let codec = codec
+            .encrypted(transformer)
+            .converting(versions)
+            .reading_earlier(definition.storage.earlier_versions);
         // The stored version's definition converts and defaults what is read (the
         // collection's first definition may be another version).
         let stored = definitions.iter().find(|d| {

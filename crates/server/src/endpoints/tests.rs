@@ -43,6 +43,7 @@ fn definition(group: &str, plural: &'static str, kind: &'static str) -> Resource
             storage_version: GroupVersionKind::new(group, "v1", kind),
             namespaced: false,
             ttl: None,
+            earlier_versions: None,
         }),
         converter: None,
         deprecation: None,
