@@ -6,6 +6,8 @@
 //! Every read and write goes through the API, with uid (and resourceVersion) preconditions,
 //! so a decision made on a stale graph never touches the wrong object.
 
+use std::sync::Arc;
+
 use http::Method;
 use kapi_apimachinery::status::ApiError;
 use serde_json::{Value, json};
@@ -61,11 +63,7 @@ impl Shared {
             if dangling.is_empty() && waiting.is_empty() {
                 return Ok(());
             }
-            let gone: Vec<&str> = dangling
-                .iter()
-                .chain(&waiting)
-                .map(|r| r.uid.as_str())
-                .collect();
+            let gone: Vec<&str> = dangling.iter().chain(&waiting).map(|r| &*r.uid).collect();
             tracing::debug!(item = %node.identity, ?gone, "removing dangling and waiting owner references");
             return match self.remove_owner_references(&node.identity, &gone).await {
                 Err(err) if err.is_not_found() => Err(self.virtual_delete(&node.identity)),
@@ -169,7 +167,7 @@ impl Shared {
         let mut absent = Identity {
             kind: reference.kind.clone(),
             api_version: reference.api_version.clone(),
-            namespace: String::new(),
+            namespace: Arc::from(""),
             name: reference.name.clone(),
             uid: reference.uid.clone(),
         };
@@ -187,7 +185,7 @@ impl Shared {
             )));
         };
         if !resource.namespaced {
-            absent.namespace.clear();
+            absent.namespace = Arc::from("");
         } else if item.namespace.is_empty() {
             return Err(Failure::NamespacedOwnerOfClusterScoped);
         }
@@ -244,7 +242,7 @@ impl Shared {
     ) -> Result<(), Failure> {
         let path = self.path(identity)?;
         let options = |resource_version: Option<&str>| {
-            let mut preconditions = json!({"uid": identity.uid});
+            let mut preconditions = json!({"uid": &*identity.uid});
             if let Some(version) = resource_version {
                 preconditions["resourceVersion"] = version.into();
             }
@@ -292,7 +290,7 @@ impl Shared {
         let kept: Vec<Value> = latest
             .owners
             .iter()
-            .filter(|r| !owner_uids.contains(&r.uid.as_str()))
+            .filter(|r| !owner_uids.contains(&&*r.uid))
             .map(OwnerRef::to_json)
             .collect();
         if kept.len() == latest.owners.len() {
@@ -376,7 +374,7 @@ impl Shared {
                     identity.api_version, identity.kind
                 ))
             })?;
-        let namespace = (!identity.namespace.is_empty()).then_some(identity.namespace.as_str());
+        let namespace = (!identity.namespace.is_empty()).then_some(&*identity.namespace);
         Ok(format!(
             "{}/{}",
             resource.collection(namespace),

@@ -4,17 +4,18 @@
 //! need a decision on the collector's queues.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use serde_json::Value;
 
 /// An object's coordinates: its kind, name, uid and namespace (upstream's objectReference).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Identity {
-    pub(crate) kind: String,
-    pub(crate) api_version: String,
-    pub(crate) namespace: String,
-    pub(crate) name: String,
-    pub(crate) uid: String,
+    pub(crate) kind: Arc<str>,
+    pub(crate) api_version: Arc<str>,
+    pub(crate) namespace: Arc<str>,
+    pub(crate) name: Arc<str>,
+    pub(crate) uid: Arc<str>,
 }
 
 impl std::fmt::Display for Identity {
@@ -31,10 +32,10 @@ impl std::fmt::Display for Identity {
 /// One entry of `metadata.ownerReferences`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct OwnerRef {
-    pub(crate) api_version: String,
-    pub(crate) kind: String,
-    pub(crate) name: String,
-    pub(crate) uid: String,
+    pub(crate) api_version: Arc<str>,
+    pub(crate) kind: Arc<str>,
+    pub(crate) name: Arc<str>,
+    pub(crate) uid: Arc<str>,
     pub(crate) controller: Option<bool>,
     pub(crate) block_owner_deletion: Option<bool>,
 }
@@ -47,8 +48,8 @@ impl OwnerRef {
 
     /// The entry as JSON, its unset fields left out as Go leaves them out.
     pub(crate) fn to_json(&self) -> Value {
-        let mut entry = serde_json::json!({"apiVersion": self.api_version, "kind": self.kind,
-            "name": self.name, "uid": self.uid});
+        let mut entry = serde_json::json!({"apiVersion": &*self.api_version, "kind": &*self.kind,
+            "name": &*self.name, "uid": &*self.uid});
         if let Some(controller) = self.controller {
             entry["controller"] = controller.into();
         }
@@ -59,11 +60,11 @@ impl OwnerRef {
     }
 
     /// The owner's identity as seen from a dependent in `namespace`.
-    fn identity(&self, namespace: &str) -> Identity {
+    fn identity(&self, namespace: &Arc<str>) -> Identity {
         Identity {
             kind: self.kind.clone(),
             api_version: self.api_version.clone(),
-            namespace: namespace.to_string(),
+            namespace: namespace.clone(),
             name: self.name.clone(),
             uid: self.uid.clone(),
         }
@@ -82,9 +83,9 @@ impl OwnerRef {
 /// What the collector needs of an object's metadata.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Meta {
-    pub(crate) uid: String,
-    pub(crate) name: String,
-    pub(crate) namespace: String,
+    pub(crate) uid: Arc<str>,
+    pub(crate) name: Arc<str>,
+    pub(crate) namespace: Arc<str>,
     pub(crate) resource_version: String,
     pub(crate) owners: Vec<OwnerRef>,
     pub(crate) finalizers: Vec<String>,
@@ -96,20 +97,21 @@ impl Meta {
     pub(crate) fn of(object: &Value) -> Meta {
         let meta = &object["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let shared = |v: &Value| Arc::from(v.as_str().unwrap_or_default());
         Meta {
-            uid: text(&meta["uid"]),
-            name: text(&meta["name"]),
-            namespace: text(&meta["namespace"]),
+            uid: shared(&meta["uid"]),
+            name: shared(&meta["name"]),
+            namespace: shared(&meta["namespace"]),
             resource_version: text(&meta["resourceVersion"]),
             owners: meta["ownerReferences"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .map(|r| OwnerRef {
-                    api_version: text(&r["apiVersion"]),
-                    kind: text(&r["kind"]),
-                    name: text(&r["name"]),
-                    uid: text(&r["uid"]),
+                    api_version: shared(&r["apiVersion"]),
+                    kind: shared(&r["kind"]),
+                    name: shared(&r["name"]),
+                    uid: shared(&r["uid"]),
                     controller: r["controller"].as_bool(),
                     block_owner_deletion: r["blockOwnerDeletion"].as_bool(),
                 })
@@ -141,7 +143,7 @@ pub(crate) struct Node {
     pub(crate) identity: Identity,
     pub(crate) owners: Vec<OwnerRef>,
     /// The uids of the objects naming it as owner.
-    pub(crate) dependents: HashSet<String>,
+    pub(crate) dependents: HashSet<Arc<str>>,
     pub(crate) being_deleted: bool,
     /// Being deleted in the foreground: waiting for its blocking dependents.
     pub(crate) deleting_dependents: bool,
@@ -162,8 +164,8 @@ pub(crate) struct Event {
     pub(crate) type_: EventType,
     /// A delete the collector derived from a lookup, not one a monitor observed.
     pub(crate) virtual_: bool,
-    pub(crate) api_version: String,
-    pub(crate) kind: String,
+    pub(crate) api_version: Arc<str>,
+    pub(crate) kind: Arc<str>,
     pub(crate) meta: Meta,
     /// The object before an update.
     pub(crate) old: Option<Meta>,
@@ -185,11 +187,11 @@ impl Event {
 #[derive(Default)]
 pub(crate) struct Work {
     /// Nodes (uids) to decide on.
-    pub(crate) attempt_to_delete: Vec<String>,
+    pub(crate) attempt_to_delete: Vec<Arc<str>>,
     /// The same, after a backoff.
-    pub(crate) attempt_to_delete_later: Vec<String>,
+    pub(crate) attempt_to_delete_later: Vec<Arc<str>>,
     /// Owners (uids) whose dependents are to be orphaned.
-    pub(crate) attempt_to_orphan: Vec<String>,
+    pub(crate) attempt_to_orphan: Vec<Arc<str>>,
     /// Owner identities now known to be absent.
     pub(crate) absent: Vec<Identity>,
     /// Dependents whose owner reference names an owner in another namespace, and that
@@ -200,7 +202,7 @@ pub(crate) struct Work {
 /// The graph: every node by uid.
 #[derive(Default)]
 pub(crate) struct Graph {
-    nodes: HashMap<String, Node>,
+    nodes: HashMap<Arc<str>, Node>,
 }
 
 impl Graph {
@@ -267,7 +269,7 @@ impl Graph {
 
     /// A virtual node is observed: its identity is now the observed one, and dependents
     /// that named it otherwise are looked at again.
-    fn observe(&mut self, uid: &str, observed: Identity, work: &mut Work) {
+    fn observe(&mut self, uid: &Arc<str>, observed: Identity, work: &mut Work) {
         let node = self.nodes.get(uid).expect("found").clone();
         if node.identity != observed {
             let (_, mismatched) = self.partition_dependents(&node, &observed);
@@ -289,7 +291,7 @@ impl Graph {
 
     /// Removes the node of a delete event (or, for a virtual delete that disagrees with what
     /// the graph knows, only marks the identity absent for the dependents that agree).
-    fn delete(&mut self, uid: &str, event: &Event, work: &mut Work) {
+    fn delete(&mut self, uid: &Arc<str>, event: &Event, work: &mut Work) {
         let existing = self.nodes[uid].clone();
         let deleted = event.identity();
         if event.virtual_ {
@@ -304,7 +306,7 @@ impl Graph {
                     && let Some(replacement) = alternate_identity(&mismatched, &deleted)
                 {
                     self.nodes.get_mut(uid).expect("found").identity = replacement;
-                    work.attempt_to_delete_later.push(uid.to_string());
+                    work.attempt_to_delete_later.push(uid.clone());
                 }
                 return;
             }
@@ -342,13 +344,13 @@ impl Graph {
     /// Adds the node `uid` to the dependents of each of `owners`, creating a virtual node
     /// for an owner not in the graph (to be checked), and queueing the dependent when one of
     /// its references may be invalid (another namespace, other coordinates).
-    fn add_dependent_to_owners(&mut self, uid: &str, owners: &[OwnerRef], work: &mut Work) {
+    fn add_dependent_to_owners(&mut self, uid: &Arc<str>, owners: &[OwnerRef], work: &mut Work) {
         let dependent = self.nodes[uid].identity.clone();
         let mut potentially_invalid = false;
         for reference in owners {
             let Some(owner) = self.nodes.get_mut(&reference.uid) else {
                 let mut dependents = HashSet::new();
-                dependents.insert(uid.to_string());
+                dependents.insert(uid.clone());
                 self.nodes.insert(
                     reference.uid.clone(),
                     Node {
@@ -363,7 +365,7 @@ impl Graph {
                 work.attempt_to_delete.push(reference.uid.clone());
                 continue;
             };
-            owner.dependents.insert(uid.to_string());
+            owner.dependents.insert(uid.clone());
             let owner_namespaced = !owner.identity.namespace.is_empty();
             if owner_namespaced && owner.identity.namespace != dependent.namespace {
                 if !owner.virtual_ {
@@ -380,7 +382,7 @@ impl Graph {
             }
         }
         if potentially_invalid {
-            work.attempt_to_delete.push(uid.to_string());
+            work.attempt_to_delete.push(uid.clone());
         }
     }
 
@@ -406,7 +408,7 @@ impl Graph {
 
     /// The deletion of the node starts waiting for its dependents: orphaned (the `orphan`
     /// finalizer) or deleted first (`foregroundDeletion`).
-    fn transitions(&mut self, uid: &str, event: &Event, work: &mut Work) {
+    fn transitions(&mut self, uid: &Arc<str>, event: &Event, work: &mut Work) {
         let starts = |finalizer: &str| {
             event.meta.being_deleted
                 && event.meta.has_finalizer(finalizer)
@@ -416,7 +418,7 @@ impl Graph {
                     .is_none_or(|old| !old.being_deleted || !old.has_finalizer(finalizer))
         };
         if starts(ORPHAN) {
-            work.attempt_to_orphan.push(uid.to_string());
+            work.attempt_to_orphan.push(uid.clone());
             return;
         }
         if starts(FOREGROUND) {
@@ -424,7 +426,7 @@ impl Graph {
             node.deleting_dependents = true;
             work.attempt_to_delete
                 .extend(node.dependents.iter().cloned());
-            work.attempt_to_delete.push(uid.to_string());
+            work.attempt_to_delete.push(uid.clone());
         }
     }
 
@@ -497,7 +499,7 @@ fn alternate_identity(dependents: &[Node], absent: &Identity) -> Option<Identity
                 })
                 .map(|r| {
                     let namespace = if absent.namespace.is_empty() {
-                        String::new()
+                        Arc::from("")
                     } else {
                         d.identity.namespace.clone()
                     };
@@ -571,10 +573,10 @@ mod tests {
     fn owners_not_observed_yet_are_virtual_and_checked() {
         let mut graph = Graph::default();
         let work = graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
-        assert_eq!(work.attempt_to_delete, ["o1"]);
+        assert_eq!(work.attempt_to_delete, [Arc::from("o1")]);
         let owner = graph.node("o1").unwrap();
         assert!(owner.virtual_);
-        assert_eq!(owner.identity.namespace, "ns");
+        assert_eq!(&*owner.identity.namespace, "ns");
         assert!(owner.dependents.contains("d1"));
         let observed = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1"}});
         let work = graph.process(&event(EventType::Add, "ConfigMap", observed));
@@ -589,7 +591,7 @@ mod tests {
         graph.process(&event(EventType::Add, "ConfigMap", owner.clone()));
         graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
         let work = graph.process(&event(EventType::Delete, "ConfigMap", owner));
-        assert_eq!(work.attempt_to_delete, ["d1"]);
+        assert_eq!(work.attempt_to_delete, [Arc::from("d1")]);
         assert_eq!(work.absent.len(), 1);
         assert!(graph.node("o1").is_none());
     }
@@ -601,11 +603,11 @@ mod tests {
         let orphaning = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1",
             "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["orphan"]}});
         let work = graph.process(&event(EventType::Update, "ConfigMap", orphaning));
-        assert_eq!(work.attempt_to_orphan, ["o1"]);
+        assert_eq!(work.attempt_to_orphan, [Arc::from("o1")]);
         let foreground = json!({"metadata": {"name": "other", "namespace": "ns", "uid": "o2",
             "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["foregroundDeletion"]}});
         let work = graph.process(&event(EventType::Add, "ConfigMap", foreground));
-        assert_eq!(work.attempt_to_delete, ["o2"]);
+        assert_eq!(work.attempt_to_delete, [Arc::from("o2")]);
         assert!(graph.node("o2").unwrap().deleting_dependents);
     }
 
@@ -615,10 +617,13 @@ mod tests {
         let owner = json!({"metadata": {"name": "owner", "namespace": "elsewhere", "uid": "o1"}});
         graph.process(&event(EventType::Add, "ConfigMap", owner));
         let work = graph.process(&event(EventType::Add, "Secret", owned("s", "d1", "o1")));
-        assert_eq!(work.attempt_to_delete, ["d1"]);
+        assert_eq!(work.attempt_to_delete, [Arc::from("d1")]);
         assert_eq!(work.invalid_namespace.len(), 1);
         assert_eq!(
-            work.invalid_namespace[0].1.identity("ns").to_string(),
+            work.invalid_namespace[0]
+                .1
+                .identity(&Arc::from("ns"))
+                .to_string(),
             "[v1/ConfigMap, namespace: ns, name: owner, uid: o1]"
         );
     }

@@ -313,8 +313,8 @@ async fn report_invalid_namespace(
         name: reference.name.clone(),
         uid: reference.uid.clone(),
     };
-    let involved = json!({"kind": dependent.kind, "apiVersion": dependent.api_version,
-        "namespace": dependent.namespace, "name": dependent.name, "uid": dependent.uid});
+    let involved = json!({"kind": &*dependent.kind, "apiVersion": &*dependent.api_version,
+        "namespace": &*dependent.namespace, "name": &*dependent.name, "uid": &*dependent.uid});
     let message = format!(
         "ownerRef {invalid} does not exist in namespace {}",
         kapi_apimachinery::gofmt::quote(&dependent.namespace)

@@ -4,7 +4,7 @@
 //! that ends is resumed from the last resourceVersion seen, one the server can no longer
 //! serve (410) starts over with a list, whose differences from what was known become events.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,11 +43,13 @@ pub(super) async fn run(
 ) {
     let mut monitor = Monitor {
         shared,
-        api_version: resource.api_version(),
+        api_version: resource.api_version().into(),
+        kind: resource.kind.as_str().into(),
         collection: resource.collection(None),
         resource,
         client,
         known: HashMap::new(),
+        namespaces: HashSet::new(),
         first,
     };
     let mut retry = RETRY_MIN;
@@ -83,24 +85,28 @@ pub(super) async fn run(
 struct Monitor {
     shared: Arc<Shared>,
     resource: Resource,
-    api_version: String,
+    api_version: Arc<str>,
+    kind: Arc<str>,
     collection: String,
     client: LoopbackClient,
     /// The objects seen, by uid.
-    known: HashMap<String, Seen>,
+    known: HashMap<Arc<str>, Seen>,
+    /// The namespaces of the objects seen, each held once.
+    namespaces: HashSet<Arc<str>>,
     /// One of the first monitors whose first list is not done yet.
     first: bool,
 }
 
 /// What a monitor remembers of an object: what a later event is compared with (the graph
-/// keeps its owners).
+/// keeps its owners). Its name and namespace are the graph node's.
 struct Seen {
-    name: String,
-    namespace: String,
-    resource_version: String,
+    name: Arc<str>,
+    namespace: Arc<str>,
+    resource_version: Box<str>,
     being_deleted: bool,
-    /// Its garbage-collection finalizers.
-    finalizers: Vec<&'static str>,
+    /// Whether it carries the `orphan` and the `foregroundDeletion` finalizer.
+    orphan: bool,
+    foreground: bool,
 }
 
 impl Seen {
@@ -108,24 +114,27 @@ impl Seen {
         Seen {
             name: meta.name.clone(),
             namespace: meta.namespace.clone(),
-            resource_version: meta.resource_version.clone(),
+            resource_version: meta.resource_version.as_str().into(),
             being_deleted: meta.being_deleted,
-            finalizers: [ORPHAN, FOREGROUND]
-                .into_iter()
-                .filter(|f| meta.has_finalizer(f))
-                .collect(),
+            orphan: meta.has_finalizer(ORPHAN),
+            foreground: meta.has_finalizer(FOREGROUND),
         }
     }
 
     /// The metadata it stands for, without owners.
-    fn meta(&self, uid: &str) -> Meta {
+    fn meta(&self, uid: &Arc<str>) -> Meta {
+        let finalizers = [(self.orphan, ORPHAN), (self.foreground, FOREGROUND)];
         Meta {
-            uid: uid.to_string(),
+            uid: uid.clone(),
             name: self.name.clone(),
             namespace: self.namespace.clone(),
-            resource_version: self.resource_version.clone(),
+            resource_version: self.resource_version.to_string(),
             owners: Vec::new(),
-            finalizers: self.finalizers.iter().map(|f| f.to_string()).collect(),
+            finalizers: finalizers
+                .into_iter()
+                .filter(|(carried, _)| *carried)
+                .map(|(_, finalizer)| finalizer.to_string())
+                .collect(),
             being_deleted: self.being_deleted,
         }
     }
@@ -155,7 +164,7 @@ impl Monitor {
             .await?;
         let mut seen = HashMap::new();
         for item in list["items"].as_array().into_iter().flatten() {
-            let meta = Meta::of(item);
+            let meta = self.shared_namespace(Meta::of(item));
             seen.insert(meta.uid.clone(), meta);
         }
         let gone: Vec<Meta> = self
@@ -171,7 +180,7 @@ impl Monitor {
             let unchanged = self
                 .known
                 .get(&meta.uid)
-                .is_some_and(|old| old.resource_version == meta.resource_version);
+                .is_some_and(|old| *old.resource_version == *meta.resource_version);
             if !unchanged {
                 self.changed(EventType::Update, meta);
             }
@@ -236,12 +245,27 @@ impl Monitor {
             .unwrap_or_default()
             .to_string();
         match event["type"].as_str() {
-            Some("ADDED" | "MODIFIED") => self.changed(EventType::Update, Meta::of(object)),
+            Some("ADDED" | "MODIFIED") => {
+                let meta = self.shared_namespace(Meta::of(object));
+                self.changed(EventType::Update, meta)
+            }
             Some("DELETED") => self.changed(EventType::Delete, Meta::of(object)),
             Some("BOOKMARK") => {}
             _ => return None,
         }
         Some(version)
+    }
+
+    /// `meta` with its namespace the one the monitor holds for its other objects there, so
+    /// the monitor and the graph keep one copy of each namespace's name.
+    fn shared_namespace(&mut self, mut meta: Meta) -> Meta {
+        match self.namespaces.get(&meta.namespace) {
+            Some(namespace) => meta.namespace = namespace.clone(),
+            None => {
+                self.namespaces.insert(meta.namespace.clone());
+            }
+        }
+        meta
     }
 
     /// Hands a change to the graph, with the previous state it knew.
@@ -259,7 +283,7 @@ impl Monitor {
             type_,
             virtual_: false,
             api_version: self.api_version.clone(),
-            kind: self.resource.kind.clone(),
+            kind: self.kind.clone(),
             meta,
             old,
         });
