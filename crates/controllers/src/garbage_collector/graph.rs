@@ -141,14 +141,42 @@ pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 #[derive(Clone, Debug)]
 pub(crate) struct Node {
     pub(crate) identity: Identity,
-    pub(crate) owners: Vec<OwnerRef>,
+    pub(crate) owners: Box<[OwnerRef]>,
     /// The uids of the objects naming it as owner.
-    pub(crate) dependents: HashSet<Arc<str>>,
+    pub(crate) dependents: Dependents,
     pub(crate) being_deleted: bool,
     /// Being deleted in the foreground: waiting for its blocking dependents.
     pub(crate) deleting_dependents: bool,
     /// Known only from owner references, not observed by a monitor.
     pub(crate) virtual_: bool,
+}
+
+/// The uids of the objects naming a node as owner. Most nodes have none, so the set is
+/// allocated with the first (a node is one of the graph's largest per-object costs).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Dependents(Option<Box<HashSet<Arc<str>>>>);
+
+impl Dependents {
+    fn insert(&mut self, uid: Arc<str>) {
+        self.0.get_or_insert_default().insert(uid);
+    }
+
+    fn remove(&mut self, uid: &str) {
+        if let Some(set) = &mut self.0 {
+            set.remove(uid);
+            if set.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.as_ref().is_none_or(|set| set.is_empty())
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<str>> {
+        self.0.iter().flat_map(|set| set.iter())
+    }
 }
 
 /// Whether an event comes from a monitor or stands for an object the collector found gone.
@@ -231,8 +259,8 @@ impl Graph {
             (EventType::Add | EventType::Update, false) => {
                 let node = Node {
                     identity: event.identity(),
-                    owners: event.meta.owners.clone(),
-                    dependents: HashSet::new(),
+                    owners: event.meta.owners.clone().into(),
+                    dependents: Dependents::default(),
                     being_deleted: event.meta.being_deleted,
                     deleting_dependents: event.meta.being_deleted
                         && event.meta.has_finalizer(FOREGROUND),
@@ -248,7 +276,8 @@ impl Graph {
                 let (added, removed, changed) = owner_diffs(&old_owners, &event.meta.owners);
                 if !added.is_empty() || !removed.is_empty() || !changed.is_empty() {
                     self.unblocked_owners(&removed, &changed, &mut work);
-                    self.nodes.get_mut(uid).expect("found").owners = event.meta.owners.clone();
+                    self.nodes.get_mut(uid).expect("found").owners =
+                        event.meta.owners.clone().into();
                     self.add_dependent_to_owners(uid, &added, &mut work);
                     for owner in &removed {
                         if let Some(owner) = self.nodes.get_mut(&owner.uid) {
@@ -349,13 +378,13 @@ impl Graph {
         let mut potentially_invalid = false;
         for reference in owners {
             let Some(owner) = self.nodes.get_mut(&reference.uid) else {
-                let mut dependents = HashSet::new();
+                let mut dependents = Dependents::default();
                 dependents.insert(uid.clone());
                 self.nodes.insert(
                     reference.uid.clone(),
                     Node {
                         identity: reference.identity(&dependent.namespace),
-                        owners: Vec::new(),
+                        owners: Box::default(),
                         dependents,
                         being_deleted: false,
                         deleting_dependents: false,
@@ -577,7 +606,7 @@ mod tests {
         let owner = graph.node("o1").unwrap();
         assert!(owner.virtual_);
         assert_eq!(&*owner.identity.namespace, "ns");
-        assert!(owner.dependents.contains("d1"));
+        assert!(owner.dependents.iter().any(|uid| &**uid == "d1"));
         let observed = json!({"metadata": {"name": "owner", "namespace": "ns", "uid": "o1"}});
         let work = graph.process(&event(EventType::Add, "ConfigMap", observed));
         assert!(work.attempt_to_delete.is_empty());
