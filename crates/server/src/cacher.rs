@@ -35,8 +35,11 @@ pub use encodings::{DEFAULT_BUDGET, Encodings, kept_bytes, set_budget};
 /// How many recent events the cache keeps for watches that resume from a revision.
 const EVENT_WINDOW: usize = 10_000;
 /// How many batches of events a client watch may fall behind before it is re-fed from the
-/// window (or ended, if the window has moved past it).
-const WATCHER_BUFFER: usize = 1024;
+/// window (or ended, if the window has moved past it). Small, as upstream's per-watcher
+/// buffers are (10 to 1,000 events): a watch that falls behind loses nothing, and each
+/// collection someone watches allocates every slot (1,024 of them cost about 2 MiB at idle,
+/// for the collections the in-process controllers watch).
+const WATCHER_BUFFER: usize = 128;
 /// The page size of the reflector's initial list.
 const LIST_PAGE: usize = 10_000;
 

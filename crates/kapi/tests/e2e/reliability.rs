@@ -545,6 +545,92 @@ async fn lists_nobody_reads_hold_little_memory_and_are_cut_at_the_request_timeou
     kapi.stop().await;
 }
 
+/// A watch whose client pauses while more notifications arrive than its cache keeps for it
+/// is not dropped: it resumes from the cache's event window and its client sees every
+/// event, once and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_that_falls_behind_resumes_from_the_event_window() {
+    const OBJECTS: usize = 300;
+    let kapi = Kapi::start(Backend::Embedded, &[]).await;
+    let admin = kapi.admin();
+    let mut watch = unread_get(&admin, "/api/v1/namespaces/default/configmaps?watch=true").await;
+    // One write (and one notification) at a time, 18 MB in all: more than the socket
+    // buffers and the watch's own buffer hold, so the watch stops taking notifications
+    // while the client reads nothing, and more of them come than its channel keeps (128).
+    let value = "x".repeat(60_000);
+    for i in 0..OBJECTS {
+        let body = json!({"metadata": {"name": format!("lag-{i:05}")}, "data": {"v": value}});
+        admin
+            .create("/api/v1/namespaces/default/configmaps", body)
+            .await;
+    }
+    let resumed =
+        "a watch fell behind its cache's notifications; resuming it from the event window";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut raw, mut buffer, mut body) = (Vec::new(), vec![0u8; 256 * 1024], Vec::new());
+    let (mut names, mut searched) = (Vec::new(), 0);
+    while names.len() < OBJECTS {
+        assert!(
+            Instant::now() < deadline,
+            "{} of {OBJECTS} events",
+            names.len()
+        );
+        let n = tokio::time::timeout(Duration::from_secs(10), watch.read(&mut buffer))
+            .await
+            .expect("the watch goes on")
+            .expect("read the watch");
+        assert!(
+            n > 0,
+            "the watch ended after {} events: {}",
+            names.len(),
+            kapi.log()
+        );
+        raw.extend_from_slice(&buffer[..n]);
+        dechunk(&mut raw, &mut body);
+        // Each event names its object once.
+        let pattern = br#""name":"lag-"#;
+        while let Some(at) = body[searched..]
+            .windows(pattern.len())
+            .position(|w| w == pattern)
+            .map(|at| searched + at)
+        {
+            let Some(name) = body.get(at + 8..at + 17) else {
+                break;
+            };
+            names.push(String::from_utf8_lossy(name).into_owned());
+            searched = at + 17;
+        }
+    }
+    let expected: Vec<String> = (0..OBJECTS).map(|i| format!("lag-{i:05}")).collect();
+    assert_eq!(names, expected);
+    assert!(
+        kapi.log().contains(resumed),
+        "the watch never fell behind: {}",
+        kapi.log()
+    );
+    kapi.stop().await;
+}
+
+/// Moves the chunks of an HTTP/1.1 chunked body that `raw` holds whole (after the response
+/// head, which it drops first) to `body`.
+fn dechunk(raw: &mut Vec<u8>, body: &mut Vec<u8>) {
+    if raw.starts_with(b"HTTP/1.1") {
+        match raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            Some(head) => drop(raw.drain(..head + 4)),
+            None => return,
+        }
+    }
+    while let Some(line) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&raw[..line]).expect("a chunk size");
+        let size = usize::from_str_radix(size.trim(), 16).expect("a hexadecimal chunk size");
+        if raw.len() < line + 2 + size + 2 {
+            return;
+        }
+        body.extend_from_slice(&raw[line + 2..line + 2 + size]);
+        raw.drain(..line + 2 + size + 2);
+    }
+}
+
 /// A watch whose client stops reading is closed once its buffer has been full for a while
 /// (and its HTTP/1.1 connection with it), as kube-apiserver's cacher closes unresponsive
 /// watchers; a watch whose client reads sees every event.

@@ -170,6 +170,10 @@ impl Watcher {
                 Ok(CacheNotification::Events(events)) => self.send_events(&events).await,
                 Ok(CacheNotification::Progress(revision)) => self.progress(revision).await,
                 Err(RecvError::Lagged(_)) => {
+                    tracing::info!(
+                        resource = %self.request.definition.group_resource(),
+                        "a watch fell behind its cache's notifications; resuming it from the event window"
+                    );
                     match self.request.cacher.subscribe(Some(self.last), "") {
                         Ok(resumed) => {
                             receiver = resumed.receiver;
