@@ -3,9 +3,10 @@
 //! built-in definition, the types k8s-openapi describes differently get upstream's shapes,
 //! and upstream's Kubernetes extensions from `extensions.json` (made by
 //! tools/gen_openapi_extensions.py, with `roots.rs`) are laid over them, with the XList
-//! kinds k8s-openapi has no types for. A test checks the file is what this makes; after a
-//! change here, in k8s-openapi or in those two files, write it anew with
-//! `KAPI_WRITE_DEFINITIONS=1 cargo test -p kapi-api definitions_json`.
+//! kinds k8s-openapi has no types for. `structure.json` is the same without the
+//! descriptions, which is all the schema catalog reads. A test checks both files are what
+//! this makes; after a change here, in k8s-openapi or in those two files, write them anew
+//! with `KAPI_WRITE_DEFINITIONS=1 cargo test -p kapi-api definitions_json`.
 
 use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
@@ -175,18 +176,44 @@ fn written(definitions: &Map<String, Value>) -> String {
     out
 }
 
+/// `schema` without its documentation: every `description` whose value is text (a property
+/// named `description` is a schema, and stays).
+fn undocumented(schema: &Value) -> Value {
+    match schema {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(key, value)| !(key.as_str() == "description" && value.is_string()))
+                .map(|(key, value)| (key.clone(), undocumented(value)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(undocumented).collect()),
+        other => other.clone(),
+    }
+}
+
 #[test]
 fn definitions_json_is_what_k8s_openapi_and_the_extensions_make() {
-    let made = written(&generated());
+    let definitions = generated();
+    let made = written(&definitions);
+    let structure = written(
+        &undocumented(&Value::Object(definitions.clone()))
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
     if std::env::var_os("KAPI_WRITE_DEFINITIONS").is_some() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/definitions.json");
-        std::fs::write(path, &made).expect("write definitions.json");
+        let dir = env!("CARGO_MANIFEST_DIR");
+        std::fs::write(format!("{dir}/src/definitions.json"), &made)
+            .expect("write definitions.json");
+        std::fs::write(format!("{dir}/src/structure.json"), &structure)
+            .expect("write structure.json");
         return;
     }
     assert!(
-        made == crate::DEFINITIONS,
-        "definitions.json is out of date: write it anew with \
+        made == crate::DEFINITIONS && structure == crate::STRUCTURE,
+        "definitions.json or structure.json is out of date: write them anew with \
          KAPI_WRITE_DEFINITIONS=1 cargo test -p kapi-api definitions_json"
     );
-    assert_eq!(crate::parse_definitions(), generated());
+    assert_eq!(crate::parse_definitions(), definitions);
 }

@@ -26,10 +26,21 @@ pub use priorities::api_service_priority;
 /// Every built-in definition in OpenAPI v2 form, one per line (made by `src/generate.rs`).
 const DEFINITIONS: &str = include_str!("definitions.json");
 
-/// The catalog of the built-in definitions, built on first use.
+/// Every built-in definition without its descriptions (made by `src/generate.rs` with
+/// `definitions.json`): a quarter of its size, and all the catalog reads.
+const STRUCTURE: &str = include_str!("structure.json");
+
+/// The catalog of the built-in definitions, built on first use: a server's first own write
+/// needs it, so every start builds it, from the definitions without their descriptions
+/// (parsing the 1.2 MB of `definitions.json` would cost a restart about 1.5 ms more and keep
+/// those pages resident).
 pub fn catalog() -> &'static Catalog {
     static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| Catalog::from_definitions(&definitions()))
+    CATALOG.get_or_init(|| {
+        let structure: Map<String, Value> =
+            serde_json::from_str(STRUCTURE).expect("structure.json is a JSON object");
+        Catalog::from_definitions(&structure)
+    })
 }
 
 /// Every built-in definition in OpenAPI v2 form with upstream's extensions, as
