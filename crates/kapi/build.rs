@@ -10,5 +10,8 @@
 //! placed at a random address; shared libraries, the heap and the stacks still are.
 
 fn main() {
-    println!("cargo:rustc-link-arg-bins=-no-pie");
+    // Linux only: elsewhere (macOS) executables must be position-independent.
+    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+        println!("cargo:rustc-link-arg-bins=-no-pie");
+    }
 }
