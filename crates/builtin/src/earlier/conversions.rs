@@ -6,18 +6,17 @@
 use serde_json::{Map, Value, json};
 
 use crate::util::{child_mut, fields_mut};
+use crate::workloads::{TEMPLATE_GENERATION_ANNOTATION, set_template_generation};
 
-/// Field paths' objects, read mutably when present.
-fn object_at<'a>(value: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
-    path.iter()
-        .try_fold(value, |value, key| value.get_mut(*key))?
-        .as_object_mut()
+/// The object at JSON pointer `pointer`, when there is one.
+fn object_at<'a>(value: &'a mut Value, pointer: &str) -> Option<&'a mut Map<String, Value>> {
+    value.pointer_mut(pointer)?.as_object_mut()
 }
 
-/// Each object of the list at `path`.
-fn items_at<'a>(value: &'a mut Value, path: &[&str]) -> impl Iterator<Item = &'a mut Value> {
-    path.iter()
-        .try_fold(value, |value, key| value.get_mut(*key))
+/// Each item of the list at JSON pointer `pointer`.
+fn items_at<'a>(value: &'a mut Value, pointer: &str) -> impl Iterator<Item = &'a mut Value> {
+    value
+        .pointer_mut(pointer)
         .and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
@@ -54,7 +53,7 @@ const PRESERVE_ZERO_SHARES: &str = "flowcontrol.k8s.io/v1beta3-preserve-zero-con
 /// flowcontrol v1beta1 and v1beta2 PriorityLevelConfigurations: their
 /// `assuredConcurrencyShares` is v1's `nominalConcurrencyShares`.
 pub(super) fn priority_level_assured_shares(object: &mut Value) {
-    if let Some(limited) = object_at(object, &["spec", "limited"]) {
+    if let Some(limited) = object_at(object, "/spec/limited") {
         let shares = limited.remove("assuredConcurrencyShares");
         limited.insert(
             "nominalConcurrencyShares".into(),
@@ -66,7 +65,7 @@ pub(super) fn priority_level_assured_shares(object: &mut Value) {
 /// flowcontrol v1beta3 PriorityLevelConfigurations: the shares are v1's, and the
 /// preserve-zero annotation goes (whatever its value, as upstream's conversion drops it).
 pub(super) fn priority_level_v1beta3(object: &mut Value) {
-    if let Some(limited) = object_at(object, &["spec", "limited"]) {
+    if let Some(limited) = object_at(object, "/spec/limited") {
         limited
             .entry("nominalConcurrencyShares")
             .or_insert(Value::from(0));
@@ -82,7 +81,7 @@ const EMPTY_SELECTOR_MATCH: &str = "pdb.kubernetes.io/deprecated-v1beta1-empty-s
 /// that matches nothing; the selector v1 writes back for its own empty selector becomes that
 /// again; any other selector loses the label's expressions.
 pub(super) fn disruption_budget_selector(object: &mut Value) {
-    let Some(selector) = object_at(object, &["spec", "selector"]) else {
+    let Some(selector) = object_at(object, "/spec/selector") else {
         return;
     };
     let labels_empty = selector
@@ -124,7 +123,7 @@ const TOPOLOGY_HOSTNAME: &str = "kubernetes.io/hostname";
 /// `deprecatedTopology`, less the zone (v1's `zone`) and the hostname (v1's `nodeName`,
 /// unless the endpoint names another node).
 pub(super) fn endpoint_slice_topology(object: &mut Value) {
-    for endpoint in items_at(object, &["endpoints"]) {
+    for endpoint in items_at(object, "/endpoints") {
         let Some(fields) = endpoint.as_object_mut() else {
             continue;
         };
@@ -155,7 +154,7 @@ pub(super) fn endpoint_slice_topology(object: &mut Value) {
 /// extensions/v1beta1 and networking.k8s.io/v1beta1 Ingresses: `spec.backend` is v1's
 /// `defaultBackend`, and each backend's `serviceName` and `servicePort` are v1's `service`.
 pub(super) fn ingress_backends(object: &mut Value) {
-    if let Some(spec) = object_at(object, &["spec"]) {
+    if let Some(spec) = object_at(object, "/spec") {
         if let Some(backend) = spec.remove("backend") {
             spec.insert("defaultBackend".into(), backend);
         }
@@ -163,8 +162,8 @@ pub(super) fn ingress_backends(object: &mut Value) {
             ingress_backend(backend);
         }
     }
-    for rule in items_at(object, &["spec", "rules"]) {
-        for path in items_at(rule, &["http", "paths"]) {
+    for rule in items_at(object, "/spec/rules") {
+        for path in items_at(rule, "/http/paths") {
             if let Some(backend) = path.get_mut("backend") {
                 ingress_backend(backend);
             }
@@ -202,7 +201,7 @@ const ROLLBACK_TO: &str = "deprecated.deployment.rollback.to";
 /// extensions/v1beta1 and apps/v1beta1 Deployments: `spec.rollbackTo` is apps/v1's
 /// rollback annotation (absent when there is no rollback request).
 pub(super) fn deployment_rollback(object: &mut Value) {
-    let revision = object_at(object, &["spec"])
+    let revision = object_at(object, "/spec")
         .and_then(|spec| spec.remove("rollbackTo"))
         .map(|rollback| rollback["revision"].as_i64().unwrap_or(0).to_string());
     set_annotation(object, ROLLBACK_TO, revision);
@@ -217,32 +216,28 @@ pub(super) fn deployment_rollback_annotation(object: &mut Value) {
     }
 }
 
-/// The annotation apps/v1 keeps a DaemonSet's template generation in.
-const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
-
 /// extensions/v1beta1 DaemonSets: `spec.templateGeneration` is apps/v1's annotation, which
 /// upstream's conversion always writes.
 pub(super) fn daemon_set_template_generation(object: &mut Value) {
-    let generation = object_at(object, &["spec"])
+    let generation = object_at(object, "/spec")
         .and_then(|spec| spec.remove("templateGeneration"))
         .and_then(|generation| generation.as_i64())
         .unwrap_or(0);
-    set_annotation(object, TEMPLATE_GENERATION, Some(generation.to_string()));
+    set_template_generation(object, generation);
 }
 
 /// apps/v1beta2 DaemonSets keep the annotation as apps/v1 does; the conversion writes "0"
 /// when there is none.
 pub(super) fn daemon_set_template_generation_annotation(object: &mut Value) {
-    if object["metadata"]["annotations"][TEMPLATE_GENERATION].is_string() {
-        return;
+    if !object["metadata"]["annotations"][TEMPLATE_GENERATION_ANNOTATION].is_string() {
+        set_template_generation(object, 0);
     }
-    set_annotation(object, TEMPLATE_GENERATION, Some("0".into()));
 }
 
 /// apps/v1beta1 and v1beta2 StatefulSets: apps/v1 writes each volume claim template with
 /// its `apiVersion` and `kind`.
 pub(super) fn stateful_set_claim_templates(object: &mut Value) {
-    for template in items_at(object, &["spec", "volumeClaimTemplates"]) {
+    for template in items_at(object, "/spec/volumeClaimTemplates") {
         let fields = fields_mut(template);
         fields.insert("apiVersion".into(), Value::from("v1"));
         fields.insert("kind".into(), Value::from("PersistentVolumeClaim"));
@@ -278,7 +273,7 @@ const EXACT_REQUEST_FIELDS: &[&str] = &[
 /// resource.k8s.io/v1beta1 ResourceSlices: each device's `basic` fields are the v1
 /// device's own.
 pub(super) fn resource_slice_devices(object: &mut Value) {
-    for device in items_at(object, &["spec", "devices"]) {
+    for device in items_at(object, "/spec/devices") {
         let Some(fields) = device.as_object_mut() else {
             continue;
         };
@@ -295,16 +290,16 @@ pub(super) fn resource_slice_devices(object: &mut Value) {
 /// resource.k8s.io/v1beta1 ResourceClaims: each request's device fields are v1's
 /// `exactly` (a request choosing among alternatives has none).
 pub(super) fn resource_claim_requests(object: &mut Value) {
-    exact_requests(object, &["spec", "devices", "requests"]);
+    exact_requests(object, "/spec/devices/requests");
 }
 
 /// resource.k8s.io/v1beta1 ResourceClaimTemplates: their claims' requests, as a claim's.
 pub(super) fn resource_claim_template_requests(object: &mut Value) {
-    exact_requests(object, &["spec", "spec", "devices", "requests"]);
+    exact_requests(object, "/spec/spec/devices/requests");
 }
 
-fn exact_requests(object: &mut Value, path: &[&str]) {
-    for request in items_at(object, path) {
+fn exact_requests(object: &mut Value, pointer: &str) {
+    for request in items_at(object, pointer) {
         let Some(fields) = request.as_object_mut() else {
             continue;
         };

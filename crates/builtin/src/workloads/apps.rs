@@ -19,7 +19,17 @@ use crate::util::{child_mut, fields_mut, int_of, map_value, str_of, validate_imm
 use kapi_server::object::bump_generation_on_spec_change;
 
 /// The annotation apps/v1 DaemonSets carry their template generation in.
-const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+pub(crate) const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+
+/// Sets a DaemonSet's template generation annotation.
+pub(crate) fn set_template_generation(object: &mut Value, generation: i64) {
+    let meta = child_mut(object, "metadata");
+    let annotations = fields_mut(meta.entry("annotations").or_insert_with(|| json!({})));
+    annotations.insert(
+        TEMPLATE_GENERATION_ANNOTATION.into(),
+        json!(generation.to_string()),
+    );
+}
 
 /// The largest percentage a maxUnavailable or maxSurge may be.
 const PERCENT_MESSAGE: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
@@ -800,16 +810,6 @@ impl DaemonSetStrategy {
         default_spec_template(object);
     }
 
-    /// Sets the template generation annotation.
-    fn set_template_generation(object: &mut Value, generation: i64) {
-        let meta = child_mut(object, "metadata");
-        let annotations = fields_mut(meta.entry("annotations").or_insert_with(|| json!({})));
-        annotations.insert(
-            TEMPLATE_GENERATION_ANNOTATION.into(),
-            json!(generation.to_string()),
-        );
-    }
-
     fn validate_spec(spec: &Value) -> FieldErrors {
         let path = Path::root("spec");
         let selector = &spec["selector"];
@@ -921,7 +921,7 @@ impl Strategy for DaemonSetStrategy {
 
     fn prepare_for_create(&self, object: &mut Value) {
         Self::default(object);
-        Self::set_template_generation(object, 1);
+        set_template_generation(object, 1);
         reset_for_create(
             object,
             json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
@@ -943,7 +943,7 @@ impl Strategy for DaemonSetStrategy {
         let template_changed = new["spec"]["template"] != old["spec"]["template"];
         let generation = old_generation + i64::from(template_changed);
         if generation > 0 {
-            Self::set_template_generation(new, generation);
+            set_template_generation(new, generation);
         }
         bump_generation_on_spec_change(new, old);
     }

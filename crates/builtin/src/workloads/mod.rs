@@ -18,6 +18,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub(crate) use apps::{TEMPLATE_GENERATION_ANNOTATION, set_template_generation};
+
 use crate::kinds::KindStrategies;
 use crate::util::int_of;
 

@@ -29,6 +29,8 @@ const WATCH_METADATA: &str =
 /// The wait after a failed list or watch, doubling up to [`RETRY_MAX`].
 const RETRY_MIN: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(30);
+/// The fewest namespaces a monitor holds before it drops those no object is in.
+const NAMESPACES_PRUNED_FROM: usize = 64;
 /// How long one watch request lasts before it is renewed (client-go's 5 to 10 minutes).
 const WATCH_SECONDS: u64 = 300;
 
@@ -50,6 +52,7 @@ pub(super) async fn run(
         client,
         known: HashMap::new(),
         namespaces: HashSet::new(),
+        prune_namespaces_at: NAMESPACES_PRUNED_FROM,
         first,
     };
     let mut retry = RETRY_MIN;
@@ -91,14 +94,17 @@ struct Monitor {
     client: LoopbackClient,
     /// The objects seen, by uid.
     known: HashMap<Arc<str>, Seen>,
-    /// The namespaces of the objects seen, each held once.
+    /// The namespaces of the objects seen, each held once; names nothing else holds any
+    /// more (their namespaces emptied) are dropped when the set has doubled.
     namespaces: HashSet<Arc<str>>,
+    /// The size at which `namespaces` is next pruned.
+    prune_namespaces_at: usize,
     /// One of the first monitors whose first list is not done yet.
     first: bool,
 }
 
 /// What a monitor remembers of an object: what a later event is compared with (the graph
-/// keeps its owners). Its name and namespace are the graph node's.
+/// keeps its owners). Its name and namespace share the graph node's strings.
 struct Seen {
     name: Arc<str>,
     namespace: Arc<str>,
@@ -262,6 +268,11 @@ impl Monitor {
         match self.namespaces.get(&meta.namespace) {
             Some(namespace) => meta.namespace = namespace.clone(),
             None => {
+                if self.namespaces.len() >= self.prune_namespaces_at {
+                    self.namespaces.retain(|name| Arc::strong_count(name) > 1);
+                    self.prune_namespaces_at =
+                        (self.namespaces.len() * 2).max(NAMESPACES_PRUNED_FROM);
+                }
                 self.namespaces.insert(meta.namespace.clone());
             }
         }
