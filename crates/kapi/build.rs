@@ -1,17 +1,46 @@
-//! Links the `kapi` binary as a position-dependent executable (`-no-pie`), as Go links
-//! kube-apiserver by default.
+//! Links the `kapi` binary as Go links kube-apiserver, and packs its start-up code.
 //!
-//! A position-independent kapi carries some 70,000 relative relocations, one for each
-//! pointer in its static tables (the built-in catalog, the protobuf schema, the OpenAPI
-//! extensions): the dynamic loader applies them at every exec, dirtying about 1 MiB of
-//! `.data.rel.ro` and reading 1.7 MB of relocation records. Linked at a fixed address there
-//! are none, and kapi idles about 3 MiB smaller (docs/PERFORMANCE.md, "Footprint: a
-//! position-dependent binary"). The cost is that the binary's own code and data are not
-//! placed at a random address; shared libraries, the heap and the stacks still are.
+//! - **Position-dependent** (`-no-pie`): a position-independent kapi carries some 70,000
+//!   relative relocations, one for each pointer in its static tables (the built-in catalog,
+//!   the protobuf schema, the OpenAPI extensions): the dynamic loader applies them at every
+//!   exec, dirtying about 1 MiB of `.data.rel.ro` and reading 1.7 MB of relocation records.
+//!   Linked at a fixed address there are none, and kapi idles about 3 MiB smaller
+//!   (docs/PERFORMANCE.md, "Footprint: a position-dependent binary"). The cost is that the
+//!   binary's own code and data are not placed at a random address; shared libraries, the
+//!   heap and the stacks still are.
+//! - **Start-up code first** (`--symbol-ordering-file=link-order.txt`): the kernel maps an
+//!   executable's code in 64 KiB windows around each page it faults in, and the functions a
+//!   start runs are spread over the whole text, so nearly all of its 23 MB became resident.
+//!   The linker places the functions `tools/gen_link_order.py` recorded first, together
+//!   (docs/PERFORMANCE.md, "Footprint: start-up code packed"). Names the binary no longer
+//!   has (after a toolchain or dependency update) are ignored; the script's `--check` says
+//!   how stale the file is.
+
+use std::path::Path;
 
 fn main() {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     // Linux only: elsewhere (macOS) executables must be position-independent.
-    if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
+    if os == "linux" {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
+    if links_with_default_lld() && std::env::var("PROFILE").as_deref() == Ok("release") {
+        let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link-order.txt");
+        println!("cargo:rerun-if-changed={}", order.display());
+        println!(
+            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
+            order.display()
+        );
+    }
+}
+
+/// Whether the binary is linked by the toolchain's own LLD, which knows
+/// `--symbol-ordering-file`: rustc's default for x86_64-unknown-linux-gnu since 1.90 (the
+/// workspace's minimum), unless the flags choose another linker.
+fn links_with_default_lld() -> bool {
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-gnu")
+        && !["fuse-ld", "linker", "link-self-contained"]
+            .iter()
+            .any(|flag| flags.contains(flag))
 }

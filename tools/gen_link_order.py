@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes crates/kapi/link-order.txt: the functions a release kapi runs while it starts
+(first start and restart) and idles, then those it runs to serve requests, in the order
+crates/kapi/build.rs asks the linker to place them at the start of the binary's text.
+
+Why: the kernel maps an executable's code in 64 KiB windows around each page it faults in.
+Start-up code is spread over the whole 23 MB of text, so nearly all of it ends up resident;
+packed together it is about 6 MB (docs/PERFORMANCE.md, "Footprint: start-up code packed").
+The serving code follows it, so that requests run from contiguous code too: left where it
+was, creates measured about 8% more CPU.
+
+usage: tools/gen_link_order.py [--check] [BINARY]     (default target/release/kapi)
+
+Runs BINARY under valgrind's callgrind (Debian package `valgrind`): a first start on a
+fresh data directory and a restart on it, each until READY=1 and then IDLE_S seconds
+(default 20, past a lease renewal), then a third start that serves apibench's creates, gets,
+updates, LISTs and watches (APIBENCH, default ../shared/apibench/target/release/apibench,
+over HTTP/2 and HTTP/1.1). It keeps the names of the functions run that are in BINARY's
+text. With --check, writes nothing and prints how many of the file's names
+BINARY still has: symbol names carry hashes of the toolchain and the dependency versions,
+so the file goes stale when either changes, and the linker then silently ignores it.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ORDER_FILE = os.path.join(ROOT, "crates", "kapi", "link-order.txt")
+
+
+def text_symbols(binary):
+    """The names of BINARY's function symbols."""
+    out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    return {p[2] for p in (line.split() for line in out.splitlines())
+            if len(p) == 3 and p[1] in "tT"}
+
+
+def run_under_callgrind(binary, data_dir, out_file, then):
+    """Starts BINARY under callgrind, waits for READY=1, calls THEN(), stops it."""
+    notify = tempfile.mktemp(prefix="notify-", suffix=".sock")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(notify)
+    sock.settimeout(300)
+    port = 20000 + os.getpid() % 20000
+    proc = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out_file}",
+         binary, "serve", "--secure-port", str(port), "--data-dir", data_dir],
+        env=dict(os.environ, NOTIFY_SOCKET=notify),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while b"READY=1" not in sock.recv(4096):
+            pass
+        then()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
+        os.unlink(notify)
+
+
+def serve_load(data_dir):
+    """Runs apibench's scenarios, small, against the server on DATA_DIR."""
+    apibench = os.environ.get("APIBENCH", os.path.join(
+        ROOT, "..", "shared", "apibench", "target", "release", "apibench"))
+    kubeconfig = os.path.join(data_dir, "admin.kubeconfig")
+    scenarios = [["create", "--n", "200", "--size", "1024"], ["get", "--n", "400"],
+                 ["update", "--n", "100"], ["list", "--n", "5"],
+                 ["list", "--n", "5", "--limit", "50"],
+                 ["watch", "--watchers", "20", "--events", "50", "--rate", "100", "--drain-s", "2"]]
+    for protocol in ([], ["--http1"]):
+        for scenario in scenarios:
+            subprocess.run([apibench, "--kubeconfig", kubeconfig, *protocol, *scenario],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def functions_run(profile):
+    """The mangled names callgrind recorded (`fn=`/`cfn=` lines), recursion marks dropped."""
+    names = set()
+    for line in open(profile, errors="replace"):
+        m = re.match(r"c?fn=\(\d+\) (.*)", line)
+        if m:
+            names.add(re.sub(r"'\d+$", "", m.group(1).strip()))
+    return names
+
+
+def main():
+    args = sys.argv[1:]
+    check = "--check" in args
+    args = [a for a in args if a != "--check"]
+    binary = os.path.abspath(args[0] if args else os.path.join(ROOT, "target/release/kapi"))
+    symbols = text_symbols(binary)
+    if check:
+        listed = [line.strip() for line in open(ORDER_FILE) if line.strip()]
+        present = sum(1 for name in listed if name in symbols)
+        print(f"{present} of {len(listed)} names in {ORDER_FILE} are in {binary}")
+        sys.exit(0 if present * 10 >= len(listed) * 9 else 1)
+    idle_s = float(os.environ.get("IDLE_S", "20"))
+    with tempfile.TemporaryDirectory() as work:
+        data_dir = os.path.join(work, "data")
+        starting = set()
+        for run in ("first-start", "restart"):
+            profile = os.path.join(work, run + ".callgrind")
+            run_under_callgrind(binary, data_dir, profile, lambda: time.sleep(idle_s))
+            starting |= functions_run(profile)
+        profile = os.path.join(work, "serving.callgrind")
+        run_under_callgrind(binary, data_dir, profile, lambda: serve_load(data_dir))
+        serving = functions_run(profile) - starting
+    starting = sorted(starting & symbols)
+    serving = sorted(serving & symbols)
+    with open(ORDER_FILE, "w") as f:
+        f.write("".join(name + "\n" for name in starting + serving))
+    print(f"{len(starting)} start-up and {len(serving)} serving functions written to {ORDER_FILE}")
+
+
+if __name__ == "__main__":
+    main()
