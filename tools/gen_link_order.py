@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes crates/kapi/link-order.txt: the functions a release kapi runs while it starts
-(first start and restart) and idles, then those it runs to serve requests, in the order
-crates/kapi/build.rs asks the linker to place them at the start of the binary's text.
+"""Writes crates/kapi/link-order.txt: the functions a release kapi runs while it restarts
+and idles, then those only a first start runs, then those it runs to serve requests, in
+the order crates/kapi/build.rs asks the linker to place them at the start of the binary's
+text.
 
 Why: the kernel maps an executable's code in 64 KiB windows around each page it faults in.
 Start-up code is spread over the whole 23 MB of text, so nearly all of it ends up resident;
@@ -101,19 +102,23 @@ def main():
     idle_s = float(os.environ.get("IDLE_S", "20"))
     with tempfile.TemporaryDirectory() as work:
         data_dir = os.path.join(work, "data")
-        starting = set()
-        for run in ("first-start", "restart"):
+        runs = {}
+        for run, then in (("first-start", lambda: time.sleep(idle_s)),
+                          ("restart", lambda: time.sleep(idle_s)),
+                          ("serving", lambda: serve_load(data_dir))):
             profile = os.path.join(work, run + ".callgrind")
-            run_under_callgrind(binary, data_dir, profile, lambda: time.sleep(idle_s))
-            starting |= functions_run(profile)
-        profile = os.path.join(work, "serving.callgrind")
-        run_under_callgrind(binary, data_dir, profile, lambda: serve_load(data_dir))
-        serving = functions_run(profile) - starting
-    starting = sorted(starting & symbols)
-    serving = sorted(serving & symbols)
+            run_under_callgrind(binary, data_dir, profile, then)
+            runs[run] = functions_run(profile) & symbols
+    # A restart's functions first, then those only a first start runs (making the PKI, the
+    # first bootstrap), then the serving ones: a restarted kapi maps none of the second.
+    restart = runs["restart"]
+    first_only = runs["first-start"] - restart
+    serving = runs["serving"] - restart - first_only
+    order = sorted(restart) + sorted(first_only) + sorted(serving)
     with open(ORDER_FILE, "w") as f:
-        f.write("".join(name + "\n" for name in starting + serving))
-    print(f"{len(starting)} start-up and {len(serving)} serving functions written to {ORDER_FILE}")
+        f.write("".join(name + "\n" for name in order))
+    print(f"{len(restart)} restart, {len(first_only)} first-start and {len(serving)} serving "
+          f"functions written to {ORDER_FILE}")
 
 
 if __name__ == "__main__":
