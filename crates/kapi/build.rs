@@ -24,13 +24,16 @@ fn main() {
     if os == "linux" {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
-    if links_with_default_lld() && std::env::var("PROFILE").as_deref() == Ok("release") {
-        let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link-order.txt");
-        println!("cargo:rerun-if-changed={}", order.display());
-        println!(
-            "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
-            order.display()
-        );
+    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link-order.txt");
+    println!("cargo:rerun-if-changed={}", order.display());
+    let release = std::env::var("PROFILE").as_deref() == Ok("release");
+    if release && links_with_default_lld() && order.exists() {
+        // -Xlinker passes each argument whole: `-Wl,` would split a path at its commas.
+        let file = format!("--symbol-ordering-file={}", order.display());
+        for arg in [file.as_str(), "--no-warn-symbol-ordering"] {
+            println!("cargo:rustc-link-arg-bins=-Xlinker");
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
     }
 }
 
