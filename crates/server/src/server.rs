@@ -379,8 +379,9 @@ impl ListeningServer {
         let loopback = Loopback::new(chain.clone(), drain.clone());
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
         let tasks = TaskTracker::new();
+        let hooks_done = hooks.iter().map(|(_, done)| done.clone()).collect();
         let mut running_hooks = start_hooks(hooks, &stopping, &loopback, &tasks);
-        crate::systemd::notify_ready(readyz, stopping.clone());
+        crate::systemd::notify_ready(readyz, hooks_done, stopping.clone());
         let result = tokio::select! {
             () = shutdown => Ok(()),
             failure = first_hook_failure(&mut running_hooks) => Err(failure),
