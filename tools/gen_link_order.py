@@ -5,7 +5,7 @@ the order crates/kapi/build.rs asks the linker to place them at the start of the
 text.
 
 Why: the kernel maps an executable's code in 64 KiB windows around each page it faults in.
-Start-up code is spread over the whole 23 MB of text, so nearly all of it ends up resident;
+Start-up code is spread over the whole text (19 MB), so nearly all of it ends up resident;
 packed together it is about 6 MB (docs/PERFORMANCE.md, "Footprint: start-up code packed").
 The serving code follows it, so that requests run from contiguous code too: left where it
 was, creates measured about 8% more CPU.

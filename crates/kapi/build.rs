@@ -10,11 +10,12 @@
 //!   heap and the stacks still are.
 //! - **Start-up code first** (`--symbol-ordering-file=link-order.txt`): the kernel maps an
 //!   executable's code in 64 KiB windows around each page it faults in, and the functions a
-//!   start runs are spread over the whole text, so nearly all of its 23 MB became resident.
-//!   The linker places the functions `tools/gen_link_order.py` recorded first, together
-//!   (docs/PERFORMANCE.md, "Footprint: start-up code packed"). Names the binary no longer
-//!   has (after a toolchain or dependency update) are ignored; the script's `--check` says
-//!   how stale the file is.
+//!   start runs are spread over the whole text, so nearly all of it became resident. The
+//!   linker places the functions `tools/gen_link_order.py` recorded first, together
+//!   (docs/PERFORMANCE.md, "Footprint: start-up code packed"). The names stay true as code
+//!   changes because release builds make one code unit per crate (the workspace's
+//!   Cargo.toml); names the binary no longer has (after a toolchain or dependency update)
+//!   are ignored, and the script's `--check` says how stale the file is.
 
 use std::path::Path;
 
