@@ -27,6 +27,7 @@ fn main() {
     }
     let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link-order.txt");
     println!("cargo:rerun-if-changed={}", order.display());
+    println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
     let release = std::env::var("PROFILE").as_deref() == Ok("release");
     if release && links_with_default_lld() && order.exists() {
         // -Xlinker passes each argument whole: `-Wl,` would split a path at its commas.
@@ -40,10 +41,12 @@ fn main() {
 
 /// Whether the binary is linked by the toolchain's own LLD, which knows
 /// `--symbol-ordering-file`: rustc's default for x86_64-unknown-linux-gnu since 1.90 (the
-/// workspace's minimum), unless the flags choose another linker.
+/// workspace's minimum), unless the flags or cargo's configuration (`RUSTC_LINKER`, set
+/// from `target.<triple>.linker`) choose another linker.
 fn links_with_default_lld() -> bool {
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     std::env::var("TARGET").as_deref() == Ok("x86_64-unknown-linux-gnu")
+        && std::env::var_os("RUSTC_LINKER").is_none()
         && !["fuse-ld", "linker", "link-self-contained"]
             .iter()
             .any(|flag| flags.contains(flag))
