@@ -1,8 +1,9 @@
 //! The built-in API of Kubernetes 1.35 as schemas, the role k8s.io/api and its generated
 //! OpenAPI play upstream: every built-in definition, with upstream's structure, descriptions
-//! and Kubernetes extensions, plus the XList kinds. [`catalog`] is the resolved [`Catalog`]
-//! of them; [`kind_schema`] a built-in kind's schema for decoding and strategic merge patch;
-//! [`api_service_priority`] where a built-in group version sorts in discovery.
+//! and Kubernetes extensions, plus the XList kinds. [`kind_schema`] is a built-in kind's
+//! schema for decoding, managed fields and strategic merge patch, resolved when the kind is
+//! first asked for; [`api_service_priority`] where a built-in group version sorts in
+//! discovery.
 //!
 //! The definitions are `definitions.json`, made ahead of time by `src/generate.rs` (a test module) from
 //! k8s-openapi's `JsonSchema` implementations with upstream's extensions laid over them, so
@@ -11,37 +12,25 @@
 //! The generic server knows nothing of these: whoever assembles a server of built-in kinds
 //! gives it their schemas.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use serde_json::{Map, Value};
 
-use kapi_schema::{Catalog, KindSchema};
-
 #[cfg(test)]
 mod generate;
+mod kinds;
 mod priorities;
 
+pub use kinds::kind_schema;
 pub use priorities::api_service_priority;
 
 /// Every built-in definition in OpenAPI v2 form, one per line (made by `src/generate.rs`).
 const DEFINITIONS: &str = include_str!("definitions.json");
 
 /// Every built-in definition without its descriptions (made by `src/generate.rs` with
-/// `definitions.json`): a quarter of its size, and all the catalog reads.
+/// `definitions.json`), one per line: a quarter of its size, and all the kinds' catalogs
+/// read.
 const STRUCTURE: &str = include_str!("structure.json");
-
-/// The catalog of the built-in definitions, built on first use: a server's first own write
-/// needs it, so every start builds it, from the definitions without their descriptions
-/// (parsing the 1.2 MB of `definitions.json` would cost a restart about 1.5 ms more and keep
-/// those pages resident).
-pub fn catalog() -> &'static Catalog {
-    static CATALOG: OnceLock<Catalog> = OnceLock::new();
-    CATALOG.get_or_init(|| {
-        let structure: Map<String, Value> =
-            serde_json::from_str(STRUCTURE).expect("structure.json is a JSON object");
-        Catalog::from_definitions(&structure)
-    })
-}
 
 /// Every built-in definition in OpenAPI v2 form with upstream's extensions, as
 /// `/openapi/v2` serves them. Parsed when asked for and shared while anyone holds it: the
@@ -58,11 +47,6 @@ pub fn definitions() -> Arc<Map<String, Value>> {
     definitions
 }
 
-/// The schema of the built-in kind `group`/`version`/`kind`, if Kubernetes has it.
-pub fn kind_schema(group: &str, version: &str, kind: &str) -> Option<KindSchema> {
-    KindSchema::of_kind(catalog(), group, version, kind)
-}
-
 /// The built-in definitions, parsed.
 fn parse_definitions() -> Map<String, Value> {
     serde_json::from_str(DEFINITIONS).expect("definitions.json is a JSON object")
@@ -71,13 +55,23 @@ fn parse_definitions() -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kapi_schema::{ListType, MapType, NodeType};
+    use kapi_schema::{Catalog, ListType, MapType, NodeType};
+    use std::sync::OnceLock;
     use std::time::Instant;
+
+    /// Every built-in definition in one catalog, as the kinds' catalogs are made.
+    pub(crate) fn whole_catalog() -> &'static Catalog {
+        static CATALOG: OnceLock<Catalog> = OnceLock::new();
+        CATALOG.get_or_init(|| {
+            let structure: Map<String, Value> = serde_json::from_str(STRUCTURE).unwrap();
+            Catalog::from_definitions(&structure)
+        })
+    }
 
     #[test]
     fn every_upstream_definition_is_built() {
         let start = Instant::now();
-        let catalog = crate::catalog();
+        let catalog = whole_catalog();
         eprintln!("built-in catalog built in {:?}", start.elapsed());
         let defs = crate::definitions();
         assert_eq!(defs.len(), 735);
@@ -91,7 +85,7 @@ mod tests {
 
     #[test]
     fn json_schema_props_have_their_default() {
-        let catalog = crate::catalog();
+        let catalog = whole_catalog();
         let props = catalog
             .definition("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
             .expect("JSONSchemaProps");
@@ -101,7 +95,7 @@ mod tests {
 
     #[test]
     fn kinds_and_lists_are_found_by_group_version_kind() {
-        let catalog = crate::catalog();
+        let catalog = whole_catalog();
         let deployment = catalog.kind("apps", "v1", "Deployment").unwrap();
         assert_eq!(
             deployment.definition_name(),
@@ -121,7 +115,7 @@ mod tests {
 
     #[test]
     fn pod_spec_carries_upstream_extensions() {
-        let catalog = crate::catalog();
+        let catalog = whole_catalog();
         let spec = catalog.definition("io.k8s.api.core.v1.PodSpec").unwrap();
         let containers = spec.property("containers").unwrap();
         assert_eq!(containers.patch_strategy(), Some("merge"));
@@ -141,7 +135,7 @@ mod tests {
 
     #[test]
     fn special_types_have_upstream_shapes() {
-        let catalog = crate::catalog();
+        let catalog = whole_catalog();
         let port = catalog
             .definition("io.k8s.api.core.v1.ContainerPort")
             .unwrap();

@@ -113,7 +113,7 @@ impl Catalog {
         }
         let by_gvk = defs
             .iter()
-            .flat_map(|(name, schema)| gvks(schema).map(move |gvk| (gvk, name)))
+            .flat_map(|(name, schema)| group_version_kinds(schema).map(move |gvk| (gvk, name)))
             .map(|(gvk, name)| (gvk, builder.by_name[name]))
             .collect();
         Catalog {
@@ -157,7 +157,7 @@ impl Catalog {
 }
 
 /// The `(group, version, kind)`s of a definition's `x-kubernetes-group-version-kind`.
-fn gvks(schema: &Value) -> impl Iterator<Item = (String, String, String)> + '_ {
+pub fn group_version_kinds(schema: &Value) -> impl Iterator<Item = (String, String, String)> + '_ {
     schema
         .get("x-kubernetes-group-version-kind")
         .and_then(Value::as_array)

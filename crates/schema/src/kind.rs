@@ -54,6 +54,17 @@ impl KindSchema {
         })
     }
 
+    /// A typed kind whose schema is the definition `name` of `catalog` (a catalog of that
+    /// definition and what it references), if the catalog has it.
+    pub fn typed(catalog: Arc<Catalog>, name: &str) -> Option<KindSchema> {
+        catalog.definition(name)?;
+        Some(KindSchema {
+            catalog: SharedCatalog::Shared(catalog),
+            name: Some(name.to_string()),
+            pruner: None,
+        })
+    }
+
     /// The kind whose schema is the root of `catalog` (made by [`Catalog::from_schema`]).
     pub fn root(catalog: Arc<Catalog>) -> Option<KindSchema> {
         catalog.root()?;

@@ -11,7 +11,7 @@ mod catalog;
 pub mod decode;
 mod kind;
 
-pub use catalog::{Catalog, ListType, MapType, NodeType, SchemaRef};
+pub use catalog::{Catalog, ListType, MapType, NodeType, SchemaRef, group_version_kinds};
 pub use decode::{
     StrictError, StrictKind, TypeError, decode, duplicate_fields, duplicate_fields_untyped,
     strict_message,
