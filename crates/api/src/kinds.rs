@@ -117,14 +117,23 @@ fn definition(line: &'static str) -> Option<Definition> {
     })
 }
 
-/// The `(group, version, kind)`s a definition names; only a kind's definition, which has
-/// `x-kubernetes-group-version-kind`, is parsed.
+/// The `(group, version, kind)`s a definition's schema names. Only the value of its last
+/// `x-kubernetes-group-version-kind` is parsed: the generator writes keys in order, so in a
+/// kind's definition that is the last top-level key (no nested schema has one; a test checks
+/// that these are all the kinds a whole parse finds).
 fn group_version_kinds(schema: &str) -> Vec<(String, String, String)> {
-    if !schema.contains("\"x-kubernetes-group-version-kind\"") {
+    const KEY: &str = "\"x-kubernetes-group-version-kind\":";
+    let Some(at) = schema.rfind(KEY) else {
         return Vec::new();
-    }
-    let schema: Value = serde_json::from_str(schema).expect("structure.json's schemas are JSON");
-    kapi_schema::group_version_kinds(&schema).collect()
+    };
+    let value = serde_json::Deserializer::from_str(&schema[at + KEY.len()..])
+        .into_iter::<Value>()
+        .next();
+    let Some(Ok(gvks)) = value else {
+        return Vec::new();
+    };
+    let definition = serde_json::json!({ "x-kubernetes-group-version-kind": gvks });
+    kapi_schema::group_version_kinds(&definition).collect()
 }
 
 /// The definition names of every `$ref` in `schema` (`#/definitions/<name>`).
@@ -166,6 +175,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The kinds the index finds are those a whole parse of every definition finds.
+    #[test]
+    fn every_kind_is_found() {
+        let structure: Map<String, Value> = serde_json::from_str(STRUCTURE).unwrap();
+        let mut parsed: Vec<_> = structure
+            .values()
+            .flat_map(kapi_schema::group_version_kinds)
+            .collect();
+        let mut found: Vec<_> = index()
+            .by_kind
+            .iter()
+            .flat_map(|(kind, at)| {
+                at.iter()
+                    .map(|(g, v, _)| (g.clone(), v.clone(), kind.clone()))
+            })
+            .collect();
+        parsed.sort();
+        found.sort();
+        assert_eq!(found, parsed);
     }
 
     /// Each kind's own catalog gives the node the whole catalog gives, down to its fields.

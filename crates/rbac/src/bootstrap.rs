@@ -13,7 +13,7 @@ use futures::StreamExt;
 
 use kapi_apimachinery::labels;
 use kapi_apimachinery::status::ApiError;
-use kapi_server::cacher::CacheNotification;
+use kapi_server::cacher::{CacheNotification, Subscription};
 use kapi_server::endpoints::Served;
 use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ReadVersion, Write};
 use serde_json::{Map, Value, json};
@@ -47,12 +47,17 @@ pub struct RbacResources {
 pub async fn start(rbac: RbacResources, stopping: CancellationToken) -> Result<(), ApiError> {
     ensure_bootstrap_policy(&rbac).await?;
     // On an etcd whose progress notifications are unordered the cache cannot be waited for;
-    // the controller then aggregates as the policy's events arrive.
+    // the controller then aggregates as the policy's events arrive. Subscribed before this
+    // pass, the controller sees every change after it and need not make its own first pass.
     let cacher = rbac.cluster_roles.registry.cacher();
+    let prefix = rbac.cluster_roles.registry.collection_prefix(None);
+    let mut followed = cacher.subscribe(None, &prefix).ok();
     if cacher.wait_fresh(FRESH_TIMEOUT).await.is_ok() {
         aggregate_all(&rbac.cluster_roles).await;
+    } else {
+        followed = None;
     }
-    tokio::spawn(run_aggregation(rbac.cluster_roles, stopping));
+    tokio::spawn(run_aggregation(rbac.cluster_roles, followed, stopping));
     Ok(())
 }
 
@@ -149,10 +154,10 @@ async fn update(
             .await?;
         return create(served, namespace, desired.clone()).await;
     }
-    let reconciled = reconciled(&existing, desired);
-    if reconciled == existing {
+    if !lacks(&existing, desired) {
         return Ok(());
     }
+    let reconciled = reconciled(&existing, desired);
     served
         .registry
         .update(
@@ -171,6 +176,46 @@ async fn update(
         )
         .await
         .map(drop)
+}
+
+/// Whether [`reconciled`] would change `existing`: the check a start makes of every
+/// bootstrap object, so it copies nothing (on a restart nothing lacks anything).
+fn lacks(existing: &Value, desired: &Value) -> bool {
+    let lacks_keys = |field: &str| match existing["metadata"][field].as_object() {
+        None => true,
+        Some(own) => desired["metadata"][field]
+            .as_object()
+            .is_some_and(|wanted| wanted.keys().any(|key| !own.contains_key(key))),
+    };
+    if lacks_keys("labels") || lacks_keys("annotations") {
+        return true;
+    }
+    if desired.get("rules").is_some() {
+        let own = PolicyRule::of_role(existing);
+        if !existing["rules"].is_array()
+            || !uncovered(&own, &PolicyRule::of_role(desired)).is_empty()
+        {
+            return true;
+        }
+    }
+    let pointer = "/aggregationRule/clusterRoleSelectors";
+    if let Some(wanted) = desired.pointer(pointer).and_then(Value::as_array) {
+        let selectors = existing.pointer(pointer).and_then(Value::as_array);
+        let whole = existing["aggregationRule"]
+            .as_object()
+            .is_some_and(|rule| rule.len() == 1);
+        if !whole || !contains_all(selectors, wanted) {
+            return true;
+        }
+    }
+    desired["subjects"]
+        .as_array()
+        .is_some_and(|wanted| !contains_all(existing["subjects"].as_array(), wanted))
+}
+
+/// Whether `list` is there and holds every one of `wanted`.
+fn contains_all(list: Option<&Vec<Value>>, wanted: &[Value]) -> bool {
+    list.is_some_and(|list| wanted.iter().all(|item| list.contains(item)))
 }
 
 /// `existing` with what it lacks of `desired`: labels and annotations, rules (as the atomic
@@ -224,14 +269,26 @@ fn reconciled(existing: &Value, desired: &Value) -> Value {
 
 /// The ClusterRole aggregation controller: keeps the rules of every ClusterRole with an
 /// `aggregationRule` equal to the union of the rules of the ClusterRoles its selectors
-/// match, re-checked on every change of a ClusterRole, until `stopping`.
-pub async fn run_aggregation(cluster_roles: Served, stopping: CancellationToken) {
+/// match, re-checked on every change of a ClusterRole, until `stopping`. `followed` is a
+/// subscription taken before a pass over every ClusterRole that was already made.
+async fn run_aggregation(
+    cluster_roles: Served,
+    mut followed: Option<Subscription>,
+    stopping: CancellationToken,
+) {
     let prefix = cluster_roles.registry.collection_prefix(None);
     while !stopping.is_cancelled() {
-        let Ok(mut subscription) = cluster_roles.registry.cacher().subscribe(None, &prefix) else {
-            return;
+        let mut subscription = match followed.take() {
+            Some(subscription) => subscription,
+            None => {
+                let Ok(subscription) = cluster_roles.registry.cacher().subscribe(None, &prefix)
+                else {
+                    return;
+                };
+                aggregate_all(&cluster_roles).await;
+                subscription
+            }
         };
-        aggregate_all(&cluster_roles).await;
         loop {
             let notification = tokio::select! {
                 _ = stopping.cancelled() => return,
@@ -368,6 +425,37 @@ mod tests {
             reconciled(&mine, &binding)["subjects"],
             json!([{"kind": "User", "name": "u"}, {"kind": "Group", "name": "g"}])
         );
+    }
+
+    /// `lacks` says exactly when `reconciled` changes an object.
+    #[test]
+    fn lacking_is_what_reconciling_changes() {
+        let mut policy = policy::cluster_roles();
+        policy.extend(policy::cluster_role_bindings());
+        policy.extend(policy::roles());
+        policy.extend(policy::role_bindings());
+        let edits: [fn(&mut Value); 9] = [
+            |_| {},
+            |o| o["metadata"]["labels"]["extra"] = json!("x"),
+            |o| drop(o["metadata"].as_object_mut().unwrap().remove("labels")),
+            |o| drop(o["metadata"].as_object_mut().unwrap().remove("annotations")),
+            |o| o["metadata"]["labels"] = json!({}),
+            |o| o["rules"] = json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}]),
+            |o| o["rules"] = json!([]),
+            |o| o["subjects"] = json!([{"kind": "User", "name": "someone"}]),
+            |o| o["aggregationRule"] = json!({"clusterRoleSelectors": [], "other": 1}),
+        ];
+        let mut changed = 0;
+        for desired in &policy {
+            for edit in edits {
+                let mut existing = desired.clone();
+                edit(&mut existing);
+                let changes = reconciled(&existing, desired) != existing;
+                assert_eq!(lacks(&existing, desired), changes, "{existing}");
+                changed += usize::from(changes);
+            }
+        }
+        assert!(changed > policy.len() * 3, "{changed}");
     }
 
     #[test]

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use redb::{Database, DatabaseError, ReadableTable, ReadableTableMetadata, RepairSession};
+use redb::{
+    Database, DatabaseError, ReadableTable, ReadableTableMetadata, RepairSession, TableHandle,
+};
 
 use super::expiry::Expiring;
 use super::history;
@@ -87,9 +89,12 @@ pub(super) fn open_error(path: &Path, err: DatabaseError) -> StorageError {
 
 /// Loads what the store holds in one write transaction: creates the tables on first open,
 /// upgrades format 1 values, verifies every value, and rebuilds the latest version of every
-/// live key. An empty store starts at revision 1, as etcd does.
+/// live key. An empty store starts at revision 1, as etcd does. The transaction commits only
+/// when it changed something: a restart of a current store then writes nothing (a commit is
+/// a sync of the file, on the start's critical path).
 pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, KeyValue>, Expiring)> {
     let txn = db.begin_write().map_err(StorageError::internal)?;
+    let tables_missing = tables_missing(&txn)?;
     let loaded = {
         let mut meta = txn.open_table(META).map_err(StorageError::internal)?;
         let mut log = txn.open_table(LOG).map_err(StorageError::internal)?;
@@ -100,11 +105,13 @@ pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, Key
                 .map_err(StorageError::internal)?
                 .map(|v| v.value()))
         };
-        let revision = read(META_REVISION)?.unwrap_or(1);
+        let recorded_revision = read(META_REVISION)?;
+        let revision = recorded_revision.unwrap_or(1);
         let compacted = read(META_COMPACTED)?.unwrap_or(0);
         let empty = history.is_empty().map_err(StorageError::internal)?
             && log.is_empty().map_err(StorageError::internal)?;
-        match read(META_FORMAT)? {
+        let format = read(META_FORMAT)?;
+        match format {
             Some(FORMAT) => {}
             None if empty => {}
             None => upgrade(&mut history, &mut log)?,
@@ -115,13 +122,17 @@ pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, Key
                 )));
             }
         }
-        meta.insert(META_FORMAT, FORMAT)
-            .map_err(StorageError::internal)?;
-        meta.insert(META_REVISION, revision)
-            .map_err(StorageError::internal)?;
+        let mut changed = tables_missing || format.is_none() || recorded_revision.is_none();
+        if changed {
+            meta.insert(META_FORMAT, FORMAT)
+                .map_err(StorageError::internal)?;
+            meta.insert(META_REVISION, revision)
+                .map_err(StorageError::internal)?;
+        }
         let log_entries = verify_log(&log, revision)?;
         let (latest, versions) = history::latest_versions(&history, revision as Revision)?;
-        let expiring = load_expiry(&txn, &latest)?;
+        let (expiring, removed_stale) = load_expiry(&txn, &latest)?;
+        changed |= removed_stale;
         let census = StoreCensus {
             revision: revision as Revision,
             compacted: compacted as Revision,
@@ -129,18 +140,35 @@ pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, Key
             versions,
             log_entries,
         };
-        (census, latest, expiring)
+        (census, latest, expiring, changed)
     };
-    txn.commit().map_err(StorageError::internal)?;
-    Ok(loaded)
+    let (census, latest, expiring, changed) = loaded;
+    match changed {
+        true => txn.commit().map_err(StorageError::internal)?,
+        false => txn.abort().map_err(StorageError::internal)?,
+    }
+    Ok((census, latest, expiring))
 }
 
-/// The deadlines of the live keys that expire. A row whose key is not live (which the
-/// committer never leaves behind) is removed.
+/// Whether one of the store's tables is not in the file yet (a first open, or a table newer
+/// than the file): opening it in the load creates it, which must then be committed, as read
+/// transactions cannot open a table that does not exist.
+fn tables_missing(txn: &redb::WriteTransaction) -> Result<bool> {
+    let present: Vec<String> = txn
+        .list_tables()
+        .map_err(StorageError::internal)?
+        .map(|table| table.name().to_string())
+        .collect();
+    let wanted = [META.name(), LOG.name(), HISTORY.name(), EXPIRY.name()];
+    Ok(wanted.iter().any(|name| !present.iter().any(|p| p == name)))
+}
+
+/// The deadlines of the live keys that expire, and whether a row was removed: a row whose
+/// key is not live (which the committer never leaves behind) is.
 fn load_expiry(
     txn: &redb::WriteTransaction,
     latest: &BTreeMap<Arc<str>, KeyValue>,
-) -> Result<Expiring> {
+) -> Result<(Expiring, bool)> {
     let mut table = txn.open_table(EXPIRY).map_err(StorageError::internal)?;
     let mut expiring = Expiring::default();
     let mut stale = Vec::new();
@@ -154,12 +182,12 @@ fn load_expiry(
             None => stale.push(key.value().to_vec()),
         }
     }
-    for key in stale {
+    for key in &stale {
         table
             .remove(key.as_slice())
             .map_err(StorageError::internal)?;
     }
-    Ok(expiring)
+    Ok((expiring, !stale.is_empty()))
 }
 
 /// Checks every `log` entry against its checksum and the store's revision; how many there
