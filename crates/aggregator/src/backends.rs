@@ -116,7 +116,8 @@ impl Backends {
                     _ = stopping.cancelled() => return,
                     _ = changed.notified() => {}
                 }
-                backends.refresh(&api_services.cached_list(None));
+                // What a backend is made of: the spec, the status and the name.
+                backends.refresh(&api_services.cached_list_parts(&["spec", "status"], &["name"]));
             }
         });
     }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use kapi_apimachinery::request_info::RequestInfo;
 use kapi_server::UserInfo;
 use kapi_server::cacher::ObjectStats;
+use kapi_server::endpoints::Served;
 use kapi_server::filters::flow_control::{
     Admission, FlowClass, FlowControl, FlowRequest, RetryAfter,
 };
@@ -90,8 +91,10 @@ impl FlowController {
 
     /// Rebuilds the configuration from the collections' caches.
     pub fn refresh(&self, resources: &FlowControlResources) {
-        let schemas = resources.flow_schemas.cached_list(None);
-        let levels = resources.priority_levels.cached_list(None);
+        // What a digest reads: the spec, the name and the uid.
+        let parts = |served: &Served| served.cached_list_parts(&["spec"], &["name", "uid"]);
+        let schemas = parts(&resources.flow_schemas);
+        let levels = parts(&resources.priority_levels);
         self.rebuild(Digest::new(&schemas, &levels));
     }
 

@@ -310,7 +310,11 @@ async fn aggregate_all(cluster_roles: &Served) {
     let roles: Vec<Value> = snapshot
         .objects
         .iter()
-        .filter_map(|object| kapi_server::registry::Item::from(&**object).decode().ok())
+        .filter_map(|object| {
+            let item = kapi_server::registry::Item::from(&**object);
+            item.decode_parts(&["rules", "aggregationRule"], &["name", "labels"])
+                .ok()
+        })
         .collect();
     for role in roles.iter().filter(|role| {
         role.pointer("/aggregationRule")

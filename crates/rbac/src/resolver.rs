@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use kapi_apimachinery::status::ApiError;
 use kapi_server::authn::UserInfo;
 use kapi_server::cacher::{CacheEvent, CacheNotification, EventType};
 use kapi_server::endpoints::Served;
@@ -314,7 +315,7 @@ impl RuleResolver {
             index.remove(collection, &key, revision);
             return;
         }
-        let Ok(value) = kapi_server::registry::Item::from(&**object).decode() else {
+        let Ok(value) = indexed_parts(&kapi_server::registry::Item::from(&**object)) else {
             return;
         };
         index.insert(collection, key, revision, &value);
@@ -438,6 +439,12 @@ fn remove_older<T>(entries: &mut Entries<T>, key: &(String, String), revision: R
     }
 }
 
+/// What the index reads of a role or binding: its name, namespace, rules, roleRef and
+/// subjects, decoded without the rest of the object.
+fn indexed_parts(item: &kapi_server::registry::Item) -> Result<Value, ApiError> {
+    item.decode_parts(&["rules", "roleRef", "subjects"], &["name", "namespace"])
+}
+
 /// Keeps one collection of the index current: subscribes to its watch cache, lists it from
 /// storage (so nothing between is missed), then applies every event; lists again when the
 /// subscription falls behind. Ends when the resolver is gone.
@@ -456,7 +463,7 @@ async fn follow(resolver: Weak<RuleResolver>, served: Served, collection: Collec
         let items = listed
             .items
             .iter()
-            .filter_map(|item| Some((item.revision, item.decode().ok()?)))
+            .filter_map(|item| Some((item.revision, indexed_parts(item).ok()?)))
             .collect();
         {
             let Some(resolver) = resolver.upgrade() else {

@@ -11,6 +11,10 @@ use bytes::Bytes;
 use kapi_storage::Revision;
 use serde_json::{Map, Value};
 
+mod parts;
+
+pub use parts::decode_parts;
+
 /// The keys that lead a stored object, in order.
 const LEADING: [&str; 3] = ["apiVersion", "kind", "metadata"];
 

@@ -61,6 +61,13 @@ impl Item {
     pub fn decode(&self) -> Result<Value, ApiError> {
         codec::decode(&self.stored, self.revision).map_err(ApiError::internal)
     }
+
+    /// Only the top-level `fields` of the object and the `metadata` fields `metadata`
+    /// ([`codec::decode_parts`]; no resourceVersion), for readers of a few fields of many
+    /// objects.
+    pub fn decode_parts(&self, fields: &[&str], metadata: &[&str]) -> Result<Value, ApiError> {
+        codec::decode_parts(&self.stored, fields, metadata).map_err(ApiError::internal)
+    }
 }
 
 impl From<&CachedObject> for Item {

@@ -97,11 +97,28 @@ impl Served {
 
     /// The objects of the watch cache in `namespace`, or all of them, decoded.
     pub fn cached_list(&self, namespace: Option<&str>) -> Vec<serde_json::Value> {
+        self.cached_items(namespace, |item| item.decode())
+    }
+
+    /// The objects of the watch cache (all namespaces), each decoded only in its top-level
+    /// `fields` and its `metadata` fields `metadata` ([`crate::registry::Item::decode_parts`]),
+    /// for controllers that read a few fields of every object on every change.
+    pub fn cached_list_parts(&self, fields: &[&str], metadata: &[&str]) -> Vec<serde_json::Value> {
+        self.cached_items(None, |item| item.decode_parts(fields, metadata))
+    }
+
+    /// The objects of the watch cache in `namespace`, or all of them, decoded by `decode`
+    /// (those it fails on left out).
+    fn cached_items(
+        &self,
+        namespace: Option<&str>,
+        decode: impl Fn(&crate::registry::Item) -> Result<serde_json::Value, ApiError>,
+    ) -> Vec<serde_json::Value> {
         let prefix = self.registry.collection_prefix(namespace);
         let list = self.registry.cacher().list(&prefix, |_| true);
         let items = list.objects.iter();
         items
-            .filter_map(|object| crate::registry::Item::from(&**object).decode().ok())
+            .filter_map(|object| decode(&crate::registry::Item::from(&**object)).ok())
             .collect()
     }
 }
