@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Footprint of a kapi binary: time from exec to READY=1 (sd_notify) and the CPU time spent
 by then, RSS when idle.
-usage: footprint.py <kapi binary> <data dir> [extra flags...]"""
+usage: [IDLE_S=<seconds>] [PORT=<port>] footprint.py <kapi binary> <data dir> [extra flags...]"""
 import os, socket, subprocess, sys, time, tempfile
 
 binary, data_dir, *flags = sys.argv[1:]
@@ -9,7 +9,9 @@ sock_path = tempfile.mktemp(prefix="notify-", suffix=".sock")
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(sock_path)
 env = dict(os.environ, NOTIFY_SOCKET=sock_path)
-port = 20000 + os.getpid() % 20000
+# $PORT keeps the port from run to run (a restart as a service manager makes it: no Endpoints
+# to rewrite); otherwise each run takes a new one.
+port = int(os.environ.get("PORT", 20000 + os.getpid() % 20000))
 start = time.monotonic()
 proc = subprocess.Popen([binary, "serve", "--secure-port", str(port), "--data-dir", data_dir, *flags],
                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

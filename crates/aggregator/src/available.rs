@@ -68,7 +68,7 @@ pub(crate) fn start(api_services: Served, stopping: CancellationToken) {
                     }
                     Check::All => pending.extend(
                         api_services
-                            .cached_list(None)
+                            .cached_list_parts(&[], &["name"])
                             .iter()
                             .map(|service| kapi_server::object::name(service).to_string()),
                     ),

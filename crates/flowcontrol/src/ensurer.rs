@@ -285,7 +285,7 @@ fn parse_go_bool(text: &str) -> Option<bool> {
 
 /// Deletes every object annotated to be kept by the producer whose name `wanted` lacks.
 async fn remove_unwanted(served: &Served, wanted: &[String]) -> Result<(), ApiError> {
-    for value in served.cached_list(None) {
+    for value in served.cached_list_parts(&[], &["name", "annotations"]) {
         let name = name_of(&value);
         if wanted.iter().any(|w| w == name) {
             continue;

@@ -15,7 +15,7 @@ use kapi_apimachinery::labels;
 use kapi_apimachinery::status::ApiError;
 use kapi_server::cacher::{CacheNotification, Subscription};
 use kapi_server::endpoints::Served;
-use kapi_server::registry::{DeleteParams, KUBE_APISERVER, ReadVersion, Write};
+use kapi_server::registry::{DeleteParams, Item, KUBE_APISERVER, ReadVersion, Write};
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
@@ -104,7 +104,7 @@ async fn reconcile(served: &Served, desired: Value) -> Result<(), ApiError> {
         let outcome = match existing {
             Err(err) if err.is_not_found() => create(served, &namespace, desired.clone()).await,
             Err(err) => return Err(err),
-            Ok(item) => update(served, &namespace, &name, item.decode()?, &desired).await,
+            Ok(item) => update(served, &namespace, &name, &item, &desired).await,
         };
         match outcome {
             Err(err) if err.code() == 409 => last = Some(err),
@@ -128,20 +128,26 @@ async fn create(served: &Served, namespace: &str, desired: Value) -> Result<(), 
 }
 
 /// Brings an existing object up to `desired`; a binding with another roleRef is recreated.
+/// The object is first read only in what the checks read (on a restart nothing lacks
+/// anything, and the rest of the object, its managed fields most of all, is not decoded).
 async fn update(
     served: &Served,
     namespace: &str,
     name: &str,
-    existing: Value,
+    item: &Item,
     desired: &Value,
 ) -> Result<(), ApiError> {
-    if existing["metadata"]["annotations"][AUTOUPDATE] == "false" {
+    let checked = item.decode_parts(
+        &["rules", "aggregationRule", "subjects", "roleRef"],
+        &["labels", "annotations", "uid"],
+    )?;
+    if checked["metadata"]["annotations"][AUTOUPDATE] == "false" {
         return Ok(());
     }
-    if desired.get("roleRef").is_some() && existing["roleRef"] != desired["roleRef"] {
+    if desired.get("roleRef").is_some() && checked["roleRef"] != desired["roleRef"] {
         let params = DeleteParams {
             precondition_uid: Some(
-                existing["metadata"]["uid"]
+                checked["metadata"]["uid"]
                     .as_str()
                     .unwrap_or_default()
                     .into(),
@@ -154,9 +160,10 @@ async fn update(
             .await?;
         return create(served, namespace, desired.clone()).await;
     }
-    if !lacks(&existing, desired) {
+    if !lacks(&checked, desired) {
         return Ok(());
     }
+    let existing = item.decode()?;
     let reconciled = reconciled(&existing, desired);
     served
         .registry
@@ -311,7 +318,7 @@ async fn aggregate_all(cluster_roles: &Served) {
         .objects
         .iter()
         .filter_map(|object| {
-            let item = kapi_server::registry::Item::from(&**object);
+            let item = Item::from(&**object);
             item.decode_parts(&["rules", "aggregationRule"], &["name", "labels"])
                 .ok()
         })
