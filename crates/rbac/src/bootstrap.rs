@@ -41,21 +41,26 @@ pub struct RbacResources {
     pub cluster_role_bindings: Served,
 }
 
-/// The `rbac/bootstrap-roles` post-start hook: reconciles the bootstrap policy, aggregates
-/// the aggregated ClusterRoles once the cache has the policy, then keeps them aggregated
-/// until `stopping`.
+/// The `rbac/bootstrap-roles` post-start hook: reconciles the bootstrap policy and, when
+/// that wrote something, aggregates the aggregated ClusterRoles once the cache has the
+/// policy, so that a server is ready with them whole; then keeps them aggregated until
+/// `stopping`. When the policy was already in place (a restart), the roles are as the last
+/// server aggregated them, and the controller's first pass, as upstream's controller's,
+/// runs beside readiness rather than before it.
 pub async fn start(rbac: RbacResources, stopping: CancellationToken) -> Result<(), ApiError> {
-    ensure_bootstrap_policy(&rbac).await?;
+    let wrote = ensure_bootstrap_policy(&rbac).await?;
     // On an etcd whose progress notifications are unordered the cache cannot be waited for;
     // the controller then aggregates as the policy's events arrive. Subscribed before this
     // pass, the controller sees every change after it and need not make its own first pass.
-    let cacher = rbac.cluster_roles.registry.cacher();
-    let prefix = rbac.cluster_roles.registry.collection_prefix(None);
-    let mut followed = cacher.subscribe(None, &prefix).ok();
-    if cacher.wait_fresh(FRESH_TIMEOUT).await.is_ok() {
-        aggregate_all(&rbac.cluster_roles).await;
-    } else {
-        followed = None;
+    let mut followed = None;
+    if wrote {
+        let cacher = rbac.cluster_roles.registry.cacher();
+        let prefix = rbac.cluster_roles.registry.collection_prefix(None);
+        let subscription = cacher.subscribe(None, &prefix).ok();
+        if cacher.wait_fresh(FRESH_TIMEOUT).await.is_ok() {
+            aggregate_all(&rbac.cluster_roles).await;
+            followed = subscription;
+        }
     }
     tokio::spawn(run_aggregation(rbac.cluster_roles, followed, stopping));
     Ok(())
@@ -64,8 +69,8 @@ pub async fn start(rbac: RbacResources, stopping: CancellationToken) -> Result<(
 /// Reconciles the whole bootstrap policy; the first error, after trying every object.
 /// The objects are independent (a binding may name a role not yet there), so they are
 /// reconciled [`CONCURRENT`] at a time: on a first start the store commits their creations
-/// in a few batches rather than one by one.
-pub async fn ensure_bootstrap_policy(rbac: &RbacResources) -> Result<(), ApiError> {
+/// in a few batches rather than one by one. Whether it wrote anything.
+pub async fn ensure_bootstrap_policy(rbac: &RbacResources) -> Result<bool, ApiError> {
     let sets = [
         (&rbac.cluster_roles, policy::cluster_roles()),
         (&rbac.cluster_role_bindings, policy::cluster_role_bindings()),
@@ -76,16 +81,17 @@ pub async fn ensure_bootstrap_policy(rbac: &RbacResources) -> Result<(), ApiErro
     for (served, desired) in sets {
         objects.extend(desired.into_iter().map(|desired| (served.clone(), desired)));
     }
-    let outcomes: Vec<Result<(), ApiError>> = futures::stream::iter(objects)
+    let outcomes: Vec<Result<bool, ApiError>> = futures::stream::iter(objects)
         .map(|(served, desired)| async move { reconcile(&served, desired).await })
         .buffered(CONCURRENT)
         .collect()
         .await;
-    outcomes.into_iter().collect()
+    let wrote: Vec<bool> = outcomes.into_iter().collect::<Result<_, _>>()?;
+    Ok(wrote.contains(&true))
 }
 
-/// Reconciles one object, retrying on conflicts.
-async fn reconcile(served: &Served, desired: Value) -> Result<(), ApiError> {
+/// Reconciles one object, retrying on conflicts; whether it wrote it.
+async fn reconcile(served: &Served, desired: Value) -> Result<bool, ApiError> {
     let namespace = desired["metadata"]["namespace"]
         .as_str()
         .unwrap_or_default()
@@ -114,7 +120,7 @@ async fn reconcile(served: &Served, desired: Value) -> Result<(), ApiError> {
     Err(last.unwrap_or_else(|| ApiError::internal("reconciling the bootstrap policy")))
 }
 
-async fn create(served: &Served, namespace: &str, desired: Value) -> Result<(), ApiError> {
+async fn create(served: &Served, namespace: &str, desired: Value) -> Result<bool, ApiError> {
     served
         .registry
         .create(
@@ -124,10 +130,11 @@ async fn create(served: &Served, namespace: &str, desired: Value) -> Result<(), 
             Write::own(KUBE_APISERVER),
         )
         .await
-        .map(drop)
+        .map(|_| true)
 }
 
-/// Brings an existing object up to `desired`; a binding with another roleRef is recreated.
+/// Brings an existing object up to `desired`, a binding with another roleRef recreated;
+/// whether it wrote.
 /// The object is first read only in what the checks read (on a restart nothing lacks
 /// anything, and the rest of the object, its managed fields most of all, is not decoded).
 async fn update(
@@ -136,13 +143,13 @@ async fn update(
     name: &str,
     item: &Item,
     desired: &Value,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     let checked = item.decode_parts(
         &["rules", "aggregationRule", "subjects", "roleRef"],
         &["labels", "annotations", "uid"],
     )?;
     if checked["metadata"]["annotations"][AUTOUPDATE] == "false" {
-        return Ok(());
+        return Ok(false);
     }
     if desired.get("roleRef").is_some() && checked["roleRef"] != desired["roleRef"] {
         let params = DeleteParams {
@@ -161,7 +168,7 @@ async fn update(
         return create(served, namespace, desired.clone()).await;
     }
     if !lacks(&checked, desired) {
-        return Ok(());
+        return Ok(false);
     }
     let existing = item.decode()?;
     let reconciled = reconciled(&existing, desired);
@@ -182,7 +189,7 @@ async fn update(
             },
         )
         .await
-        .map(drop)
+        .map(|_| true)
 }
 
 /// Whether [`reconciled`] would change `existing`: the check a start makes of every
