@@ -4,7 +4,9 @@
 
 use std::fmt;
 
-use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde::de::value::SeqAccessDeserializer;
+use serde::de::{DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// The top-level `fields` of the stored object `stored`, and of its `metadata` the fields
@@ -51,10 +53,10 @@ impl<'de> Visitor<'de> for Parts<'_> {
         while let Some(key) = map.next_key_seed(KeySeed(self))? {
             match key {
                 Key::Metadata(fields) => {
-                    let inner = Parts {
+                    let inner = Metadata(Parts {
                         fields,
                         metadata: None,
-                    };
+                    });
                     kept.insert("metadata".to_string(), map.next_value_seed(inner)?);
                 }
                 Key::Kept(name) => {
@@ -66,6 +68,58 @@ impl<'de> Visitor<'de> for Parts<'_> {
             }
         }
         Ok(Value::Object(kept))
+    }
+}
+
+/// The metadata's parts when it is an object; any other value (a damaged object's) is kept
+/// whole, as a full decode keeps it, for the reader to find its fields missing.
+struct Metadata<'a>(Parts<'a>);
+
+impl<'de> DeserializeSeed<'de> for Metadata<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Metadata<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        self.0.visit_map(map)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Value, A::Error> {
+        Value::deserialize(SeqAccessDeserializer::new(seq))
+    }
+
+    fn visit_unit<E: Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_bool<E: Error>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E: Error>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E: Error>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E: Error>(self, value: f64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_str<E: Error>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
 }
 
@@ -132,6 +186,20 @@ mod tests {
             decode_parts(escaped, &["rules"], &["name"]).unwrap(),
             json!({"rules": [1], "metadata": {"name": "x"}})
         );
+        for metadata in [
+            "null",
+            "1",
+            "-1",
+            "1.5",
+            "true",
+            r#""text""#,
+            "[1, {\"a\": 2}]",
+        ] {
+            let stored = format!(r#"{{"metadata": {metadata}, "rules": [1]}}"#);
+            let parts = decode_parts(stored.as_bytes(), &["rules"], &["name"]).unwrap();
+            let whole: Value = serde_json::from_str(&stored).unwrap();
+            assert_eq!(parts, whole, "{metadata}");
+        }
         assert!(decode_parts(b"[1]", &["rules"], &[]).is_err());
         assert!(decode_parts(br#"{"rules": [1]} x"#, &["rules"], &[]).is_err());
         assert!(decode_parts(br#"{"other": [1, }"#, &["rules"], &[]).is_err());
