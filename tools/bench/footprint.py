@@ -21,6 +21,9 @@ while ready is None:
     msg = sock.recv(4096).decode()
     if "READY=1" in msg:
         ready = time.monotonic() - start
+# Bytes the start read from disk: a VM that dropped the binary from its page cache makes a
+# restart read it back, which is not the restart's own cost.
+disk_kib = next(int(l.split()[1]) for l in open(f"/proc/{proc.pid}/io") if l.startswith("read_bytes")) // 1024
 # CPU time of the threads alive at READY=1 (schedstat's nanoseconds): how much work the start
 # was, apart from how long it waited for the two cores. A lower bound: threads that already
 # ended are missed.
@@ -35,6 +38,6 @@ status = open(f"/proc/{proc.pid}/status").read()
 rss = next(l for l in status.splitlines() if l.startswith("VmRSS")).split()[1]
 anon = next(l for l in status.splitlines() if l.startswith("RssAnon")).split()[1]
 fileb = next(l for l in status.splitlines() if l.startswith("RssFile")).split()[1]
-print(f"ready {ready*1000:.1f} ms (CPU {cpu_ns/1e6:.1f} ms); RSS {int(rss)/1024:.1f} MiB (anon {int(anon)/1024:.1f}, file {int(fileb)/1024:.1f})")
+print(f"ready {ready*1000:.1f} ms (CPU {cpu_ns/1e6:.1f} ms, {disk_kib} KiB read from disk); RSS {int(rss)/1024:.1f} MiB (anon {int(anon)/1024:.1f}, file {int(fileb)/1024:.1f})")
 proc.terminate(); proc.wait()
 os.unlink(sock_path)
