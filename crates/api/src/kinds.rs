@@ -2,7 +2,7 @@
 //! lines of `structure.json` its definition reaches. A server's start writes a few kinds
 //! (its lease, its endpoints), so it resolves the few dozen definitions those reach rather
 //! than all 735: resolving the whole catalog was an eighth of a restart's CPU and about
-//! 2 MB of heap held for as long as the server ran.
+//! 1 MiB of heap held for as long as the server ran.
 //!
 //! Definitions two kinds share (ObjectMeta, PodSpec) are resolved once per kind; a server
 //! that writes every built-in kind holds a few times the one catalog's nodes.
