@@ -431,6 +431,11 @@ impl Strategy for CustomResourceStrategy {
     fn supports_field(&self, field: &str) -> bool {
         self.selectable.iter().any(|(name, _)| *name == field)
     }
+
+    /// Any field a JSONPath names; none without selectable fields.
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        self.selectable.is_empty().then_some(&[])
+    }
 }
 
 /// Whether an update changes more than metadata (and, with the status subresource, more

@@ -24,12 +24,11 @@ async fn fixture() -> Fixture {
     let store: Arc<dyn Store> =
         Arc::new(EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap());
     let namespaces = kapi_builtin::definition("", "v1", "namespaces").unwrap();
-    let strategy = namespaces.strategy.clone();
     let registry = Registry::new(
         namespaces.storage.clone(),
         store,
         "/registry",
-        Arc::new(move |object: &Value| strategy.selectable_fields(object)),
+        namespaces.strategy.clone(),
         Some(Arc::new(kapi_builtin::BuiltinSchemas)),
     );
     let plugin = NamespaceLifecycle::new(registry.cacher().clone());

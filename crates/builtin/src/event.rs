@@ -416,6 +416,16 @@ impl Strategy for EventStrategy {
             CORE_FIELDS.contains(&field)
         }
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&[
+            "involvedObject",
+            "source",
+            "reportingComponent",
+            "reason",
+            "type",
+        ])
+    }
 }
 
 /// Upstream's legacyValidateEvent. `reportingController` is named `reportingComponent` in

@@ -152,6 +152,10 @@ impl Strategy for NamespaceStrategy {
         field == "status.phase"
     }
 
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["status"])
+    }
+
     fn has_pending_finalizers(&self, object: &Value) -> bool {
         object["spec"]["finalizers"]
             .as_array()

@@ -132,6 +132,10 @@ impl Strategy for SecretStrategy {
     fn supports_field(&self, field: &str) -> bool {
         field == "type"
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["type"])
+    }
 }
 
 /// The decoded bytes of a `data` value (empty when it does not decode).

@@ -28,6 +28,9 @@ use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
+use crate::codec;
+use crate::resource::Strategy;
+
 mod encodings;
 pub(crate) use encodings::KeptBytesGauge;
 pub use encodings::{DEFAULT_BUDGET, Encodings, kept_bytes, set_budget};
@@ -42,9 +45,6 @@ const EVENT_WINDOW: usize = 10_000;
 const WATCHER_BUFFER: usize = 128;
 /// The page size of the reflector's initial list.
 const LIST_PAGE: usize = 10_000;
-
-/// Returns an object's selectable fields (besides name and namespace).
-pub type FieldsFn = Arc<dyn Fn(&Value) -> Vec<(crate::resource::Name, String)> + Send + Sync>;
 
 /// One object as the cache holds it.
 #[derive(Debug)]
@@ -189,7 +189,8 @@ pub struct Cacher {
     store: Arc<dyn Store>,
     /// The collection's key prefix, ending in `/`.
     prefix: String,
-    fields: FieldsFn,
+    /// The strategy of the collection's storage version, for the objects' selectable fields.
+    strategy: Arc<dyn Strategy>,
     state: RwLock<CacheState>,
     /// The cache's revision, for waiters (0 until the first list is loaded).
     revision: watch::Sender<Revision>,
@@ -225,11 +226,16 @@ pub struct Subscription {
 
 impl Cacher {
     /// Creates the cache of `prefix` and starts its reflector on the current runtime.
-    pub fn start(store: Arc<dyn Store>, prefix: String, fields: FieldsFn) -> Arc<Cacher> {
+    /// `strategy` gives the objects' selectable fields.
+    pub fn start(
+        store: Arc<dyn Store>,
+        prefix: String,
+        strategy: Arc<dyn Strategy>,
+    ) -> Arc<Cacher> {
         let cacher = Arc::new(Cacher {
             store,
             prefix,
-            fields,
+            strategy,
             state: RwLock::new(CacheState {
                 revision: 0,
                 objects: BTreeMap::new(),
@@ -410,21 +416,44 @@ impl Cacher {
     }
 
     /// Makes a cache object from a stored key-value.
+    /// Only the metadata it keeps and the fields the strategy's selectable fields read are
+    /// decoded (a stored object is mostly what no selector reads).
     pub fn cache_object(&self, kv: &KeyValue) -> CachedObject {
-        let parsed: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        let parsed = match self.strategy.selectable_fields_read() {
+            Some(read) => codec::decode_parts(&kv.value, read, &["name", "namespace", "labels"]),
+            None => serde_json::from_slice(&kv.value),
+        }
+        .unwrap_or(Value::Null);
         let meta = &parsed["metadata"];
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-        let labels = LabelSet::of(&meta["labels"]);
+        let fields = self.strategy.selectable_fields(&parsed);
+        #[cfg(debug_assertions)]
+        self.check_fields_read(kv, &fields);
         CachedObject {
             key: kv.key.clone(),
             stored: kv.value.clone(),
             revision: kv.mod_revision,
             name: text(&meta["name"]),
             namespace: text(&meta["namespace"]),
-            labels,
-            fields: (self.fields)(&parsed),
+            labels: LabelSet::of(&meta["labels"]),
+            fields,
             encodings: Encodings::default(),
         }
+    }
+
+    /// Panics if `fields`, found from the parts of the object that the strategy says its
+    /// selectable fields read, are not what the whole object gives: a strategy whose
+    /// [`Strategy::selectable_fields_read`] misses a field would make field selectors miss
+    /// objects. Debug builds (the tests) only.
+    #[cfg(debug_assertions)]
+    fn check_fields_read(&self, kv: &KeyValue, fields: &[(crate::resource::Name, String)]) {
+        let whole: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        assert_eq!(
+            self.strategy.selectable_fields(&whole),
+            fields,
+            "{}: selectable_fields_read misses a field selectable_fields reads",
+            kv.key
+        );
     }
 
     /// Replaces the cache's content with a fresh list at `revision`, ending every watcher
@@ -577,4 +606,76 @@ async fn list_and_watch(cacher: &Cacher) -> Result<(), StorageError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use kapi_apimachinery::validation::field::FieldErrors;
+    use kapi_storage::{EmbeddedConfig, EmbeddedStore};
+    use serde_json::json;
+
+    use super::*;
+    use crate::resource::Name;
+
+    /// Selects on `spec.color`, and says it reads `spec` or, when `misdeclared`, nothing.
+    struct Colored {
+        misdeclared: bool,
+    }
+
+    impl Strategy for Colored {
+        fn validate(&self, _object: &Value) -> FieldErrors {
+            FieldErrors::new()
+        }
+
+        fn selectable_fields(&self, object: &Value) -> Vec<(Name, String)> {
+            let color = object["spec"]["color"].as_str().unwrap_or_default();
+            vec![("spec.color".into(), color.to_string())]
+        }
+
+        fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+            Some(if self.misdeclared { &[] } else { &["spec"] })
+        }
+    }
+
+    fn cache_of(misdeclared: bool) -> (tempfile::TempDir, Arc<Cacher>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EmbeddedStore::open(EmbeddedConfig::new(dir.path())).unwrap();
+        let strategy = Arc::new(Colored { misdeclared });
+        let cacher = Cacher::start(Arc::new(store), "/registry/things/".into(), strategy);
+        (dir, cacher)
+    }
+
+    fn thing() -> KeyValue {
+        let object = json!({"metadata": {"name": "a", "namespace": "ns", "labels": {"x": "y"},
+            "annotations": {"big": "..."}}, "spec": {"color": "red"}, "data": {"k": "v"}});
+        KeyValue {
+            key: "/registry/things/ns/a".into(),
+            value: serde_json::to_vec(&object).unwrap().into(),
+            create_revision: 2,
+            mod_revision: 3,
+        }
+    }
+
+    #[tokio::test]
+    async fn cached_objects_keep_what_selectors_read_from_their_parts() {
+        let (_dir, cacher) = cache_of(false);
+        let cached = cacher.cache_object(&thing());
+        assert_eq!(
+            (cached.name.as_str(), cached.namespace.as_str()),
+            ("a", "ns")
+        );
+        assert_eq!(cached.labels, LabelSet::of(&json!({"x": "y"})));
+        assert_eq!(
+            cached.fields,
+            vec![("spec.color".into(), "red".to_string())]
+        );
+        assert_eq!(cached.stored, thing().value);
+    }
+
+    #[tokio::test]
+    #[should_panic(expected = "selectable_fields_read misses a field")]
+    async fn a_strategy_that_misses_a_field_it_reads_fails_the_tests() {
+        let (_dir, cacher) = cache_of(true);
+        cacher.cache_object(&thing());
+    }
 }

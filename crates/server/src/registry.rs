@@ -248,7 +248,7 @@ impl Registry {
         storage: Arc<StorageDefinition>,
         store: Arc<dyn Store>,
         storage_prefix: &str,
-        fields: crate::cacher::FieldsFn,
+        strategy: Arc<dyn crate::resource::Strategy>,
         schemas: Option<Arc<dyn SchemaProvider>>,
     ) -> Registry {
         let prefix = format!(
@@ -256,7 +256,7 @@ impl Registry {
             storage_prefix.trim_end_matches('/'),
             storage.key_prefix
         );
-        let cacher = Cacher::start(store.clone(), prefix.clone(), fields);
+        let cacher = Cacher::start(store.clone(), prefix.clone(), strategy);
         Registry {
             storage,
             store,

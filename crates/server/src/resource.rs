@@ -320,6 +320,14 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// The top-level fields of an object that [`Strategy::selectable_fields`] reads, besides
+    /// `metadata.name` (`None`: any), so that the watch cache decodes only those and the
+    /// metadata it keeps of each object. Debug builds check, for every object cached, that
+    /// they give the fields a whole object gives.
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&[])
+    }
+
     /// Whether something besides `metadata.finalizers` keeps a deleted object until it is
     /// cleared (namespaces: `spec.finalizers`).
     fn has_pending_finalizers(&self, _object: &Value) -> bool {

@@ -97,6 +97,10 @@ impl Strategy for CertificateSigningRequestStrategy {
     fn supports_field(&self, field: &str) -> bool {
         field == "spec.signerName"
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec"])
+    }
 }
 
 /// PrepareForUpdate: the spec of a request never changes.

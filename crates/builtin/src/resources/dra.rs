@@ -122,6 +122,10 @@ impl Strategy for ResourceSliceStrategy {
     fn supports_field(&self, field: &str) -> bool {
         matches!(field, "spec.nodeName" | "spec.driver")
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec"])
+    }
 }
 
 /// NAME, AGE.

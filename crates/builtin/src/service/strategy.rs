@@ -225,6 +225,10 @@ impl Strategy for ServiceStrategy {
     fn supports_field(&self, field: &str) -> bool {
         matches!(field, "spec.clusterIP" | "spec.type")
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec"])
+    }
 }
 
 /// The ports of a service spec.

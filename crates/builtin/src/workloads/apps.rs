@@ -447,6 +447,10 @@ impl Strategy for ReplicaSetStrategy {
     fn supports_field(&self, field: &str) -> bool {
         field == "status.replicas"
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["status"])
+    }
 }
 
 /// ReplicationControllers (SetDefaults_ReplicationController, rcStrategy,
@@ -554,6 +558,10 @@ impl Strategy for ReplicationControllerStrategy {
 
     fn supports_field(&self, field: &str) -> bool {
         field == "status.replicas"
+    }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["status"])
     }
 }
 

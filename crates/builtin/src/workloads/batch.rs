@@ -415,6 +415,10 @@ impl Strategy for JobStrategy {
     fn supports_field(&self, field: &str) -> bool {
         field == "status.successful"
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["status"])
+    }
 }
 
 /// Completions may change only for Indexed jobs, together with parallelism.

@@ -154,6 +154,10 @@ impl Strategy for PodStrategy {
     fn supports_field(&self, field: &str) -> bool {
         POD_FIELDS.contains(&field)
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec", "status"])
+    }
 }
 
 /// The fields of pods a field selector may use.

@@ -322,12 +322,11 @@ impl StorageFactory {
             let registry = registries
                 .entry(&definition.storage.key_prefix)
                 .or_insert_with(|| {
-                    let fields = storage_fields(definition, definitions);
                     Arc::new(Registry::new(
                         definition.storage.clone(),
                         self.codec(definition, definitions),
                         &self.prefix,
-                        fields,
+                        storage_strategy(definition, definitions),
                         self.schemas.clone(),
                     ))
                 })
@@ -356,21 +355,20 @@ fn served_key(definition: &ResourceDefinition) -> ServedKey {
     )
 }
 
-/// The selectable fields of a stored collection come from the definition of its stored
-/// version.
-fn storage_fields(
+/// The strategy of a stored collection's stored version, whose selectable fields its watch
+/// cache keeps.
+fn storage_strategy(
     definition: &Arc<ResourceDefinition>,
     all: &[Arc<ResourceDefinition>],
-) -> crate::cacher::FieldsFn {
-    let stored = all
-        .iter()
+) -> Arc<dyn crate::resource::Strategy> {
+    all.iter()
         .find(|d| {
             d.storage.key_prefix == definition.storage.key_prefix
                 && d.group_version_kind() == definition.storage.storage_version
         })
         .unwrap_or(definition)
-        .clone();
-    Arc::new(move |object| stored.strategy.selectable_fields(object))
+        .strategy
+        .clone()
 }
 
 /// The route of every API request: discovery, OpenAPI and the resources' REST endpoints.

@@ -49,6 +49,10 @@ impl Strategy for NodeStrategy {
     fn supports_field(&self, field: &str) -> bool {
         field == "spec.unschedulable"
     }
+
+    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+        Some(&["spec"])
+    }
 }
 
 /// SetDefaults_NodeStatus: allocatable defaults to capacity.
