@@ -320,10 +320,12 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
-    /// The top-level fields of an object that [`Strategy::selectable_fields`] reads, besides
-    /// `metadata.name` (`None`: any), so that the watch cache decodes only those and the
-    /// metadata it keeps of each object. Debug builds check, for every object cached, that
-    /// they give the fields a whole object gives.
+    /// The top-level fields of an object that [`Strategy::selectable_fields`] reads, so that
+    /// the watch cache decodes only those of each object it keeps, with the metadata's name,
+    /// namespace and labels, which it always decodes. `None`: any field; a strategy that
+    /// reads other metadata must say `None` (naming `metadata` here does not add it). Debug
+    /// builds check, for every object cached, that these give the fields a whole object
+    /// gives.
     fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
         Some(&[])
     }
