@@ -11,6 +11,7 @@
 # both cores busy, and B's client then waits for a core between requests as much as its
 # requests wait in the server. A client on a machine of its own does not; the niceness
 # gives B's client the core it asks for, so that what is measured is what the server does.
+# A negative niceness needs root (or CAP_SYS_NICE); without it nice warns and runs B at 0.
 # usage: [FLOOD_AS=serviceaccount] [B_NICE=-10] BIN=<kapi> APIBENCH=<apibench> fairness.sh [kapi flags...]
 #   e.g. fairness.sh --enable-priority-and-fairness=false
 set -e
