@@ -196,6 +196,8 @@ impl ServedVersion<'_> {
             conversion: conversion.clone(),
             schema: self.schema.clone(),
         }));
+        let selectable = printer::selectable_fields(self.version);
+        let selectable_read = fields_read(&selectable);
         ResourceDefinition {
             group_version: GroupVersion::new(names.group.clone(), version),
             kind: names.kind.clone().into(),
@@ -212,7 +214,8 @@ impl ServedVersion<'_> {
                 schema: self.schema.clone(),
                 conversion,
                 status,
-                selectable: printer::selectable_fields(self.version),
+                selectable,
+                selectable_read,
             }),
             storage: self.storage.clone(),
             converter,
@@ -324,6 +327,9 @@ struct CustomResourceStrategy {
     /// Whether the status subresource is enabled (then the main resource ignores `status`).
     status: bool,
     selectable: Vec<(String, printer::SelectableField)>,
+    /// The top-level fields the selectable fields' paths start from (`None`: a path that
+    /// starts in the metadata, or one not a plain field name).
+    selectable_read: Option<Vec<kapi_server::resource::Name>>,
 }
 
 impl CustomResourceStrategy {
@@ -432,10 +438,33 @@ impl Strategy for CustomResourceStrategy {
         self.selectable.iter().any(|(name, _)| *name == field)
     }
 
-    /// Any field a JSONPath names; none without selectable fields.
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        self.selectable.is_empty().then_some(&[])
+    fn selectable_fields_read(&self) -> Option<&[kapi_server::resource::Name]> {
+        self.selectable_read.as_deref()
     }
+}
+
+/// The top-level fields that the selectable fields named `selectable` (their paths without
+/// the leading dot, such as `spec.color`) read; `None` when one starts in the metadata or
+/// with something other than a plain field name, for the watch cache to decode whole
+/// objects.
+fn fields_read(
+    selectable: &[(String, printer::SelectableField)],
+) -> Option<Vec<kapi_server::resource::Name>> {
+    let mut read: Vec<kapi_server::resource::Name> = Vec::new();
+    for (name, _) in selectable {
+        let first = name.split('.').next().unwrap_or_default();
+        let plain = !first.is_empty()
+            && first
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$');
+        if !plain || first == "metadata" {
+            return None;
+        }
+        if !read.iter().any(|field| field == first) {
+            read.push(first.to_string().into());
+        }
+    }
+    Some(read)
 }
 
 /// Whether an update changes more than metadata (and, with the status subresource, more
@@ -454,7 +483,27 @@ fn changed_beyond_metadata(new: &Value, old: &Value, status: bool) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
+
+    #[test]
+    fn selectable_fields_read_their_paths_first_field() {
+        let read = |paths: &[&str]| {
+            let fields: Vec<Value> = paths.iter().map(|p| json!({"jsonPath": p})).collect();
+            let selectable = printer::selectable_fields(&json!({"selectableFields": fields}));
+            fields_read(&selectable)
+                .map(|read| read.iter().map(|name| name.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(read(&[]), Some(vec![]));
+        assert_eq!(
+            read(&[".spec.color", ".spec.size", ".status.phase"]),
+            Some(vec!["spec".to_string(), "status".to_string()])
+        );
+        assert_eq!(read(&[".spec.color", ".metadata.labels.x"]), None);
+        // A path that is not plain fields leaves the whole object to the watch cache.
+        assert_eq!(read(&[".spec['color']"]), None);
+    }
 
     #[test]
     fn a_kind_catalog_holds_only_the_meta_definitions_it_uses() {

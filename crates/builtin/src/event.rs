@@ -417,13 +417,13 @@ impl Strategy for EventStrategy {
         }
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
         Some(&[
-            "involvedObject",
-            "source",
-            "reportingComponent",
-            "reason",
-            "type",
+            Name::Borrowed("involvedObject"),
+            Name::Borrowed("source"),
+            Name::Borrowed("reportingComponent"),
+            Name::Borrowed("reason"),
+            Name::Borrowed("type"),
         ])
     }
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_qualified_name;
+use kapi_server::resource::Name;
 use kapi_server::resource::{NameValidator, Strategy, SubresourceKind, TableConvertor};
 use serde_json::{Value, json};
 
@@ -152,8 +153,8 @@ impl Strategy for NamespaceStrategy {
         field == "status.phase"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["status"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("status")])
     }
 
     fn has_pending_finalizers(&self, object: &Value) -> bool {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::is_config_map_key;
+use kapi_server::resource::Name;
 use kapi_server::resource::{Strategy, TableConvertor};
 use serde_json::{Map, Value};
 
@@ -133,8 +134,8 @@ impl Strategy for SecretStrategy {
         field == "type"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["type"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("type")])
     }
 }
 

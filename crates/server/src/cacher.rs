@@ -639,8 +639,12 @@ mod tests {
             vec![("spec.color".into(), color.to_string())]
         }
 
-        fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-            Some(if self.misdeclared { &[] } else { &["spec"] })
+        fn selectable_fields_read(&self) -> Option<&[Name]> {
+            Some(if self.misdeclared {
+                &[]
+            } else {
+                &[Name::Borrowed("spec")]
+            })
         }
     }
 

@@ -326,7 +326,7 @@ pub trait Strategy: Send + Sync + 'static {
     /// reads other metadata must say `None` (naming `metadata` here does not add it). Debug
     /// builds check, for every object cached, that these give the fields a whole object
     /// gives.
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
         Some(&[])
     }
 

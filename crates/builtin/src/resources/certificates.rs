@@ -98,8 +98,8 @@ impl Strategy for CertificateSigningRequestStrategy {
         field == "spec.signerName"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["spec"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("spec")])
     }
 }
 

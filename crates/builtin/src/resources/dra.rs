@@ -123,8 +123,8 @@ impl Strategy for ResourceSliceStrategy {
         matches!(field, "spec.nodeName" | "spec.driver")
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["spec"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("spec")])
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::name_is_dns1035_label;
+use kapi_server::resource::Name;
 use kapi_server::resource::{
     NameValidator, PrinterColumn, Strategy, SubresourceKind, TableConvertor,
 };
@@ -226,8 +227,8 @@ impl Strategy for ServiceStrategy {
         matches!(field, "spec.clusterIP" | "spec.type")
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["spec"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("spec")])
     }
 }
 

@@ -8,6 +8,7 @@ use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     validate_annotations, validate_label_selector, validate_labels,
 };
+use kapi_server::resource::Name;
 use kapi_server::resource::{GarbageCollectionPolicy, Strategy};
 use serde_json::{Value, json};
 
@@ -448,8 +449,8 @@ impl Strategy for ReplicaSetStrategy {
         field == "status.replicas"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["status"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("status")])
     }
 }
 
@@ -560,8 +561,8 @@ impl Strategy for ReplicationControllerStrategy {
         field == "status.replicas"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["status"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("status")])
     }
 }
 

@@ -5,6 +5,7 @@
 use kapi_apimachinery::labels::from_label_selector;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{is_dns1123_label, validate_label_selector};
+use kapi_server::resource::Name;
 use kapi_server::resource::{GarbageCollectionPolicy, Strategy};
 use serde_json::{Map, Value, json};
 
@@ -416,8 +417,8 @@ impl Strategy for JobStrategy {
         field == "status.successful"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["status"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("status")])
     }
 }
 

@@ -4,6 +4,7 @@
 
 use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG;
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
+use kapi_server::resource::Name;
 use kapi_server::resource::{Strategy, SubresourceKind, own_subresource_validation};
 use serde_json::{Value, json};
 
@@ -155,8 +156,8 @@ impl Strategy for PodStrategy {
         POD_FIELDS.contains(&field)
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["spec", "status"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("spec"), Name::Borrowed("status")])
     }
 }
 

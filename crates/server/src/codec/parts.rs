@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 /// The top-level `fields` of the stored object `stored`, and of its `metadata` the fields
 /// `metadata`, as an object holding those of them it has.
-pub fn decode_parts(
+pub fn decode_parts<S: AsRef<str>>(
     stored: &[u8],
-    fields: &[&str],
+    fields: &[S],
     metadata: &[&str],
 ) -> Result<Value, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_slice(stored);
@@ -27,13 +27,20 @@ pub fn decode_parts(
 }
 
 /// The fields of an object to keep, and of its `metadata` (`None` inside the metadata).
-#[derive(Clone, Copy)]
-struct Parts<'a> {
-    fields: &'a [&'a str],
+struct Parts<'a, S> {
+    fields: &'a [S],
     metadata: Option<&'a [&'a str]>,
 }
 
-impl<'de> DeserializeSeed<'de> for Parts<'_> {
+impl<S> Clone for Parts<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Parts<'_, S> {}
+
+impl<'de, S: AsRef<str>> DeserializeSeed<'de> for Parts<'_, S> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
@@ -41,7 +48,7 @@ impl<'de> DeserializeSeed<'de> for Parts<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for Parts<'_> {
+impl<'de, S: AsRef<str>> Visitor<'de> for Parts<'_, S> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,7 +80,7 @@ impl<'de> Visitor<'de> for Parts<'_> {
 
 /// The metadata's parts when it is an object; any other value (a damaged object's) is kept
 /// whole, as a full decode keeps it, for the reader to find its fields missing.
-struct Metadata<'a>(Parts<'a>);
+struct Metadata<'a>(Parts<'a, &'a str>);
 
 impl<'de> DeserializeSeed<'de> for Metadata<'_> {
     type Value = Value;
@@ -132,9 +139,9 @@ enum Key<'a> {
 }
 
 /// Reads a key as what it is to the parts, allocating only for a kept one.
-struct KeySeed<'a>(Parts<'a>);
+struct KeySeed<'a, S>(Parts<'a, S>);
 
-impl<'de, 'a> DeserializeSeed<'de> for KeySeed<'a> {
+impl<'de, 'a, S: AsRef<str>> DeserializeSeed<'de> for KeySeed<'a, S> {
     type Value = Key<'a>;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Key<'a>, D::Error> {
@@ -142,7 +149,7 @@ impl<'de, 'a> DeserializeSeed<'de> for KeySeed<'a> {
     }
 }
 
-impl<'de, 'a> Visitor<'de> for KeySeed<'a> {
+impl<'de, 'a, S: AsRef<str>> Visitor<'de> for KeySeed<'a, S> {
     type Value = Key<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -153,7 +160,7 @@ impl<'de, 'a> Visitor<'de> for KeySeed<'a> {
         let Parts { fields, metadata } = self.0;
         Ok(match metadata {
             Some(metadata) if key == "metadata" => Key::Metadata(metadata),
-            _ if fields.contains(&key) => Key::Kept(key.to_string()),
+            _ if fields.iter().any(|field| field.as_ref() == key) => Key::Kept(key.to_string()),
             _ => Key::Skipped,
         })
     }

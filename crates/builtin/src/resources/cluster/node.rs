@@ -50,8 +50,8 @@ impl Strategy for NodeStrategy {
         field == "spec.unschedulable"
     }
 
-    fn selectable_fields_read(&self) -> Option<&'static [&'static str]> {
-        Some(&["spec"])
+    fn selectable_fields_read(&self) -> Option<&[Name]> {
+        Some(&[Name::Borrowed("spec")])
     }
 }
 
