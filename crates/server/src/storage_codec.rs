@@ -77,8 +77,12 @@ pub struct StorageCodec {
     /// The stored kind's `apiVersion` and `kind`, for protobuf's envelope.
     api_version: String,
     kind: String,
-    /// How kapi's own stored JSON of that kind begins: such values pass untouched.
+    /// How kapi's own stored JSON of that kind begins: such values pass untouched (checked
+    /// to be JSON when `check_json`).
     own_prefix: String,
+    /// Whether JSON values passed untouched are checked to be JSON first: those of a store
+    /// other writers share, which may hold any bytes after kapi's prefix.
+    check_json: bool,
     /// The collection's encryption, if the encryption configuration names it.
     transformer: Option<Arc<Transformer>>,
     /// The stored version's strategy, which converts values stored in another version and
@@ -111,6 +115,7 @@ impl StorageCodec {
         let own_prefix =
             format!("{{\"apiVersion\":\"{api_version}\",\"kind\":\"{kind}\",\"metadata\":");
         StorageCodec {
+            check_json: !inner.values_trusted(),
             inner,
             media_type,
             api_version,
@@ -213,6 +218,7 @@ impl StorageCodec {
         let (plain, _) = self.decrypt(&kv.key, kv.value).await?;
         kv.value = match &self.defaults {
             Some(strategy) => self.decode_stored(&kv.key, plain, strategy.as_ref())?,
+            None if self.check_json && is_json(&plain) => checked_json(&kv.key, plain)?,
             None => decode(&kv.key, plain)?,
         };
         Ok(kv)
@@ -223,8 +229,14 @@ impl StorageCodec {
     /// version it was stored in (refused, naming the key, when the type has no conversion)
     /// and defaulted.
     fn decode_stored(&self, key: &str, value: Bytes, strategy: &dyn Strategy) -> Result<Bytes> {
-        if value.is_empty() || value.starts_with(self.own_prefix.as_bytes()) {
+        if value.is_empty() {
             return Ok(value);
+        }
+        if value.starts_with(self.own_prefix.as_bytes()) {
+            return match self.check_json {
+                true => checked_json(key, value),
+                false => Ok(value),
+            };
         }
         let mut object = match is_json(&value) {
             true => serde_json::from_slice(&value).map_err(|e| {
@@ -312,6 +324,17 @@ fn in_list(key: &str, err: StorageError) -> StorageError {
         }
         other => other,
     }
+}
+
+/// `value`, served as it is stored, if it is JSON (valid UTF-8, one value and nothing
+/// after it); damage naming `key` otherwise. A syntax check without building the object.
+fn checked_json(key: &str, value: Bytes) -> Result<Bytes> {
+    let damaged = |err: &dyn std::fmt::Display| {
+        StorageError::Damaged(format!("the value of {key} is not JSON: {err}"))
+    };
+    std::str::from_utf8(&value).map_err(|err| damaged(&err))?;
+    serde_json::from_slice::<serde::de::IgnoredAny>(&value).map_err(|err| damaged(&err))?;
+    Ok(value)
 }
 
 /// A stored value as JSON, whatever form it was written in (JSON as it is). Empty values

@@ -225,6 +225,15 @@ pub trait Store: Send + Sync + 'static {
         true
     }
 
+    /// Whether every value it returns is as this server wrote it: only kapi writes the
+    /// store, and the store checks its values' integrity itself (the embedded store's
+    /// checksums), so that a value in kapi's own stored form need not be checked again on
+    /// read. False for a store other writers share (etcd: anything with access may put any
+    /// bytes under a key).
+    fn values_trusted(&self) -> bool {
+        false
+    }
+
     /// Whether `kv`'s value, as stored, must be written again even when an update leaves
     /// it unchanged: it was encrypted with another key than the one writing now (upstream's
     /// stale values, which `kubectl replace` re-encrypts). False for plain stores.
