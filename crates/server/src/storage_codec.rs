@@ -77,8 +77,8 @@ pub struct StorageCodec {
     /// The stored kind's `apiVersion` and `kind`, for protobuf's envelope.
     api_version: String,
     kind: String,
-    /// How kapi's own stored JSON of that kind begins: such values pass untouched (checked
-    /// to be JSON when `check_json`).
+    /// How kapi's own stored JSON of that kind begins: such values pass untouched
+    /// ([`StorageCodec::passed_through`]).
     own_prefix: String,
     /// Whether JSON values passed untouched are checked to be JSON first: those of a store
     /// other writers share, which may hold any bytes after kapi's prefix.
@@ -218,10 +218,22 @@ impl StorageCodec {
         let (plain, _) = self.decrypt(&kv.key, kv.value).await?;
         kv.value = match &self.defaults {
             Some(strategy) => self.decode_stored(&kv.key, plain, strategy.as_ref())?,
-            None if self.check_json && is_json(&plain) => checked_json(&kv.key, plain)?,
+            None if is_json(&plain) => self.passed_through(&kv.key, plain)?,
             None => decode(&kv.key, plain)?,
         };
         Ok(kv)
+    }
+
+    /// The JSON value `value`, served as it is stored: checked first to be JSON (valid UTF-8,
+    /// one value and nothing after it) when the store is shared with other writers, whose
+    /// bytes are damage naming `key` when they are not. A syntax check, building nothing.
+    fn passed_through(&self, key: &str, value: Bytes) -> Result<Bytes> {
+        if self.check_json {
+            std::str::from_utf8(&value).map_err(|err| not_json(key, &err))?;
+            serde_json::from_slice::<serde::de::IgnoredAny>(&value)
+                .map_err(|err| not_json(key, &err))?;
+        }
+        Ok(value)
     }
 
     /// A stored value of a type kapi knows as kapi's stored JSON of its stored version:
@@ -233,15 +245,10 @@ impl StorageCodec {
             return Ok(value);
         }
         if value.starts_with(self.own_prefix.as_bytes()) {
-            return match self.check_json {
-                true => checked_json(key, value),
-                false => Ok(value),
-            };
+            return self.passed_through(key, value);
         }
         let mut object = match is_json(&value) {
-            true => serde_json::from_slice(&value).map_err(|e| {
-                StorageError::Damaged(format!("the value of {key} is not JSON: {e}"))
-            })?,
+            true => serde_json::from_slice(&value).map_err(|e| not_json(key, &e))?,
             false => decode_object(key, value)?,
         };
         let stored = (object["apiVersion"].as_str(), object["kind"].as_str());
@@ -326,15 +333,9 @@ fn in_list(key: &str, err: StorageError) -> StorageError {
     }
 }
 
-/// `value`, served as it is stored, if it is JSON (valid UTF-8, one value and nothing
-/// after it); damage naming `key` otherwise. A syntax check without building the object.
-fn checked_json(key: &str, value: Bytes) -> Result<Bytes> {
-    let damaged = |err: &dyn std::fmt::Display| {
-        StorageError::Damaged(format!("the value of {key} is not JSON: {err}"))
-    };
-    std::str::from_utf8(&value).map_err(|err| damaged(&err))?;
-    serde_json::from_slice::<serde::de::IgnoredAny>(&value).map_err(|err| damaged(&err))?;
-    Ok(value)
+/// The damage of a value at `key` that is not the JSON it looks like.
+fn not_json(key: &str, err: &dyn std::fmt::Display) -> StorageError {
+    StorageError::Damaged(format!("the value of {key} is not JSON: {err}"))
 }
 
 /// A stored value as JSON, whatever form it was written in (JSON as it is). Empty values

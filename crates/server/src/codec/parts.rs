@@ -1,6 +1,7 @@
-//! Decoding some of a stored object: the few fields a controller reads of many objects
-//! (a role's rules, a binding's subjects) or the watch cache keeps of each, with the rest of the object (managed fields,
-//! annotations, most of the metadata) skipped unparsed rather than built into a `Value`.
+//! Decoding some of a stored object: the few fields a controller reads of many objects (a
+//! role's rules, a binding's subjects) or the watch cache keeps of each, with the rest of the
+//! object (managed fields, annotations, most of the metadata) skipped unparsed rather than
+//! built into a `Value`.
 
 use std::fmt;
 
