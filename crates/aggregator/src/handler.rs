@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
+use kapi_server::body::BoxError;
 use kapi_server::endpoints::ApiHandler;
 use kapi_server::responses::text_error;
 use kapi_server::{Body, UserInfo};
@@ -83,7 +83,11 @@ fn target(path: &str) -> Target<'_> {
 
 impl AggregatorHandler {
     /// Handles one request.
-    pub async fn handle(self, request: Request<Incoming>) -> Response<Body> {
+    pub async fn handle<B>(self, request: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
         let path = request.uri().path().to_string();
         match target(&path) {
             Target::GroupVersion(group, version) => {
@@ -108,7 +112,11 @@ impl AggregatorHandler {
     /// Proxies `request` to the Service of `backend`, with upstream's plain-text errors: 503
     /// `service unavailable` while the APIService is not available or its Service has no
     /// endpoint, 503 with the cause when the backend cannot be reached.
-    async fn proxy(&self, backend: &Backend, request: Request<Incoming>) -> Response<Body> {
+    async fn proxy<B>(&self, backend: &Backend, request: Request<B>) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
         if !backend.available {
             return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
         }
@@ -129,6 +137,7 @@ impl AggregatorHandler {
                 return text_error(StatusCode::SERVICE_UNAVAILABLE, "service unavailable");
             }
         };
+        let request = request.map(|body| body.map_err(Into::into).boxed_unsync());
         match transport.forward(request, &endpoint, &user).await {
             Ok(response) => response,
             Err(err) => text_error(StatusCode::SERVICE_UNAVAILABLE, &err.to_string()),
@@ -153,11 +162,11 @@ impl AggregatorHandler {
 
     /// The delegate's `/apis` or OpenAPI document with what the backends serve merged in,
     /// negotiated and tagged as the delegate's own.
-    async fn merged(
-        &self,
-        request: Request<Incoming>,
-        document: merge::Document,
-    ) -> Response<Body> {
+    async fn merged<B>(&self, request: Request<B>, document: merge::Document) -> Response<Body>
+    where
+        B: hyper::body::Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<BoxError>,
+    {
         // Generations first: a table or documents newer than their generation may be merged
         // under it, never older ones.
         let generations = (self.backends.generation(), self.documents.generation());
@@ -225,7 +234,11 @@ fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
     response
 }
 
-impl tower::Service<Request<Incoming>> for AggregatorHandler {
+impl<B> tower::Service<Request<B>> for AggregatorHandler
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
     type Response = Response<Body>;
     type Error = std::convert::Infallible;
     type Future = futures::future::BoxFuture<'static, Result<Response<Body>, Self::Error>>;
@@ -237,7 +250,7 @@ impl tower::Service<Request<Incoming>> for AggregatorHandler {
         std::task::Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: Request<Incoming>) -> Self::Future {
+    fn call(&mut self, request: Request<B>) -> Self::Future {
         let handler = self.clone();
         Box::pin(async move { Ok(handler.handle(request).await) })
     }

@@ -3,12 +3,17 @@
 //! requests through the whole chain, authenticated as their own user, authorized, admitted
 //! and audited like any client's.
 //!
-//! A loopback connection is an in-memory pipe served as HTTP/2 by the same code as network
-//! connections, so requests skip TCP and TLS but nothing else. The connection carries its
-//! user, which only code in this process can choose: [`LoopbackAuthenticator`], first in the
-//! chain, takes it from there, so there is no credential to leak or forge.
+//! A loopback request is handed to the chain as a request from an HTTP/2 connection arrives
+//! (its URI absolute, the connection's information as an extension), and its response is
+//! read as it streams, so requests skip TCP, TLS and HTTP/2's framing but nothing else. Going
+//! through a connection cost each long watch an HTTP/2 stream at both ends, two tasks and
+//! buffers: about 11 KB for each of the ~60 watches of the garbage collector
+//! (docs/PERFORMANCE.md). The connection information carries the user, which only code in
+//! this process can choose: [`LoopbackAuthenticator`], first in the chain, takes it from
+//! there, so there is no credential to leak or forge.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -16,26 +21,20 @@ use std::task::{Context, Poll};
 use async_trait::async_trait;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::{Connected, Connection};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use kapi_apimachinery::status::{ApiError, Status};
 use serde_json::Value;
-use tokio::io::DuplexStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::authn::{AuthenticationError, Authenticator, UserInfo};
 use crate::body::{Body, BoxError};
-use crate::server::Route;
-use crate::serving::{ConnectionInfo, serve_http};
+use crate::server::{Route, call_route};
+use crate::serving::ConnectionInfo;
 
 /// The address loopback requests come from (audit's `sourceIPs`), as upstream's loopback
 /// client connects to 127.0.0.1.
 const LOOPBACK_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), 0);
-/// The buffer of each direction of a loopback pipe.
-const PIPE_BUFFER: usize = 256 * 1024;
 
 /// The server's chain, from which loopback clients are made; given to post-start hooks.
 #[derive(Clone)]
@@ -45,7 +44,7 @@ pub struct Loopback {
 }
 
 impl Loopback {
-    /// Loopback access to `chain`, whose connections close when `drain` is cancelled.
+    /// Loopback access to `chain`, which refuses new requests once `drain` is cancelled.
     pub(crate) fn new(chain: Route, drain: CancellationToken) -> Loopback {
         Loopback {
             chain: Arc::new(parking_lot::Mutex::new(chain)),
@@ -56,20 +55,11 @@ impl Loopback {
     /// A client whose requests are `user`'s, sent with `user_agent` (which names the
     /// manager of its writes in managedFields, as a client's `User-Agent` does).
     pub fn client(&self, user: UserInfo, user_agent: &str) -> LoopbackClient {
-        let connector_user = Arc::new(user);
-        let connector = Connector {
-            loopback: self.clone(),
-            user: connector_user.clone(),
-        };
-        let client = Client::builder(TokioExecutor::new())
-            .http2_only(true)
-            .build(connector);
         LoopbackClient {
-            client,
+            loopback: self.clone(),
+            connection: ConnectionInfo::new(LOOPBACK_ADDR, Vec::new(), Some(user)),
             user_agent: HeaderValue::from_str(user_agent)
                 .unwrap_or_else(|_| HeaderValue::from_static("kapi")),
-            loopback: self.clone(),
-            user: connector_user,
         }
     }
 }
@@ -80,98 +70,25 @@ impl std::fmt::Debug for Loopback {
     }
 }
 
-/// Opens loopback connections: each is a pipe whose far end is served by the chain.
-#[derive(Clone)]
-struct Connector {
-    loopback: Loopback,
-    user: Arc<UserInfo>,
-}
-
-impl tower::Service<http::Uri> for Connector {
-    type Response = Pipe;
-    type Error = BoxError;
-    type Future = std::future::Ready<Result<Pipe, BoxError>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, _: http::Uri) -> Self::Future {
-        if self.loopback.drain.is_cancelled() {
-            return std::future::ready(Err("the server is shutting down".into()));
-        }
-        let (client, server) = tokio::io::duplex(PIPE_BUFFER);
-        let info = ConnectionInfo::new(LOOPBACK_ADDR, Vec::new(), Some((*self.user).clone()));
-        let chain = self.loopback.chain.lock().clone();
-        tokio::spawn(serve_http(
-            TokioIo::new(server),
-            Some(true),
-            info,
-            chain,
-            self.loopback.drain.clone(),
-        ));
-        std::future::ready(Ok(Pipe(TokioIo::new(client))))
-    }
-}
-
-/// The client's end of a loopback connection.
-struct Pipe(TokioIo<DuplexStream>);
-
-impl Connection for Pipe {
-    fn connected(&self) -> Connected {
-        Connected::new()
-    }
-}
-
-impl hyper::rt::Read for Pipe {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl hyper::rt::Write for Pipe {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
 /// A client of the server's own API as one user (see the module documentation). Clones
-/// share its connection.
+/// share its connection information.
 #[derive(Clone)]
 pub struct LoopbackClient {
-    client: Client<Connector, Body>,
-    user_agent: HeaderValue,
     loopback: Loopback,
-    user: Arc<UserInfo>,
+    /// What the chain knows of the client's "connection": its user and address.
+    connection: ConnectionInfo,
+    user_agent: HeaderValue,
 }
 
 impl LoopbackClient {
-    /// A client of the same user with a connection of its own (HTTP/2 allows a connection
-    /// 100 requests at once; each long watch holds one).
-    pub fn separate(&self) -> LoopbackClient {
-        let user_agent = self.user_agent.to_str().unwrap_or("kapi");
-        self.loopback.client((*self.user).clone(), user_agent)
-    }
-
     /// Sends `request` (its path and query in the URI) and returns the response as it
     /// streams.
-    pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Incoming>, ApiError> {
+    pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Body>, ApiError> {
+        if self.loopback.drain.is_cancelled() {
+            return Err(ApiError::service_unavailable(
+                "loopback request: the server is shutting down",
+            ));
+        }
         let path = request
             .uri()
             .path_and_query()
@@ -180,13 +97,20 @@ impl LoopbackClient {
         *request.uri_mut() = format!("http://loopback{path}")
             .parse()
             .map_err(|err| ApiError::bad_request(format!("{err}")))?;
-        request
-            .headers_mut()
-            .insert(header::USER_AGENT, self.user_agent.clone());
-        self.client
-            .request(request)
-            .await
-            .map_err(|err| ApiError::service_unavailable(format!("loopback request: {err}")))
+        *request.version_mut() = http::Version::HTTP_2;
+        let headers = request.headers_mut();
+        headers.insert(header::USER_AGENT, self.user_agent.clone());
+        if let Some(length) = request.body().size_hint().exact()
+            && length > 0
+        {
+            request
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+        }
+        request.extensions_mut().insert(self.connection.clone());
+        let chain = self.loopback.chain.lock().clone();
+        let Ok(response) = call_route(chain, request).await;
+        Ok(response.map(|body| Contained(body).boxed_unsync()))
     }
 
     /// Sends `method` to `path` (with its query) with a JSON `body`, accepting `accept`
@@ -267,6 +191,42 @@ fn error_of(status: StatusCode, body: &Bytes) -> ApiError {
     ApiError::new_generic(status.as_u16(), reason, text)
 }
 
+/// A response body whose panics end it with an error. Over a connection, a panic while a
+/// body was sent ended only the task sending that response (the client saw its stream
+/// reset); read in process, it would end the controller reading it.
+struct Contained(Body);
+
+impl http_body::Body for Contained {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let body = Pin::new(&mut self.0);
+        match std::panic::catch_unwind(AssertUnwindSafe(|| body.poll_frame(cx))) {
+            Ok(frame) => frame,
+            Err(panic) => {
+                let reason = crate::filters::panic::panic_reason(&*panic);
+                tracing::error!(reason, "a loopback response body panicked");
+                self.0 = crate::body::empty();
+                Poll::Ready(Some(Err(
+                    format!("the response body panicked: {reason}").into()
+                )))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.0.size_hint()
+    }
+}
+
 /// The authenticator of loopback connections: their user, chosen by the code that opened
 /// them. First in the chain; requests from the network carry no loopback user.
 pub(crate) struct LoopbackAuthenticator;
@@ -282,5 +242,34 @@ impl Authenticator for LoopbackAuthenticator {
             .get::<ConnectionInfo>()
             .and_then(ConnectionInfo::loopback_user)
             .cloned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A body that panics when polled.
+    struct Panicking;
+
+    impl http_body::Body for Panicking {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+            panic!("an encoder bug")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_response_body_ends_with_an_error_not_the_reader() {
+        let mut body = Contained(Panicking.boxed_unsync());
+        let first = body.frame().await.expect("a frame");
+        let err = first.expect_err("the panic, as an error");
+        assert!(err.to_string().contains("an encoder bug"), "{err}");
+        assert!(body.frame().await.is_none(), "the body ends after the panic");
     }
 }

@@ -18,7 +18,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioIo;
 
 use crate::authn::UserInfo;
-use crate::body::{Body, BoxError};
+use crate::body::Body;
 use crate::webhook_client::{Connector, Dial, Tls, pooled_client};
 
 /// The headers the proxied user is named in (client-go's auth-proxy headers).
@@ -95,16 +95,12 @@ impl ProxyTransport {
 
     /// Forwards `request` to the backend at `endpoint` (`host:port`) on behalf of `user`;
     /// the backend's response, its body streamed.
-    pub async fn forward<B>(
+    pub async fn forward(
         &self,
-        request: Request<B>,
+        request: Request<Body>,
         endpoint: &str,
         user: &UserInfo,
-    ) -> Result<Response<Body>, ProxyError>
-    where
-        B: http_body::Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<BoxError>,
-    {
+    ) -> Result<Response<Body>, ProxyError> {
         let upgrade = is_upgrade(request.headers());
         let (mut parts, body) = request.into_parts();
         let client_upgrade =
@@ -118,7 +114,7 @@ impl ProxyTransport {
         let mut forwarded = Request::builder()
             .method(parts.method)
             .uri(uri)
-            .body(body.map_err(Into::into).boxed_unsync())
+            .body(body)
             .map_err(|err| ProxyError::Failed(err.to_string()))?;
         *forwarded.headers_mut() = headers;
         let client = if upgrade {

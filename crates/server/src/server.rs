@@ -15,7 +15,6 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use http::Response;
-use hyper::body::Incoming;
 use kapi_apimachinery::request_info::RequestInfoFactory;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -52,11 +51,20 @@ use crate::version::VersionInfo;
 
 /// The service at the end of the chain: the REST handlers and everything not served by this
 /// crate. Requests reach it authenticated, authorized and with their `RequestInfo`.
-pub type Route = BoxCloneService<http::Request<Incoming>, Response<Body>, Infallible>;
+pub type Route = BoxCloneService<http::Request<Body>, Response<Body>, Infallible>;
+
+/// The response of `route` to `request`, as a boxed future: a future that named the request
+/// body type would trip rustc's check that it is `Send` for every lifetime.
+pub(crate) fn call_route(
+    route: Route,
+    request: http::Request<Body>,
+) -> BoxFuture<'static, Result<Response<Body>, Infallible>> {
+    Box::pin(tower::ServiceExt::oneshot(route, request))
+}
 
 /// A route that answers every request with upstream's `404 page not found`.
 pub fn not_found_route() -> Route {
-    BoxCloneService::new(tower::service_fn(|_: http::Request<Incoming>| async {
+    BoxCloneService::new(tower::service_fn(|_: http::Request<Body>| async {
         Ok::<_, Infallible>(not_found())
     }))
 }

@@ -20,6 +20,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -32,11 +33,11 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-use tower::{Service, ServiceExt};
 
 use crate::authn::UserInfo;
 use crate::authn::x509::{ClientCaError, client_verifier};
-use crate::body::{Body, with_guard};
+use crate::body::{Body, BoxError, with_guard};
+use crate::server::{Route, call_route};
 use activity::{Activity, Expiry};
 
 /// How long a client may take to complete the TLS handshake.
@@ -290,19 +291,12 @@ impl ConnectionInfo {
 
 /// Accepts connections on `listener` until `drain` is cancelled, then returns the tasks of
 /// the connections still open (they are draining by then).
-pub(crate) async fn accept_loop<S>(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     tls: Arc<ServerConfig>,
-    service: S,
+    service: Route,
     drain: CancellationToken,
-) -> JoinSet<()>
-where
-    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+) -> JoinSet<()> {
     let acceptor = TlsAcceptor::from(tls);
     let mut connections = JoinSet::new();
     let mut failures = AcceptFailures::default();
@@ -373,19 +367,13 @@ pub(crate) async fn wait_for_connections(mut connections: JoinSet<()>, timeout: 
 
 /// Serves one connection: the TLS handshake, then HTTP until the client leaves, the server
 /// drains, or a handler asked to close the connection.
-async fn serve_connection<S>(
+async fn serve_connection(
     tcp: TcpStream,
     remote_addr: SocketAddr,
     acceptor: TlsAcceptor,
-    service: S,
+    service: Route,
     drain: CancellationToken,
-) where
-    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
-{
+) {
     let _ = tcp.set_nodelay(true);
     let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
         Ok(Ok(tls)) => tls,
@@ -411,29 +399,25 @@ async fn serve_connection<S>(
 /// Serves HTTP on one established connection (`h2`: HTTP/2 or HTTP/1.1 as negotiated, `None`
 /// for whichever the client speaks) until the client leaves, the server drains, or a handler
 /// asked to close it. Each request carries `info`.
-pub(crate) async fn serve_http<I, S>(
+pub(crate) async fn serve_http<I>(
     io: I,
     h2: Option<bool>,
     info: ConnectionInfo,
-    service: S,
+    service: Route,
     drain: CancellationToken,
 ) where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-    S: Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send,
 {
     let builder = http_builder(h2);
     let (remote_addr, close) = (info.remote_addr(), info.0.close.clone());
     let activity = Arc::new(Activity::default());
     let requests = activity.clone();
-    let handler = hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
+    let handler = hyper::service::service_fn(move |request: http::Request<Incoming>| {
+        let mut request = request.map(boxed_body);
         let (in_progress, deadline) = requests.begin();
         request.extensions_mut().insert(info.clone());
         request.extensions_mut().insert(deadline);
-        let response = service.clone().oneshot(request);
+        let response = call_route(service.clone(), request);
         async move {
             let response = response.await?;
             Ok::<_, Infallible>(response.map(|body| with_guard(body, in_progress)))
@@ -466,6 +450,11 @@ pub(crate) async fn serve_http<I, S>(
             tracing::info!(%remote_addr, "closing a connection whose response was not sent by its deadline");
         }
     }
+}
+
+/// A request body from hyper as the chain's one body type.
+fn boxed_body(body: Incoming) -> Body {
+    body.map_err(BoxError::from).boxed_unsync()
 }
 
 /// The HTTP settings of a connection: HTTP/2 or HTTP/1.1 as ALPN chose (`h2`), or whichever

@@ -13,7 +13,6 @@ use futures::StreamExt;
 use http::{Method, Request, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
-use hyper::body::Incoming;
 use kapi_server::body::{Body, BoxError};
 use kapi_server::{UserInfo, not_found_route};
 use tokio::sync::{Notify, Semaphore};
@@ -225,7 +224,7 @@ async fn anonymous_requests_are_forbidden_beyond_public_info() {
 
 /// A route that answers with the user it sees.
 fn whoami() -> kapi_server::Route {
-    route(|request: Request<Incoming>| async move {
+    route(|request: Request<Body>| async move {
         let user = request
             .extensions()
             .get::<UserInfo>()
@@ -299,7 +298,7 @@ async fn audit_ids_are_echoed_or_made() {
 /// A route that holds lists of pods (`GET .../pods`) until released and answers everything
 /// else, watches included, at once.
 fn holding_route(entered: Arc<Semaphore>, release: Arc<Notify>) -> kapi_server::Route {
-    route(move |request: Request<Incoming>| {
+    route(move |request: Request<Body>| {
         let (entered, release) = (entered.clone(), release.clone());
         async move {
             let watch = request
@@ -383,7 +382,7 @@ fn endless_body() -> Body {
 /// A route that hangs on `/hang`, streams endlessly for watches, and streams for 1.3 s on
 /// `/api/v1/pods?watch=true&short`.
 fn slow_route() -> kapi_server::Route {
-    route(|request: Request<Incoming>| async move {
+    route(|request: Request<Body>| async move {
         let query = request.uri().query().unwrap_or("");
         if request.uri().path() == "/hang" {
             tokio::time::sleep(Duration::from_secs(30)).await;
@@ -449,7 +448,7 @@ async fn slow_requests_time_out_with_504() {
 
 #[tokio::test]
 async fn a_panicking_handler_answers_500_and_the_server_lives() {
-    let panicking = route(|request: Request<Incoming>| async move {
+    let panicking = route(|request: Request<Body>| async move {
         if request.uri().path() == "/panic" {
             panic!("handler bug");
         }

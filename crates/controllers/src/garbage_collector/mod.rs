@@ -39,9 +39,6 @@ pub const GARBAGE_COLLECTOR_CONTROLLER: &str = "garbage-collector-controller";
 pub const GARBAGE_COLLECTOR_ACCOUNT: &str = "generic-garbage-collector";
 /// How often the resources are discovered again.
 const RESYNC: Duration = Duration::from_secs(30);
-/// The monitors whose watches share one connection (HTTP/2 allows 100 streams at once; the
-/// rest are left for their relists).
-const WATCHES_PER_CONNECTION: usize = 50;
 /// How long the workers wait for the first monitors' lists.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 /// The wait before discovering again after discovery failed.
@@ -170,8 +167,6 @@ pub fn start_garbage_collector(
 /// [`RESYNC`], and when `changed` is notified.
 async fn sync_monitors(shared: Arc<Shared>, changed: Arc<Notify>, stopping: CancellationToken) {
     let mut monitors: HashMap<Resource, CancellationToken> = HashMap::new();
-    // The monitors' watches share connections, [`WATCHES_PER_CONNECTION`] each.
-    let (mut connection, mut on_connection) = (shared.client.separate(), 0);
     loop {
         // After a failure (at start, the server's authorizer may not know the collector's
         // role yet), the next attempt comes soon.
@@ -210,15 +205,10 @@ async fn sync_monitors(shared: Arc<Shared>, changed: Arc<Notify>, stopping: Canc
                 }
                 for resource in new {
                     let stop = stopping.child_token();
-                    if on_connection == WATCHES_PER_CONNECTION {
-                        (connection, on_connection) = (shared.client.separate(), 0);
-                    }
-                    on_connection += 1;
-                    let client = connection.clone();
                     tokio::spawn(monitor::run(
                         shared.clone(),
                         resource.clone(),
-                        client,
+                        shared.client.clone(),
                         first,
                         stop.clone(),
                     ));

@@ -34,8 +34,8 @@ const NAMESPACES_PRUNED_FROM: usize = 64;
 /// How long one watch request lasts before it is renewed (client-go's 5 to 10 minutes).
 const WATCH_SECONDS: u64 = 300;
 
-/// Follows `resource` until `stopping`, through `client` (a connection shared with other
-/// monitors); one of the `first` monitors says when its first list is done.
+/// Follows `resource` until `stopping`, through `client`; one of the `first` monitors says
+/// when its first list is done.
 pub(super) async fn run(
     shared: Arc<Shared>,
     resource: Resource,

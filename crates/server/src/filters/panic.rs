@@ -42,7 +42,7 @@ impl Filter for PanicRecovery {
 }
 
 /// The message a panic was raised with, when it has one.
-fn panic_reason(panic: &(dyn Any + Send)) -> &str {
+pub(crate) fn panic_reason(panic: &(dyn Any + Send)) -> &str {
     panic
         .downcast_ref::<&str>()
         .copied()

@@ -362,7 +362,7 @@ impl Client {
 /// A route from an async function of the request.
 pub fn route<F, Fut>(handler: F) -> Route
 where
-    F: Fn(Request<Incoming>) -> Fut + Clone + Send + 'static,
+    F: Fn(Request<Body>) -> Fut + Clone + Send + 'static,
     Fut: Future<Output = Response<Body>> + Send + 'static,
 {
     Route::new(tower::service_fn(move |request| {
