@@ -20,6 +20,7 @@ use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use futures::FutureExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body::{Body as _, Frame, SizeHint};
 use http_body_util::BodyExt;
@@ -82,35 +83,57 @@ pub struct LoopbackClient {
 
 impl LoopbackClient {
     /// Sends `request` (its path and query in the URI) and returns the response as it
-    /// streams.
-    pub async fn send(&self, mut request: Request<Body>) -> Result<Response<Body>, ApiError> {
+    /// streams. The request reaches the chain as it would from an HTTP/2 connection: with
+    /// none of the caller's extensions, without hop-by-hop headers, with a Content-Length
+    /// when the body's size is known. Read the response body or drop it: until then the
+    /// request holds what a request in progress holds (its flow-control seats, its audit
+    /// event).
+    pub async fn send(&self, request: Request<Body>) -> Result<Response<Body>, ApiError> {
         if self.loopback.drain.is_cancelled() {
             return Err(ApiError::service_unavailable(
                 "loopback request: the server is shutting down",
             ));
         }
-        let path = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
-        *request.uri_mut() = format!("http://loopback{path}")
+        let request = self.as_received(request)?;
+        let chain = self.loopback.chain.lock().clone();
+        // A panic outside the chain's panic filter ended the connection's task for that
+        // request; it must not end the caller's.
+        match AssertUnwindSafe(call_route(chain, request))
+            .catch_unwind()
+            .await
+        {
+            Ok(Ok(response)) => Ok(response.map(|body| Contained(body).boxed_unsync())),
+            Err(panic) => Err(ApiError::service_unavailable(format!(
+                "loopback request: the handler panicked: {}",
+                crate::filters::panic::panic_reason(&*panic)
+            ))),
+        }
+    }
+
+    /// `request` as the chain receives it from an HTTP/2 connection (see [`send`](Self::send)).
+    fn as_received(&self, request: Request<Body>) -> Result<Request<Body>, ApiError> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+        let uri: http::Uri = format!("http://loopback{path}")
             .parse()
             .map_err(|err| ApiError::bad_request(format!("{err}")))?;
-        *request.version_mut() = http::Version::HTTP_2;
-        let headers = request.headers_mut();
+        let mut headers = parts.headers;
+        crate::proxy::remove_hop_by_hop(&mut headers);
         headers.insert(header::USER_AGENT, self.user_agent.clone());
-        if let Some(length) = request.body().size_hint().exact()
-            && length > 0
+        let has_content = !matches!(parts.method, Method::GET | Method::HEAD | Method::DELETE);
+        if let Some(length) = body.size_hint().exact()
+            && (length > 0 || has_content)
+            && !headers.contains_key(header::CONTENT_LENGTH)
         {
-            request
-                .headers_mut()
-                .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+            headers.insert(header::CONTENT_LENGTH, HeaderValue::from(length));
         }
-        request.extensions_mut().insert(self.connection.clone());
-        let chain = self.loopback.chain.lock().clone();
-        let Ok(response) = call_route(chain, request).await;
-        Ok(response.map(|body| Contained(body).boxed_unsync()))
+        let mut received = Request::new(body);
+        *received.method_mut() = parts.method;
+        *received.uri_mut() = uri;
+        *received.version_mut() = http::Version::HTTP_2;
+        *received.headers_mut() = headers;
+        received.extensions_mut().insert(self.connection.clone());
+        Ok(received)
     }
 
     /// Sends `method` to `path` (with its query) with a JSON `body`, accepting `accept`
@@ -210,7 +233,10 @@ impl http_body::Body for Contained {
             Err(panic) => {
                 let reason = crate::filters::panic::panic_reason(&*panic);
                 tracing::error!(reason, "a loopback response body panicked");
-                self.0 = crate::body::empty();
+                // The body's own drop may panic too.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    self.0 = crate::body::empty();
+                }));
                 Poll::Ready(Some(Err(
                     format!("the response body panicked: {reason}").into()
                 )))
@@ -264,12 +290,108 @@ mod tests {
         }
     }
 
+    /// A client of `alice` on a chain that answers what reached it: the loopback user, the
+    /// version, the URI, the Content-Length and `Upgrade` headers, whether a caller's
+    /// extension got through; a path of `/panic` panics.
+    fn echoing(drain: &CancellationToken) -> LoopbackClient {
+        let route = Route::new(tower::service_fn(|request: Request<Body>| async move {
+            assert_ne!(request.uri().path(), "/panic", "a handler bug");
+            let user = request
+                .extensions()
+                .get::<ConnectionInfo>()
+                .and_then(|c| c.loopback_user().map(|u| u.name.clone()));
+            let header = |name| {
+                request
+                    .headers()
+                    .get(name)
+                    .map(|v| v.to_str().unwrap().to_string())
+            };
+            let echo = serde_json::json!({
+                "user": user,
+                "version": format!("{:?}", request.version()),
+                "uri": request.uri().to_string(),
+                "contentLength": header(header::CONTENT_LENGTH),
+                "upgrade": header(header::UPGRADE),
+                "callerExtension": request.extensions().get::<&str>().is_some(),
+            });
+            Ok::<_, std::convert::Infallible>(Response::new(crate::body::full(echo.to_string())))
+        }));
+        let alice = UserInfo {
+            name: "alice".into(),
+            ..UserInfo::default()
+        };
+        Loopback::new(route, drain.clone()).client(alice, "test")
+    }
+
+    #[tokio::test]
+    async fn a_request_reaches_the_chain_as_from_an_http2_connection() {
+        let client = echoing(&CancellationToken::new());
+        let mut request = Request::get("/api/v1/pods?watch=true")
+            .header(header::CONNECTION, "upgrade")
+            .header(header::UPGRADE, "h2c")
+            .body(crate::body::empty())
+            .unwrap();
+        request.extensions_mut().insert("from the caller");
+        let echo = client
+            .exchange(Method::GET, "/x", None, None)
+            .await
+            .unwrap();
+        assert_eq!(echo["uri"], "http://loopback/x");
+        let response = client.send(request).await.unwrap();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let echo: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(echo["user"], "alice");
+        assert_eq!(echo["version"], "HTTP/2.0");
+        assert_eq!(echo["uri"], "http://loopback/api/v1/pods?watch=true");
+        assert_eq!(
+            echo["upgrade"],
+            Value::Null,
+            "hop-by-hop headers are dropped"
+        );
+        assert_eq!(
+            echo["callerExtension"], false,
+            "the caller's extensions are not passed on"
+        );
+        assert_eq!(
+            echo["contentLength"],
+            Value::Null,
+            "a GET without a body has none"
+        );
+        let echo = client
+            .json(Method::POST, "/y", None, Some(&serde_json::json!({"a": 1})))
+            .await
+            .unwrap();
+        assert_eq!(echo["contentLength"], "7");
+    }
+
+    #[tokio::test]
+    async fn requests_are_refused_once_the_server_drains_and_a_handler_panic_is_an_error() {
+        let drain = CancellationToken::new();
+        let client = echoing(&drain);
+        let err = client
+            .exchange(Method::GET, "/panic", None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), 503, "{err:?}");
+        assert!(err.message().contains("a handler bug"), "{err:?}");
+        drain.cancel();
+        let err = client
+            .exchange(Method::GET, "/x", None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), 503, "{err:?}");
+        assert!(err.message().contains("shutting down"), "{err:?}");
+    }
+
     #[tokio::test]
     async fn a_panicking_response_body_ends_with_an_error_not_the_reader() {
         let mut body = Contained(Panicking.boxed_unsync());
         let first = body.frame().await.expect("a frame");
         let err = first.expect_err("the panic, as an error");
         assert!(err.to_string().contains("an encoder bug"), "{err}");
-        assert!(body.frame().await.is_none(), "the body ends after the panic");
+        assert!(
+            body.frame().await.is_none(),
+            "the body ends after the panic"
+        );
     }
 }

@@ -240,7 +240,7 @@ fn prepare_headers(headers: &mut HeaderMap, user: &UserInfo, upgrade: bool) {
 }
 
 /// Removes the hop-by-hop headers, and those the `Connection` header names.
-fn remove_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn remove_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<String> = headers
         .get_all(header::CONNECTION)
         .iter()
