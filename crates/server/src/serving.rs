@@ -399,7 +399,7 @@ async fn serve_connection(
 /// Serves HTTP on one established connection (`h2`: HTTP/2 or HTTP/1.1 as negotiated, `None`
 /// for whichever the client speaks) until the client leaves, the server drains, or a handler
 /// asked to close it. Each request carries `info`.
-pub(crate) async fn serve_http<I>(
+async fn serve_http<I>(
     io: I,
     h2: Option<bool>,
     info: ConnectionInfo,
