@@ -35,16 +35,16 @@ impl<T> ParsedCollection<T> {
         let mut current = Vec::with_capacity(snapshot.objects.len());
         for object in &snapshot.objects {
             let fresh = parsed
-                .get(&object.name)
+                .get(object.name())
                 .filter(|(revision, _)| *revision == object.revision)
                 .map(|(_, value)| value.clone());
             let value = fresh.unwrap_or_else(|| {
                 let decoded = Item::from(&**object).decode().unwrap_or(Value::Null);
                 let value = Arc::new(parse(&decoded));
-                parsed.insert(object.name.clone(), (object.revision, value.clone()));
+                parsed.insert(object.name().to_string(), (object.revision, value.clone()));
                 value
             });
-            current.push((object.name.clone(), value));
+            current.push((object.name().to_string(), value));
         }
         if parsed.len() > current.len() {
             parsed.retain(|name, _| current.iter().any(|(n, _)| n == name));

@@ -216,9 +216,13 @@ pub async fn run_status_controller(
                     let snapshot = registry
                         .cacher()
                         .list(&registry.collection_prefix(None), |_| true);
-                    snapshot.objects.iter().map(|o| o.name.clone()).collect()
+                    snapshot
+                        .objects
+                        .iter()
+                        .map(|o| o.name().to_string())
+                        .collect()
                 }
-                Change::Event(event) => vec![event.object.name.clone()],
+                Change::Event(event) => vec![event.object.name().to_string()],
             };
             names.into_iter().all(|name| dirty.send(name).is_ok())
         },

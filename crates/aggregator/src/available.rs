@@ -35,7 +35,7 @@ pub(crate) fn start(api_services: Served, stopping: CancellationToken) {
     let notice = move |change: Change<'_>| {
         let check = match change {
             Change::Resync => Check::All,
-            Change::Event(event) => Check::One(event.object.name.clone()),
+            Change::Event(event) => Check::One(event.object.name().to_string()),
         };
         changed.send(check).is_ok()
     };

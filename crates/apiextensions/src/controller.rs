@@ -108,7 +108,7 @@ impl Controllers {
     async fn handle(&self, event: &CacheEvent, installed: &mut HashMap<String, InstalledState>) {
         match event.type_ {
             EventType::Deleted => {
-                let name = event.object.name.to_string();
+                let name = event.object.name().to_string();
                 self.uninstall(&name, installed);
                 // The names it held may free a conflicting CRD of its group.
                 self.requeue_group(&event.object, installed).await;
@@ -264,7 +264,7 @@ impl Controllers {
             .crds
             .registry
             .cacher()
-            .list(&prefix, |object| object.name.ends_with(&suffix));
+            .list(&prefix, |object| object.name().ends_with(&suffix));
         snapshot
             .objects
             .iter()

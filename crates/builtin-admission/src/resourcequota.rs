@@ -510,7 +510,7 @@ async fn follow(served: Served, dirty: mpsc::UnboundedSender<String>, stopping: 
     let plural = served.definition.plural.clone();
     kapi_server::informer::follow(served, stopping, |change| match change {
         kapi_server::informer::Change::Event(event) if needs_recount(&group, &plural, event) => {
-            dirty.send(event.object.namespace.clone()).is_ok()
+            dirty.send(event.object.namespace().to_string()).is_ok()
         }
         _ => true,
     })
@@ -550,7 +550,7 @@ fn namespaces_with_quotas(quotas: &Served) -> BTreeSet<String> {
         .list(&registry.collection_prefix(None), |_| true)
         .objects
         .iter()
-        .map(|o| o.namespace.clone())
+        .map(|o| o.namespace().to_string())
         .collect()
 }
 

@@ -76,7 +76,7 @@ pub(crate) fn keep(
             let ours = match change {
                 Change::Resync => true,
                 Change::Event(event) => {
-                    event.object.name == name && event.object.namespace == NAMESPACE
+                    event.object.name() == name && event.object.namespace() == NAMESPACE
                 }
             };
             !ours || changed.send(()).is_ok()

@@ -51,12 +51,12 @@ where
         move |change: Change<'_>| {
             match change {
                 Change::Event(event) => {
-                    queue.add(&key(&event.object.namespace, &event.object.name))
+                    queue.add(&key(event.object.namespace(), event.object.name()))
                 }
                 Change::Resync => {
                     let prefix = served.registry.collection_prefix(None);
                     for object in served.registry.cacher().list(&prefix, |_| true).objects {
-                        queue.add(&key(&object.namespace, &object.name));
+                        queue.add(&key(object.namespace(), object.name()));
                     }
                 }
             }

@@ -157,7 +157,11 @@ fn all_namespaces(namespaces: &Served) -> Vec<String> {
     let snapshot = registry
         .cacher()
         .list(&registry.collection_prefix(None), |_| true);
-    snapshot.objects.iter().map(|o| o.name.clone()).collect()
+    snapshot
+        .objects
+        .iter()
+        .map(|o| o.name().to_string())
+        .collect()
 }
 
 /// Whether `namespace` exists and is not being deleted.
@@ -183,10 +187,10 @@ async fn follow(
         let batch = match (change, name) {
             (Change::Resync, None) => all_namespaces(&namespaces),
             (Change::Event(event), None) if event.type_ != EventType::Deleted => {
-                vec![event.object.name.clone()]
+                vec![event.object.name().to_string()]
             }
-            (Change::Event(event), Some(name)) if event.object.name == name => {
-                vec![event.object.namespace.clone()]
+            (Change::Event(event), Some(name)) if event.object.name() == name => {
+                vec![event.object.namespace().to_string()]
             }
             _ => Vec::new(),
         };

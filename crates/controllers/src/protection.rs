@@ -220,10 +220,10 @@ async fn follow(
         };
         let object = &event.object;
         let work = match kind {
-            Kind::Claim => Some(Dirty::Namespace(object.namespace.clone())),
-            Kind::Volume => Some(Dirty::Volume(object.name.clone())),
+            Kind::Claim => Some(Dirty::Namespace(object.namespace().to_string())),
+            Kind::Volume => Some(Dirty::Volume(object.name().to_string())),
             Kind::Pod if event.type_ == EventType::Deleted || finished(&object.stored) => {
-                Some(Dirty::Namespace(object.namespace.clone()))
+                Some(Dirty::Namespace(object.namespace().to_string()))
             }
             Kind::Pod => None,
         };

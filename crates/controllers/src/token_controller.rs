@@ -153,7 +153,7 @@ async fn follow(
 ) {
     informer::follow(served, stopping, |change| {
         let namespace = match change {
-            Change::Event(event) => Some(event.object.namespace.clone()),
+            Change::Event(event) => Some(event.object.namespace().to_string()),
             Change::Resync => None,
         };
         dirty.send(namespace).is_ok()

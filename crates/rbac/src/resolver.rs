@@ -308,7 +308,7 @@ impl RuleResolver {
     /// Applies a change of one collection.
     fn apply(&self, collection: Collection, event: &CacheEvent) {
         let object = &event.object;
-        let key = (object.namespace.clone(), object.name.clone());
+        let key = (object.namespace().to_string(), object.name().to_string());
         let revision = event.revision();
         let mut index = self.index.write();
         if event.type_ == EventType::Deleted {

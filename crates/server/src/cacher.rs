@@ -54,8 +54,11 @@ pub struct CachedObject {
     pub stored: Bytes,
     /// The object's resourceVersion (for a deletion event: the deletion's revision).
     pub revision: Revision,
-    pub name: String,
-    pub namespace: String,
+    /// The object's namespace and then its name, in one allocation (a cache holds one per
+    /// object).
+    names: Box<str>,
+    /// Where the name starts in `names`.
+    name_at: u32,
     pub labels: LabelSet,
     /// Selectable fields besides metadata.name and metadata.namespace.
     pub fields: Vec<(crate::resource::Name, String)>,
@@ -65,11 +68,21 @@ pub struct CachedObject {
 }
 
 impl CachedObject {
+    /// Its `metadata.name`.
+    pub fn name(&self) -> &str {
+        &self.names[self.name_at as usize..]
+    }
+
+    /// Its `metadata.namespace` ("" for a cluster-scoped object).
+    pub fn namespace(&self) -> &str {
+        &self.names[..self.name_at as usize]
+    }
+
     /// The value of a field selector's field for this object.
     pub fn field(&self, field: &str) -> Option<String> {
         match field {
-            "metadata.name" => Some(self.name.clone()),
-            "metadata.namespace" => Some(self.namespace.clone()),
+            "metadata.name" => Some(self.name().to_string()),
+            "metadata.namespace" => Some(self.namespace().to_string()),
             _ => self
                 .fields
                 .iter()
@@ -84,8 +97,8 @@ impl CachedObject {
             key: self.key.clone(),
             stored: self.stored.clone(),
             revision,
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
+            names: self.names.clone(),
+            name_at: self.name_at,
             labels: self.labels.clone(),
             fields: self.fields.clone(),
             encodings: Encodings::default(),
@@ -426,7 +439,8 @@ impl Cacher {
         }
         .unwrap_or(Value::Null);
         let meta = &parsed["metadata"];
-        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        let namespace = meta["namespace"].as_str().unwrap_or_default();
+        let name = meta["name"].as_str().unwrap_or_default();
         let fields = self.strategy.selectable_fields(&parsed);
         #[cfg(debug_assertions)]
         if self.strategy.selectable_fields_read().is_some() {
@@ -436,8 +450,9 @@ impl Cacher {
             key: kv.key.clone(),
             stored: kv.value.clone(),
             revision: kv.mod_revision,
-            name: text(&meta["name"]),
-            namespace: text(&meta["namespace"]),
+            names: [namespace, name].concat().into(),
+            // Every stored object is far smaller than 4 GiB.
+            name_at: u32::try_from(namespace.len()).unwrap_or(0),
             labels: LabelSet::of(&meta["labels"]),
             fields,
             encodings: Encodings::default(),
@@ -671,10 +686,7 @@ mod tests {
     async fn cached_objects_keep_what_selectors_read_from_their_parts() {
         let (_dir, cacher) = cache_of(false);
         let cached = cacher.cache_object(&thing());
-        assert_eq!(
-            (cached.name.as_str(), cached.namespace.as_str()),
-            ("a", "ns")
-        );
+        assert_eq!((cached.name(), cached.namespace()), ("a", "ns"));
         assert_eq!(cached.labels, LabelSet::of(&json!({"x": "y"})));
         assert_eq!(
             cached.fields,
@@ -696,7 +708,7 @@ mod tests {
         };
         assert!(serde_json::from_slice::<Value>(&damaged.value).is_err());
         let cached = cacher.cache_object(&damaged);
-        assert_eq!(cached.name, "a");
+        assert_eq!(cached.name(), "a");
         assert_eq!(
             cached.fields,
             vec![("spec.color".into(), "red".to_string())]

@@ -61,8 +61,8 @@ pub fn start_endpoints_controller(
             }
             Change::Event(event) if event.type_ == kapi_server::cacher::EventType::Deleted => {
                 queue.add(&crate::keyed::key(
-                    &event.object.namespace,
-                    &event.object.name,
+                    event.object.namespace(),
+                    event.object.name(),
                 ));
             }
             _ => {}

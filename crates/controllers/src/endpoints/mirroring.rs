@@ -56,8 +56,8 @@ pub fn start_endpointslice_mirroring(
     let notice = move |change: Change<'_>| {
         if let Change::Event(event) = change {
             services_queue.add(&crate::keyed::key(
-                &event.object.namespace,
-                &event.object.name,
+                event.object.namespace(),
+                event.object.name(),
             ));
         }
         true

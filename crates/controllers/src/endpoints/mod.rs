@@ -94,7 +94,7 @@ fn queue_services_of_changed_pods(
                 }
             }
             Change::Event(event) => {
-                let namespace = &event.object.namespace;
+                let namespace = event.object.namespace();
                 for service in services.cached_list(Some(namespace)) {
                     let selects = |labels: &kapi_apimachinery::labels::LabelSet| {
                         selector(&service).is_some_and(|selector| {
@@ -131,7 +131,7 @@ fn queue_owners_of_changed_slices(
             if labels.get(MANAGED_BY_LABEL) == Some(manager)
                 && let Some(service) = labels.get(SERVICE_NAME_LABEL)
             {
-                queue.add(&keyed::key(&event.object.namespace, service));
+                queue.add(&keyed::key(event.object.namespace(), service));
             }
         }
         true

@@ -69,7 +69,7 @@ async fn enqueue_deleted(namespaces: Served, queue: Arc<WorkQueue>, stopping: Ca
             match change {
                 Change::Resync => all(),
                 Change::Event(event) if event.type_ != EventType::Deleted => {
-                    if let Some(namespace) = namespaces.cached("", &event.object.name) {
+                    if let Some(namespace) = namespaces.cached("", event.object.name()) {
                         enqueue_if_deleted(&namespace, &queue);
                     }
                 }

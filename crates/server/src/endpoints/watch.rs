@@ -130,7 +130,7 @@ impl WatchRequest {
     /// selectors.
     fn selects(&self, object: &CachedObject) -> bool {
         object.key.starts_with(&self.prefix)
-            && self.name.as_ref().is_none_or(|name| *name == object.name)
+            && self.name.as_ref().is_none_or(|name| name == object.name())
             && self.params.list.matches(object)
     }
 }
