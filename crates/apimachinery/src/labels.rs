@@ -55,7 +55,7 @@ impl Labels for Value {
 
 /// An object's labels as caches hold them, in two allocations whatever their number: every
 /// key and value, sorted by key, in one string, and where each ends. A cache holds one set
-/// per object; a slice of `String` pairs cost an allocation per key and per value besides the
+/// per object; a slice of `String` pairs costs an allocation per key and per value besides the
 /// slice (about 150 bytes for two short labels, against about 70).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LabelSet {
