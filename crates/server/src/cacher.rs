@@ -697,7 +697,10 @@ mod tests {
         let cached = cacher.cache_object(&thing());
         assert_eq!((cached.name(), cached.namespace()), ("a", "ns"));
         assert_eq!(cached.labels, LabelSet::of(&json!({"x": "y"})));
-        assert_eq!(cached.field("spec.color").as_deref(), Some("red"));
+        assert_eq!(
+            cached.fields.as_deref(),
+            Some(&vec![("spec.color".into(), "red".to_string())])
+        );
         assert_eq!(cached.stored, thing().value);
     }
 
@@ -715,7 +718,10 @@ mod tests {
         assert!(serde_json::from_slice::<Value>(&damaged.value).is_err());
         let cached = cacher.cache_object(&damaged);
         assert_eq!(cached.name(), "a");
-        assert_eq!(cached.field("spec.color").as_deref(), Some("red"));
+        assert_eq!(
+            cached.fields.as_deref(),
+            Some(&vec![("spec.color".into(), "red".to_string())])
+        );
     }
 
     #[cfg(debug_assertions)]
