@@ -144,6 +144,12 @@ impl GroupVersion {
     }
 }
 
+/// The group and version of an `apiVersion`, without allocating: `v1` is the core group's
+/// (`("", "v1")`), `apps/v1` is `("apps", "v1")`.
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
 /// `v1` for the core group, `apps/v1` otherwise.
 impl fmt::Display for GroupVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -14,17 +14,12 @@
 //! - custom resources: another type (or none) is the 422 of the custom resource validator's
 //!   ValidateTypeMeta: `kind: Invalid value: "Foo": must be CronTab`.
 
-use kapi_apimachinery::schema::{GroupKind, GroupVersion};
+use kapi_apimachinery::schema::{GroupKind, GroupVersion, split_api_version};
 use kapi_apimachinery::status::{ApiError, Status};
 use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use serde_json::Value;
 
 use crate::object;
-
-/// The group and version of an `apiVersion` (`v1` is the core group's).
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
-    api_version.split_once('/').unwrap_or(("", api_version))
-}
 
 /// Go's name of a versioned API type, as conversion errors print it: `v1.Secret`.
 pub fn versioned_type_name(version: &str, kind: &str) -> String {

@@ -216,7 +216,6 @@ impl Shared {
                 namespace: identity.namespace.clone(),
                 ..Meta::default()
             },
-            old: None,
         });
         Failure::Gone
     }

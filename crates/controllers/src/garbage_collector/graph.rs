@@ -1,12 +1,17 @@
 //! The garbage collector's dependency graph, upstream's GraphBuilder: a node per object
-//! observed (and a "virtual" node per owner referenced but not observed yet), each knowing
-//! its owners and dependents, kept from the monitors' events; each change puts the nodes that
-//! need a decision on the collector's queues.
+//! observed that takes part in ownership (and a "virtual" node per owner referenced but not
+//! observed yet), each knowing its owners and dependents, kept from the monitors' events; the
+//! other objects observed are kept as plain (`plain.rs`) until a dependent names one. Each
+//! change puts the nodes that need a decision on the collector's queues.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
+
+use kapi_apimachinery::schema::split_api_version;
+
+use super::plain::{Plain, uid_number};
 
 /// An object's coordinates: its kind, name, uid and namespace (upstream's objectReference).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -130,6 +135,15 @@ impl Meta {
     pub(crate) fn has_finalizer(&self, finalizer: &str) -> bool {
         self.finalizers.iter().any(|f| f == finalizer)
     }
+
+    /// Whether nothing in it makes the object take part in ownership: no owners, not being
+    /// deleted, neither of the collector's finalizers (its dependents the graph knows).
+    fn is_plain(&self) -> bool {
+        self.owners.is_empty()
+            && !self.being_deleted
+            && !self.has_finalizer(ORPHAN)
+            && !self.has_finalizer(FOREGROUND)
+    }
 }
 
 /// The finalizer of an object whose dependents are orphaned before it goes.
@@ -145,10 +159,50 @@ pub(crate) struct Node {
     /// The uids of the objects naming it as owner.
     pub(crate) dependents: Dependents,
     pub(crate) being_deleted: bool,
+    /// Whether it carried the `orphan` and the `foregroundDeletion` finalizer when last
+    /// observed.
+    pub(crate) orphan: bool,
+    pub(crate) foreground: bool,
     /// Being deleted in the foreground: waiting for its blocking dependents.
     pub(crate) deleting_dependents: bool,
     /// Known only from owner references, not observed by a monitor.
     pub(crate) virtual_: bool,
+}
+
+impl Node {
+    /// The node of an object observed with no owners and no dependents yet.
+    fn observed(identity: Identity) -> Node {
+        Node {
+            identity,
+            owners: Box::default(),
+            dependents: Dependents::default(),
+            being_deleted: false,
+            orphan: false,
+            foreground: false,
+            deleting_dependents: false,
+            virtual_: false,
+        }
+    }
+
+    /// Whether it no longer takes part in ownership (see [`Meta::is_plain`]).
+    fn is_plain(&self) -> bool {
+        !self.virtual_
+            && self.owners.is_empty()
+            && self.dependents.is_empty()
+            && !self.being_deleted
+            && !self.orphan
+            && !self.foreground
+            && !self.deleting_dependents
+    }
+
+    /// Whether it was being deleted with `finalizer` when last observed.
+    fn was_deleting_with(&self, finalizer: &str) -> bool {
+        let carried = match finalizer {
+            ORPHAN => self.orphan,
+            _ => self.foreground,
+        };
+        !self.virtual_ && self.being_deleted && carried
+    }
 }
 
 /// The uids of the objects naming a node as owner. Most nodes have none, so the set is
@@ -199,8 +253,6 @@ pub(crate) struct Event {
     pub(crate) api_version: Arc<str>,
     pub(crate) kind: Arc<str>,
     pub(crate) meta: Meta,
-    /// The object before an update.
-    pub(crate) old: Option<Meta>,
 }
 
 impl Event {
@@ -215,7 +267,7 @@ impl Event {
     }
 }
 
-/// What processing an event asks of the collector.
+/// What processing events asks of the collector.
 #[derive(Default)]
 pub(crate) struct Work {
     /// Nodes (uids) to decide on.
@@ -231,11 +283,26 @@ pub(crate) struct Work {
     pub(crate) invalid_namespace: Vec<(Identity, OwnerRef)>,
 }
 
-/// The graph: every node by uid. Nodes are boxed: the table keeps about 40% of its slots
-/// empty, and an empty slot of a boxed node is a pointer, not a 112-byte node.
+impl Work {
+    /// Adds what `other` asks for.
+    fn extend(&mut self, other: Work) {
+        self.attempt_to_delete.extend(other.attempt_to_delete);
+        self.attempt_to_delete_later
+            .extend(other.attempt_to_delete_later);
+        self.attempt_to_orphan.extend(other.attempt_to_orphan);
+        self.absent.extend(other.absent);
+        self.invalid_namespace.extend(other.invalid_namespace);
+    }
+}
+
+/// The graph: every node by uid, and the plain objects. Nodes are boxed: the table keeps
+/// about 40% of its slots empty, and an empty slot of a boxed node is a pointer, not a
+/// 112-byte node.
 #[derive(Default)]
 pub(crate) struct Graph {
     nodes: HashMap<Arc<str>, Box<Node>>,
+    /// The objects observed with no node; a uid is in one of the two at most.
+    plain: Plain,
 }
 
 impl Graph {
@@ -257,24 +324,28 @@ impl Graph {
         let mut work = Work::default();
         let uid = &event.meta.uid;
         let found = self.nodes.contains_key(uid);
+        if !found && !event.virtual_ && self.plain_event(event) {
+            return work;
+        }
+        let was = |finalizer| {
+            self.nodes
+                .get(uid)
+                .is_some_and(|node| node.was_deleting_with(finalizer))
+        };
+        let was = Deleting {
+            orphan: was(ORPHAN),
+            foreground: was(FOREGROUND),
+        };
         if found && !event.virtual_ && self.nodes[uid].virtual_ {
             self.observe(uid, event.identity(), &mut work);
         }
         match (event.type_, found) {
             (EventType::Add | EventType::Update, false) => {
-                let node = Node {
-                    identity: event.identity(),
-                    owners: event.meta.owners.clone().into(),
-                    dependents: Dependents::default(),
-                    being_deleted: event.meta.being_deleted,
-                    deleting_dependents: event.meta.being_deleted
-                        && event.meta.has_finalizer(FOREGROUND),
-                    virtual_: false,
-                };
+                let mut node = Node::observed(event.identity());
+                node.owners = event.meta.owners.clone().into();
                 let owners = node.owners.clone();
                 self.nodes.insert(uid.clone(), Box::new(node));
                 self.add_dependent_to_owners(uid, &owners, &mut work);
-                self.transitions(uid, event, &mut work);
             }
             (EventType::Add | EventType::Update, true) => {
                 let old_owners = self.nodes[uid].owners.clone();
@@ -285,20 +356,119 @@ impl Graph {
                         event.meta.owners.clone().into();
                     self.add_dependent_to_owners(uid, &added, &mut work);
                     for owner in &removed {
-                        if let Some(owner) = self.nodes.get_mut(&owner.uid) {
-                            owner.dependents.remove(uid);
-                        }
+                        self.remove_dependent(&owner.uid, uid);
                     }
                 }
-                if event.meta.being_deleted {
-                    self.nodes.get_mut(uid).expect("found").being_deleted = true;
-                }
-                self.transitions(uid, event, &mut work);
             }
-            (EventType::Delete, false) => {}
-            (EventType::Delete, true) => self.delete(uid, event, &mut work),
+            (EventType::Delete, false) => return work,
+            (EventType::Delete, true) => {
+                self.delete(uid, event, &mut work);
+                return work;
+            }
+        }
+        self.observed_deletion(uid, &event.meta);
+        self.transitions(uid, event, was, &mut work);
+        self.demote(uid);
+        work
+    }
+
+    /// Applies a new list of the objects of `kind` in `api_version`'s group, which monitors
+    /// make when they cannot resume their watch: each listed object as an update, and a
+    /// delete for each node of the kind observed before but not listed. Done in one step, so
+    /// that no dependent can name an object between the two.
+    pub(crate) fn relist(
+        &mut self,
+        api_version: &Arc<str>,
+        kind: &Arc<str>,
+        listed: Vec<Meta>,
+    ) -> Work {
+        let group = split_api_version(api_version).0;
+        let uids: HashSet<&str> = listed.iter().map(|meta| &*meta.uid).collect();
+        let gone: Vec<Identity> = self
+            .nodes
+            .values()
+            .filter(|node| !node.virtual_ && !uids.contains(&*node.identity.uid))
+            .map(|node| &node.identity)
+            .filter(|identity| {
+                identity.kind == *kind && split_api_version(&identity.api_version).0 == group
+            })
+            .cloned()
+            .collect();
+        let mut work = Work::default();
+        for identity in gone {
+            let meta = Meta {
+                uid: identity.uid,
+                name: identity.name,
+                namespace: identity.namespace,
+                ..Meta::default()
+            };
+            let api_version = identity.api_version;
+            let kind = identity.kind;
+            work.extend(self.process(&Event {
+                type_: EventType::Delete,
+                virtual_: false,
+                api_version,
+                kind,
+                meta,
+            }));
+        }
+        self.plain.clear(api_version, kind);
+        for meta in listed {
+            let event = Event {
+                type_: EventType::Update,
+                virtual_: false,
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                meta,
+            };
+            work.extend(self.process(&event));
         }
         work
+    }
+
+    /// An event for an object without a node: a plain object is kept as plain (or
+    /// forgotten, when deleted), and needs nothing more; `false` when it needs a node.
+    fn plain_event(&mut self, event: &Event) -> bool {
+        let Some(number) = uid_number(&event.meta.uid) else {
+            return false;
+        };
+        if event.type_ != EventType::Delete && event.meta.is_plain() {
+            self.plain.insert(&event.identity(), number);
+            return true;
+        }
+        self.plain.remove(&event.api_version, &event.kind, number);
+        event.type_ == EventType::Delete
+    }
+
+    /// Records what an event says of the node's deletion: whether it is being deleted (which
+    /// cannot be undone), and with which of the collector's finalizers.
+    fn observed_deletion(&mut self, uid: &Arc<str>, meta: &Meta) {
+        let node = self.nodes.get_mut(uid).expect("in the graph");
+        node.being_deleted |= meta.being_deleted;
+        node.orphan = meta.has_finalizer(ORPHAN);
+        node.foreground = meta.has_finalizer(FOREGROUND);
+    }
+
+    /// Removes `dependent` from the dependents of `owner`, whose node goes if that was the
+    /// last thing making it take part in ownership.
+    fn remove_dependent(&mut self, owner: &Arc<str>, dependent: &str) {
+        if let Some(node) = self.nodes.get_mut(owner) {
+            node.dependents.remove(dependent);
+            self.demote(owner);
+        }
+    }
+
+    /// Keeps a node that no longer takes part in ownership as plain.
+    fn demote(&mut self, uid: &Arc<str>) {
+        if !self.nodes.get(uid).is_some_and(|node| node.is_plain()) {
+            return;
+        }
+        let Some(number) = uid_number(uid) else {
+            return;
+        };
+        if let Some(node) = self.nodes.remove(uid) {
+            self.plain.insert(&node.identity, number);
+        }
     }
 
     /// A virtual node is observed: its identity is now the observed one, and dependents
@@ -355,9 +525,7 @@ impl Graph {
         }
         self.nodes.remove(uid);
         for owner in &existing.owners {
-            if let Some(owner) = self.nodes.get_mut(&owner.uid) {
-                owner.dependents.remove(uid);
-            }
+            self.remove_dependent(&owner.uid, uid);
         }
         if !existing.dependents.is_empty() {
             work.absent.push(deleted);
@@ -382,20 +550,17 @@ impl Graph {
         let dependent = self.nodes[uid].identity.clone();
         let mut potentially_invalid = false;
         for reference in owners {
+            if !self.nodes.contains_key(&reference.uid)
+                && let Some(observed) = self.plain.take(&reference.uid)
+            {
+                self.nodes
+                    .insert(reference.uid.clone(), Box::new(Node::observed(observed)));
+            }
             let Some(owner) = self.nodes.get_mut(&reference.uid) else {
-                let mut dependents = Dependents::default();
-                dependents.insert(uid.clone());
-                self.nodes.insert(
-                    reference.uid.clone(),
-                    Box::new(Node {
-                        identity: reference.identity(&dependent.namespace),
-                        owners: Box::default(),
-                        dependents,
-                        being_deleted: false,
-                        deleting_dependents: false,
-                        virtual_: true,
-                    }),
-                );
+                let mut node = Node::observed(reference.identity(&dependent.namespace));
+                node.dependents.insert(uid.clone());
+                node.virtual_ = true;
+                self.nodes.insert(reference.uid.clone(), Box::new(node));
                 work.attempt_to_delete.push(reference.uid.clone());
                 continue;
             };
@@ -441,21 +606,17 @@ impl Graph {
     }
 
     /// The deletion of the node starts waiting for its dependents: orphaned (the `orphan`
-    /// finalizer) or deleted first (`foregroundDeletion`).
-    fn transitions(&mut self, uid: &Arc<str>, event: &Event, work: &mut Work) {
-        let starts = |finalizer: &str| {
-            event.meta.being_deleted
-                && event.meta.has_finalizer(finalizer)
-                && event
-                    .old
-                    .as_ref()
-                    .is_none_or(|old| !old.being_deleted || !old.has_finalizer(finalizer))
+    /// finalizer) or deleted first (`foregroundDeletion`); `was` is what the graph knew
+    /// before the event.
+    fn transitions(&mut self, uid: &Arc<str>, event: &Event, was: Deleting, work: &mut Work) {
+        let starts = |finalizer: &str, before: bool| {
+            event.meta.being_deleted && event.meta.has_finalizer(finalizer) && !before
         };
-        if starts(ORPHAN) {
+        if starts(ORPHAN, was.orphan) {
             work.attempt_to_orphan.push(uid.clone());
             return;
         }
-        if starts(FOREGROUND) {
+        if starts(FOREGROUND, was.foreground) {
             let node = self.nodes.get_mut(uid).expect("in the graph");
             node.deleting_dependents = true;
             work.attempt_to_delete
@@ -491,6 +652,14 @@ impl Graph {
         }
         (matching, mismatched)
     }
+}
+
+/// Whether an object was being deleted with the `orphan` and with the `foregroundDeletion`
+/// finalizer, as the graph last observed it.
+#[derive(Clone, Copy)]
+struct Deleting {
+    orphan: bool,
+    foreground: bool,
 }
 
 /// The owner references added, removed and changed (old, new) between two lists, by uid.
@@ -593,7 +762,6 @@ mod tests {
             api_version: "v1".into(),
             kind: kind.into(),
             meta: Meta::of(&object),
-            old: None,
         }
     }
 
@@ -660,5 +828,159 @@ mod tests {
                 .to_string(),
             "[v1/ConfigMap, namespace: ns, name: owner, uid: o1]"
         );
+    }
+}
+
+#[cfg(test)]
+mod plain_tests {
+    use super::*;
+    use serde_json::json;
+
+    const OWNER: &str = "0f0f0f0f-0000-4000-8000-000000000001";
+    const DEPENDENT: &str = "0f0f0f0f-0000-4000-8000-000000000002";
+    const OTHER: &str = "0f0f0f0f-0000-4000-8000-000000000003";
+
+    fn event(type_: EventType, kind: &str, meta: Value) -> Event {
+        Event {
+            type_,
+            virtual_: false,
+            api_version: "v1".into(),
+            kind: kind.into(),
+            meta: Meta::of(&json!({ "metadata": meta })),
+        }
+    }
+
+    fn owner(name: &str, uid: &str, namespace: &str) -> Value {
+        json!({"name": name, "namespace": namespace, "uid": uid})
+    }
+
+    fn dependent(owner_uid: &str) -> Value {
+        json!({"name": "dep", "namespace": "ns", "uid": DEPENDENT, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner_uid}]})
+    }
+
+    #[test]
+    fn plain_objects_become_nodes_when_named_and_plain_again_when_not() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        assert!(graph.node(OWNER).is_none());
+        let work = graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        assert!(work.attempt_to_delete.is_empty());
+        let node = graph.node(OWNER).expect("a node once named");
+        assert!(!node.virtual_);
+        assert_eq!(
+            node.identity.to_string(),
+            format!("[v1/ConfigMap, namespace: ns, name: owner, uid: {OWNER}]")
+        );
+        assert!(node.dependents.iter().any(|uid| &**uid == DEPENDENT));
+
+        // The dependent gone, the owner is plain again; named again, a node again.
+        graph.process(&event(EventType::Delete, "Secret", dependent(OWNER)));
+        assert!(graph.node(OWNER).is_none());
+        graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        assert!(graph.node(OWNER).is_some_and(|n| !n.virtual_));
+
+        // Its reference removed, the dependent is plain, and so is the owner.
+        let released = json!({"name": "dep", "namespace": "ns", "uid": DEPENDENT});
+        graph.process(&event(EventType::Update, "Secret", released));
+        assert!(graph.node(OWNER).is_none());
+        assert!(graph.node(DEPENDENT).is_none());
+
+        // Deleted while plain, it is forgotten: a reference to it now makes a virtual node.
+        graph.process(&event(
+            EventType::Delete,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        let work = graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        assert_eq!(work.attempt_to_delete, [Arc::from(OWNER)]);
+        assert!(graph.node(OWNER).is_some_and(|n| n.virtual_));
+    }
+
+    #[test]
+    fn a_plain_owner_deleted_sends_its_dependents_to_be_deleted() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        let work = graph.process(&event(
+            EventType::Delete,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        assert_eq!(work.attempt_to_delete, [Arc::from(DEPENDENT)]);
+        assert_eq!(work.absent.len(), 1);
+    }
+
+    #[test]
+    fn a_plain_object_deleted_in_the_foreground_becomes_a_node_waiting() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        let deleting = json!({"name": "owner", "namespace": "ns", "uid": OWNER,
+            "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["foregroundDeletion"]});
+        let work = graph.process(&event(EventType::Update, "ConfigMap", deleting.clone()));
+        assert_eq!(work.attempt_to_delete, [Arc::from(OWNER)]);
+        assert!(graph.node(OWNER).is_some_and(|n| n.deleting_dependents));
+        // The same state again is no new transition.
+        let work = graph.process(&event(EventType::Update, "ConfigMap", deleting));
+        assert!(work.attempt_to_delete.is_empty());
+    }
+
+    #[test]
+    fn a_plain_owner_in_another_namespace_is_reported() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "elsewhere"),
+        ));
+        let work = graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        assert_eq!(work.attempt_to_delete, [Arc::from(DEPENDENT)]);
+        assert_eq!(work.invalid_namespace.len(), 1);
+    }
+
+    #[test]
+    fn a_new_list_deletes_the_nodes_it_lacks_and_replaces_the_plain_objects() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("other", OTHER, "ns"),
+        ));
+        graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        // Both config maps went while the watch was down; a third came.
+        let third = "0f0f0f0f-0000-4000-8000-000000000004";
+        const FIFTH: &str = "0f0f0f0f-0000-4000-8000-000000000005";
+        let listed = vec![Meta::of(&json!({"metadata": owner("third", third, "ns")}))];
+        let work = graph.relist(&Arc::from("v1"), &Arc::from("ConfigMap"), listed);
+        assert_eq!(work.attempt_to_delete, [Arc::from(DEPENDENT)]);
+        assert!(graph.node(OWNER).is_none());
+        // The dependent's node stays: secrets were not listed again.
+        assert!(graph.node(DEPENDENT).is_some());
+        // The config map not listed is forgotten; the listed one is plain.
+        let mut named = |uid: &str| {
+            let reference = json!({"name": "d", "namespace": "ns", "uid": FIFTH,
+                "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": uid}]});
+            graph.process(&event(EventType::Update, "Secret", reference));
+            graph.node(uid).map(|n| n.virtual_)
+        };
+        assert_eq!(named(OTHER), Some(true));
+        assert_eq!(named(third), Some(false));
     }
 }

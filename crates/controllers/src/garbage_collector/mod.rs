@@ -15,6 +15,7 @@
 mod collector;
 mod graph;
 mod monitor;
+mod plain;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::discovery::{Resource, discover};
 use crate::workqueue::WorkQueue;
 use collector::Failure;
-use graph::{AbsentOwners, Event, Graph, Identity, Node, OwnerRef};
+use graph::{AbsentOwners, Event, Graph, Identity, Meta, Node, OwnerRef, Work};
 
 /// The controller's name (`--controllers`), and its service account's in kube-system.
 pub const GARBAGE_COLLECTOR_CONTROLLER: &str = "garbage-collector-controller";
@@ -97,6 +98,18 @@ impl Shared {
     /// Applies one event to the graph and queues what it asks for.
     fn process(&self, event: Event) {
         let work = self.graph.lock().process(&event);
+        self.queue(work);
+    }
+
+    /// Applies a new list of a kind's objects to the graph (see [`Graph::relist`]) and
+    /// queues what it asks for.
+    fn relist(&self, api_version: &Arc<str>, kind: &Arc<str>, listed: Vec<Meta>) {
+        let work = self.graph.lock().relist(api_version, kind, listed);
+        self.queue(work);
+    }
+
+    /// Queues what the graph asks for.
+    fn queue(&self, work: Work) {
         for uid in &work.attempt_to_delete {
             self.attempt_to_delete.add(uid);
         }

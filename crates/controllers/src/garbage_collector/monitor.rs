@@ -1,10 +1,11 @@
 //! One resource's monitor (upstream's metadata informer): lists the resource's objects
 //! (metadata only) across all namespaces, then watches from the list's resourceVersion with
-//! bookmarks, handing each change to the graph with the object's previous state; a watch
-//! that ends is resumed from the last resourceVersion seen, one the server can no longer
-//! serve (410) starts over with a list, whose differences from what was known become events.
+//! bookmarks, handing each change to the graph; a watch that ends is resumed from the last
+//! resourceVersion seen, one the server can no longer serve (410) starts over with a list,
+//! which the graph compares with what it knew. The monitor keeps nothing per object: what an
+//! event is compared with is in the graph.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use super::graph::{Event, EventType, FOREGROUND, Meta, ORPHAN};
+use super::graph::{Event, EventType, Meta};
 use crate::discovery::Resource;
 
 /// What lists ask for.
@@ -50,7 +51,6 @@ pub(super) async fn run(
         collection: resource.collection(None),
         resource,
         client,
-        known: HashMap::new(),
         namespaces: HashSet::new(),
         prune_namespaces_at: NAMESPACES_PRUNED_FROM,
         first,
@@ -92,9 +92,6 @@ struct Monitor {
     kind: Arc<str>,
     collection: String,
     client: LoopbackClient,
-    /// The objects seen, by uid; boxed, as the graph's nodes are, so that the table's empty
-    /// slots (about 40% of them) are a pointer each.
-    known: HashMap<Arc<str>, Box<Seen>>,
     /// The namespaces of the objects seen, each held once; names nothing else holds any
     /// more (their namespaces emptied) are dropped when the set has doubled.
     namespaces: HashSet<Arc<str>>,
@@ -102,49 +99,6 @@ struct Monitor {
     prune_namespaces_at: usize,
     /// One of the first monitors whose first list is not done yet.
     first: bool,
-}
-
-/// What a monitor remembers of an object: what a later event is compared with (the graph
-/// keeps its owners). Its name and namespace share the graph node's strings.
-struct Seen {
-    name: Arc<str>,
-    namespace: Arc<str>,
-    resource_version: Box<str>,
-    being_deleted: bool,
-    /// Whether it carries the `orphan` and the `foregroundDeletion` finalizer.
-    orphan: bool,
-    foreground: bool,
-}
-
-impl Seen {
-    fn of(meta: &Meta) -> Seen {
-        Seen {
-            name: meta.name.clone(),
-            namespace: meta.namespace.clone(),
-            resource_version: meta.resource_version.as_str().into(),
-            being_deleted: meta.being_deleted,
-            orphan: meta.has_finalizer(ORPHAN),
-            foreground: meta.has_finalizer(FOREGROUND),
-        }
-    }
-
-    /// The metadata it stands for, without owners.
-    fn meta(&self, uid: &Arc<str>) -> Meta {
-        let finalizers = [(self.orphan, ORPHAN), (self.foreground, FOREGROUND)];
-        Meta {
-            uid: uid.clone(),
-            name: self.name.clone(),
-            namespace: self.namespace.clone(),
-            resource_version: self.resource_version.to_string(),
-            owners: Vec::new(),
-            finalizers: finalizers
-                .into_iter()
-                .filter(|(carried, _)| *carried)
-                .map(|(_, finalizer)| finalizer.to_string())
-                .collect(),
-            being_deleted: self.being_deleted,
-        }
-    }
 }
 
 impl Monitor {
@@ -162,36 +116,20 @@ impl Monitor {
         }
     }
 
-    /// Lists every object; what changed since the last list becomes events. The list's
+    /// Lists every object, for the graph to compare with what it knew. The list's
     /// resourceVersion.
     async fn list(&mut self) -> Result<String, ApiError> {
         let list = self
             .client
             .json(Method::GET, &self.collection, Some(LIST_METADATA), None)
             .await?;
-        let mut seen = HashMap::new();
-        for item in list["items"].as_array().into_iter().flatten() {
-            let meta = self.shared_namespace(Meta::of(item));
-            seen.insert(meta.uid.clone(), meta);
-        }
-        let gone: Vec<Meta> = self
-            .known
-            .iter()
-            .filter(|(uid, _)| !seen.contains_key(*uid))
-            .map(|(uid, known)| known.meta(uid))
+        let listed = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|item| self.shared_namespace(Meta::of(item)))
             .collect();
-        for meta in gone {
-            self.changed(EventType::Delete, meta);
-        }
-        for (_, meta) in seen {
-            let unchanged = self
-                .known
-                .get(&meta.uid)
-                .is_some_and(|old| *old.resource_version == *meta.resource_version);
-            if !unchanged {
-                self.changed(EventType::Update, meta);
-            }
-        }
+        self.shared.relist(&self.api_version, &self.kind, listed);
         Ok(list["metadata"]["resourceVersion"]
             .as_str()
             .unwrap_or_default()
@@ -252,7 +190,11 @@ impl Monitor {
             .unwrap_or_default()
             .to_string();
         match event["type"].as_str() {
-            Some("ADDED" | "MODIFIED") => {
+            Some("ADDED") => {
+                let meta = self.shared_namespace(Meta::of(object));
+                self.changed(EventType::Add, meta)
+            }
+            Some("MODIFIED") => {
                 let meta = self.shared_namespace(Meta::of(object));
                 self.changed(EventType::Update, meta)
             }
@@ -280,26 +222,14 @@ impl Monitor {
         meta
     }
 
-    /// Hands a change to the graph, with the previous state it knew.
-    fn changed(&mut self, type_: EventType, meta: Meta) {
-        let old = match type_ {
-            EventType::Delete => self.known.remove(&meta.uid),
-            _ => self
-                .known
-                .insert(meta.uid.clone(), Box::new(Seen::of(&meta))),
-        };
-        let old = old.map(|seen| seen.meta(&meta.uid));
-        let type_ = match (type_, &old) {
-            (EventType::Update, None) => EventType::Add,
-            (type_, _) => type_,
-        };
+    /// Hands a change to the graph.
+    fn changed(&self, type_: EventType, meta: Meta) {
         self.shared.process(Event {
             type_,
             virtual_: false,
             api_version: self.api_version.clone(),
             kind: self.kind.clone(),
             meta,
-            old,
         });
     }
 }

@@ -28,6 +28,7 @@
 
 use std::sync::Arc;
 
+use kapi_apimachinery::schema::split_api_version;
 use kapi_apimachinery::status::ApiError;
 use kapi_apimachinery::{go_json, quote};
 use kapi_patch::PatchType;
@@ -36,7 +37,7 @@ use serde_json::Value;
 use super::Apis;
 use super::decode::{Directive, invalid_patch};
 use crate::resource::ResourceDefinition;
-use crate::type_meta::{split_api_version, unknown_conversion};
+use crate::type_meta::unknown_conversion;
 
 /// The scheme name upstream's "not registered" errors print for the built-in types.
 const BUILTIN_SCHEME: &str = "pkg/api/legacyscheme/scheme.go:30";
