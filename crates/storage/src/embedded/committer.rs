@@ -25,7 +25,7 @@ use super::tables::{
     EXPIRY, HISTORY, LOG, META, META_COMPACTED, META_REVISION, decode_log, encode_log,
     encode_version,
 };
-use super::{Notification, Shared, State};
+use super::{Latest, Notification, Shared, State};
 use crate::{DeleteResponse, Event, EventKind, KeyValue, Result, Revision, StorageError};
 
 /// The most requests one transaction commits.
@@ -284,9 +284,15 @@ impl Committer {
         let mut state = self.shared.state.write();
         for event in &events {
             match event.kind {
-                EventKind::Put => state.latest.insert(event.kv.key.clone(), event.kv.clone()),
-                EventKind::Delete => state.latest.remove(&event.kv.key),
-            };
+                EventKind::Put => {
+                    state
+                        .latest
+                        .insert(event.kv.key.clone(), Latest::of(&event.kv));
+                }
+                EventKind::Delete => {
+                    state.latest.remove(&event.kv.key);
+                }
+            }
         }
         state.revision = revision;
         state.notify(Notification::Events(events.into()));
@@ -388,10 +394,13 @@ fn plan(state: &State, writes: &[WriteRequest]) -> Plan {
         .map(|request| {
             let key = request.write.key();
             let current = match batch.get(key) {
-                Some(written) => written.as_ref(),
-                None => state.latest.get(key),
+                Some(written) => written.clone(),
+                None => state
+                    .latest
+                    .get_key_value(key)
+                    .map(|(key, latest)| latest.with_key(key)),
             };
-            let event = decide(&request.write, current, revision + 1)?;
+            let event = decide(&request.write, current.as_ref(), revision + 1)?;
             revision += 1;
             let outcome = match (event.kind, &event.prev_kv) {
                 (EventKind::Delete, Some(prev_kv)) => Outcome::Deleted(DeleteResponse {

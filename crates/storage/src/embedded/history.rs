@@ -14,7 +14,7 @@ use super::tables::{
     HISTORY, LOG, LogEntry, after_revision, damaged, decode_log, decode_version, key_value,
     prefix_end, verify_version,
 };
-use super::{Page, Shared};
+use super::{Latest, LatestVersions, Page, Shared};
 use crate::{Event, EventKind, GetResponse, KeyValue, Result, Revision, StorageError};
 
 type HistoryTable = ReadOnlyTable<(&'static [u8], u64), &'static [u8]>;
@@ -25,7 +25,7 @@ type HistoryTable = ReadOnlyTable<(&'static [u8], u64), &'static [u8]>;
 pub(super) fn latest_versions(
     history: &impl ReadableTable<(&'static [u8], u64), &'static [u8]>,
     revision: Revision,
-) -> Result<(BTreeMap<Arc<str>, KeyValue>, u64)> {
+) -> Result<(LatestVersions, u64)> {
     let mut latest = BTreeMap::new();
     let mut versions = 0u64;
     let entries = history.iter().map_err(StorageError::internal)?;
@@ -38,7 +38,7 @@ pub(super) fn latest_versions(
         Ok(())
     };
     fold_versions(entries, Revision::MAX, verify, |kv| {
-        latest.insert(kv.key.clone(), kv);
+        latest.insert(kv.key.clone(), Latest::of(&kv));
     })?;
     Ok((latest, versions))
 }

@@ -6,21 +6,19 @@
 //! `history` and `log` value is checked against its own checksum, so that damage is named by
 //! key and revision.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::Arc;
 
 use redb::{
     Database, DatabaseError, ReadableTable, ReadableTableMetadata, RepairSession, TableHandle,
 };
 
 use super::expiry::Expiring;
-use super::history;
 use super::tables::{
     EXPIRY, FORMAT, HISTORY, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, after_revision,
     decode_log, upgrade_log, upgrade_version,
 };
-use crate::{KeyValue, Result, Revision, StorageError};
+use super::{LatestVersions, history};
+use crate::{Result, Revision, StorageError};
 
 /// What a verified store holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +90,7 @@ pub(super) fn open_error(path: &Path, err: DatabaseError) -> StorageError {
 /// live key. An empty store starts at revision 1, as etcd does. The transaction commits only
 /// when it changed something: a restart of a current store then writes nothing (a commit is
 /// a sync of the file, on the start's critical path).
-pub(super) fn load(db: &Database) -> Result<(StoreCensus, BTreeMap<Arc<str>, KeyValue>, Expiring)> {
+pub(super) fn load(db: &Database) -> Result<(StoreCensus, LatestVersions, Expiring)> {
     let txn = db.begin_write().map_err(StorageError::internal)?;
     let tables_missing = tables_missing(&txn)?;
     let loaded = {
@@ -165,10 +163,7 @@ fn tables_missing(txn: &redb::WriteTransaction) -> Result<bool> {
 
 /// The deadlines of the live keys that expire, and whether a row was removed: a row whose
 /// key is not live (which the committer never leaves behind) is.
-fn load_expiry(
-    txn: &redb::WriteTransaction,
-    latest: &BTreeMap<Arc<str>, KeyValue>,
-) -> Result<(Expiring, bool)> {
+fn load_expiry(txn: &redb::WriteTransaction, latest: &LatestVersions) -> Result<(Expiring, bool)> {
     let mut table = txn.open_table(EXPIRY).map_err(StorageError::internal)?;
     let mut expiring = Expiring::default();
     let mut stale = Vec::new();
