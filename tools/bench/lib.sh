@@ -1,6 +1,7 @@
 # Shared by the benchmark scripts: `start_kapi [flags...]` starts $BIN on a fresh data dir
 # $D and a random port $PORT, waits until /readyz answers, and stops it (and removes $D)
-# when the script exits; $PID is its process, $A the apibench binary, `rss` its RSS in KiB.
+# when the script exits; $PID is its process, $A the apibench binary, `rss` its RSS and
+# `anon` its anonymous RSS in KiB.
 BIN=${BIN:-$(dirname "$0")/../../target/release/kapi}
 A=${APIBENCH:-$(dirname "$0")/../../../shared/apibench/target/release/apibench}
 
@@ -20,3 +21,4 @@ start_kapi() {
 }
 
 rss() { awk '/VmRSS/{print $2}' /proc/$PID/status; }
+anon() { awk '/RssAnon/{print $2}' /proc/$PID/status; }
