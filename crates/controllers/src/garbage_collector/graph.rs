@@ -9,8 +9,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use kapi_apimachinery::schema::split_api_version;
-
 use super::plain::{Plain, uid_number};
 
 /// An object's coordinates: its kind, name, uid and namespace (upstream's objectReference).
@@ -343,6 +341,10 @@ impl Graph {
             (EventType::Add | EventType::Update, false) => {
                 let mut node = Node::observed(event.identity());
                 node.owners = event.meta.owners.clone().into();
+                // As upstream: a node first observed being deleted with `foregroundDeletion`
+                // waits for its dependents, whatever else its finalizers ask.
+                node.deleting_dependents =
+                    event.meta.being_deleted && event.meta.has_finalizer(FOREGROUND);
                 let owners = node.owners.clone();
                 self.nodes.insert(uid.clone(), Box::new(node));
                 self.add_dependent_to_owners(uid, &owners, &mut work);
@@ -355,8 +357,14 @@ impl Graph {
                     self.nodes.get_mut(uid).expect("found").owners =
                         event.meta.owners.clone().into();
                     self.add_dependent_to_owners(uid, &added, &mut work);
-                    for owner in &removed {
+                    for owner in removed.iter().filter(|owner| owner.uid != *uid) {
                         self.remove_dependent(&owner.uid, uid);
+                    }
+                    // An object that named itself as owner: it is no longer its own
+                    // dependent; whether it is now plain is decided below, on its new state.
+                    if removed.iter().any(|owner| owner.uid == *uid) {
+                        let node = self.nodes.get_mut(uid).expect("found");
+                        node.dependents.remove(uid);
                     }
                 }
             }
@@ -372,26 +380,25 @@ impl Graph {
         work
     }
 
-    /// Applies a new list of the objects of `kind` in `api_version`'s group, which monitors
-    /// make when they cannot resume their watch: each listed object as an update, and a
-    /// delete for each node of the kind observed before but not listed. Done in one step, so
-    /// that no dependent can name an object between the two.
-    pub(crate) fn relist(
+    /// Forgets, before a monitor's new list of the objects of `kind` in `api_version` is
+    /// applied (each as an update), what the list lacks: a delete for each node observed
+    /// in that version but not listed (upstream's informer deletes what its own store holds
+    /// and the list lacks), and every plain object of the kind, which the list's objects
+    /// then replace. In one step, so that no dependent can name a plain object the list
+    /// lacks in between; a dependent naming a listed object before it is applied makes a
+    /// virtual node, which its update then observes.
+    pub(crate) fn forget_unlisted(
         &mut self,
         api_version: &Arc<str>,
         kind: &Arc<str>,
-        listed: Vec<Meta>,
+        listed: &HashSet<&str>,
     ) -> Work {
-        let group = split_api_version(api_version).0;
-        let uids: HashSet<&str> = listed.iter().map(|meta| &*meta.uid).collect();
         let gone: Vec<Identity> = self
             .nodes
             .values()
-            .filter(|node| !node.virtual_ && !uids.contains(&*node.identity.uid))
+            .filter(|node| !node.virtual_ && !listed.contains(&*node.identity.uid))
             .map(|node| &node.identity)
-            .filter(|identity| {
-                identity.kind == *kind && split_api_version(&identity.api_version).0 == group
-            })
+            .filter(|identity| identity.kind == *kind && identity.api_version == *api_version)
             .cloned()
             .collect();
         let mut work = Work::default();
@@ -413,17 +420,12 @@ impl Graph {
             }));
         }
         self.plain.clear(api_version, kind);
-        for meta in listed {
-            let event = Event {
-                type_: EventType::Update,
-                virtual_: false,
-                api_version: api_version.clone(),
-                kind: kind.clone(),
-                meta,
-            };
-            work.extend(self.process(&event));
-        }
         work
+    }
+
+    /// Forgets every plain object of `kind` in `api_version`'s group, whose monitor stopped.
+    pub(crate) fn forget_plain(&mut self, api_version: &str, kind: &str) {
+        self.plain.clear(api_version, kind);
     }
 
     /// An event for an object without a node: a plain object is kept as plain (or
@@ -938,6 +940,50 @@ mod plain_tests {
     }
 
     #[test]
+    fn an_object_that_stops_naming_itself_as_owner_becomes_plain() {
+        let mut graph = Graph::default();
+        let itself = json!({"name": "self", "namespace": "ns", "uid": OWNER, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "self", "uid": OWNER}]});
+        graph.process(&event(EventType::Add, "ConfigMap", itself));
+        assert!(graph.node(OWNER).is_some());
+        graph.process(&event(
+            EventType::Update,
+            "ConfigMap",
+            owner("self", OWNER, "ns"),
+        ));
+        assert!(graph.node(OWNER).is_none());
+        // Plain, it is promoted again when named.
+        graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        assert!(graph.node(OWNER).is_some_and(|n| !n.virtual_));
+    }
+
+    #[test]
+    fn an_object_first_seen_orphaning_and_in_the_foreground_waits_for_its_dependents() {
+        let mut graph = Graph::default();
+        let both = json!({"name": "owner", "namespace": "ns", "uid": OWNER,
+            "deletionTimestamp": "2026-01-01T00:00:00Z",
+            "finalizers": ["orphan", "foregroundDeletion"]});
+        let work = graph.process(&event(EventType::Add, "ConfigMap", both));
+        assert_eq!(work.attempt_to_orphan, [Arc::from(OWNER)]);
+        assert!(graph.node(OWNER).is_some_and(|n| n.deleting_dependents));
+    }
+
+    #[test]
+    fn a_new_list_forgets_only_the_nodes_of_its_own_version() {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
+        let work =
+            graph.forget_unlisted(&Arc::from("v2"), &Arc::from("ConfigMap"), &HashSet::new());
+        assert!(work.attempt_to_delete.is_empty());
+        assert!(graph.node(OWNER).is_some());
+    }
+
+    #[test]
     fn a_plain_owner_in_another_namespace_is_reported() {
         let mut graph = Graph::default();
         graph.process(&event(
@@ -967,9 +1013,17 @@ mod plain_tests {
         // Both config maps went while the watch was down; a third came.
         let third = "0f0f0f0f-0000-4000-8000-000000000004";
         const FIFTH: &str = "0f0f0f0f-0000-4000-8000-000000000005";
-        let listed = vec![Meta::of(&json!({"metadata": owner("third", third, "ns")}))];
-        let work = graph.relist(&Arc::from("v1"), &Arc::from("ConfigMap"), listed);
+        let work = graph.forget_unlisted(
+            &Arc::from("v1"),
+            &Arc::from("ConfigMap"),
+            &HashSet::from([third]),
+        );
         assert_eq!(work.attempt_to_delete, [Arc::from(DEPENDENT)]);
+        graph.process(&event(
+            EventType::Update,
+            "ConfigMap",
+            owner("third", third, "ns"),
+        ));
         assert!(graph.node(OWNER).is_none());
         // The dependent's node stays: secrets were not listed again.
         assert!(graph.node(DEPENDENT).is_some());

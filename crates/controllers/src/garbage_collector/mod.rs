@@ -17,7 +17,7 @@ mod graph;
 mod monitor;
 mod plain;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::discovery::{Resource, discover};
 use crate::workqueue::WorkQueue;
 use collector::Failure;
-use graph::{AbsentOwners, Event, Graph, Identity, Meta, Node, OwnerRef, Work};
+use graph::{AbsentOwners, Event, EventType, Graph, Identity, Meta, Node, OwnerRef, Work};
 
 /// The controller's name (`--controllers`), and its service account's in kube-system.
 pub const GARBAGE_COLLECTOR_CONTROLLER: &str = "garbage-collector-controller";
@@ -101,11 +101,23 @@ impl Shared {
         self.queue(work);
     }
 
-    /// Applies a new list of a kind's objects to the graph (see [`Graph::relist`]) and
-    /// queues what it asks for.
+    /// Applies a monitor's new list of a kind's objects to the graph: first what the list
+    /// lacks is forgotten (see [`Graph::forget_unlisted`]), then each object is an update,
+    /// under the graph's lock one at a time, as watch events are.
     fn relist(&self, api_version: &Arc<str>, kind: &Arc<str>, listed: Vec<Meta>) {
-        let work = self.graph.lock().relist(api_version, kind, listed);
+        let uids: HashSet<&str> = listed.iter().map(|meta| &*meta.uid).collect();
+        let work = self.graph.lock().forget_unlisted(api_version, kind, &uids);
+        drop(uids);
         self.queue(work);
+        for meta in listed {
+            self.process(Event {
+                type_: EventType::Update,
+                virtual_: false,
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                meta,
+            });
+        }
     }
 
     /// Queues what the graph asks for.
@@ -199,15 +211,32 @@ async fn sync_monitors(shared: Arc<Shared>, changed: Arc<Notify>, stopping: Canc
                 // A group version that could not be read keeps its monitors, as upstream's;
                 // so do all when a whole document could not be read.
                 let (failed, complete) = (&discovered.failed, discovered.complete);
+                let mut stopped = Vec::new();
                 monitors.retain(|resource, stop| {
                     let keep = !complete
                         || wanted.contains(resource)
                         || failed.contains(&resource.api_version());
                     if !keep {
                         stop.cancel();
+                        stopped.push(resource.clone());
                     }
                     keep
                 });
+                // The plain objects of a kind no monitor follows any more are forgotten (its
+                // nodes stay, as upstream's).
+                for resource in stopped {
+                    let followed = wanted
+                        .iter()
+                        .chain(monitors.keys())
+                        .any(|r| r.group == resource.group && r.kind == resource.kind);
+                    if !followed {
+                        let api_version = resource.api_version();
+                        shared
+                            .graph
+                            .lock()
+                            .forget_plain(&api_version, &resource.kind);
+                    }
+                }
                 let first = monitors.is_empty();
                 let new: Vec<Resource> = wanted
                     .into_iter()

@@ -53,8 +53,10 @@ impl Plain {
 
     /// Forgets the plain object `uid` of `kind` in `api_version`'s group.
     pub(super) fn remove(&mut self, api_version: &str, kind: &str, uid: u128) {
-        if let Some(kind) = self.kind_of(api_version, kind) {
-            kind.objects.remove(&uid);
+        if let Some(kind) = self.kind_of(api_version, kind)
+            && kind.objects.remove(&uid).is_some()
+        {
+            shrink(&mut kind.objects);
         }
     }
 
@@ -72,6 +74,7 @@ impl Plain {
         let number = uid_number(uid)?;
         self.kinds.iter_mut().find_map(|kind| {
             let coordinates = kind.objects.remove(&number)?;
+            shrink(&mut kind.objects);
             Some(Identity {
                 kind: kind.kind.clone(),
                 api_version: kind.api_version.clone(),
@@ -107,6 +110,14 @@ impl Plain {
             self.kinds.len() - 1
         });
         &mut self.kinds[index]
+    }
+}
+
+/// Gives back a table's memory once it is a quarter full (tables do not shrink by
+/// themselves: a kind whose objects were deleted would keep the slots of its largest size).
+fn shrink(objects: &mut HashMap<u128, Coordinates>) {
+    if objects.capacity() > 64 && objects.len() * 4 < objects.capacity() {
+        objects.shrink_to_fit();
     }
 }
 
