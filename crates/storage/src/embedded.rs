@@ -148,6 +148,12 @@ struct State {
 }
 
 impl State {
+    /// The latest version of `key`, if it is live.
+    fn latest(&self, key: &str) -> Option<KeyValue> {
+        let (key, latest) = self.latest.get_key_value(key)?;
+        Some(latest.with_key(key))
+    }
+
     fn notify(&self, notification: Notification) {
         if let Some(sender) = &self.notifications {
             let _ = sender.send(notification);
@@ -352,10 +358,7 @@ impl Store for EmbeddedStore {
             let revision = revision.filter(|&r| r > 0).unwrap_or(state.revision);
             check_not_future(revision, state.revision)?;
             if revision == state.revision {
-                let kv = state
-                    .latest
-                    .get_key_value(key)
-                    .map(|(key, latest)| latest.with_key(key));
+                let kv = state.latest(key);
                 return Ok(GetResponse { kv, revision });
             }
             revision

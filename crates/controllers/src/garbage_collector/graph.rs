@@ -337,7 +337,8 @@ impl Graph {
         if found && !event.virtual_ && self.nodes[uid].virtual_ {
             self.observe(uid, event.identity(), &mut work);
         }
-        match (event.type_, found) {
+        // Owners this object stopped naming: each may no longer take part in ownership.
+        let released = match (event.type_, found) {
             (EventType::Add | EventType::Update, false) => {
                 let mut node = Node::observed(event.identity());
                 node.owners = event.meta.owners.clone().into();
@@ -348,6 +349,7 @@ impl Graph {
                 let owners = node.owners.clone();
                 self.nodes.insert(uid.clone(), Box::new(node));
                 self.add_dependent_to_owners(uid, &owners, &mut work);
+                Vec::new()
             }
             (EventType::Add | EventType::Update, true) => {
                 let old_owners = self.nodes[uid].owners.clone();
@@ -357,26 +359,25 @@ impl Graph {
                     self.nodes.get_mut(uid).expect("found").owners =
                         event.meta.owners.clone().into();
                     self.add_dependent_to_owners(uid, &added, &mut work);
-                    for owner in removed.iter().filter(|owner| owner.uid != *uid) {
+                    for owner in &removed {
                         self.remove_dependent(&owner.uid, uid);
                     }
-                    // An object that named itself as owner: it is no longer its own
-                    // dependent; whether it is now plain is decided below, on its new state.
-                    if removed.iter().any(|owner| owner.uid == *uid) {
-                        let node = self.nodes.get_mut(uid).expect("found");
-                        node.dependents.remove(uid);
-                    }
                 }
+                removed
             }
             (EventType::Delete, false) => return work,
             (EventType::Delete, true) => {
                 self.delete(uid, event, &mut work);
                 return work;
             }
-        }
+        };
         self.observed_deletion(uid, &event.meta);
         self.transitions(uid, event, was, &mut work);
+        // The object on its new state first: it may have named itself as owner.
         self.demote(uid);
+        for owner in &released {
+            self.demote(&owner.uid);
+        }
         work
     }
 
@@ -451,12 +452,11 @@ impl Graph {
         node.foreground = meta.has_finalizer(FOREGROUND);
     }
 
-    /// Removes `dependent` from the dependents of `owner`, whose node goes if that was the
-    /// last thing making it take part in ownership.
-    fn remove_dependent(&mut self, owner: &Arc<str>, dependent: &str) {
+    /// Removes `dependent` from the dependents of `owner` (whose node the caller then
+    /// demotes, once nothing else it applies can change it).
+    fn remove_dependent(&mut self, owner: &str, dependent: &str) {
         if let Some(node) = self.nodes.get_mut(owner) {
             node.dependents.remove(dependent);
-            self.demote(owner);
         }
     }
 
@@ -528,6 +528,7 @@ impl Graph {
         self.nodes.remove(uid);
         for owner in &existing.owners {
             self.remove_dependent(&owner.uid, uid);
+            self.demote(&owner.uid);
         }
         if !existing.dependents.is_empty() {
             work.absent.push(deleted);
@@ -757,7 +758,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn event(type_: EventType, kind: &str, object: Value) -> Event {
+    /// An event of the `kind` object `object` in `v1`.
+    pub(super) fn event(type_: EventType, kind: &str, object: Value) -> Event {
         Event {
             type_,
             virtual_: false,
@@ -842,14 +844,20 @@ mod plain_tests {
     const DEPENDENT: &str = "0f0f0f0f-0000-4000-8000-000000000002";
     const OTHER: &str = "0f0f0f0f-0000-4000-8000-000000000003";
 
+    /// An event of the `kind` object whose metadata is `meta`.
     fn event(type_: EventType, kind: &str, meta: Value) -> Event {
-        Event {
-            type_,
-            virtual_: false,
-            api_version: "v1".into(),
-            kind: kind.into(),
-            meta: Meta::of(&json!({ "metadata": meta })),
-        }
+        super::tests::event(type_, kind, json!({ "metadata": meta }))
+    }
+
+    /// A graph that has observed the plain ConfigMap `owner` (uid [`OWNER`]) in `ns`.
+    fn with_owner() -> Graph {
+        let mut graph = Graph::default();
+        graph.process(&event(
+            EventType::Add,
+            "ConfigMap",
+            owner("owner", OWNER, "ns"),
+        ));
+        graph
     }
 
     fn owner(name: &str, uid: &str, namespace: &str) -> Value {
@@ -863,12 +871,7 @@ mod plain_tests {
 
     #[test]
     fn plain_objects_become_nodes_when_named_and_plain_again_when_not() {
-        let mut graph = Graph::default();
-        graph.process(&event(
-            EventType::Add,
-            "ConfigMap",
-            owner("owner", OWNER, "ns"),
-        ));
+        let mut graph = with_owner();
         assert!(graph.node(OWNER).is_none());
         let work = graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
         assert!(work.attempt_to_delete.is_empty());
@@ -905,12 +908,7 @@ mod plain_tests {
 
     #[test]
     fn a_plain_owner_deleted_sends_its_dependents_to_be_deleted() {
-        let mut graph = Graph::default();
-        graph.process(&event(
-            EventType::Add,
-            "ConfigMap",
-            owner("owner", OWNER, "ns"),
-        ));
+        let mut graph = with_owner();
         graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
         let work = graph.process(&event(
             EventType::Delete,
@@ -923,12 +921,7 @@ mod plain_tests {
 
     #[test]
     fn a_plain_object_deleted_in_the_foreground_becomes_a_node_waiting() {
-        let mut graph = Graph::default();
-        graph.process(&event(
-            EventType::Add,
-            "ConfigMap",
-            owner("owner", OWNER, "ns"),
-        ));
+        let mut graph = with_owner();
         let deleting = json!({"name": "owner", "namespace": "ns", "uid": OWNER,
             "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["foregroundDeletion"]});
         let work = graph.process(&event(EventType::Update, "ConfigMap", deleting.clone()));
@@ -970,12 +963,7 @@ mod plain_tests {
 
     #[test]
     fn a_new_list_forgets_only_the_nodes_of_its_own_version() {
-        let mut graph = Graph::default();
-        graph.process(&event(
-            EventType::Add,
-            "ConfigMap",
-            owner("owner", OWNER, "ns"),
-        ));
+        let mut graph = with_owner();
         graph.process(&event(EventType::Add, "Secret", dependent(OWNER)));
         let work =
             graph.forget_unlisted(&Arc::from("v2"), &Arc::from("ConfigMap"), &HashSet::new());
@@ -998,12 +986,7 @@ mod plain_tests {
 
     #[test]
     fn a_new_list_deletes_the_nodes_it_lacks_and_replaces_the_plain_objects() {
-        let mut graph = Graph::default();
-        graph.process(&event(
-            EventType::Add,
-            "ConfigMap",
-            owner("owner", OWNER, "ns"),
-        ));
+        let mut graph = with_owner();
         graph.process(&event(
             EventType::Add,
             "ConfigMap",

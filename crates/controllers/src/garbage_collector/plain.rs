@@ -85,24 +85,25 @@ impl Plain {
         })
     }
 
-    /// The plain objects of `kind` in `api_version`'s group, if any were kept.
-    fn kind_of(&mut self, api_version: &str, kind: &str) -> Option<&mut Kind> {
+    /// Where the plain objects of `kind` in `api_version`'s group are in `kinds`.
+    fn position(&self, api_version: &str, kind: &str) -> Option<usize> {
         let (group, _) = split_api_version(api_version);
         self.kinds
-            .iter_mut()
-            .find(|k| *k.group == *group && *k.kind == *kind)
+            .iter()
+            .position(|k| *k.group == *group && *k.kind == *kind)
+    }
+
+    /// The plain objects of `kind` in `api_version`'s group, if any were kept.
+    fn kind_of(&mut self, api_version: &str, kind: &str) -> Option<&mut Kind> {
+        let index = self.position(api_version, kind)?;
+        Some(&mut self.kinds[index])
     }
 
     /// The plain objects of `kind` in `api_version`'s group, made if new.
     fn kind_mut(&mut self, api_version: &Arc<str>, kind: &Arc<str>) -> &mut Kind {
-        let (group, _) = split_api_version(api_version);
-        let found = self
-            .kinds
-            .iter()
-            .position(|k| *k.group == *group && k.kind == *kind);
-        let index = found.unwrap_or_else(|| {
+        let index = self.position(api_version, kind).unwrap_or_else(|| {
             self.kinds.push(Kind {
-                group: group.into(),
+                group: split_api_version(api_version).0.into(),
                 kind: kind.clone(),
                 api_version: api_version.clone(),
                 objects: HashMap::new(),

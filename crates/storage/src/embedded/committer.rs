@@ -395,10 +395,7 @@ fn plan(state: &State, writes: &[WriteRequest]) -> Plan {
             let key = request.write.key();
             let current = match batch.get(key) {
                 Some(written) => written.clone(),
-                None => state
-                    .latest
-                    .get_key_value(key)
-                    .map(|(key, latest)| latest.with_key(key)),
+                None => state.latest(key),
             };
             let event = decide(&request.write, current.as_ref(), revision + 1)?;
             revision += 1;
