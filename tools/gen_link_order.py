@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""Writes crates/kapi/link-order.txt: the functions a release kapi runs while it restarts
-and idles, then those only a first start runs, then those it runs to serve requests, in
-the order crates/kapi/build.rs asks the linker to place them at the start of the binary's
-text.
+"""Writes crates/kapi/link-order.txt: the order crates/kapi/build.rs asks the linker to place
+a release kapi's functions in at the start of the binary's text. First, between the markers
+`kapi_startup_code_begin` and `kapi_startup_code_end`, the functions only a start runs
+(before READY=1, on a first start or a restart, and never after it); then those a restarted
+kapi runs once ready and idle; then those only a first start runs once ready; then those it
+runs to serve requests.
 
 Why: the kernel maps an executable's code in 64 KiB windows around each page it faults in.
 Start-up code is spread over the whole text (19 MB), so nearly all of it ends up resident;
 packed together it is about 6 MB (docs/PERFORMANCE.md, "Footprint: start-up code packed").
-The serving code follows it, so that requests run from contiguous code too: left where it
-was, creates measured about 8% more CPU.
+Once ready, kapi releases the pages between the markers (crates/kapi/src/startup_code.rs),
+so what stays resident is the code it runs while it idles. The serving code follows, so that
+requests run from contiguous code too: left where it was, creates measured about 8% more
+CPU.
 
 usage: tools/gen_link_order.py [--check] [BINARY]     (default target/release/kapi)
 
@@ -16,10 +20,12 @@ Runs BINARY under valgrind's callgrind (Debian package `valgrind`): a first star
 fresh data directory and a restart on it, each until READY=1 and then IDLE_S seconds
 (default 20, past a lease renewal), then a third start that serves apibench's creates, gets,
 updates, LISTs and watches (APIBENCH, default ../shared/apibench/target/release/apibench,
-over HTTP/2 and HTTP/1.1). It keeps the names of the functions run that are in BINARY's
-text. With --check, writes nothing and prints how many of the file's names
-BINARY still has: symbol names carry hashes of the toolchain and the dependency versions,
-so the file goes stale when either changes, and the linker then silently ignores it.
+over HTTP/2 and HTTP/1.1). callgrind dumps its profile at READY=1 and again before the
+shutdown, which parts the functions run into those run before and after the server was
+ready. It keeps the names of the functions run that are in BINARY's text. With --check,
+writes nothing and prints how many of the file's names BINARY still has: symbol names carry
+hashes of the toolchain and the dependency versions, so the file goes stale when either
+changes, and the linker then silently ignores it.
 """
 import os
 import re
@@ -42,7 +48,8 @@ def text_symbols(binary):
 
 
 def run_under_callgrind(binary, data_dir, out_file, then):
-    """Starts BINARY under callgrind, waits for READY=1, calls THEN(), stops it."""
+    """Starts BINARY under callgrind, waits for READY=1, calls THEN(), stops it. Returns the
+    profiles of the start (until READY=1) and of what it ran once ready."""
     notify = tempfile.mktemp(prefix="notify-", suffix=".sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(notify)
@@ -56,11 +63,21 @@ def run_under_callgrind(binary, data_dir, out_file, then):
     try:
         while b"READY=1" not in sock.recv(4096):
             pass
+        dump(proc.pid)
         then()
+        dump(proc.pid)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
         os.unlink(notify)
+    # Each dump writes the next part (and zeroes the counts); the last part is the shutdown.
+    return out_file + ".1", out_file + ".2"
+
+
+def dump(pid):
+    """Has callgrind write the profile so far to its next part, and waits until it has."""
+    subprocess.run(["callgrind_control", "--dump", str(pid)], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def serve_load(data_dir):
@@ -102,24 +119,27 @@ def main():
     idle_s = float(os.environ.get("IDLE_S", "20"))
     with tempfile.TemporaryDirectory() as work:
         data_dir = os.path.join(work, "data")
-        runs = {}
+        started, ready = {}, {}
         for run, then in (("first-start", lambda: time.sleep(idle_s)),
                           ("restart", lambda: time.sleep(idle_s)),
                           ("serving", lambda: serve_load(data_dir))):
             profile = os.path.join(work, run + ".callgrind")
-            run_under_callgrind(binary, data_dir, profile, then)
-            runs[run] = functions_run(profile) & symbols
-    # A restart's functions first, then those only a first start runs (making the PKI, the
-    # first bootstrap), then the serving ones: a restarted kapi maps none of the second.
-    restart = runs["restart"]
-    first_only = runs["first-start"] - restart
-    serving = runs["serving"] - restart - first_only
-    order = sorted(restart) + sorted(first_only) + sorted(serving)
+            before, after = run_under_callgrind(binary, data_dir, profile, then)
+            started[run] = functions_run(before) & symbols
+            ready[run] = functions_run(after) & symbols
+    # Released once ready: what any start runs and no ready server does.
+    ever_ready = ready["first-start"] | ready["restart"] | ready["serving"]
+    startup = (started["first-start"] | started["restart"] | started["serving"]) - ever_ready
+    # What a restart runs and keeps: resident while it idles.
+    idle = (started["restart"] | ready["restart"]) - startup
+    first_idle = (started["first-start"] | ready["first-start"]) - startup - idle
+    serving = ready["serving"] - startup - idle - first_idle
+    order = (["kapi_startup_code_begin"] + sorted(startup) + ["kapi_startup_code_end"]
+             + sorted(idle) + sorted(first_idle) + sorted(serving))
     with open(ORDER_FILE, "w") as f:
         f.write("".join(name + "\n" for name in order))
-    print(f"{len(restart)} restart, {len(first_only)} first-start and {len(serving)} serving "
-          f"functions written to {ORDER_FILE}")
-
+    print(f"{len(startup)} start-up, {len(idle)} idle, {len(first_idle)} first-start idle and "
+          f"{len(serving)} serving functions written to {ORDER_FILE}")
 
 if __name__ == "__main__":
     main()

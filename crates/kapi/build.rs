@@ -16,6 +16,10 @@
 //!   changes because release builds make one code unit per crate (the workspace's
 //!   Cargo.toml); names the binary no longer has (after a toolchain or dependency update)
 //!   are ignored, and the script's `--check` says how stale the file is.
+//! - **Start-up code released once ready**: the functions only a start runs come first,
+//!   between two marker functions; when the link order has both, this sets the
+//!   `kapi_startup_code_packed` cfg, under which `src/startup_code.rs` drops their pages
+//!   once the server is ready.
 
 use std::path::Path;
 
@@ -28,8 +32,12 @@ fn main() {
     let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("link-order.txt");
     println!("cargo:rerun-if-changed={}", order.display());
     println!("cargo:rerun-if-env-changed=RUSTC_LINKER");
+    println!("cargo::rustc-check-cfg=cfg(kapi_startup_code_packed)");
     let release = std::env::var("PROFILE").as_deref() == Ok("release");
     if release && links_with_default_lld() && order.exists() {
+        if has_startup_markers(&order) {
+            println!("cargo:rustc-cfg=kapi_startup_code_packed");
+        }
         // -Xlinker passes each argument whole: `-Wl,` would split a path at its commas.
         let file = format!("--symbol-ordering-file={}", order.display());
         for arg in [file.as_str(), "--no-warn-symbol-ordering"] {
@@ -37,6 +45,13 @@ fn main() {
             println!("cargo:rustc-link-arg-bins={arg}");
         }
     }
+}
+
+/// Whether the link order bounds the start-up code with `src/startup_code.rs`'s markers.
+fn has_startup_markers(order: &Path) -> bool {
+    let names = std::fs::read_to_string(order).unwrap_or_default();
+    let listed = |marker: &str| names.lines().any(|line| line.trim() == marker);
+    listed("kapi_startup_code_begin") && listed("kapi_startup_code_end")
 }
 
 /// Whether the binary is linked by the toolchain's own LLD, which knows

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use kapi_server::{GenericApiServer, HealthCheck, ServerConfig, TlsConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -16,9 +18,18 @@ use crate::kube_apiserver::add_issuer_discovery;
 use crate::options::ServeOptions;
 use crate::pki::PkiFiles;
 
-/// Runs the server until a shutdown signal; returns when it has shut down.
-pub async fn run(options: ServeOptions) -> Result<()> {
+/// Runs the server until a shutdown signal; returns when it has shut down. `when_ready`
+/// runs once the server is ready (see [`RunningServer::ready`]).
+pub async fn run(
+    options: ServeOptions,
+    when_ready: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
     let server = start(options).await?;
+    let ready = server.ready();
+    tokio::spawn(async move {
+        ready.await;
+        when_ready.await;
+    });
     shutdown_signal().await;
     server.stop().await
 }
@@ -31,9 +42,16 @@ pub struct RunningServer {
     pub kubeconfig: PathBuf,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<()>>,
+    ready: Shared<BoxFuture<'static, ()>>,
 }
 
 impl RunningServer {
+    /// Resolves once the post-start hooks have finished and `/readyz` first passes (when a
+    /// service manager is told `READY=1`); never, if the server stops first.
+    fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.ready.clone()
+    }
+
     /// Shuts the server down gracefully and waits until it has.
     pub async fn stop(mut self) -> Result<()> {
         if let Some(shutdown) = self.shutdown.take() {
@@ -110,6 +128,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     server.add_post_start_hooks(chain.hooks)?;
     let listening = server.bind().await?;
     let address = listening.local_addr()?;
+    let ready = listening.ready().boxed().shared();
     tracing::info!(
         "kapi serving securely on {address} (advertised as {advertise}); admin kubeconfig: {}; storage: {} under {:?}; started in {:?}",
         pki.kubeconfig.display(),
@@ -138,6 +157,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         kubeconfig: pki.kubeconfig.clone(),
         shutdown: Some(shutdown),
         task,
+        ready,
     })
 }
 

@@ -5,5 +5,6 @@
 pub mod allocator;
 pub mod flags;
 pub mod logging;
+pub mod startup_code;
 
 pub use kapi_controlplane::{serve, store_command};

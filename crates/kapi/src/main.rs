@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kapi::flags::{Cli, Command, ServeOptions};
-use kapi::{logging, serve, store_command};
+use kapi::{logging, serve, startup_code, store_command};
 
 /// mimalloc rather than the system allocator: a request builds and drops many small JSON
 /// values on every worker thread, where glibc's malloc spent about a third of the CPU time
@@ -57,7 +57,7 @@ fn run_server(options: ServeOptions) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve::run(options)) {
+    match runtime.block_on(serve::run(options, startup_code::release_soon())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("{err:#}");

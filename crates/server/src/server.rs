@@ -278,13 +278,8 @@ impl GenericApiServer {
         Ok(ListeningServer {
             server: self,
             listener,
+            ready: CancellationToken::new(),
         })
-    }
-
-    /// Listens, then serves until `shutdown` resolves and shuts down gracefully (see the
-    /// module documentation).
-    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
-        self.bind().await?.serve(shutdown).await
     }
 
     /// Builds the handler chain, the health endpoints included, and hands back the hooks and
@@ -363,6 +358,8 @@ impl GenericApiServer {
 pub struct ListeningServer {
     server: GenericApiServer,
     listener: TcpListener,
+    /// Cancelled once `/readyz` first passes.
+    ready: CancellationToken,
 }
 
 impl ListeningServer {
@@ -371,10 +368,21 @@ impl ListeningServer {
         self.listener.local_addr()
     }
 
+    /// Resolves once [`serve`](Self::serve)'s post-start hooks have finished and `/readyz`
+    /// first passes (when a service manager is told `READY=1`); never, if the server stops
+    /// first.
+    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.ready.clone().cancelled_owned()
+    }
+
     /// Serves until `shutdown` resolves, then shuts down gracefully (see the module
     /// documentation). Post-start hooks start now.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Result<(), ServerError> {
-        let ListeningServer { server, listener } = self;
+        let ListeningServer {
+            server,
+            listener,
+            ready,
+        } = self;
         let config = &server.config;
         let (shutdown_delay, shutdown_timeout) = (config.shutdown_delay, config.shutdown_timeout);
         let tls = server.tls.clone();
@@ -389,7 +397,7 @@ impl ListeningServer {
         let tasks = TaskTracker::new();
         let hooks_done = hooks.iter().map(|(_, done)| done.clone()).collect();
         let mut running_hooks = start_hooks(hooks, &stopping, &loopback, &tasks);
-        crate::systemd::notify_ready(readyz, hooks_done, stopping.clone());
+        crate::systemd::announce_ready(readyz, hooks_done, stopping.clone(), ready);
         let result = tokio::select! {
             () = shutdown => Ok(()),
             failure = first_hook_failure(&mut running_hooks) => Err(failure),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{Client, PROTOCOLS, Protocol, TestServer, ok, route, start};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use http::{Method, Request, Response, StatusCode};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
@@ -129,9 +129,17 @@ async fn post_start_hooks_gate_readiness() {
         .get("/healthz/poststarthook/slow-hook")
         .await;
     assert_eq!(single.body, "internal server error: not finished\n");
+    assert!(
+        server.ready().now_or_never().is_none(),
+        "ready before its hook"
+    );
 
     release.notify_one();
-    wait_for_status(&anonymous, "/readyz", StatusCode::OK).await;
+    // Readiness is marked without a service manager to tell, and /readyz then passes.
+    tokio::time::timeout(Duration::from_secs(30), server.ready())
+        .await
+        .expect("ready once the hook finished");
+    assert_eq!(anonymous.get("/readyz").await.status, StatusCode::OK);
     server.shutdown().await.unwrap();
 }
 

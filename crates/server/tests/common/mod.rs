@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use http::{HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Empty};
 use hyper::body::Incoming;
@@ -145,6 +147,7 @@ pub struct TestServer {
     pub pki: Arc<TestPki>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
+    ready: Shared<BoxFuture<'static, ()>>,
 }
 
 /// Starts a server with `route` on a free port; `configure` adjusts the config and the server
@@ -162,7 +165,9 @@ pub async fn start(
     let mut server = GenericApiServer::new(config, route).unwrap();
     prepare(&mut server);
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(async {
+    let listening = server.bind().await.unwrap();
+    let ready = listening.ready().boxed().shared();
+    let task = tokio::spawn(listening.serve(async {
         let _ = stopped.await;
     }));
     let server = TestServer {
@@ -170,6 +175,7 @@ pub async fn start(
         pki,
         stop: Some(stop),
         task,
+        ready,
     };
     server.wait_serving().await;
     server
@@ -203,6 +209,11 @@ impl TestServer {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!("the server did not start serving");
+    }
+
+    /// Resolves once `/readyz` first passes ([`kapi_server::ListeningServer::ready`]).
+    pub fn ready(&self) -> impl Future<Output = ()> + use<> {
+        self.ready.clone()
     }
 
     /// Starts the shutdown.
