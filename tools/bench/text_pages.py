@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Which pages of a running kapi's code are mapped: in all, in the start-up range that it
+releases once ready (between `kapi_startup_code_begin` and `kapi_startup_code_end`, see
+crates/kapi/src/startup_code.rs), and in which runs. Reads /proc/PID/pagemap (as root).
+usage: text_pages.py <pid>"""
+import struct
+import subprocess
+import sys
+
+PAGE = 4096
+
+
+def text_mapping(pid):
+    """The executable's code mapping: (start, end, path)."""
+    for line in open(f"/proc/{pid}/maps"):
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "r-xp" and parts[5].startswith("/"):
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            return start, end, parts[5]
+    sys.exit("no executable code mapping")
+
+
+def markers(binary):
+    """The addresses of the two markers, or None when the binary has none."""
+    out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    found = {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines())
+             if len(p) == 3 and p[2].startswith("kapi_startup_code_")}
+    if {"kapi_startup_code_begin", "kapi_startup_code_end"} <= found.keys():
+        return found["kapi_startup_code_begin"], found["kapi_startup_code_end"]
+    return None
+
+
+def mapped_pages(pid, start, end):
+    """The addresses of the mapped pages in [start, end)."""
+    with open(f"/proc/{pid}/pagemap", "rb") as pagemap:
+        pagemap.seek(start // PAGE * 8)
+        data = pagemap.read((end - start) // PAGE * 8)
+    return [start + i * PAGE for i in range(len(data) // 8)
+            if struct.unpack_from("<Q", data, i * 8)[0] >> 63]
+
+
+def main():
+    pid = int(sys.argv[1])
+    start, end, binary = text_mapping(pid)
+    pages = mapped_pages(pid, start, end)
+    print(f"{binary}: {len(pages) * PAGE // 1024} KiB of {(end - start) // 1024} KiB of code mapped")
+    bounds = markers(binary)
+    if bounds:
+        inside = sum(1 for p in pages if bounds[0] <= p < bounds[1])
+        print(f"start-up range {bounds[0]:#x}-{bounds[1]:#x} ({(bounds[1] - bounds[0]) // 1024} KiB): "
+              f"{inside * PAGE // 1024} KiB mapped")
+    run_start = previous = None
+    for page in pages + [None]:
+        if page is not None and previous is not None and page == previous + PAGE:
+            previous = page
+            continue
+        if run_start is not None:
+            print(f"  {run_start:#x} {(previous + PAGE - run_start) // 1024} KiB")
+        run_start = previous = page
+
+
+if __name__ == "__main__":
+    main()
