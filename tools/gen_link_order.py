@@ -1,18 +1,18 @@
 #!/usr/bin/env python3
 """Writes crates/kapi/link-order.txt: the order crates/kapi/build.rs asks the linker to place
 a release kapi's functions in at the start of the binary's text. First, between the markers
-`kapi_startup_code_begin` and `kapi_startup_code_end`, the functions only a start runs
-(before READY=1, on a first start or a restart, and never after it); then those a restarted
-kapi runs once ready and idle; then those only a first start runs once ready; then those it
-runs to serve requests.
+`kapi_startup_code_begin` and `kapi_startup_code_end`, the functions some start runs (until
+READY=1, on a first start or a restart) and no started server does; then the others a
+restart runs, before or after READY=1; then the others a first start runs; then those it
+runs to serve requests; last, those only its shutdown runs.
 
 Why: the kernel maps an executable's code in 64 KiB windows around each page it faults in.
 Start-up code is spread over the whole text (19 MB), so nearly all of it ends up resident;
-packed together it is about 6 MB (docs/PERFORMANCE.md, "Footprint: start-up code packed").
-Once ready, kapi releases the pages between the markers (crates/kapi/src/startup_code.rs),
-so what stays resident is the code it runs while it idles. The serving code follows, so that
-requests run from contiguous code too: left where it was, creates measured about 8% more
-CPU.
+packed together it was about 6 MB (docs/PERFORMANCE.md, "Footprint: start-up code packed").
+Once started, kapi releases the pages between the markers (crates/kapi/src/startup_code.rs),
+so what stays resident is the rest of what a restart runs. The serving code follows, so
+that requests run from contiguous code too: left where it was, creates measured about 8%
+more CPU.
 
 usage: tools/gen_link_order.py [--check] [BINARY]     (default target/release/kapi)
 
@@ -21,11 +21,12 @@ fresh data directory and a restart on it, each until READY=1 and then IDLE_S sec
 (default 20, past a lease renewal), then a third start that serves apibench's creates, gets,
 updates, LISTs and watches (APIBENCH, default ../shared/apibench/target/release/apibench,
 over HTTP/2 and HTTP/1.1). callgrind dumps its profile at READY=1 and again before the
-shutdown, which parts the functions run into those run before and after the server was
-ready. It keeps the names of the functions run that are in BINARY's text. With --check,
-writes nothing and prints how many of the file's names BINARY still has: symbol names carry
-hashes of the toolchain and the dependency versions, so the file goes stale when either
-changes, and the linker then silently ignores it.
+shutdown, which parts the functions run into those run before the server was ready, after,
+and at its shutdown. It keeps the names of the functions run that are in BINARY's text.
+
+With --check, writes nothing and prints how many of the file's names BINARY still has:
+symbol names carry hashes of the toolchain and the dependency versions, so the file goes
+stale when either changes, and the linker then silently ignores it.
 """
 import os
 import re
@@ -49,7 +50,7 @@ def text_symbols(binary):
 
 def run_under_callgrind(binary, data_dir, out_file, then):
     """Starts BINARY under callgrind, waits for READY=1, calls THEN(), stops it. Returns the
-    profiles of the start (until READY=1) and of what it ran once ready."""
+    profiles of the start (until READY=1), of what it ran once ready, and of its shutdown."""
     notify = tempfile.mktemp(prefix="notify-", suffix=".sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(notify)
@@ -63,21 +64,25 @@ def run_under_callgrind(binary, data_dir, out_file, then):
     try:
         while b"READY=1" not in sock.recv(4096):
             pass
-        dump(proc.pid)
+        dump(proc.pid, out_file + ".1")
         then()
-        dump(proc.pid)
+        dump(proc.pid, out_file + ".2")
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait()
         os.unlink(notify)
-    # Each dump writes the next part (and zeroes the counts); the last part is the shutdown.
-    return out_file + ".1", out_file + ".2"
+    # Each dump writes the next part, OUT_FILE.1 and .2, and zeroes the counts; OUT_FILE
+    # itself is written at exit: the shutdown.
+    return out_file + ".1", out_file + ".2", out_file
 
 
-def dump(pid):
-    """Has callgrind write the profile so far to its next part, and waits until it has."""
+def dump(pid, part):
+    """Has callgrind write the profile so far to PART, and waits until it has.
+    callgrind_control exits 0 whether or not it reached callgrind."""
     subprocess.run(["callgrind_control", "--dump", str(pid)], check=True,
-                   stdout=subprocess.DEVNULL)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if not os.path.exists(part):
+        sys.exit(f"callgrind_control did not make callgrind dump {part}")
 
 
 def serve_load(data_dir):
@@ -119,27 +124,36 @@ def main():
     idle_s = float(os.environ.get("IDLE_S", "20"))
     with tempfile.TemporaryDirectory() as work:
         data_dir = os.path.join(work, "data")
-        started, ready = {}, {}
+        started, ready, stopped = {}, {}, set()
         for run, then in (("first-start", lambda: time.sleep(idle_s)),
                           ("restart", lambda: time.sleep(idle_s)),
                           ("serving", lambda: serve_load(data_dir))):
             profile = os.path.join(work, run + ".callgrind")
-            before, after = run_under_callgrind(binary, data_dir, profile, then)
+            before, after, shutdown = run_under_callgrind(binary, data_dir, profile, then)
             started[run] = functions_run(before) & symbols
             ready[run] = functions_run(after) & symbols
-    # Released once ready: what any start runs and no ready server does.
+            stopped |= functions_run(shutdown) & symbols
+    # Released once started: what any start runs and no ready server does (the release
+    # itself excepted, should the first dump come late).
     ever_ready = ready["first-start"] | ready["restart"] | ready["serving"]
-    startup = (started["first-start"] | started["restart"] | started["serving"]) - ever_ready
+    startup = {name for name in
+               (started["first-start"] | started["restart"] | started["serving"]) - ever_ready
+               if "startup_code" not in name}
     # What a restart runs and keeps: resident while it idles.
     idle = (started["restart"] | ready["restart"]) - startup
     first_idle = (started["first-start"] | ready["first-start"]) - startup - idle
     serving = ready["serving"] - startup - idle - first_idle
-    order = (["kapi_startup_code_begin"] + sorted(startup) + ["kapi_startup_code_end"]
-             + sorted(idle) + sorted(first_idle) + sorted(serving))
+    shutdown = stopped - startup - idle - first_idle - serving
+    # A restart's start-up code first, then what only a first start runs.
+    order = (["kapi_startup_code_begin"] + sorted(startup & started["restart"])
+             + sorted(startup - started["restart"]) + ["kapi_startup_code_end"]
+             + sorted(idle) + sorted(first_idle) + sorted(serving) + sorted(shutdown))
     with open(ORDER_FILE, "w") as f:
         f.write("".join(name + "\n" for name in order))
-    print(f"{len(startup)} start-up, {len(idle)} idle, {len(first_idle)} first-start idle and "
-          f"{len(serving)} serving functions written to {ORDER_FILE}")
+    print(f"{len(startup)} start-up, {len(idle)} restart, {len(first_idle)} first-start, "
+          f"{len(serving)} serving and {len(shutdown)} shutdown functions written to "
+          f"{ORDER_FILE}")
+
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which pages of a running kapi's code are mapped: in all, in the start-up range that it
 releases once ready (between `kapi_startup_code_begin` and `kapi_startup_code_end`, see
-crates/kapi/src/startup_code.rs), and in which runs. Reads /proc/PID/pagemap (as root).
+crates/kapi/src/startup_code.rs), and in which runs. Reads /proc/PID/pagemap.
 usage: text_pages.py <pid>"""
 import struct
 import subprocess
@@ -14,7 +14,7 @@ def text_mapping(pid):
     """The executable's code mapping: (start, end, path)."""
     for line in open(f"/proc/{pid}/maps"):
         parts = line.split()
-        if len(parts) >= 6 and parts[1] == "r-xp" and parts[5].startswith("/"):
+        if len(parts) == 6 and parts[1] == "r-xp" and parts[5].startswith("/"):
             start, end = (int(x, 16) for x in parts[0].split("-"))
             return start, end, parts[5]
     sys.exit("no executable code mapping")
@@ -43,11 +43,14 @@ def main():
     pid = int(sys.argv[1])
     start, end, binary = text_mapping(pid)
     pages = mapped_pages(pid, start, end)
-    print(f"{binary}: {len(pages) * PAGE // 1024} KiB of {(end - start) // 1024} KiB of code mapped")
+    mapped, size = len(pages) * PAGE // 1024, (end - start) // 1024
+    print(f"{binary}: {mapped} KiB of {size} KiB of code mapped")
     bounds = markers(binary)
     if bounds:
-        inside = sum(1 for p in pages if bounds[0] <= p < bounds[1])
-        print(f"start-up range {bounds[0]:#x}-{bounds[1]:#x} ({(bounds[1] - bounds[0]) // 1024} KiB): "
+        # The whole pages between the markers: those kapi releases.
+        first, last = -(-bounds[0] // PAGE) * PAGE, bounds[1] // PAGE * PAGE
+        inside = sum(1 for p in pages if first <= p < last)
+        print(f"released range {first:#x}-{last:#x} ({(last - first) // 1024} KiB): "
               f"{inside * PAGE // 1024} KiB mapped")
     run_start = previous = None
     for page in pages + [None]:

@@ -3,11 +3,10 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use futures::FutureExt;
-use futures::future::{BoxFuture, Shared};
 use kapi_server::{GenericApiServer, HealthCheck, ServerConfig, TlsConfig};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -18,19 +17,23 @@ use crate::kube_apiserver::add_issuer_discovery;
 use crate::options::ServeOptions;
 use crate::pki::PkiFiles;
 
-/// Runs the server until a shutdown signal; returns when it has shut down. `when_ready`
-/// runs once the server is ready (see [`RunningServer::ready`]).
-pub async fn run(
-    options: ServeOptions,
-    when_ready: impl Future<Output = ()> + Send + 'static,
-) -> Result<()> {
-    let server = start(options).await?;
-    let ready = server.ready();
-    tokio::spawn(async move {
-        ready.await;
-        when_ready.await;
-    });
-    shutdown_signal().await;
+/// Runs the server until a shutdown signal; returns when it has shut down. `when_started`
+/// runs in the caller's task once the server's start is over (its post-start hooks have
+/// finished), unless the shutdown comes first.
+pub async fn run(options: ServeOptions, when_started: impl Future<Output = ()>) -> Result<()> {
+    let mut server = start(options).await?;
+    let started = server.started.take();
+    let after_start = async {
+        if let Some(started) = started {
+            started.await;
+            when_started.await;
+        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        () = shutdown_signal() => {}
+        () = after_start => {}
+    }
     server.stop().await
 }
 
@@ -42,16 +45,11 @@ pub struct RunningServer {
     pub kubeconfig: PathBuf,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<()>>,
-    ready: Shared<BoxFuture<'static, ()>>,
+    /// Resolves once the post-start hooks have finished ([`run`] takes it).
+    started: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl RunningServer {
-    /// Resolves once the post-start hooks have finished and `/readyz` first passes (when a
-    /// service manager is told `READY=1`); never, if the server stops first.
-    fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.ready.clone()
-    }
-
     /// Shuts the server down gracefully and waits until it has.
     pub async fn stop(mut self) -> Result<()> {
         if let Some(shutdown) = self.shutdown.take() {
@@ -128,7 +126,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
     server.add_post_start_hooks(chain.hooks)?;
     let listening = server.bind().await?;
     let address = listening.local_addr()?;
-    let ready = listening.ready().boxed().shared();
+    let hooks_finished = Box::pin(listening.started());
     tracing::info!(
         "kapi serving securely on {address} (advertised as {advertise}); admin kubeconfig: {}; storage: {} under {:?}; started in {:?}",
         pki.kubeconfig.display(),
@@ -157,7 +155,7 @@ pub async fn start(options: ServeOptions) -> Result<RunningServer> {
         kubeconfig: pki.kubeconfig.clone(),
         shutdown: Some(shutdown),
         task,
-        ready,
+        started: Some(hooks_finished),
     })
 }
 

@@ -4,7 +4,7 @@
 //! Shutdown, as kube-apiserver's: when the shutdown future resolves, `/readyz` fails at once;
 //! after the shutdown delay the listener closes, connections drain (HTTP/2 GOAWAY, HTTP/1.1
 //! without keep-alive), long-running responses end, and requests in flight finish, for at most
-//! the shutdown timeout; then `run` returns.
+//! the shutdown timeout; then [`ListeningServer::serve`] returns.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -255,7 +255,7 @@ impl GenericApiServer {
 
     /// Adds a hook run once the server is listening, with a `poststarthook/<name>` check on
     /// every health endpoint that fails until the hook has finished. A hook that fails stops
-    /// the server (`run` returns its error), as a failed hook is fatal upstream.
+    /// the server (`serve` returns its error), as a failed hook is fatal upstream.
     pub fn add_post_start_hook<F, Fut>(&mut self, name: &str, hook: F) -> Result<(), ServerError>
     where
         F: FnOnce(PostStartHookContext) -> Fut + Send + 'static,
@@ -278,7 +278,7 @@ impl GenericApiServer {
         Ok(ListeningServer {
             server: self,
             listener,
-            ready: CancellationToken::new(),
+            started: CancellationToken::new(),
         })
     }
 
@@ -358,8 +358,8 @@ impl GenericApiServer {
 pub struct ListeningServer {
     server: GenericApiServer,
     listener: TcpListener,
-    /// Cancelled once `/readyz` first passes.
-    ready: CancellationToken,
+    /// Cancelled once every post-start hook has finished.
+    started: CancellationToken,
 }
 
 impl ListeningServer {
@@ -368,11 +368,11 @@ impl ListeningServer {
         self.listener.local_addr()
     }
 
-    /// Resolves once [`serve`](Self::serve)'s post-start hooks have finished and `/readyz`
-    /// first passes (when a service manager is told `READY=1`); never, if the server stops
-    /// first.
-    pub fn ready(&self) -> impl Future<Output = ()> + Send + 'static {
-        self.ready.clone().cancelled_owned()
+    /// Resolves once every post-start hook [`serve`](Self::serve) starts has finished: the
+    /// start is over (`/readyz` passes once its other checks hold too). Never, if the server
+    /// stops first.
+    pub fn started(&self) -> impl Future<Output = ()> + Send + use<> {
+        self.started.clone().cancelled_owned()
     }
 
     /// Serves until `shutdown` resolves, then shuts down gracefully (see the module
@@ -381,7 +381,7 @@ impl ListeningServer {
         let ListeningServer {
             server,
             listener,
-            ready,
+            started,
         } = self;
         let config = &server.config;
         let (shutdown_delay, shutdown_timeout) = (config.shutdown_delay, config.shutdown_timeout);
@@ -395,9 +395,10 @@ impl ListeningServer {
         let loopback = Loopback::new(chain.clone(), drain.clone());
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
         let tasks = TaskTracker::new();
-        let hooks_done = hooks.iter().map(|(_, done)| done.clone()).collect();
+        let hooks_done: Vec<_> = hooks.iter().map(|(_, done)| done.clone()).collect();
         let mut running_hooks = start_hooks(hooks, &stopping, &loopback, &tasks);
-        crate::systemd::announce_ready(readyz, hooks_done, stopping.clone(), ready);
+        tokio::spawn(mark_started(hooks_done.clone(), stopping.clone(), started));
+        crate::systemd::notify_ready(readyz, hooks_done, stopping.clone());
         let result = tokio::select! {
             () = shutdown => Ok(()),
             failure = first_hook_failure(&mut running_hooks) => Err(failure),
@@ -419,6 +420,21 @@ impl ListeningServer {
         running_hooks.shutdown().await;
         result
     }
+}
+
+/// Cancels `started` once every hook has finished, unless `stopping` comes first.
+async fn mark_started(
+    hooks: Vec<CancellationToken>,
+    stopping: CancellationToken,
+    started: CancellationToken,
+) {
+    for done in &hooks {
+        tokio::select! {
+            _ = stopping.cancelled() => return,
+            _ = done.cancelled() => {}
+        }
+    }
+    started.cancel();
 }
 
 /// Starts every hook in its own task; each marks its health check done when it succeeds.

@@ -1,10 +1,7 @@
 //! Telling a service manager how the server is doing, over systemd's notify protocol
 //! (`$NOTIFY_SOCKET`), as upstream's generic server tells it with go-systemd: `READY=1` once
 //! `/readyz` first passes (the post-start hooks have finished and every readiness check
-//! holds), `STOPPING=1` when shutdown begins. Without `$NOTIFY_SOCKET` nothing is sent; the
-//! moment of readiness is marked all the same, for [`ListeningServer::ready`].
-//!
-//! [`ListeningServer::ready`]: crate::ListeningServer::ready
+//! holds), `STOPPING=1` when shutdown begins. Without `$NOTIFY_SOCKET` nothing is sent.
 
 use std::time::Duration;
 
@@ -24,19 +21,20 @@ fn managed() -> bool {
     std::env::var_os("NOTIFY_SOCKET").is_some()
 }
 
-/// Cancels `ready` and sends `READY=1` once every check of `readyz` passes, unless
-/// `stopping` comes first. The
+/// Sends `READY=1` once every check of `readyz` passes, unless `stopping` comes first. The
 /// post-start hooks, which readiness waits for longest, say when each finishes (`hooks`);
 /// the other checks (storage, boot sequences) have no common signal, so once the hooks are
 /// done they are looked at, soon at first and then less often. Looking every 5, 10, 20...
 /// ms from the start instead sent `READY=1` up to 20 ms after `/readyz` first passed
 /// (docs/PERFORMANCE.md, "Readiness: READY=1 when the hooks finish").
-pub(crate) fn announce_ready(
+pub(crate) fn notify_ready(
     readyz: HealthEndpoint,
     hooks: Vec<CancellationToken>,
     stopping: CancellationToken,
-    ready: CancellationToken,
 ) {
+    if !managed() {
+        return;
+    }
     tokio::spawn(async move {
         for done in &hooks {
             tokio::select! {
@@ -52,10 +50,7 @@ pub(crate) fn announce_ready(
             }
             wait = (wait * 2).min(MAX_WAIT);
         }
-        ready.cancel();
-        if managed() {
-            send(NotifyState::Ready);
-        }
+        send(NotifyState::Ready);
     });
 }
 

@@ -147,7 +147,7 @@ pub struct TestServer {
     pub pki: Arc<TestPki>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<Result<(), ServerError>>,
-    ready: Shared<BoxFuture<'static, ()>>,
+    started: Shared<BoxFuture<'static, ()>>,
 }
 
 /// Starts a server with `route` on a free port; `configure` adjusts the config and the server
@@ -166,7 +166,7 @@ pub async fn start(
     prepare(&mut server);
     let (stop, stopped) = oneshot::channel::<()>();
     let listening = server.bind().await.unwrap();
-    let ready = listening.ready().boxed().shared();
+    let started = listening.started().boxed().shared();
     let task = tokio::spawn(listening.serve(async {
         let _ = stopped.await;
     }));
@@ -175,7 +175,7 @@ pub async fn start(
         pki,
         stop: Some(stop),
         task,
-        ready,
+        started,
     };
     server.wait_serving().await;
     server
@@ -211,9 +211,10 @@ impl TestServer {
         panic!("the server did not start serving");
     }
 
-    /// Resolves once `/readyz` first passes ([`kapi_server::ListeningServer::ready`]).
-    pub fn ready(&self) -> impl Future<Output = ()> + use<> {
-        self.ready.clone()
+    /// Resolves once the post-start hooks have finished
+    /// ([`kapi_server::ListeningServer::started`]).
+    pub fn started(&self) -> impl Future<Output = ()> + use<> {
+        self.started.clone()
     }
 
     /// Starts the shutdown.
@@ -223,13 +224,13 @@ impl TestServer {
         }
     }
 
-    /// Shuts down and returns how `run` ended.
+    /// Shuts down and returns how `serve` ended.
     pub async fn shutdown(mut self) -> Result<(), ServerError> {
         self.begin_shutdown();
         self.task.await.unwrap()
     }
 
-    /// Waits for `run` to end without asking it to.
+    /// Waits for `serve` to end without asking it to.
     pub async fn join(self) -> Result<(), ServerError> {
         self.task.await.unwrap()
     }
