@@ -17,8 +17,11 @@ more CPU.
 usage: tools/gen_link_order.py [--check] [BINARY]     (default target/release/kapi)
 
 Runs BINARY under valgrind's callgrind (Debian package `valgrind`): a first start on a
-fresh data directory and a restart on it, each until READY=1 and then IDLE_S seconds
-(default 20, past a lease renewal), then a third start that serves apibench's creates, gets,
+fresh data directory, until READY=1 and 20 seconds more (past a lease renewal), and a
+restart on it, until READY=1 and then IDLE_S seconds (default 310: past the periodic work
+of up to five minutes, such as the namespace controller's resync; code whose first pass
+runs at the start and whose next only later, such as the hourly cleaners', is released and
+mapped back then), then a third start that serves apibench's creates, gets,
 updates, LISTs and watches (APIBENCH, default ../shared/apibench/target/release/apibench,
 over HTTP/2 and HTTP/1.1). callgrind dumps its profile at READY=1 and again before the
 shutdown, which parts the functions run into those run before the server was ready, after,
@@ -42,9 +45,9 @@ ORDER_FILE = os.path.join(ROOT, "crates", "kapi", "link-order.txt")
 
 
 def text_symbols(binary):
-    """The names of BINARY's function symbols."""
+    """BINARY's function symbols: name -> address."""
     out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
-    return {p[2] for p in (line.split() for line in out.splitlines())
+    return {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines())
             if len(p) == 3 and p[1] in "tT"}
 
 
@@ -120,19 +123,22 @@ def main():
         listed = [line.strip() for line in open(ORDER_FILE) if line.strip()]
         present = sum(1 for name in listed if name in symbols)
         print(f"{present} of {len(listed)} names in {ORDER_FILE} are in {binary}")
+        begin, end = (symbols.get(f"kapi_startup_code_{m}") for m in ("begin", "end"))
+        if begin is not None and end is not None:
+            print(f"start-up code {begin:#x}-{end:#x}: {(end - begin) // 1024} KiB")
         sys.exit(0 if present * 10 >= len(listed) * 9 else 1)
-    idle_s = float(os.environ.get("IDLE_S", "20"))
+    idle_s = float(os.environ.get("IDLE_S", "310"))
     with tempfile.TemporaryDirectory() as work:
         data_dir = os.path.join(work, "data")
         started, ready, stopped = {}, {}, set()
-        for run, then in (("first-start", lambda: time.sleep(idle_s)),
+        for run, then in (("first-start", lambda: time.sleep(20)),
                           ("restart", lambda: time.sleep(idle_s)),
                           ("serving", lambda: serve_load(data_dir))):
             profile = os.path.join(work, run + ".callgrind")
             before, after, shutdown = run_under_callgrind(binary, data_dir, profile, then)
-            started[run] = functions_run(before) & symbols
-            ready[run] = functions_run(after) & symbols
-            stopped |= functions_run(shutdown) & symbols
+            started[run] = functions_run(before) & symbols.keys()
+            ready[run] = functions_run(after) & symbols.keys()
+            stopped |= functions_run(shutdown) & symbols.keys()
     # Released once started: what any start runs and no ready server does (the release
     # itself excepted, should the first dump come late).
     ever_ready = ready["first-start"] | ready["restart"] | ready["serving"]
