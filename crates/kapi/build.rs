@@ -16,10 +16,10 @@
 //!   changes because release builds make one code unit per crate (the workspace's
 //!   Cargo.toml); names the binary no longer has (after a toolchain or dependency update)
 //!   are ignored, and the script's `--check` says how stale the file is.
-//! - **Start-up code released once ready**: the functions only a start runs come first,
+//! - **Start-up code released once started**: the functions only a start runs come first,
 //!   between two marker functions; when the link order has both, this sets the
 //!   `kapi_startup_code_packed` cfg, under which `src/startup_code.rs` drops their pages
-//!   once the server is ready.
+//!   once the server's post-start hooks have finished.
 
 use std::path::Path;
 

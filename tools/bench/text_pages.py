@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Which pages of a running kapi's code are mapped: in all, in the start-up range that it
-releases once ready (between `kapi_startup_code_begin` and `kapi_startup_code_end`, see
+releases once started (between `kapi_startup_code_begin` and `kapi_startup_code_end`, see
 crates/kapi/src/startup_code.rs), and in which runs. Reads /proc/PID/pagemap.
 usage: text_pages.py <pid>"""
+import os
 import struct
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from gen_link_order import text_symbols  # noqa: E402
 
 PAGE = 4096
 
@@ -22,12 +25,9 @@ def text_mapping(pid):
 
 def markers(binary):
     """The addresses of the two markers, or None when the binary has none."""
-    out = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
-    found = {p[2]: int(p[0], 16) for p in (line.split() for line in out.splitlines())
-             if len(p) == 3 and p[2].startswith("kapi_startup_code_")}
-    if {"kapi_startup_code_begin", "kapi_startup_code_end"} <= found.keys():
-        return found["kapi_startup_code_begin"], found["kapi_startup_code_end"]
-    return None
+    symbols = text_symbols(binary)
+    begin, end = (symbols.get(f"kapi_startup_code_{m}") for m in ("begin", "end"))
+    return None if begin is None or end is None else (begin, end)
 
 
 def mapped_pages(pid, start, end):
