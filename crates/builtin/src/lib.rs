@@ -18,6 +18,7 @@ mod catalog;
 pub mod configmap;
 mod earlier;
 pub mod event;
+pub mod flowcontrol_bootstrap;
 mod kinds;
 pub mod lease;
 pub mod namespace;

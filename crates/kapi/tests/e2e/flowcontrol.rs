@@ -210,7 +210,8 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
     }
 
     // Deleted or changed, what the producer keeps comes back; the exempt level's shares are
-    // the operator's to tune; a suggested object opted out stays as changed.
+    // the operator's to tune; a suggested object opted out stays as changed; the other
+    // mandatory objects' specs cannot be changed.
     server
         .kubectl_ok(&["delete", "flowschema", "catch-all"])
         .await;
@@ -222,9 +223,27 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
                 .await
         }
     };
+    // A mandatory object's spec is fixed: the write is refused, as upstream refuses it.
+    let refused = server
+        .kubectl(&[
+            "patch",
+            "prioritylevelconfiguration",
+            "catch-all",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"limited":{"nominalConcurrencyShares":7}}}"#,
+        ])
+        .await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && stderr.contains(r#"The PriorityLevelConfiguration "catch-all" is invalid: spec: Invalid value: {"Type":"Limited","Limited":{"NominalConcurrencyShares":7,"#)
+            && stderr.contains("spec of 'catch-all' must equal the fixed value"),
+        "{stderr}"
+    );
     patch(
         "prioritylevelconfiguration",
-        "catch-all",
+        "workload-low",
         r#"{"spec":{"limited":{"nominalConcurrencyShares":7}}}"#,
     )
     .await;
@@ -252,6 +271,17 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
         "  annotations: {apf.kubernetes.io/autoupdate-spec: \"true\"}\n",
     );
     ok_stdin(&server, &["create", "-f", "-"], &managed).await;
+    // Rules are validated as upstream validates them.
+    let bad = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: bad\nspec:\n  priorityLevelConfiguration: {name: global-default}\n  rules:\n  - subjects: [{kind: Group, group: {name: g}}]\n    nonResourceRules: [{verbs: [GET], nonResourceURLs: [healthz]}]\n";
+    let refused = server
+        .kubectl_stdin(&["create", "-f", "-"], Some(bad))
+        .await;
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(r#"spec.rules[0].nonResourceRules[0].verbs: Unsupported value: ["GET"]: supported values: "create", "delete""#)
+            && stderr.contains(r#"spec.rules[0].nonResourceRules[0].nonResourceURLs[0]: Invalid value: "healthz": must start with slash"#),
+        "{stderr}"
+    );
     ok_stdin(&server, &["create", "-f", "-"], &extra("mine", "")).await;
     let dangling = "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: lost\nspec:\n  priorityLevelConfiguration: {name: nowhere}\n  matchingPrecedence: 6000\n  rules: []\n";
     ok_stdin(&server, &["create", "-f", "-"], dangling).await;
@@ -271,8 +301,8 @@ async fn the_bootstrap_configuration_is_kept_as_upstreams_producer_keeps_it() {
     .await;
     wait_for(
         &server,
-        &["get", "prioritylevelconfiguration", "catch-all"],
-        |pl| pl["spec"]["limited"]["nominalConcurrencyShares"] == 5,
+        &["get", "prioritylevelconfiguration", "workload-low"],
+        |pl| pl["spec"]["limited"]["nominalConcurrencyShares"] == 100,
     )
     .await;
     wait_for(&server, &["get", "flowschema", "service-accounts"], |fs| {

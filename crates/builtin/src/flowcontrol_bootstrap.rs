@@ -1,6 +1,8 @@
-//! The bootstrap configuration (upstream's `bootstrap/default.go`): every object carries
-//! the annotation `apf.kubernetes.io/autoupdate-spec: "true"` and no labels, and is written
-//! fully defaulted, so that defaulting changes nothing in it.
+//! API Priority and Fairness's bootstrap configuration (upstream's `bootstrap/default.go`):
+//! part of the API, as the mandatory objects' specs are fixed by validation, and kept by
+//! kapi-flowcontrol's configuration producer. Every object carries the annotation
+//! `apf.kubernetes.io/autoupdate-spec: "true"` and no labels, and is written fully
+//! defaulted, so that defaulting changes nothing in it.
 
 use serde_json::{Value, json};
 
