@@ -63,6 +63,22 @@ struct Level {
     dropped: Arc<Mutex<DroppedRequests>>,
 }
 
+/// The most requests the levels' queues hold (upstream's `maxWaitingRequests`).
+fn max_waiting(levels: &HashMap<String, Level>) -> usize {
+    levels
+        .values()
+        .map(|level| match level.set.kind() {
+            Kind::Queue(queuing) => queuing.queues * queuing.queue_length_limit,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The levels' nominal limits summed (upstream's `maxExecutingRequests`).
+fn max_executing(levels: &HashMap<String, Level>) -> usize {
+    levels.values().map(|level| level.limits.nominal).sum()
+}
+
 impl FlowController {
     /// A controller sharing `server_concurrency` seats, with the bootstrap's mandatory
     /// configuration until the first [`refresh`](Self::refresh).
@@ -149,6 +165,8 @@ impl FlowController {
             };
             levels.insert(name.clone(), level);
         }
+        let capacity = (max_waiting(&levels), max_executing(&levels));
+        self.metrics.request_capacity(capacity.0, capacity.1);
         let handles = digest
             .schemas
             .iter()
@@ -203,7 +221,7 @@ impl FlowController {
                 average: period.average,
                 deviation: period.deviation,
                 smoothed: demand.smoothed,
-                target: demand.smoothed.max(limits.min as f64),
+                target: limits.target(demand),
             };
             self.metrics.level(name, &figures);
         }

@@ -29,9 +29,21 @@ impl Limits {
     pub(crate) fn initial(&self) -> usize {
         self.nominal - self.lendable / 2
     }
+
+    /// The least a non-exempt level gets for the next period with `demand` (upstream's
+    /// `minCurrentCL`): what it cannot lend, and what it used up to its nominal limit.
+    pub(crate) fn lower_bound(&self, demand: &Demand) -> f64 {
+        let used = demand.high_watermark.round();
+        (self.min as f64).max((self.nominal as f64).min(used))
+    }
+
+    /// The seats a level aims at for the next period (upstream's `target`): its smoothed
+    /// demand, at least its lower bound.
+    pub(crate) fn target(&self, demand: &Demand) -> f64 {
+        self.lower_bound(demand).max(demand.smoothed)
+    }
 }
 
-/// Each level's limits out of `server` seats.
 /// Each level's limits out of `server` seats (in floating point, as upstream computes
 /// them, so that no share or percentage overflows; results saturate).
 pub(crate) fn nominal_limits(server: usize, levels: &[Shares]) -> Vec<Limits> {
@@ -80,14 +92,12 @@ pub(crate) fn adjust(levels: &[(Shares, Limits, Demand)]) -> (Vec<usize>, f64) {
     let mut current = vec![0.0; levels.len()];
     let mut items = Vec::new();
     for (index, (shares, limits, demand)) in levels.iter().enumerate() {
-        let watermark = demand.high_watermark.round();
         if shares.exempt {
-            current[index] = (limits.min as f64).max(watermark);
+            current[index] = (limits.min as f64).max(demand.high_watermark.round());
             remaining -= current[index];
             continue;
         }
-        let lower = (limits.min as f64).max((limits.nominal as f64).min(watermark));
-        let target = lower.max(demand.smoothed);
+        let (lower, target) = (limits.lower_bound(demand), limits.target(demand));
         items.push((index, limits.min as f64, lower, limits.max as f64, target));
     }
     let min_sum: f64 = items.iter().map(|(_, min, ..)| min).sum();
@@ -203,6 +213,24 @@ mod tests {
             ]
         );
         assert_eq!(limits[7].initial(), 49 - 12);
+    }
+
+    #[test]
+    fn a_levels_target_is_at_least_what_it_used_up_to_its_nominal_limit() {
+        let limits = Limits {
+            nominal: 10,
+            lendable: 5,
+            min: 5,
+            max: 20,
+        };
+        let demand = |high_watermark, smoothed| Demand {
+            high_watermark,
+            smoothed,
+        };
+        assert_eq!(limits.target(&demand(7.6, 2.0)), 8.0);
+        assert_eq!(limits.target(&demand(30.0, 2.0)), 10.0);
+        assert_eq!(limits.target(&demand(1.0, 2.0)), 5.0);
+        assert_eq!(limits.target(&demand(30.0, 14.5)), 14.5);
     }
 
     #[test]

@@ -21,7 +21,7 @@ const DURATION_BUCKETS: [f64; 13] = [
     0.0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0,
 ];
 /// Upstream's buckets of the estimated seats.
-const SEAT_BUCKETS: [f64; 4] = [1.0, 2.0, 4.0, 10.0];
+const SEAT_BUCKETS: [f64; 8] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 100.0];
 /// Upstream's buckets of a level's seat utilization.
 const SEAT_UTILIZATION_BUCKETS: &[f64] = &[
     0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
@@ -29,7 +29,7 @@ const SEAT_UTILIZATION_BUCKETS: &[f64] = &[
 /// Upstream's buckets of a level's request utilization.
 const REQUEST_UTILIZATION_BUCKETS: &[f64] =
     &[0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.25, 0.5, 0.75, 1.0];
-/// Upstream's buckets of the read-only and mutating requests (counts, under APF).
+/// Upstream's buckets of the read-only and mutating requests' share of the capacity.
 const READ_VS_WRITE_BUCKETS: &[f64] = &[
     0.0, 0.001, 0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0,
 ];
@@ -164,7 +164,8 @@ pub(crate) struct LevelProgress {
 }
 
 /// The read-only and mutating requests waiting and executing, over every level (upstream's
-/// `read_vs_write_current_requests`, whose denominators are one under APF).
+/// `read_vs_write_current_requests`): the waiting ones over what the levels' queues hold,
+/// the executing ones over the levels' nominal limits summed.
 #[derive(Clone, Debug)]
 pub(crate) struct RequestKinds {
     /// By phase (waiting, executing) and kind (read-only, mutating).
@@ -198,6 +199,15 @@ impl RequestKinds {
                     ratio("executing", "mutating"),
                 ],
             ],
+        }
+    }
+
+    /// Sets the denominators: `waiting` requests the queues hold, `executing` seats.
+    fn capacity(&self, waiting: usize, executing: usize) {
+        for (phase, most) in [waiting, executing].into_iter().enumerate() {
+            for ratio in &self.ratios[phase] {
+                ratio.set_denominator(most as f64);
+            }
         }
     }
 
@@ -416,6 +426,12 @@ impl FlowHandles {
         self.no_accommodation.inc();
     }
 
+    /// How often the flow's head found seats free, but too few.
+    #[cfg(test)]
+    pub(crate) fn unaccommodated(&self) -> u64 {
+        self.no_accommodation.get()
+    }
+
     /// A mutation was estimated to reach `watches` watches.
     pub(crate) fn watch_count(&self, watches: usize) {
         self.watch_counts.observe(watches as f64);
@@ -487,6 +503,12 @@ impl FlowMetrics {
             no_accommodation: self.no_accommodation.get_or_create(&flow).clone(),
             kinds: self.kinds.clone(),
         })
+    }
+
+    /// What the configuration's levels can hold: `waiting` requests in their queues,
+    /// `executing` seats (the denominators of `read_vs_write_current_requests`).
+    pub(crate) fn request_capacity(&self, waiting: usize, executing: usize) {
+        self.kinds.capacity(waiting, executing);
     }
 
     /// Reports level `name`'s limits and demand.

@@ -462,7 +462,9 @@ impl QueueSet {
                 return Admit::Now(state.start(self, (None, hash), estimate, now, described));
             }
             Kind::Reject if state.fits(seats, None) => {
+                // Upstream times every non-exempt request's wait, none here.
                 let now = SystemTime::now();
+                described.handles.waited(now);
                 return Admit::Now(state.start(self, (None, hash), estimate, now, described));
             }
             Kind::Reject => {
@@ -947,7 +949,10 @@ impl State {
             let handles = head.described.handles.clone();
             self.drop_holds_behind(flow, finish);
             if !self.fits(seats, Some(flow)) {
-                handles.not_accommodated();
+                // Counted as upstream counts it: seats were free, but too few.
+                if self.seats_in_use + self.event_seats() < self.limit {
+                    handles.not_accommodated();
+                }
                 break;
             }
             self.use_holds(now, Some(flow), seats);

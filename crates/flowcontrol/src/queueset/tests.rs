@@ -95,6 +95,30 @@ async fn a_full_level_queues_then_refuses_and_dispatches_in_turn() {
     assert_eq!(snapshot.rejected, 1);
 }
 
+#[test]
+fn only_free_seats_too_few_for_the_head_count_as_no_accommodation() {
+    // All seats taken: the queued head is not counted, as upstream does not count it.
+    let full = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+    let Admit::Now(_running) = full.admit(1, WorkEstimate::seats(1), described("a")) else {
+        panic!("the first runs at once");
+    };
+    let queued = described("b");
+    let Admit::Queued(_waiter) = full.admit(2, WorkEstimate::seats(1), queued.clone()) else {
+        panic!("the second queues");
+    };
+    assert_eq!(queued.handles.unaccommodated(), 0);
+    // One of two seats free, the head needs two: counted.
+    let wide = QueueSet::new("l", Kind::Queue(QUEUING), 2);
+    let Admit::Now(_running) = wide.admit(1, WorkEstimate::seats(1), described("a")) else {
+        panic!("the first runs at once");
+    };
+    let queued = described("b");
+    let Admit::Queued(_waiter) = wide.admit(2, WorkEstimate::seats(2), queued.clone()) else {
+        panic!("the wide one queues");
+    };
+    assert_eq!(queued.handles.unaccommodated(), 1);
+}
+
 #[tokio::test]
 async fn a_wait_that_ends_withdraws_the_request() {
     let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
