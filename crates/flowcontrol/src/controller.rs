@@ -294,11 +294,11 @@ impl FlowControl for FlowController {
             "list" | "watch" => (self.stats)(info),
             _ => None,
         };
-        // Exempt requests take no seats; upstream does not estimate them.
+        // Every request is estimated, exempt ones too (their seats count in their level's
+        // demand only), as upstream estimates before it looks at the level.
         let kind = digest.levels[&schema.level].kind;
-        let exempt = matches!(kind, Kind::Exempt);
         let watches = match info.verb.as_str() {
-            "create" | "update" | "patch" | "delete" if !exempt => {
+            "create" | "update" | "patch" | "delete" if estimate::causes_event(info) => {
                 let watches = self.watches.interested(info);
                 handles.watch_count(watches);
                 watches

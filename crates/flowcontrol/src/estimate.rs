@@ -64,12 +64,16 @@ pub(crate) fn estimate(
     }
 }
 
+/// Whether a mutation causes an event its watches see: all but a service account token
+/// request, which writes nothing (upstream's `isRequestExemptFromWatchEvents`).
+pub(crate) fn causes_event(info: &RequestInfo) -> bool {
+    !(info.resource == "serviceaccounts" && info.subresource == "token")
+}
+
 /// A mutation's estimate (upstream's `mutatingWorkEstimator`): one seat, then the work of
 /// its event's delivery to `watches` watches, reshaped to at most the level's (or ten) seats.
 fn mutating(info: &RequestInfo, watches: usize, level_max: usize) -> WorkEstimate {
-    // A service account token request writes nothing, so no watch sees it.
-    let no_event = info.resource == "serviceaccounts" && info.subresource == "token";
-    if no_event || watches < WATCHES_PER_SEAT {
+    if !causes_event(info) || watches < WATCHES_PER_SEAT {
         return WorkEstimate::seats(1);
     }
     let max = match level_max {
@@ -108,8 +112,10 @@ pub(crate) fn seats(
     };
     let param = |key: &str| kapi_server::query::first(query, key).unwrap_or(Cow::Borrowed(""));
     let resource_version = param("resourceVersion");
+    let send_initial_events = param("sendInitialEvents");
+    let send_initial_events = (!send_initial_events.is_empty()).then_some(&*send_initial_events);
     if info.verb == "watch"
-        && param("sendInitialEvents") != "true"
+        && !kapi_server::query::option_flag(send_initial_events)
         && !matches!(resource_version.as_ref(), "" | "0")
     {
         return 1;
@@ -205,6 +211,15 @@ mod tests {
                 0
             ),
             10
+        );
+        // Any value but 0 and false asks for them, as upstream decodes the option.
+        let asked = |value: &str| {
+            let query = format!("sendInitialEvents={value}&resourceVersion=5");
+            seats(&watch, &query, TEN_THOUSAND, 0)
+        };
+        assert_eq!(
+            [asked("1"), asked("yes"), asked("False"), asked("0")],
+            [10, 10, 1, 1]
         );
         assert_eq!(seats(&request("get"), "", TEN_THOUSAND, 0), 1);
         assert_eq!(seats(&request("create"), "", TEN_THOUSAND, 0), 1);

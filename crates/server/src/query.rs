@@ -20,6 +20,13 @@ pub fn first<'a>(query: &'a str, key: &str) -> Option<Cow<'a, str>> {
     pairs(query).find(|(k, _)| k == key).map(|(_, v)| v)
 }
 
+/// A boolean option's value as upstream converts a query parameter into its options
+/// (`runtime.Convert_Slice_string_To_bool`): false when absent, `0` or any case of `false`;
+/// true for anything else (`yes`, `t`, `1`).
+pub fn option_flag(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
+}
+
 /// Whether `key` is present at all, with or without a value.
 pub fn has(query: &str, key: &str) -> bool {
     pairs(query).any(|(k, _)| k == key)
@@ -53,6 +60,16 @@ fn unescape(text: &str) -> Option<Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_are_true_unless_absent_zero_or_false() {
+        let flags: Vec<bool> = [None, Some("0"), Some("FALSE"), Some("false")]
+            .into_iter()
+            .chain([Some("1"), Some("true"), Some("yes"), Some("t")])
+            .map(option_flag)
+            .collect();
+        assert_eq!(flags, [false, false, false, false, true, true, true, true]);
+    }
 
     #[test]
     fn decodes_like_go() {

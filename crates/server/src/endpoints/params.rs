@@ -52,12 +52,9 @@ impl Query {
             .filter(|v| !v.is_empty())
     }
 
-    /// A boolean parameter: "true"/"1" (as Go's strconv.ParseBool accepts).
+    /// A boolean option, as upstream decodes it ([`crate::query::option_flag`]).
     pub fn flag(&self, key: &str) -> bool {
-        matches!(
-            self.get(key),
-            Some("true" | "1" | "t" | "T" | "TRUE" | "True")
-        )
+        crate::query::option_flag(self.get(key))
     }
 }
 
