@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
-use http::{HeaderMap, HeaderValue, Method, Response};
+use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use kapi_apimachinery::request_info::RequestInfo;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -77,6 +77,33 @@ struct CodeLabels {
     code: u16,
 }
 
+/// The labels of a request the server refused or cut short in self-defense (upstream's
+/// `RecordRequestTermination`): a non-resource request's path is its subresource.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TerminationLabels {
+    verb: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+    code: u16,
+}
+
+/// Marks a response the server gave in self-defense (a request it cut short), for the
+/// metrics filter to count in `apiserver_request_terminations_total`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Terminated;
+
+/// What a request's termination is counted under, taken before the request is served:
+/// a resource request's labels, or a non-resource request's verb and path.
+#[derive(Debug)]
+pub(crate) enum TerminationKey {
+    Resource,
+    NonResource { verb: &'static str, path: String },
+}
+
 /// A histogram with upstream's request-duration buckets.
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
@@ -88,6 +115,7 @@ fn duration_histogram() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     requests: Family<CodeLabels, Counter>,
+    terminations: Family<TerminationLabels, Counter>,
     durations: Family<RequestLabels, Histogram, fn() -> Histogram>,
     /// Requests executing under a limit (the in-flight limit's slots, or API Priority and
     /// Fairness's seats), and requests waiting in flow control's queues.
@@ -111,6 +139,12 @@ impl Metrics {
             "apiserver_request",
             "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
             requests.clone(),
+        );
+        let terminations = Family::<TerminationLabels, Counter>::default();
+        registry.register(
+            "apiserver_request_terminations",
+            "Number of requests which apiserver terminated in self-defense.",
+            terminations.clone(),
         );
         registry.register(
             "apiserver_request_duration_seconds",
@@ -136,6 +170,7 @@ impl Metrics {
         Metrics {
             registry,
             requests,
+            terminations,
             durations,
             executing,
             waiting,
@@ -166,9 +201,63 @@ impl Metrics {
         self.waiting.count(mutating)
     }
 
-    /// Counts one request rejected before it ran (upstream's `RecordDroppedRequest`).
-    pub(crate) fn record_dropped(&self, labels: RequestLabels, code: u16) {
+    /// Counts one request refused before it ran with `code` (a 429): in
+    /// `apiserver_request_total` (upstream's `RecordDroppedRequest`: a non-resource request
+    /// without its group, version, resource and path) and as a termination.
+    pub(crate) fn record_dropped<B>(&self, request: &Request<B>, info: &RequestInfo, code: u16) {
+        let query = request.uri().query().unwrap_or("");
+        let scope = scope(info);
+        let verb = reported_verb(request.method(), scope, query, request.headers(), info);
+        let labels = match info.is_resource_request {
+            true => RequestLabels::resource(verb, query, scope, info),
+            false => RequestLabels {
+                verb,
+                dry_run: dry_run(query),
+                group: String::new(),
+                version: String::new(),
+                resource: String::new(),
+                subresource: String::new(),
+                scope,
+                component: "apiserver",
+            },
+        };
+        let key = TerminationKey::of(request, info);
+        self.record_termination(Some(&labels), &key, code);
         self.requests.get_or_create(&labels.with_code(code)).inc();
+    }
+
+    /// Counts a request the server cut short with `code`: a resource request under its
+    /// `labels`, a non-resource one under its `key`'s verb and path.
+    pub(crate) fn record_termination(
+        &self,
+        labels: Option<&RequestLabels>,
+        key: &TerminationKey,
+        code: u16,
+    ) {
+        let labels = match (key, labels) {
+            (TerminationKey::NonResource { verb, path }, _) => TerminationLabels {
+                verb,
+                group: String::new(),
+                version: String::new(),
+                resource: String::new(),
+                subresource: path.clone(),
+                scope: "",
+                component: "apiserver",
+                code,
+            },
+            (TerminationKey::Resource, Some(labels)) => TerminationLabels {
+                verb: labels.verb,
+                group: labels.group.clone(),
+                version: labels.version.clone(),
+                resource: labels.resource.clone(),
+                subresource: labels.subresource.clone(),
+                scope: labels.scope,
+                component: "apiserver",
+                code,
+            },
+            (TerminationKey::Resource, None) => return,
+        };
+        self.terminations.get_or_create(&labels).inc();
     }
 
     /// `/metrics`: every registered metric in the OpenMetrics text format.
@@ -201,33 +290,33 @@ impl RequestLabels {
         }
         let scope = scope(info);
         let verb = reported_verb(method, scope, query, headers, info);
-        let (group, version, resource, subresource, component) = if info.is_resource_request {
-            (
-                &info.api_group,
-                &info.api_version,
-                &info.resource,
-                &info.subresource,
-                "apiserver",
-            )
-        } else {
-            (
-                &String::new(),
-                &String::new(),
-                &String::new(),
-                &info.path,
-                "",
-            )
-        };
+        if info.is_resource_request {
+            return Some(RequestLabels::resource(verb, query, scope, info));
+        }
         Some(RequestLabels {
             verb,
             dry_run: dry_run(query),
-            group: group.clone(),
-            version: version.clone(),
-            resource: resource.clone(),
-            subresource: subresource.clone(),
+            group: String::new(),
+            version: String::new(),
+            resource: String::new(),
+            subresource: info.path.clone(),
             scope,
-            component,
+            component: "",
         })
+    }
+
+    /// A resource request's labels.
+    fn resource(verb: &'static str, query: &str, scope: &'static str, info: &RequestInfo) -> Self {
+        RequestLabels {
+            verb,
+            dry_run: dry_run(query),
+            group: info.api_group.clone(),
+            version: info.api_version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            scope,
+            component: "apiserver",
+        }
     }
 
     /// These labels plus a response code.
@@ -299,10 +388,23 @@ fn reported_verb(
 
 /// Whether the query asks for a watch (`watch` present and not `0` or `false`).
 fn is_watch(query: &str) -> bool {
-    query::first(query, "watch").is_some_and(|v| {
-        let v = v.to_ascii_lowercase();
-        v != "0" && v != "false"
-    })
+    query::option_flag(query::first(query, "watch").as_deref())
+}
+
+impl TerminationKey {
+    /// The key of `request`: a non-resource request's verb and path are kept (its labels
+    /// in `apiserver_request_total`, if any, leave them out).
+    pub(crate) fn of<B>(request: &Request<B>, info: &RequestInfo) -> TerminationKey {
+        if info.is_resource_request {
+            return TerminationKey::Resource;
+        }
+        let query = request.uri().query().unwrap_or("");
+        let verb = reported_verb(request.method(), "", query, request.headers(), info);
+        TerminationKey::NonResource {
+            verb,
+            path: info.path.clone(),
+        }
+    }
 }
 
 /// Upstream's `cleanDryRun`: empty without `dryRun`, `All` when every value is `All`,

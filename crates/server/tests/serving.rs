@@ -450,6 +450,15 @@ async fn slow_requests_time_out_with_504() {
             (StatusCode::OK, "late event\n")
         );
     }
+    // Each 504 is a termination in self-defense, as upstream's timeout filter records it.
+    let metrics = server.admin(PROTOCOLS[0]).get("/metrics").await.body;
+    let terminated = r#"apiserver_request_terminations_total{verb="GET",group="",version="",resource="",subresource="/hang",scope="",component="apiserver",code="504"} "#;
+    let count = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(terminated))
+        .map(str::to_string);
+    let expected = (2 * PROTOCOLS.len()).to_string();
+    assert_eq!(count.as_deref(), Some(expected.as_str()), "{metrics}");
     server.shutdown().await.unwrap();
 }
 

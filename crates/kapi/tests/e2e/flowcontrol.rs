@@ -670,6 +670,8 @@ async fn a_flood_queues_and_is_refused_while_others_go_through() {
     assert_eq!(unaccommodated, Some(0.0), "{metrics}");
     let dropped = r#"apiserver_request_total{verb="GET",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="resource",component="apiserver",code="429"}"#;
     assert_eq!(sample(&metrics, dropped), Some(2.0));
+    let terminated = r#"apiserver_request_terminations_total{verb="GET",group="",version="v1",resource="configmaps",subresource="",scope="resource",component="apiserver",code="429"}"#;
+    assert_eq!(sample(&metrics, terminated), Some(2.0), "{metrics}");
 
     // Freed seats go to the queue: every held create is answered.
     for request in held {

@@ -33,7 +33,7 @@ use super::timeout::request_timeout;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::authn::UserInfo;
 use crate::body::{Body, with_guard};
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::Metrics;
 use crate::responses::text_error;
 
 /// The header naming the UID of the FlowSchema a request matched.
@@ -217,7 +217,8 @@ impl FlowControlFilter {
 
 /// Upstream's 429, for a request flow control or the in-flight limit refused: plain text,
 /// with the seconds to wait, counted in `apiserver_request_total` with code 429 (the only
-/// sample such a request gets, as upstream's `RecordDroppedRequest`).
+/// sample such a request gets there, as upstream's `RecordDroppedRequest`) and in
+/// `apiserver_request_terminations_total`.
 pub(crate) fn refuse<B>(
     metrics: &Metrics,
     request: &Request<B>,
@@ -225,10 +226,7 @@ pub(crate) fn refuse<B>(
 ) -> Response<Body> {
     let code = StatusCode::TOO_MANY_REQUESTS;
     if let Some(info) = request_info_of(request) {
-        let query = request.uri().query().unwrap_or("");
-        if let Some(labels) = RequestLabels::of(request.method(), query, request.headers(), info) {
-            metrics.record_dropped(labels, code.as_u16());
-        }
+        metrics.record_dropped(request, info, code.as_u16());
     }
     let mut response = text_error(code, "Too many requests, please try again later.");
     response

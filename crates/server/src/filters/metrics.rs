@@ -1,6 +1,7 @@
 //! Request metrics: counts each finished request and observes its duration, from when it was
-//! received until its response body has been sent (upstream's instrumentation of routes).
-//! Responses marked [`Unrouted`] are not counted.
+//! received until its response body has been sent (upstream's instrumentation of routes),
+//! and each response marked [`Terminated`] as a termination. Responses marked [`Unrouted`]
+//! are not counted as requests.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,7 +11,7 @@ use http::Request;
 use super::request_log::RequestReceived;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::body::with_guard;
-use crate::metrics::{Metrics, RequestLabels};
+use crate::metrics::{Metrics, RequestLabels, Terminated, TerminationKey};
 use crate::responses::Unrouted;
 
 /// The layer that adds [`RecordMetrics`].
@@ -32,8 +33,10 @@ impl MetricsLayer {
 impl Filter for RecordMetrics {
     fn filter<S: Next<B>, B: Send + 'static>(&self, inner: S, request: Request<B>) -> FilterFuture {
         let query = request.uri().query().unwrap_or("");
-        let labels = request_info_of(&request)
+        let info = request_info_of(&request);
+        let labels = info
             .and_then(|info| RequestLabels::of(request.method(), query, request.headers(), info));
+        let termination = info.map(|info| TerminationKey::of(&request, info));
         let received = request
             .extensions()
             .get::<RequestReceived>()
@@ -41,11 +44,16 @@ impl Filter for RecordMetrics {
         let metrics = self.metrics.clone();
         Box::pin(async move {
             let response = call(inner, request).await;
+            let code = response.status().as_u16();
+            if let Some(key) =
+                termination.filter(|_| response.extensions().get::<Terminated>().is_some())
+            {
+                metrics.record_termination(labels.as_ref(), &key, code);
+            }
             let Some(labels) = labels.filter(|_| response.extensions().get::<Unrouted>().is_none())
             else {
                 return Ok(response);
             };
-            let code = response.status().as_u16();
             let record = Record {
                 metrics,
                 labels: Some(labels),

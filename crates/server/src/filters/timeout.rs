@@ -29,6 +29,7 @@ use super::long_running::is_long_running;
 use super::request_log::RequestReceived;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of, request_uri};
 use crate::body::{Body, BoxError};
+use crate::metrics::Terminated;
 use crate::query;
 use crate::responses::{TEXT_PLAIN_UTF8, api_error, internal_error};
 use crate::serving::ResponseDeadline;
@@ -147,6 +148,8 @@ pub(crate) fn request_timeout(query: &str, maximum: Duration) -> Result<Duration
 /// decide how to read the body by that label.
 fn timed_out() -> Response<Body> {
     let mut response = api_error(&ApiError::timeout(TIMEOUT_MESSAGE, 0));
+    // A termination in self-defense, as upstream's timeout filter records it.
+    response.extensions_mut().insert(Terminated);
     response
         .headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(TEXT_PLAIN_UTF8));
