@@ -327,12 +327,17 @@ impl FlowControl for FlowController {
             }
             Admit::Queued(mut waiter) => {
                 // A client that goes away while its request waits is a time-out too, as
-                // upstream's wait ends when the request's context does, for either cause.
+                // upstream's wait ends when the request's context does, for either cause,
+                // and counts in its level's Retry-After.
                 let cancelled = handles.clone();
-                waiter.on_cancel(move || cancelled.refused(Refusal::TimeOut, arrived));
-                let deadline = tokio::time::Instant::now() + request.wait_limit;
                 let dropped = level.dropped.clone();
                 let started = self.started;
+                let refused = dropped.clone();
+                waiter.on_cancel(move || {
+                    cancelled.refused(Refusal::TimeOut, arrived);
+                    retry_after(&refused, started);
+                });
+                let deadline = tokio::time::Instant::now() + request.wait_limit;
                 Admission::Later(Box::pin(async move {
                     match waiter.wait(deadline).await {
                         Ok(seats) => Ok(Box::new(seats) as _),

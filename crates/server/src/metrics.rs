@@ -202,28 +202,12 @@ impl Metrics {
     }
 
     /// Counts one request refused before it ran with `code` (a 429): in
-    /// `apiserver_request_total` (upstream's `RecordDroppedRequest`: a non-resource request
-    /// without its group, version, resource and path) and as a termination.
-    pub(crate) fn record_dropped<B>(&self, request: &Request<B>, info: &RequestInfo, code: u16) {
-        let query = request.uri().query().unwrap_or("");
-        let scope = scope(info);
-        let verb = reported_verb(request.method(), scope, query, request.headers(), info);
-        let labels = match info.is_resource_request {
-            true => RequestLabels::resource(verb, query, scope, info),
-            false => RequestLabels {
-                verb,
-                dry_run: dry_run(query),
-                group: String::new(),
-                version: String::new(),
-                resource: String::new(),
-                subresource: String::new(),
-                scope,
-                component: "apiserver",
-            },
-        };
-        let key = TerminationKey::of(request, info);
-        self.record_termination(Some(&labels), &key, code);
-        self.requests.get_or_create(&labels.with_code(code)).inc();
+    /// `apiserver_request_total` (upstream's `RecordDroppedRequest`) and as a termination.
+    pub(crate) fn record_dropped(&self, dropped: Dropped, code: u16) {
+        self.record_termination(Some(&dropped.labels), &dropped.key, code);
+        self.requests
+            .get_or_create(&dropped.labels.with_code(code))
+            .inc();
     }
 
     /// Counts a request the server cut short with `code`: a resource request under its
@@ -389,6 +373,40 @@ fn reported_verb(
 /// Whether the query asks for a watch (`watch` present and not `0` or `false`).
 fn is_watch(query: &str) -> bool {
     query::option_flag(query::first(query, "watch").as_deref())
+}
+
+/// What a refused request is counted under, taken while the request is at hand: a
+/// non-resource request without its group, version, resource and path, as upstream's
+/// `RecordDroppedRequest` counts it, and its termination's key.
+#[derive(Debug)]
+pub(crate) struct Dropped {
+    labels: RequestLabels,
+    key: TerminationKey,
+}
+
+impl Dropped {
+    pub(crate) fn of<B>(request: &Request<B>, info: &RequestInfo) -> Dropped {
+        let query = request.uri().query().unwrap_or("");
+        let scope = scope(info);
+        let verb = reported_verb(request.method(), scope, query, request.headers(), info);
+        let labels = match info.is_resource_request {
+            true => RequestLabels::resource(verb, query, scope, info),
+            false => RequestLabels {
+                verb,
+                dry_run: dry_run(query),
+                group: String::new(),
+                version: String::new(),
+                resource: String::new(),
+                subresource: String::new(),
+                scope,
+                component: "apiserver",
+            },
+        };
+        Dropped {
+            labels,
+            key: TerminationKey::of(request, info),
+        }
+    }
 }
 
 impl TerminationKey {

@@ -33,7 +33,7 @@ use super::timeout::request_timeout;
 use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::authn::UserInfo;
 use crate::body::{Body, with_guard};
-use crate::metrics::Metrics;
+use crate::metrics::{Dropped, Metrics};
 use crate::responses::text_error;
 
 /// The header naming the UID of the FlowSchema a request matched.
@@ -145,7 +145,17 @@ impl Filter for FlowControlFilter {
                 Admission::Now(admitted) => admitted,
                 Admission::Later(waiting) => {
                     let _waiting = metrics.waiting(mutating);
-                    waiting.await
+                    // A client that leaves while its request waits is refused, as upstream
+                    // refuses it when the request's context ends the wait.
+                    let abandoned = request_info_of(&request).map(|info| Abandoned {
+                        metrics: metrics.clone(),
+                        dropped: Some(Dropped::of(&request, info)),
+                    });
+                    let admitted = waiting.await;
+                    if let Some(abandoned) = abandoned {
+                        abandoned.disarm();
+                    }
+                    admitted
                 }
             };
             let mut response = match admitted {
@@ -184,6 +194,28 @@ impl Filter for FlowControlFilter {
             headers.insert(PRIORITY_LEVEL_UID, class.priority_level_uid);
             Ok(response)
         })
+    }
+}
+
+/// Counts a waiting request whose client left (its future dropped) as refused, unless
+/// disarmed once the wait ended.
+struct Abandoned {
+    metrics: Arc<Metrics>,
+    dropped: Option<Dropped>,
+}
+
+impl Abandoned {
+    fn disarm(mut self) {
+        self.dropped = None;
+    }
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        if let Some(dropped) = self.dropped.take() {
+            let code = StatusCode::TOO_MANY_REQUESTS.as_u16();
+            self.metrics.record_dropped(dropped, code);
+        }
     }
 }
 
@@ -226,11 +258,72 @@ pub(crate) fn refuse<B>(
 ) -> Response<Body> {
     let code = StatusCode::TOO_MANY_REQUESTS;
     if let Some(info) = request_info_of(request) {
-        metrics.record_dropped(request, info, code.as_u16());
+        metrics.record_dropped(Dropped::of(request, info), code.as_u16());
     }
     let mut response = text_error(code, "Too many requests, please try again later.");
     response
         .headers_mut()
         .insert(RETRY_AFTER, HeaderValue::from(retry_after.0));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use http_body_util::BodyExt as _;
+    use kapi_apimachinery::request_info::RequestInfoFactory;
+
+    use super::*;
+    use crate::body::empty;
+
+    /// A flow control that queues every request for good.
+    struct QueuesForever;
+
+    impl FlowControl for QueuesForever {
+        fn admit(&self, _: FlowRequest<'_>) -> (FlowClass, Admission) {
+            let class = FlowClass {
+                flow_schema_uid: HeaderValue::from_static("schema"),
+                priority_level_uid: HeaderValue::from_static("level"),
+            };
+            (class, Admission::Later(Box::pin(std::future::pending())))
+        }
+
+        fn track_watch(&self, _: &RequestInfo, _: &str) -> Option<Box<dyn Send + Sync>> {
+            None
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_client_leaves_while_it_waits_is_counted_as_refused() {
+        let metrics = Arc::new(Metrics::new());
+        let filter = FlowControlFilter {
+            control: Some(Arc::new(QueuesForever)),
+            request_timeout: Duration::from_secs(60),
+            metrics: metrics.clone(),
+        };
+        let path = "/api/v1/namespaces/default/configmaps";
+        let info = RequestInfoFactory::default()
+            .resolve("GET", path, None)
+            .unwrap();
+        let mut request = Request::get(path).body(()).unwrap();
+        request.extensions_mut().insert(info);
+        request.extensions_mut().insert(UserInfo::default());
+        let inner = tower::service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(empty()))
+        });
+        // The client leaves: the server drops the request's future while it waits.
+        let waiting = filter.filter(inner, request);
+        let left = tokio::time::timeout(Duration::from_millis(20), waiting).await;
+        assert!(left.is_err(), "the request still waited");
+        let text = metrics.serve().into_body().collect().await.unwrap();
+        let text = String::from_utf8(text.to_bytes().to_vec()).unwrap();
+        let labels = r#"group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver",code="429"} 1"#;
+        for counted in [
+            format!(r#"apiserver_request_total{{verb="LIST",dry_run="",{labels}"#),
+            format!(r#"apiserver_request_terminations_total{{verb="LIST",{labels}"#),
+        ] {
+            assert!(text.lines().any(|l| l == counted), "{counted}\n{text}");
+        }
+    }
 }
