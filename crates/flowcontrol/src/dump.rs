@@ -4,7 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kapi_apimachinery::gotime;
+use kapi_apimachinery::{goduration, gotime};
 
 use crate::queueset::{QueueSet, RequestSnapshot};
 
@@ -132,9 +132,9 @@ fn request_row(level: &str, request: &RequestSnapshot, details: bool) -> Vec<Str
         index(request.index),
         d.distinguisher.clone(),
         time(Some(request.arrived)),
-        request.seats.to_string(),
-        "0".into(),
-        "0s".into(),
+        request.estimate.initial.to_string(),
+        request.estimate.final_seats.to_string(),
+        goduration::format(request.estimate.additional),
         time(request.started),
     ];
     if details {

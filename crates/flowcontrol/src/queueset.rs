@@ -405,7 +405,7 @@ pub(crate) struct RequestSnapshot {
     pub index: Option<usize>,
     pub arrived: SystemTime,
     pub started: Option<SystemTime>,
-    pub seats: usize,
+    pub estimate: WorkEstimate,
     pub described: Arc<Described>,
 }
 
@@ -637,6 +637,19 @@ impl QueueSet {
             cancelled: state.cancelled,
             ..Snapshot::default()
         };
+        // Upstream's order: each queue's waiting requests, then its executing ones; then
+        // those that run without a queue.
+        let mut executing: Vec<_> = state.executing.iter().collect();
+        executing.sort_by_key(|(id, e)| (e.queue.is_none(), e.queue, **id));
+        let mut executing = executing.into_iter().peekable();
+        let running = |running: &Executing| RequestSnapshot {
+            queue: running.queue,
+            index: None,
+            arrived: running.arrived,
+            started: Some(running.started),
+            estimate: running.estimate,
+            described: running.described.clone(),
+        };
         for (index, queue) in state.queues.iter().enumerate() {
             snapshot.queues.push(QueueSnapshot {
                 waiting: queue.waiting.len(),
@@ -653,23 +666,15 @@ impl QueueSet {
                     index: Some(position),
                     arrived: waiting.arrived,
                     started: None,
-                    seats: waiting.seats,
+                    estimate: waiting.estimate,
                     described: waiting.described.clone(),
                 });
             }
+            while let Some((_, e)) = executing.next_if(|(_, e)| e.queue == Some(index)) {
+                snapshot.requests.push(running(e));
+            }
         }
-        let mut executing: Vec<_> = state.executing.iter().collect();
-        executing.sort_by_key(|(id, e)| (e.queue, **id));
-        for (_, running) in executing {
-            snapshot.requests.push(RequestSnapshot {
-                queue: running.queue,
-                index: None,
-                arrived: running.arrived,
-                started: Some(running.started),
-                seats: running.seats,
-                described: running.described.clone(),
-            });
-        }
+        snapshot.requests.extend(executing.map(|(_, e)| running(e)));
         snapshot
     }
 }

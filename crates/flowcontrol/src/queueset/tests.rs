@@ -384,3 +384,40 @@ fn virtual_time_is_wound_back_before_it_grows_too_large() {
     drop(waiter);
     drop(running);
 }
+
+#[test]
+fn dump_requests_shows_estimates_queue_by_queue_as_upstream() {
+    let set = QueueSet::new("l", Kind::Queue(QUEUING), 1);
+    let watched = WorkEstimate {
+        initial: 1,
+        final_seats: 2,
+        additional: std::time::Duration::from_millis(5),
+    };
+    let Admit::Now(_running) = set.admit(1, watched, described("a")) else {
+        panic!("the first runs at once");
+    };
+    let waiters: Vec<_> = (2..6)
+        .map(|hash| set.admit(hash, WorkEstimate::seats(1), described("b")))
+        .collect();
+    assert!(waiters.iter().all(|w| matches!(w, Admit::Queued(_))));
+    let dump = crate::dump::requests(&[&set], false);
+    let rows: Vec<Vec<&str>> = dump
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').map(str::trim).collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{dump}");
+    let running = rows
+        .iter()
+        .find(|row| row[3] == "-1")
+        .expect("the running row");
+    assert_eq!(running[6..9], ["1", "2", "5ms"], "{dump}");
+    // Queue by queue: its waiting requests in order, then its executing ones.
+    let order: Vec<(i64, i64)> = rows
+        .iter()
+        .map(|row| (row[2].parse().unwrap(), row[3].parse().unwrap()))
+        .collect();
+    let mut sorted = order.clone();
+    sorted.sort_by_key(|&(queue, index)| (queue, index < 0, index));
+    assert_eq!(order, sorted, "{dump}");
+}
