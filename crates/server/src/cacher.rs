@@ -12,7 +12,7 @@
 //! the cache reaches the storage's current revision, asking the storage for a progress
 //! notification when the cache is idle, as kube-apiserver's consistent reads from cache do.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -30,13 +30,13 @@ use tokio::sync::{broadcast, watch};
 
 use crate::codec;
 use crate::resource::Strategy;
+use window::EventWindow;
 
 mod encodings;
+mod window;
 pub(crate) use encodings::KeptBytesGauge;
 pub use encodings::{DEFAULT_BUDGET, Encodings, kept_bytes, set_budget};
 
-/// How many recent events the cache keeps for watches that resume from a revision.
-const EVENT_WINDOW: usize = 10_000;
 /// How many batches of events a client watch may fall behind before it is re-fed from the
 /// window (or ended, if the window has moved past it). Small, as upstream's per-watcher
 /// buffers are (10 to 1,000 events): a watch that falls behind loses nothing, and each
@@ -217,10 +217,8 @@ struct CacheState {
     objects: BTreeSet<ByKey>,
     /// The sum of the objects' stored sizes.
     stored_bytes: usize,
-    /// Recent events, oldest first.
-    window: VecDeque<Arc<CacheEvent>>,
-    /// Every event after this revision is in `window`.
-    window_start: Revision,
+    /// Recent events, for watches that resume from a revision.
+    window: EventWindow,
     /// Where events go: made when the first watcher subscribes and dropped when an event
     /// finds no watcher left (a channel's buffer is allocated whole, and most collections
     /// are never watched); replaced (ending every watcher) when the cache is re-listed.
@@ -294,8 +292,7 @@ impl Cacher {
                 revision: 0,
                 objects: BTreeSet::new(),
                 stored_bytes: 0,
-                window: VecDeque::new(),
-                window_start: 0,
+                window: EventWindow::new(0),
                 notifications: OnceLock::new(),
             }),
             revision: watch::channel(0).0,
@@ -450,15 +447,15 @@ impl Cacher {
                 receiver,
             });
         };
-        if after < state.window_start {
+        if after < state.window.start() {
             return Err(CacheError::TooOld {
                 requested: after,
-                oldest: state.window_start,
+                oldest: state.window.start(),
             });
         }
         let backlog = state
             .window
-            .iter()
+            .events()
             .filter(|event| event.revision() > after)
             .cloned()
             .collect();
@@ -537,8 +534,7 @@ impl Cacher {
         state.objects = objects;
         state.stored_bytes = stored_bytes;
         state.revision = revision;
-        state.window.clear();
-        state.window_start = revision;
+        state.window = EventWindow::new(revision);
         state.notifications = OnceLock::new();
         drop(state);
         self.revision.send_replace(revision);
@@ -553,6 +549,7 @@ impl Cacher {
             .iter()
             .map(|event| Arc::new(self.cache_event(event)))
             .collect();
+        let now = std::time::Instant::now();
         let mut state = self.state.write();
         for event in &converted {
             let replaced = match event.type_ {
@@ -565,12 +562,7 @@ impl Cacher {
             if let Some(ByKey(replaced)) = replaced {
                 state.stored_bytes -= replaced.stored.len();
             }
-            if state.window.len() == EVENT_WINDOW
-                && let Some(dropped) = state.window.pop_front()
-            {
-                state.window_start = dropped.revision();
-            }
-            state.window.push_back(event.clone());
+            state.window.push(event.clone(), now);
         }
         state.revision = last;
         state.notify(CacheNotification::Events(converted.into()));
