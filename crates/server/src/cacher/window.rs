@@ -22,9 +22,13 @@ const LOWER: usize = 100;
 /// The most events a window holds (upstream's `defaultUpperBoundCapacity`).
 const UPPER: usize = 100 * 1024;
 
-/// Recent events, oldest first, each with when the cache received it.
+/// Recent events, oldest first, and when the cache received each.
 pub(super) struct EventWindow {
-    events: VecDeque<(Instant, Arc<CacheEvent>)>,
+    events: VecDeque<Arc<CacheEvent>>,
+    /// When each event came, in seconds since `origin`: four bytes an event (a window may
+    /// hold one event per stored object).
+    received: VecDeque<u32>,
+    origin: Instant,
     capacity: usize,
     /// Every event after this revision is in the window.
     start: Revision,
@@ -35,6 +39,8 @@ impl EventWindow {
     pub(super) fn new(revision: Revision) -> Self {
         EventWindow {
             events: VecDeque::new(),
+            received: VecDeque::new(),
+            origin: Instant::now(),
             capacity: LOWER,
             start: revision,
         }
@@ -47,30 +53,36 @@ impl EventWindow {
 
     /// The events, oldest first.
     pub(super) fn events(&self) -> impl Iterator<Item = &Arc<CacheEvent>> {
-        self.events.iter().map(|(_, event)| event)
+        self.events.iter()
     }
 
     /// Adds `event`, received `now`, resizing the window first as upstream's
     /// `resizeCacheLocked` does, and dropping the oldest events beyond its capacity.
     pub(super) fn push(&mut self, event: Arc<CacheEvent>, now: Instant) {
+        let now =
+            u32::try_from(now.saturating_duration_since(self.origin).as_secs()).unwrap_or(u32::MAX);
+        let fresh = FRESH.as_secs() as u32;
         if self.events.len() >= self.capacity {
-            let age = |index: usize| now.saturating_duration_since(self.events[index].0);
-            if age(0) < FRESH {
+            let age = |index: usize| now.saturating_sub(self.received[index]);
+            if age(0) < fresh {
                 self.capacity = (self.capacity * 2).min(UPPER);
-            } else if age(self.events.len() - self.capacity / 4) > FRESH {
+            } else if age(self.events.len() - self.capacity / 4) > fresh {
                 self.capacity = (self.capacity / 2).max(LOWER);
             }
         }
         while self.events.len() >= self.capacity {
-            let Some((_, dropped)) = self.events.pop_front() else {
+            let Some(dropped) = self.events.pop_front() else {
                 break;
             };
+            self.received.pop_front();
             self.start = dropped.revision();
         }
-        self.events.push_back((now, event));
+        self.events.push_back(event);
+        self.received.push_back(now);
         // A window that shrank gives its memory back.
         if self.events.capacity() > 2 * self.capacity {
             self.events.shrink_to(self.capacity);
+            self.received.shrink_to(self.capacity);
         }
     }
 }
