@@ -190,10 +190,21 @@ impl Filter for FlowControlFilter {
                 Err(retry_after) => refuse(&metrics, &request, retry_after),
             };
             let headers = response.headers_mut();
-            headers.insert(FLOW_SCHEMA_UID, class.flow_schema_uid);
-            headers.insert(PRIORITY_LEVEL_UID, class.priority_level_uid);
+            put_first(headers, FLOW_SCHEMA_UID, class.flow_schema_uid);
+            put_first(headers, PRIORITY_LEVEL_UID, class.priority_level_uid);
             Ok(response)
         })
+    }
+}
+
+/// Puts `value` first among the response's `name` headers: upstream sets its own before the
+/// handler runs, so an aggregated server's response that carries its own (an extension
+/// server with flow control of its own) has both, this server's first.
+fn put_first(headers: &mut http::HeaderMap, name: HeaderName, value: HeaderValue) {
+    let theirs: Vec<HeaderValue> = headers.get_all(&name).iter().cloned().collect();
+    headers.insert(name.clone(), value);
+    for value in theirs {
+        headers.append(name.clone(), value);
     }
 }
 
@@ -294,6 +305,58 @@ mod tests {
         }
     }
 
+    /// A flow control that admits every request at once.
+    struct AdmitsAll;
+
+    impl FlowControl for AdmitsAll {
+        fn admit(&self, _: FlowRequest<'_>) -> (FlowClass, Admission) {
+            let class = FlowClass {
+                flow_schema_uid: HeaderValue::from_static("ours"),
+                priority_level_uid: HeaderValue::from_static("our-level"),
+            };
+            (class, Admission::Now(Ok(Box::new(()))))
+        }
+
+        fn track_watch(&self, _: &RequestInfo, _: &str) -> Option<Box<dyn Send + Sync>> {
+            None
+        }
+    }
+
+    /// A GET of default's ConfigMaps, resolved and authenticated.
+    fn configmaps() -> Request<()> {
+        let path = "/api/v1/namespaces/default/configmaps";
+        let info = RequestInfoFactory::default()
+            .resolve("GET", path, None)
+            .unwrap();
+        let mut request = Request::get(path).body(()).unwrap();
+        request.extensions_mut().insert(info);
+        request.extensions_mut().insert(UserInfo::default());
+        request
+    }
+
+    #[tokio::test]
+    async fn a_proxied_response_keeps_its_own_flow_headers_after_ours() {
+        let filter = FlowControlFilter {
+            control: Some(Arc::new(AdmitsAll)),
+            request_timeout: Duration::from_secs(60),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let inner = tower::service_fn(|_: Request<()>| async {
+            let mut response = Response::new(empty());
+            let backend = HeaderValue::from_static("theirs");
+            response.headers_mut().insert(FLOW_SCHEMA_UID, backend);
+            Ok::<_, Infallible>(response)
+        });
+        let response = filter.filter(inner, configmaps()).await.unwrap();
+        let values = |name| {
+            let all = response.headers().get_all(name).iter();
+            all.map(|v| v.to_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(values(FLOW_SCHEMA_UID), ["ours", "theirs"]);
+        assert_eq!(values(PRIORITY_LEVEL_UID), ["our-level"]);
+    }
+
     #[tokio::test]
     async fn a_request_whose_client_leaves_while_it_waits_is_counted_as_refused() {
         let metrics = Arc::new(Metrics::new());
@@ -302,18 +365,11 @@ mod tests {
             request_timeout: Duration::from_secs(60),
             metrics: metrics.clone(),
         };
-        let path = "/api/v1/namespaces/default/configmaps";
-        let info = RequestInfoFactory::default()
-            .resolve("GET", path, None)
-            .unwrap();
-        let mut request = Request::get(path).body(()).unwrap();
-        request.extensions_mut().insert(info);
-        request.extensions_mut().insert(UserInfo::default());
         let inner = tower::service_fn(|_: Request<()>| async {
             Ok::<_, Infallible>(Response::new(empty()))
         });
         // The client leaves: the server drops the request's future while it waits.
-        let waiting = filter.filter(inner, request);
+        let waiting = filter.filter(inner, configmaps());
         let left = tokio::time::timeout(Duration::from_millis(20), waiting).await;
         assert!(left.is_err(), "the request still waited");
         let text = metrics.serve().into_body().collect().await.unwrap();
