@@ -240,9 +240,11 @@ impl FlowControlFilter {
         }
         let user = request.extensions().get::<UserInfo>()?;
         let query = request.uri().query().unwrap_or("");
+        // A malformed `timeout` is the deadline filter's 400, which upstream's chain gives
+        // before flow control sees the request.
         let timeout = match long_running {
             true => self.request_timeout,
-            false => request_timeout(query, self.request_timeout).unwrap_or(self.request_timeout),
+            false => request_timeout(query, self.request_timeout).ok()?,
         };
         // The wait is counted from when the request was received, as upstream's.
         let waited = request
@@ -355,6 +357,27 @@ mod tests {
         };
         assert_eq!(values(FLOW_SCHEMA_UID), ["ours", "theirs"]);
         assert_eq!(values(PRIORITY_LEVEL_UID), ["our-level"]);
+    }
+
+    #[tokio::test]
+    async fn a_malformed_timeout_passes_flow_control_for_its_400() {
+        let filter = FlowControlFilter {
+            control: Some(Arc::new(QueuesForever)),
+            request_timeout: Duration::from_secs(60),
+            metrics: Arc::new(Metrics::new()),
+        };
+        let inner = tower::service_fn(|_: Request<()>| async {
+            Ok::<_, Infallible>(Response::new(empty()))
+        });
+        let mut request = configmaps();
+        *request.uri_mut() = "/api/v1/namespaces/default/configmaps?timeout=abc"
+            .parse()
+            .unwrap();
+        let answered = tokio::time::timeout(Duration::from_secs(5), filter.filter(inner, request))
+            .await
+            .expect("not queued")
+            .unwrap();
+        assert!(answered.headers().get(FLOW_SCHEMA_UID).is_none());
     }
 
     #[tokio::test]
