@@ -889,8 +889,12 @@ impl State {
         // Only a runtime can release a hold.
         let runtime = tokio::runtime::Handle::try_current().is_ok();
         let estimate = done.estimate;
-        // A mutation's watch events keep its seats taken for their time.
-        let events = estimate.final_seats > 0 && !estimate.additional.is_zero() && runtime;
+        // A mutation's watch events keep its seats taken for their time; an exempt level
+        // limits nothing, so its mutations hold none (upstream's would count them in its
+        // demand only: a hold a mutation, each released by a timer, for a figure).
+        let exempt = matches!(self.kind, Kind::Exempt);
+        let events =
+            estimate.final_seats > 0 && !estimate.additional.is_zero() && runtime && !exempt;
         if events {
             self.holds.push(Hold {
                 held: Held::Events,
