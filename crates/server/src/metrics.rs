@@ -8,6 +8,8 @@
 //! Prometheus reads. The in-flight and in-queue watermarks (`watermark.rs`) are upstream's
 //! too.
 
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hash, RandomState};
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
@@ -104,6 +106,11 @@ pub(crate) enum TerminationKey {
     NonResource { verb: &'static str, path: String },
 }
 
+/// The most label sets refused and cut-short requests are counted under. A refused request
+/// is counted before it is routed, under the path or resource it names, which its client
+/// chooses freely: past this many, new ones are not counted rather than kept for ever.
+const MAX_REFUSAL_LABEL_SETS: usize = 1024;
+
 /// A histogram with upstream's request-duration buckets.
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
@@ -116,6 +123,8 @@ pub struct Metrics {
     registry: Registry,
     requests: Family<CodeLabels, Counter>,
     terminations: Family<TerminationLabels, Counter>,
+    /// The hashes of the label sets refusals and terminations were counted under.
+    refusal_labels: parking_lot::Mutex<(RandomState, HashSet<u64>)>,
     durations: Family<RequestLabels, Histogram, fn() -> Histogram>,
     /// Requests executing under a limit (the in-flight limit's slots, or API Priority and
     /// Fairness's seats), and requests waiting in flow control's queues.
@@ -171,6 +180,7 @@ impl Metrics {
             registry,
             requests,
             terminations,
+            refusal_labels: Default::default(),
             durations,
             executing,
             waiting,
@@ -205,9 +215,18 @@ impl Metrics {
     /// `apiserver_request_total` (upstream's `RecordDroppedRequest`) and as a termination.
     pub(crate) fn record_dropped(&self, dropped: Dropped, code: u16) {
         self.record_termination(Some(&dropped.labels), &dropped.key, code);
-        self.requests
-            .get_or_create(&dropped.labels.with_code(code))
-            .inc();
+        let labels = dropped.labels.with_code(code);
+        if self.admits_refusal_labels(&labels) {
+            self.requests.get_or_create(&labels).inc();
+        }
+    }
+
+    /// Whether `labels` may be counted: seen before, or fewer than
+    /// [`MAX_REFUSAL_LABEL_SETS`] seen.
+    fn admits_refusal_labels(&self, labels: &impl Hash) -> bool {
+        let mut seen = self.refusal_labels.lock();
+        let hash = seen.0.hash_one(labels);
+        seen.1.contains(&hash) || (seen.1.len() < MAX_REFUSAL_LABEL_SETS && seen.1.insert(hash))
     }
 
     /// Counts a request the server cut short with `code`: a resource request under its
@@ -241,7 +260,9 @@ impl Metrics {
             },
             (TerminationKey::Resource, None) => return,
         };
-        self.terminations.get_or_create(&labels).inc();
+        if self.admits_refusal_labels(&labels) {
+            self.terminations.get_or_create(&labels).inc();
+        }
     }
 
     /// `/metrics`: every registered metric in the OpenMetrics text format.
@@ -442,5 +463,39 @@ fn dry_run(query: &str) -> &'static str {
         "All"
     } else {
         "invalid"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt as _;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn refusals_under_paths_a_client_chooses_are_counted_under_few_label_sets() {
+        let metrics = Metrics::new();
+        let refuse = |path: &str| {
+            let key = TerminationKey::NonResource {
+                verb: "GET",
+                path: path.to_string(),
+            };
+            metrics.record_termination(None, &key, 429);
+        };
+        for i in 0..MAX_REFUSAL_LABEL_SETS + 500 {
+            refuse(&format!("/random-{i}"));
+        }
+        refuse("/random-0");
+        let text = metrics.serve().into_body().collect().await.unwrap();
+        let text = String::from_utf8(text.to_bytes().to_vec()).unwrap();
+        let series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_request_terminations_total{"))
+            .collect();
+        assert_eq!(series.len(), MAX_REFUSAL_LABEL_SETS);
+        let first = series
+            .iter()
+            .find(|l| l.contains(r#"subresource="/random-0""#));
+        assert!(first.is_some_and(|l| l.ends_with(" 2")), "{first:?}");
     }
 }
