@@ -112,10 +112,9 @@ pub(crate) fn seats(
     };
     let param = |key: &str| kapi_server::query::first(query, key).unwrap_or(Cow::Borrowed(""));
     let resource_version = param("resourceVersion");
-    let send_initial_events = param("sendInitialEvents");
-    let send_initial_events = (!send_initial_events.is_empty()).then_some(&*send_initial_events);
+    let send_initial_events = kapi_server::query::first(query, "sendInitialEvents");
     if info.verb == "watch"
-        && !kapi_server::query::option_flag(send_initial_events)
+        && !kapi_server::query::option_flag(send_initial_events.as_deref())
         && !matches!(resource_version.as_ref(), "" | "0")
     {
         return 1;
@@ -218,8 +217,14 @@ mod tests {
             seats(&watch, &query, TEN_THOUSAND, 0)
         };
         assert_eq!(
-            [asked("1"), asked("yes"), asked("False"), asked("0")],
-            [10, 10, 1, 1]
+            [
+                asked("1"),
+                asked("yes"),
+                asked(""),
+                asked("False"),
+                asked("0")
+            ],
+            [10, 10, 10, 1, 1]
         );
         assert_eq!(seats(&request("get"), "", TEN_THOUSAND, 0), 1);
         assert_eq!(seats(&request("create"), "", TEN_THOUSAND, 0), 1);

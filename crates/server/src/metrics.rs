@@ -9,7 +9,7 @@
 //! too.
 
 use std::collections::HashSet;
-use std::hash::{BuildHasher, Hash, RandomState};
+use std::hash::{BuildHasher, RandomState};
 use std::time::Duration;
 
 use http::header::CONTENT_TYPE;
@@ -106,10 +106,13 @@ pub(crate) enum TerminationKey {
     NonResource { verb: &'static str, path: String },
 }
 
-/// The most label sets refused and cut-short requests are counted under. A refused request
-/// is counted before it is routed, under the path or resource it names, which its client
-/// chooses freely: past this many, new ones are not counted rather than kept for ever.
+/// The most paths and resources refused and cut-short requests are counted under. A
+/// refused request is counted before it is routed, under the path or resource it names,
+/// which its client chooses freely: past this many, new ones are counted together under
+/// [`OVERFLOW`] rather than each kept for ever.
 const MAX_REFUSAL_LABEL_SETS: usize = 1024;
+/// The subresource (or path) refusals past [`MAX_REFUSAL_LABEL_SETS`] are counted under.
+const OVERFLOW: &str = "<other>";
 
 /// A histogram with upstream's request-duration buckets.
 fn duration_histogram() -> Histogram {
@@ -214,19 +217,19 @@ impl Metrics {
     /// Counts one request refused before it ran with `code` (a 429): in
     /// `apiserver_request_total` (upstream's `RecordDroppedRequest`) and as a termination.
     pub(crate) fn record_dropped(&self, dropped: Dropped, code: u16) {
-        self.record_termination(Some(&dropped.labels), &dropped.key, code);
-        let labels = dropped.labels.with_code(code);
-        if self.admits_refusal_labels(&labels) {
-            self.requests.get_or_create(&labels).inc();
+        let Dropped {
+            mut labels,
+            mut key,
+        } = dropped;
+        if !self.admits(Some(&labels), &key) {
+            labels.group.clear();
+            labels.version.clear();
+            labels.resource.clear();
+            labels.subresource = OVERFLOW.to_string();
+            key = TerminationKey::overflow(labels.verb);
         }
-    }
-
-    /// Whether `labels` may be counted: seen before, or fewer than
-    /// [`MAX_REFUSAL_LABEL_SETS`] seen.
-    fn admits_refusal_labels(&self, labels: &impl Hash) -> bool {
-        let mut seen = self.refusal_labels.lock();
-        let hash = seen.0.hash_one(labels);
-        seen.1.contains(&hash) || (seen.1.len() < MAX_REFUSAL_LABEL_SETS && seen.1.insert(hash))
+        self.count_termination(Some(&labels), &key, code);
+        self.requests.get_or_create(&labels.with_code(code)).inc();
     }
 
     /// Counts a request the server cut short with `code`: a resource request under its
@@ -237,6 +240,30 @@ impl Metrics {
         key: &TerminationKey,
         code: u16,
     ) {
+        if self.admits(labels, key) {
+            self.count_termination(labels, key, code);
+        } else if let Some(verb) = key.verb().or(labels.map(|l| l.verb)) {
+            self.count_termination(labels, &TerminationKey::overflow(verb), code);
+        }
+    }
+
+    /// Whether the request `labels` and `key` describe is counted under its own labels:
+    /// seen before, or fewer than [`MAX_REFUSAL_LABEL_SETS`] seen; past them, under
+    /// [`OVERFLOW`].
+    fn admits(&self, labels: Option<&RequestLabels>, key: &TerminationKey) -> bool {
+        let mut seen = self.refusal_labels.lock();
+        let hash = match (key, labels) {
+            (TerminationKey::NonResource { path, .. }, _) => seen.0.hash_one(path),
+            (TerminationKey::Resource, Some(l)) => {
+                seen.0
+                    .hash_one((&l.group, &l.version, &l.resource, &l.subresource))
+            }
+            (TerminationKey::Resource, None) => return true,
+        };
+        seen.1.contains(&hash) || (seen.1.len() < MAX_REFUSAL_LABEL_SETS && seen.1.insert(hash))
+    }
+
+    fn count_termination(&self, labels: Option<&RequestLabels>, key: &TerminationKey, code: u16) {
         let labels = match (key, labels) {
             (TerminationKey::NonResource { verb, path }, _) => TerminationLabels {
                 verb,
@@ -260,9 +287,7 @@ impl Metrics {
             },
             (TerminationKey::Resource, None) => return,
         };
-        if self.admits_refusal_labels(&labels) {
-            self.terminations.get_or_create(&labels).inc();
-        }
+        self.terminations.get_or_create(&labels).inc();
     }
 
     /// `/metrics`: every registered metric in the OpenMetrics text format.
@@ -431,6 +456,22 @@ impl Dropped {
 }
 
 impl TerminationKey {
+    /// The key of requests counted past [`MAX_REFUSAL_LABEL_SETS`].
+    fn overflow(verb: &'static str) -> TerminationKey {
+        TerminationKey::NonResource {
+            verb,
+            path: OVERFLOW.to_string(),
+        }
+    }
+
+    /// A non-resource request's verb.
+    fn verb(&self) -> Option<&'static str> {
+        match self {
+            TerminationKey::NonResource { verb, .. } => Some(verb),
+            TerminationKey::Resource => None,
+        }
+    }
+
     /// The key of `request`: a non-resource request's verb and path are kept (its labels
     /// in `apiserver_request_total`, if any, leave them out).
     pub(crate) fn of<B>(request: &Request<B>, info: &RequestInfo) -> TerminationKey {
@@ -473,7 +514,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn refusals_under_paths_a_client_chooses_are_counted_under_few_label_sets() {
+    async fn refusals_under_paths_a_client_chooses_are_counted_under_a_bounded_set_of_labels() {
         let metrics = Metrics::new();
         let refuse = |path: &str| {
             let key = TerminationKey::NonResource {
@@ -492,10 +533,14 @@ mod tests {
             .lines()
             .filter(|l| l.starts_with("apiserver_request_terminations_total{"))
             .collect();
-        assert_eq!(series.len(), MAX_REFUSAL_LABEL_SETS);
-        let first = series
-            .iter()
-            .find(|l| l.contains(r#"subresource="/random-0""#));
-        assert!(first.is_some_and(|l| l.ends_with(" 2")), "{first:?}");
+        // Each path seen first has its own series; the rest are counted together.
+        assert_eq!(series.len(), MAX_REFUSAL_LABEL_SETS + 1);
+        let count = |subresource: &str| {
+            let labels = format!(r#"subresource="{subresource}""#);
+            let line = series.iter().find(|l| l.contains(&labels));
+            line.and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        };
+        assert_eq!(count("/random-0"), Some(2));
+        assert_eq!(count(OVERFLOW), Some(500));
     }
 }

@@ -52,9 +52,15 @@ impl Query {
             .filter(|v| !v.is_empty())
     }
 
-    /// A boolean option, as upstream decodes it ([`crate::query::option_flag`]).
+    /// A boolean option, as upstream decodes it ([`crate::query::option_flag`]): present
+    /// with an empty value, it is true.
     pub fn flag(&self, key: &str) -> bool {
-        crate::query::option_flag(self.get(key))
+        crate::query::option_flag(self.0.get(key).map(String::as_str))
+    }
+
+    /// Whether `key` was given, even with an empty value.
+    pub fn given(&self, key: &str) -> bool {
+        self.0.contains_key(key)
     }
 }
 
@@ -265,18 +271,18 @@ pub fn watch_params(
         ReadVersion::NotOlderThan(revision) | ReadVersion::Exact(revision) => Some(revision),
     };
     let allow_bookmarks = query.flag("allowWatchBookmarks");
-    let send_param = query.get("sendInitialEvents");
+    let send_given = query.given("sendInitialEvents");
     let rv_match = query.get("resourceVersionMatch");
     let mut errors = FieldErrors::default();
     let match_path = Path::root("resourceVersionMatch");
-    if send_param.is_some() && rv_match != Some("NotOlderThan") {
+    if send_given && rv_match != Some("NotOlderThan") {
         errors.push(FieldError::forbidden(
             &match_path,
             "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
         ));
     }
     if let Some(rv_match) = rv_match {
-        if send_param.is_none() {
+        if !send_given {
             errors.push(FieldError::forbidden(
                 &match_path,
                 "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
@@ -292,9 +298,9 @@ pub fn watch_params(
     }
     // 1.35 defaults a legacy watch (resourceVersion "" or "0", nothing else said) to a
     // watch-list: the initial state, then (with bookmarks) the initial-events-end bookmark.
-    let send_initial_events = match send_param {
-        Some(_) => query.flag("sendInitialEvents"),
-        None => rv_match.is_none() && matches!(resource_version, None | Some(0)),
+    let send_initial_events = match send_given {
+        true => query.flag("sendInitialEvents"),
+        false => rv_match.is_none() && matches!(resource_version, None | Some(0)),
     };
     invalid_options("ListOptions", errors)?;
     let timeout = match query.get("timeoutSeconds").map(str::parse::<u64>) {

@@ -34,7 +34,7 @@ use super::{Filter, FilterFuture, FilterLayer, Next, call, request_info_of};
 use crate::authn::UserInfo;
 use crate::body::{Body, with_guard};
 use crate::metrics::{Dropped, Metrics};
-use crate::responses::text_error;
+use crate::responses::{api_error, text_error};
 
 /// The header naming the UID of the FlowSchema a request matched.
 pub const FLOW_SCHEMA_UID: HeaderName = HeaderName::from_static("x-kubernetes-pf-flowschema-uid");
@@ -134,7 +134,11 @@ impl Filter for FlowControlFilter {
         inner: S,
         mut request: Request<B>,
     ) -> FilterFuture {
-        let Some((class, admission)) = self.admit(&request) else {
+        let admitted = match self.admit(&request) {
+            Ok(admitted) => admitted,
+            Err(malformed) => return Box::pin(async move { Ok(*malformed) }),
+        };
+        let Some((class, admission)) = admitted else {
             return Box::pin(async move { Ok(call(inner, request).await) });
         };
         let metrics = self.metrics.clone();
@@ -231,32 +235,41 @@ impl Drop for Abandoned {
 }
 
 impl FlowControlFilter {
-    fn admit<B>(&self, request: &Request<B>) -> Option<(FlowClass, Admission)> {
-        let control = self.control.as_ref()?;
-        let info = request_info_of(request)?;
+    /// Classifies and admits `request`, or `None` when flow control does not apply to it; a
+    /// malformed `timeout` is answered here with the deadline filter's 400, which upstream's
+    /// chain gives before flow control sees the request.
+    fn admit<B>(
+        &self,
+        request: &Request<B>,
+    ) -> Result<Option<(FlowClass, Admission)>, Box<Response<Body>>> {
+        let (Some(control), Some(info)) = (self.control.as_ref(), request_info_of(request)) else {
+            return Ok(None);
+        };
         let long_running = is_long_running(info);
         if long_running && info.verb != "watch" {
-            return None;
+            return Ok(None);
         }
-        let user = request.extensions().get::<UserInfo>()?;
+        let Some(user) = request.extensions().get::<UserInfo>() else {
+            return Ok(None);
+        };
         let query = request.uri().query().unwrap_or("");
-        // A malformed `timeout` is the deadline filter's 400, which upstream's chain gives
-        // before flow control sees the request.
         let timeout = match long_running {
             true => self.request_timeout,
-            false => request_timeout(query, self.request_timeout).ok()?,
+            false => {
+                request_timeout(query, self.request_timeout).map_err(|e| Box::new(api_error(&e)))?
+            }
         };
         // The wait is counted from when the request was received, as upstream's.
         let waited = request
             .extensions()
             .get::<RequestReceived>()
             .map_or(Duration::ZERO, |received| received.0.elapsed());
-        Some(control.admit(FlowRequest {
+        Ok(Some(control.admit(FlowRequest {
             user,
             info,
             query,
             wait_limit: (timeout / 4).min(MAX_WAIT).saturating_sub(waited),
-        }))
+        })))
     }
 }
 
@@ -360,7 +373,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_malformed_timeout_passes_flow_control_for_its_400() {
+    async fn a_malformed_timeout_is_answered_with_its_400_before_flow_control() {
         let filter = FlowControlFilter {
             control: Some(Arc::new(QueuesForever)),
             request_timeout: Duration::from_secs(60),
@@ -377,6 +390,7 @@ mod tests {
             .await
             .expect("not queued")
             .unwrap();
+        assert_eq!(answered.status(), StatusCode::BAD_REQUEST);
         assert!(answered.headers().get(FLOW_SCHEMA_UID).is_none());
     }
 
