@@ -13,7 +13,7 @@ use kapi_server::UserInfo;
 use kapi_server::cacher::ObjectStats;
 use kapi_server::endpoints::Served;
 use kapi_server::filters::flow_control::{
-    Admission, FlowClass, FlowControl, FlowRequest, RetryAfter,
+    Admission, FlowClass, FlowControl, FlowRequest, RetryAfter, Withdrawn,
 };
 use parking_lot::{Mutex, RwLock};
 use tokio_util::sync::CancellationToken;
@@ -333,12 +333,15 @@ impl FlowControl for FlowController {
                 let dropped = level.dropped.clone();
                 let started = self.started;
                 let refused = dropped.clone();
+                let withdrawn = Withdrawn::default();
+                let left = withdrawn.clone();
                 waiter.on_cancel(move || {
                     cancelled.refused(Refusal::TimeOut, arrived);
                     retry_after(&refused, started);
+                    left.set();
                 });
                 let deadline = tokio::time::Instant::now() + request.wait_limit;
-                Admission::Later(Box::pin(async move {
+                let waiting = async move {
                     match waiter.wait(deadline).await {
                         Ok(seats) => Ok(Box::new(seats) as _),
                         Err(refusal) => {
@@ -346,7 +349,8 @@ impl FlowControl for FlowController {
                             Err(retry_after(&dropped, started))
                         }
                     }
-                }))
+                };
+                Admission::Later(Box::pin(waiting), withdrawn)
             }
         };
         (class, admission)

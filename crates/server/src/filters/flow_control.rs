@@ -77,10 +77,32 @@ pub type Seats = Box<dyn Send + Sync>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryAfter(pub u32);
 
-/// What flow control decided, or will once the request has waited in its queue.
+/// What flow control decided, or will once the request has waited in its queue; a waiting
+/// request's [`Withdrawn`] says whether it left its queue without an answer (its client
+/// gone, its future dropped).
 pub enum Admission {
     Now(Result<Seats, RetryAfter>),
-    Later(Pin<Box<dyn Future<Output = Result<Seats, RetryAfter>> + Send>>),
+    Later(WaitFuture, Withdrawn),
+}
+
+/// The wait of a queued request, ending with its seats or its refusal.
+pub type WaitFuture = Pin<Box<dyn Future<Output = Result<Seats, RetryAfter>> + Send>>;
+
+/// Set by flow control when a waiting request leaves its queue because its future was
+/// dropped, not dispatched nor refused: what the filter counts as refused once the future
+/// is gone (a request dispatched in the instant its client left is not).
+#[derive(Clone, Debug, Default)]
+pub struct Withdrawn(Arc<std::sync::atomic::AtomicBool>);
+
+impl Withdrawn {
+    /// Says the request left its queue unanswered.
+    pub fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }
 
 /// What classifies and admits requests (kapi-flowcontrol's FlowSchemas and priority
@@ -144,22 +166,23 @@ impl Filter for FlowControlFilter {
         let metrics = self.metrics.clone();
         let control = self.control.clone();
         let mutating = request_info_of(&request).is_some_and(|info| is_mutating_verb(&info.verb));
+        // A request that waits is counted refused if its client leaves first, from here on:
+        // this future may be dropped before it first runs.
+        let admission = match admission {
+            Admission::Now(admitted) => Err(admitted),
+            Admission::Later(future, withdrawn) => Ok(Waiting {
+                future: Some(future),
+                withdrawn,
+                dropped: request_info_of(&request).map(|info| Dropped::of(&request, info)),
+                metrics: metrics.clone(),
+            }),
+        };
         Box::pin(async move {
             let admitted = match admission {
-                Admission::Now(admitted) => admitted,
-                Admission::Later(waiting) => {
+                Err(admitted) => admitted,
+                Ok(waiting) => {
                     let _waiting = metrics.waiting(mutating);
-                    // A client that leaves while its request waits is refused, as upstream
-                    // refuses it when the request's context ends the wait.
-                    let abandoned = request_info_of(&request).map(|info| Abandoned {
-                        metrics: metrics.clone(),
-                        dropped: Some(Dropped::of(&request, info)),
-                    });
-                    let admitted = waiting.await;
-                    if let Some(abandoned) = abandoned {
-                        abandoned.disarm();
-                    }
-                    admitted
+                    waiting.await
                 }
             };
             let mut response = match admitted {
@@ -212,22 +235,36 @@ fn put_first(headers: &mut http::HeaderMap, name: HeaderName, value: HeaderValue
     }
 }
 
-/// Counts a waiting request whose client left (its future dropped) as refused, unless
-/// disarmed once the wait ended.
-struct Abandoned {
-    metrics: Arc<Metrics>,
+/// A waiting request's admission. Dropped before it is decided (the client left), it counts
+/// the request refused, as upstream counts a request whose context ended its wait, once flow
+/// control says it withdrew the request from its queue: a request dispatched in the instant
+/// its client left is not refused.
+struct Waiting {
+    /// Taken when dropped, so that its waiter is withdrawn before `withdrawn` is read.
+    future: Option<WaitFuture>,
+    withdrawn: Withdrawn,
     dropped: Option<Dropped>,
+    metrics: Arc<Metrics>,
 }
 
-impl Abandoned {
-    fn disarm(mut self) {
-        self.dropped = None;
+impl Future for Waiting {
+    type Output = Result<Seats, RetryAfter>;
+
+    fn poll(
+        mut self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match self.future.as_mut() {
+            Some(future) => future.as_mut().poll(cx),
+            None => std::task::Poll::Pending,
+        }
     }
 }
 
-impl Drop for Abandoned {
+impl Drop for Waiting {
     fn drop(&mut self) {
-        if let Some(dropped) = self.dropped.take() {
+        drop(self.future.take());
+        if let Some(dropped) = self.dropped.take().filter(|_| self.withdrawn.is_set()) {
             let code = StatusCode::TOO_MANY_REQUESTS.as_u16();
             self.metrics.record_dropped(dropped, code);
         }
@@ -303,16 +340,36 @@ mod tests {
     use super::*;
     use crate::body::empty;
 
+    fn class(schema: &'static str, level: &'static str) -> FlowClass {
+        FlowClass {
+            flow_schema_uid: HeaderValue::from_static(schema),
+            priority_level_uid: HeaderValue::from_static(level),
+        }
+    }
+
+    /// Sets its [`Withdrawn`] when dropped.
+    struct WithdrawnOnDrop(Withdrawn);
+
+    impl Drop for WithdrawnOnDrop {
+        fn drop(&mut self) {
+            self.0.set();
+        }
+    }
+
     /// A flow control that queues every request for good.
     struct QueuesForever;
 
     impl FlowControl for QueuesForever {
         fn admit(&self, _: FlowRequest<'_>) -> (FlowClass, Admission) {
-            let class = FlowClass {
-                flow_schema_uid: HeaderValue::from_static("schema"),
-                priority_level_uid: HeaderValue::from_static("level"),
+            let class = class("schema", "level");
+            // Withdrawn when its future is dropped, as a queue set's waiter is.
+            let withdrawn = Withdrawn::default();
+            let on_drop = WithdrawnOnDrop(withdrawn.clone());
+            let waiting = async move {
+                let _on_drop = on_drop;
+                std::future::pending().await
             };
-            (class, Admission::Later(Box::pin(std::future::pending())))
+            (class, Admission::Later(Box::pin(waiting), withdrawn))
         }
 
         fn track_watch(&self, _: &RequestInfo, _: &str) -> Option<Box<dyn Send + Sync>> {
@@ -325,10 +382,7 @@ mod tests {
 
     impl FlowControl for AdmitsAll {
         fn admit(&self, _: FlowRequest<'_>) -> (FlowClass, Admission) {
-            let class = FlowClass {
-                flow_schema_uid: HeaderValue::from_static("ours"),
-                priority_level_uid: HeaderValue::from_static("our-level"),
-            };
+            let class = class("ours", "our-level");
             (class, Admission::Now(Ok(Box::new(()))))
         }
 
@@ -392,6 +446,63 @@ mod tests {
             .unwrap();
         assert_eq!(answered.status(), StatusCode::BAD_REQUEST);
         assert!(answered.headers().get(FLOW_SCHEMA_UID).is_none());
+    }
+
+    /// A flow control that dispatches every request at once, but only after its wait.
+    struct DispatchesAfterWaiting;
+
+    impl FlowControl for DispatchesAfterWaiting {
+        fn admit(&self, _: FlowRequest<'_>) -> (FlowClass, Admission) {
+            let class = class("schema", "level");
+            let seats: Seats = Box::new(());
+            let dispatched = std::future::ready(Ok(seats));
+            (
+                class,
+                Admission::Later(Box::pin(dispatched), Withdrawn::default()),
+            )
+        }
+
+        fn track_watch(&self, _: &RequestInfo, _: &str) -> Option<Box<dyn Send + Sync>> {
+            None
+        }
+    }
+
+    /// The samples of refusals in `metrics`.
+    async fn refusals(metrics: &Metrics) -> Vec<String> {
+        let text = metrics.serve().into_body().collect().await.unwrap();
+        let text = String::from_utf8(text.to_bytes().to_vec()).unwrap();
+        text.lines()
+            .filter(|l| l.contains(r#"code="429""#))
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn only_a_request_withdrawn_from_its_queue_is_counted_refused_when_its_client_leaves() {
+        let inner = || {
+            tower::service_fn(|_: Request<()>| async {
+                Ok::<_, Infallible>(Response::new(empty()))
+            })
+        };
+        let filter = |control: Arc<dyn FlowControl>, metrics: &Arc<Metrics>| FlowControlFilter {
+            control: Some(control),
+            request_timeout: Duration::from_secs(60),
+            metrics: metrics.clone(),
+        };
+        // Dispatched, but its client left before the filter ran again: not refused.
+        let metrics = Arc::new(Metrics::new());
+        let dispatched = filter(Arc::new(DispatchesAfterWaiting), &metrics);
+        drop(dispatched.filter(inner(), configmaps()));
+        assert!(refusals(&metrics).await.is_empty());
+        // Withdrawn from its queue before the filter ever ran: refused.
+        let metrics = Arc::new(Metrics::new());
+        let queued = filter(Arc::new(QueuesForever), &metrics);
+        drop(queued.filter(inner(), configmaps()));
+        assert_eq!(
+            refusals(&metrics).await.len(),
+            2,
+            "a request and a termination"
+        );
     }
 
     #[tokio::test]
