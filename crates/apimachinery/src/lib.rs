@@ -11,6 +11,7 @@ pub mod fields;
 pub mod goduration;
 pub mod gofmt;
 pub mod gojson;
+pub mod gostruct;
 pub mod gotime;
 pub mod goyaml;
 pub mod labels;

@@ -274,7 +274,7 @@ fn rules_that_do_not_compile_are_crd_errors() {
     let error = errors.iter().next().expect("one error").to_string();
     assert!(
         error.starts_with(
-            r#"openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.replicas >","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: "#
+            r#"openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.replicas \u003e","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: "#
         ),
         "{error}"
     );

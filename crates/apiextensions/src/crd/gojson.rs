@@ -1,31 +1,32 @@
-//! Values in CRD validation messages as upstream prints them: since 1.34 field errors render
-//! a non-scalar value as its JSON, and the internal apiextensions types carry no JSON tags,
-//! so the JSON has Go's field names, every field (nil ones as `null`), in declaration order.
+//! Values in CRD validation messages as upstream prints them: the internal apiextensions
+//! types' layouts, written with [`StructJson`] (Go's field names, every field in declaration
+//! order, nil ones as `null`).
 
+use kapi_apimachinery::gostruct::StructJson;
 use kapi_apimachinery::validation::field::{ErrorType, FieldError, Path};
 use serde_json::Value;
 
 /// A `[]string` (`status.storedVersions`, `conversionReviewVersions`, list map keys):
 /// `["a","b"]`, or `null` when absent.
 pub(crate) fn string_slice(value: &Value) -> String {
-    let mut out = Json::default();
+    let mut out = StructJson::default();
     out.strings(value);
-    out.0
+    out.finish()
 }
 
 /// The internal `spec.versions`, without the per-version fields that conversion hoisted to
 /// the top level (`hoisted`: schema, subresources, columns, selectable fields).
 pub(crate) fn versions(versions: &Value, hoisted: [bool; 4]) -> String {
-    let mut out = Json::default();
-    out.list(versions, |out, item| out.version(item, hoisted));
-    out.0
+    let mut out = StructJson::default();
+    out.list(versions, |out, item| version(out, item, hoisted));
+    out.finish()
 }
 
 /// One internal `ValidationRule` of `x-kubernetes-validations`.
 pub(crate) fn validation_rule(rule: &Value) -> String {
-    let mut out = Json::default();
-    out.rule(rule);
-    out.0
+    let mut out = StructJson::default();
+    write_rule(&mut out, rule);
+    out.finish()
 }
 
 /// An Invalid error whose value is already printed (by the functions above).
@@ -37,10 +38,6 @@ pub(crate) fn invalid(path: &Path, rendered: String, detail: impl Into<String>) 
         detail: detail.into(),
     }
 }
-
-/// A JSON text being written, field by field.
-#[derive(Default)]
-struct Json(String);
 
 /// The internal JSONSchemaProps' fields in declaration order, each with its v1 JSON key and
 /// how it is written.
@@ -132,260 +129,174 @@ enum Field {
     Rules,
 }
 
-impl Json {
-    fn push(&mut self, text: &str) {
-        self.0.push_str(text);
-    }
-
-    /// `{"Name":<value>,...}`: each field written by `write` after its name.
-    fn object<'a>(
-        &mut self,
-        fields: impl IntoIterator<Item = &'a str>,
-        mut write: impl FnMut(&mut Self, &str),
-    ) {
-        self.push("{");
-        for (i, name) in fields.into_iter().enumerate() {
-            if i > 0 {
-                self.push(",");
+/// A `*JSONSchemaProps`.
+fn schema(out: &mut StructJson, props: &Value) {
+    out.pointer(props, |out, props| {
+        // The fields are written in SCHEMA_FIELDS' order, one by one.
+        let mut fields = SCHEMA_FIELDS.iter();
+        out.object(SCHEMA_FIELDS.iter().map(|(name, _, _)| *name), |out, _| {
+            if let Some((_, key, field)) = fields.next() {
+                schema_field(out, &props[*key], *field);
             }
-            self.raw(&Value::from(name));
-            self.push(":");
-            write(self, name);
-        }
-        self.push("}");
-    }
-
-    /// `[...]` of a JSON array's items, or `null` when it is not one.
-    fn list(&mut self, value: &Value, item: impl FnMut(&mut Self, &Value)) {
-        match value.as_array() {
-            Some(items) => self.entries(("[", "]"), items.iter().map(|v| (None, v)), item),
-            None => self.push("null"),
-        }
-    }
-
-    /// `{"key":...}` of a JSON object's entries (Go sorts map keys), or `null`.
-    fn map(&mut self, value: &Value, item: impl FnMut(&mut Self, &Value)) {
-        match value.as_object() {
-            Some(map) => self.entries(("{", "}"), map.iter().map(|(k, v)| (Some(k), v)), item),
-            None => self.push("null"),
-        }
-    }
-
-    /// Entries between `brackets`, separated by commas, each after its key when it has one.
-    fn entries<'a>(
-        &mut self,
-        (open, close): (&str, &str),
-        entries: impl Iterator<Item = (Option<&'a String>, &'a Value)>,
-        mut item: impl FnMut(&mut Self, &Value),
-    ) {
-        self.push(open);
-        for (i, (key, value)) in entries.enumerate() {
-            if i > 0 {
-                self.push(",");
-            }
-            if let Some(key) = key {
-                self.raw(&Value::from(key.as_str()));
-                self.push(":");
-            }
-            item(self, value);
-        }
-        self.push(close);
-    }
-
-    fn raw(&mut self, value: &Value) {
-        match value {
-            Value::Number(number) => self.number(number.as_f64()),
-            _ => self.push(&serde_json::to_string(value).unwrap_or_default()),
-        }
-    }
-
-    /// A float64 as Go's encoding/json writes it (`1`, `1.5`, `1e+21`).
-    fn number(&mut self, number: Option<f64>) {
-        match number {
-            None => self.push("null"),
-            Some(n) if n.fract() == 0.0 && n.abs() < 1e21 => self.push(&format!("{}", n as i64)),
-            Some(n) => self.push(&n.to_string()),
-        }
-    }
-
-    fn text(&mut self, value: &Value) {
-        self.raw(&Value::from(value.as_str().unwrap_or_default()));
-    }
-
-    fn flag(&mut self, value: &Value) {
-        self.push(if value.as_bool().unwrap_or(false) {
-            "true"
-        } else {
-            "false"
         });
-    }
+    });
+}
 
-    fn strings(&mut self, value: &Value) {
-        self.list(value, Json::text);
-    }
-
-    fn schema(&mut self, schema: &Value) {
-        if !schema.is_object() {
-            return self.push("null");
-        }
-        self.object(
-            SCHEMA_FIELDS.iter().map(|(name, _, _)| *name),
-            |out, name| {
-                let (_, key, field) = SCHEMA_FIELDS
-                    .iter()
-                    .find(|(field_name, _, _)| *field_name == name)
-                    .expect("a schema field");
-                out.schema_field(&schema[*key], *field);
-            },
-        );
-    }
-
-    fn schema_field(&mut self, value: &Value, field: Field) {
-        match field {
-            Field::Text => self.text(value),
-            Field::Flag => self.flag(value),
-            Field::Number => self.number(value.as_f64()),
-            Field::Raw => self.raw(value),
-            Field::Schemas => self.list(value, Json::schema),
-            Field::Schema => self.schema(value),
-            Field::SchemaMap => self.map(value, Json::schema),
-            Field::Items => match value {
-                Value::Array(_) => self.object(["Schema", "JSONSchemas"], |out, name| match name {
-                    "Schema" => out.push("null"),
-                    _ => out.list(value, Json::schema),
-                }),
-                Value::Object(_) => {
-                    self.object(["Schema", "JSONSchemas"], |out, name| match name {
-                        "Schema" => out.schema(value),
-                        _ => out.push("null"),
-                    })
+/// One JSONSchemaProps field, written as `field` says.
+fn schema_field(out: &mut StructJson, value: &Value, field: Field) {
+    match field {
+        Field::Text => out.text(value),
+        Field::Flag => out.flag(value),
+        Field::Number => out.number(value.as_f64()),
+        Field::Raw => out.raw(value),
+        Field::Schemas => out.list(value, schema),
+        Field::Schema => schema(out, value),
+        Field::SchemaMap => out.map(value, schema),
+        Field::Items => match value {
+            Value::Array(_) => out.object(["Schema", "JSONSchemas"], |out, name| match name {
+                "Schema" => out.null(),
+                _ => out.list(value, schema),
+            }),
+            Value::Object(_) => out.object(["Schema", "JSONSchemas"], |out, name| match name {
+                "Schema" => schema(out, value),
+                _ => out.null(),
+            }),
+            _ => out.null(),
+        },
+        Field::SchemaOrBool => match value {
+            Value::Bool(allows) => out.object(["Allows", "Schema"], |out, name| match name {
+                "Allows" => out.flag(&Value::Bool(*allows)),
+                _ => out.null(),
+            }),
+            Value::Object(_) => out.object(["Allows", "Schema"], |out, name| match name {
+                "Allows" => out.flag(&Value::Bool(true)),
+                _ => schema(out, value),
+            }),
+            _ => out.null(),
+        },
+        Field::Dependencies => out.map(value, |out, dependency| {
+            out.object(["Schema", "Property"], |out, name| {
+                match (name, dependency) {
+                    ("Schema", Value::Object(_)) => schema(out, dependency),
+                    ("Property", Value::Array(_)) => out.strings(dependency),
+                    _ => out.null(),
                 }
-                _ => self.push("null"),
-            },
-            Field::SchemaOrBool => match value {
-                Value::Bool(allows) => self.object(["Allows", "Schema"], |out, name| match name {
-                    "Allows" => out.flag(&Value::Bool(*allows)),
-                    _ => out.push("null"),
-                }),
-                Value::Object(_) => self.object(["Allows", "Schema"], |out, name| match name {
-                    "Allows" => out.push("true"),
-                    _ => out.schema(value),
-                }),
-                _ => self.push("null"),
-            },
-            Field::Dependencies => self.map(value, |out, dependency| {
-                out.object(["Schema", "Property"], |out, name| {
-                    match (name, dependency) {
-                        ("Schema", Value::Object(_)) => out.schema(dependency),
-                        ("Property", Value::Array(_)) => out.strings(dependency),
-                        _ => out.push("null"),
-                    }
-                });
+            });
+        }),
+        Field::ExternalDocs => out.pointer(value, |out, docs| {
+            out.object(["Description", "URL"], |out, name| match name {
+                "Description" => out.text(&docs["description"]),
+                _ => out.text(&docs["url"]),
+            })
+        }),
+        Field::Rules => out.list(value, write_rule),
+    }
+}
+
+/// A `ValidationRule`.
+fn write_rule(out: &mut StructJson, rule: &Value) {
+    let fields = [
+        "Rule",
+        "Message",
+        "MessageExpression",
+        "Reason",
+        "FieldPath",
+        "OptionalOldSelf",
+    ];
+    out.object(fields, |out, name| match name {
+        "Rule" => out.text(&rule["rule"]),
+        "Message" => out.text(&rule["message"]),
+        "MessageExpression" => out.text(&rule["messageExpression"]),
+        "Reason" => out.raw(&rule["reason"]),
+        "FieldPath" => out.text(&rule["fieldPath"]),
+        _ => out.raw(&rule["optionalOldSelf"]),
+    });
+}
+
+/// A `CustomResourceDefinitionVersion`, its `hoisted` fields nil.
+fn version(
+    out: &mut StructJson,
+    version: &Value,
+    [in_schema, in_subresources, in_columns, in_selectable]: [bool; 4],
+) {
+    let fields = [
+        "Name",
+        "Served",
+        "Storage",
+        "Deprecated",
+        "DeprecationWarning",
+        "Schema",
+        "Subresources",
+        "AdditionalPrinterColumns",
+        "SelectableFields",
+    ];
+    let nil = Value::Null;
+    let unless = |hoisted: bool, key: &str| if hoisted { &nil } else { &version[key] };
+    out.object(fields, |out, name| match name {
+        "Name" => out.text(&version["name"]),
+        "Served" => out.flag(&version["served"]),
+        "Storage" => out.flag(&version["storage"]),
+        "Deprecated" => out.flag(&version["deprecated"]),
+        "DeprecationWarning" => out.raw(&version["deprecationWarning"]),
+        "Schema" => match unless(in_schema, "schema") {
+            Value::Object(validation) => out.object(["OpenAPIV3Schema"], |out, _| {
+                schema(
+                    out,
+                    validation.get("openAPIV3Schema").unwrap_or(&Value::Null),
+                );
             }),
-            Field::ExternalDocs => match value.is_object() {
-                true => self.object(["Description", "URL"], |out, name| match name {
-                    "Description" => out.text(&value["description"]),
-                    _ => out.text(&value["url"]),
-                }),
-                false => self.push("null"),
-            },
-            Field::Rules => self.list(value, Json::rule),
+            _ => out.null(),
+        },
+        "Subresources" => subresources(out, unless(in_subresources, "subresources")),
+        "AdditionalPrinterColumns" => {
+            out.list(unless(in_columns, "additionalPrinterColumns"), column)
         }
-    }
+        _ => out.list(unless(in_selectable, "selectableFields"), |out, field| {
+            out.object(["JSONPath"], |out, _| out.text(&field["jsonPath"]));
+        }),
+    });
+}
 
-    fn rule(&mut self, rule: &Value) {
-        let fields = [
-            "Rule",
-            "Message",
-            "MessageExpression",
-            "Reason",
-            "FieldPath",
-            "OptionalOldSelf",
-        ];
-        self.object(fields, |out, name| match name {
-            "Rule" => out.text(&rule["rule"]),
-            "Message" => out.text(&rule["message"]),
-            "MessageExpression" => out.text(&rule["messageExpression"]),
-            "Reason" => out.raw(&rule["reason"]),
-            "FieldPath" => out.text(&rule["fieldPath"]),
-            _ => out.raw(&rule["optionalOldSelf"]),
-        });
-    }
+/// A `*CustomResourceSubresources`.
+fn subresources(out: &mut StructJson, subresources: &Value) {
+    out.pointer(subresources, subresources_fields);
+}
 
-    fn version(&mut self, version: &Value, [schema, subresources, columns, selectable]: [bool; 4]) {
-        let fields = [
-            "Name",
-            "Served",
-            "Storage",
-            "Deprecated",
-            "DeprecationWarning",
-            "Schema",
-            "Subresources",
-            "AdditionalPrinterColumns",
-            "SelectableFields",
-        ];
-        let nil = Value::Null;
-        let unless = |hoisted: bool, key: &str| if hoisted { &nil } else { &version[key] };
-        self.object(fields, |out, name| match name {
-            "Name" => out.text(&version["name"]),
-            "Served" => out.flag(&version["served"]),
-            "Storage" => out.flag(&version["storage"]),
-            "Deprecated" => out.flag(&version["deprecated"]),
-            "DeprecationWarning" => out.raw(&version["deprecationWarning"]),
-            "Schema" => match unless(schema, "schema") {
-                Value::Object(validation) => out.object(["OpenAPIV3Schema"], |out, _| {
-                    out.schema(validation.get("openAPIV3Schema").unwrap_or(&Value::Null));
-                }),
-                _ => out.push("null"),
-            },
-            "Subresources" => out.subresources(unless(subresources, "subresources")),
-            "AdditionalPrinterColumns" => {
-                out.list(unless(columns, "additionalPrinterColumns"), Json::column)
-            }
-            _ => out.list(unless(selectable, "selectableFields"), |out, field| {
-                out.object(["JSONPath"], |out, _| out.text(&field["jsonPath"]));
-            }),
-        });
-    }
-
-    fn subresources(&mut self, subresources: &Value) {
-        if !subresources.is_object() {
-            return self.push("null");
+fn subresources_fields(out: &mut StructJson, subresources: &Value) {
+    out.object(["Status", "Scale"], |out, name| match name {
+        "Status" if subresources["status"].is_object() => out.empty(),
+        "Scale" if subresources["scale"].is_object() => {
+            let scale = &subresources["scale"];
+            let fields = [
+                "SpecReplicasPath",
+                "StatusReplicasPath",
+                "LabelSelectorPath",
+            ];
+            out.object(fields, |out, name| match name {
+                "SpecReplicasPath" => out.text(&scale["specReplicasPath"]),
+                "StatusReplicasPath" => out.text(&scale["statusReplicasPath"]),
+                _ => out.raw(&scale["labelSelectorPath"]),
+            });
         }
-        self.object(["Status", "Scale"], |out, name| match name {
-            "Status" if subresources["status"].is_object() => out.push("{}"),
-            "Scale" if subresources["scale"].is_object() => {
-                let scale = &subresources["scale"];
-                let fields = [
-                    "SpecReplicasPath",
-                    "StatusReplicasPath",
-                    "LabelSelectorPath",
-                ];
-                out.object(fields, |out, name| match name {
-                    "SpecReplicasPath" => out.text(&scale["specReplicasPath"]),
-                    "StatusReplicasPath" => out.text(&scale["statusReplicasPath"]),
-                    _ => out.raw(&scale["labelSelectorPath"]),
-                });
-            }
-            _ => out.push("null"),
-        });
-    }
+        _ => out.null(),
+    });
+}
 
-    fn column(&mut self, column: &Value) {
-        let fields = [
-            "Name",
-            "Type",
-            "Format",
-            "Description",
-            "Priority",
-            "JSONPath",
-        ];
-        self.object(fields, |out, name| match name {
-            "Priority" => out.number(Some(column["priority"].as_f64().unwrap_or(0.0))),
-            "JSONPath" => out.text(&column["jsonPath"]),
-            other => out.text(&column[other.to_lowercase().as_str()]),
-        });
-    }
+/// A `CustomResourceColumnDefinition`.
+fn column(out: &mut StructJson, column: &Value) {
+    let fields = [
+        "Name",
+        "Type",
+        "Format",
+        "Description",
+        "Priority",
+        "JSONPath",
+    ];
+    out.object(fields, |out, name| match name {
+        "Priority" => out.number(Some(column["priority"].as_f64().unwrap_or(0.0))),
+        "JSONPath" => out.text(&column["jsonPath"]),
+        other => out.text(&column[other.to_lowercase().as_str()]),
+    });
 }
 
 #[cfg(test)]

@@ -473,8 +473,10 @@ fn rules_select_only_declared_fields() {
             {"rule": "self.size >= 0", "optionalOldSelf": true},
             {"rule": "self.size >= 0", "messageExpression": "'size ' + self.zz"}]),
     );
-    // Every rule's errors, in order, each with the rule as upstream prints it.
+    // Every rule's errors, in order, each with the rule as upstream prints it (Go's
+    // encoding/json escapes `>`).
     let rule = |rule: &str, rest: &str| {
+        let rule = rule.replace('>', r"\u003e");
         format!(
             r#"{{"Rule":"{rule}","Message":"","MessageExpression":"{rest}","Reason":null,"FieldPath":"","OptionalOldSelf":null}}"#
         )

@@ -1,156 +1,146 @@
 //! Values in flow control validation messages as upstream prints them: field errors render
-//! a whole spec as its JSON, and the internal flow control types carry no JSON tags.
+//! a whole spec as its JSON, and the internal flow control types carry no JSON tags. Their
+//! layouts, written with [`StructJson`].
 
-use kapi_apimachinery::gofmt;
+use kapi_apimachinery::gostruct::StructJson;
 use serde_json::Value;
 
-/// How Go's `encoding/json` writes upstream's internal flow control structs, as its field
-/// errors print a whole spec: the fields in declaration order under their Go names, absent
-/// pointers and lists as `null`.
-fn go_struct(fields: &[(&str, String)]) -> String {
-    let fields: Vec<String> = fields
-        .iter()
-        .map(|(name, value)| format!("\"{name}\":{value}"))
-        .collect();
-    format!("{{{}}}", fields.join(","))
-}
-
-fn go_string(value: &Value) -> String {
-    gofmt::json(&Value::from(value.as_str().unwrap_or_default()))
-}
-
-fn go_int(value: &Value) -> String {
-    value.as_i64().unwrap_or(0).to_string()
-}
-
-fn go_optional_int(value: &Value) -> String {
-    value.as_i64().map_or("null".to_string(), |n| n.to_string())
-}
-
-fn go_pointer(value: &Value, render: impl Fn(&Value) -> String) -> String {
-    if value.is_object() {
-        render(value)
-    } else {
-        "null".to_string()
-    }
-}
-
-fn go_list(value: &Value, render: impl Fn(&Value) -> String) -> String {
-    match value.as_array() {
-        Some(list) => format!(
-            "[{}]",
-            list.iter().map(render).collect::<Vec<_>>().join(",")
-        ),
-        None => "null".to_string(),
-    }
-}
-
-fn go_strings(value: &Value) -> String {
-    go_list(value, go_string)
-}
-
+/// A `FlowDistinguisherMethod`.
 pub(super) fn go_distinguisher(method: &Value) -> String {
-    go_struct(&[("Type", go_string(&method["type"]))])
+    written(|out| distinguisher(out, method))
 }
 
+/// A `FlowSchemaSpec`.
 pub(super) fn go_flow_schema_spec(spec: &Value) -> String {
-    let name = |v: &Value| go_struct(&[("Name", go_string(&v["name"]))]);
-    let subject = |v: &Value| {
-        go_struct(&[
-            ("Kind", go_string(&v["kind"])),
-            ("User", go_pointer(&v["user"], name)),
-            ("Group", go_pointer(&v["group"], name)),
-            (
-                "ServiceAccount",
-                go_pointer(&v["serviceAccount"], |sa| {
-                    go_struct(&[
-                        ("Namespace", go_string(&sa["namespace"])),
-                        ("Name", go_string(&sa["name"])),
-                    ])
-                }),
-            ),
-        ])
-    };
-    let resource_rule = |v: &Value| {
-        go_struct(&[
-            ("Verbs", go_strings(&v["verbs"])),
-            ("APIGroups", go_strings(&v["apiGroups"])),
-            ("Resources", go_strings(&v["resources"])),
-            ("ClusterScope", (v["clusterScope"] == true).to_string()),
-            ("Namespaces", go_strings(&v["namespaces"])),
-        ])
-    };
-    let non_resource_rule = |v: &Value| {
-        go_struct(&[
-            ("Verbs", go_strings(&v["verbs"])),
-            ("NonResourceURLs", go_strings(&v["nonResourceURLs"])),
-        ])
-    };
-    let rule = |v: &Value| {
-        go_struct(&[
-            ("Subjects", go_list(&v["subjects"], subject)),
-            ("ResourceRules", go_list(&v["resourceRules"], resource_rule)),
-            (
-                "NonResourceRules",
-                go_list(&v["nonResourceRules"], non_resource_rule),
-            ),
-        ])
-    };
-    go_struct(&[
-        (
-            "PriorityLevelConfiguration",
-            name(&spec["priorityLevelConfiguration"]),
-        ),
-        ("MatchingPrecedence", go_int(&spec["matchingPrecedence"])),
-        (
-            "DistinguisherMethod",
-            go_pointer(&spec["distinguisherMethod"], go_distinguisher),
-        ),
-        ("Rules", go_list(&spec["rules"], rule)),
-    ])
+    written(|out| {
+        out.object(
+            [
+                "PriorityLevelConfiguration",
+                "MatchingPrecedence",
+                "DistinguisherMethod",
+                "Rules",
+            ],
+            |out, field| match field {
+                "PriorityLevelConfiguration" => name(out, &spec["priorityLevelConfiguration"]),
+                "MatchingPrecedence" => out.int(&spec["matchingPrecedence"]),
+                "DistinguisherMethod" => out.pointer(&spec["distinguisherMethod"], distinguisher),
+                _ => out.list(&spec["rules"], rule),
+            },
+        )
+    })
 }
 
+/// A `PriorityLevelConfigurationSpec`.
 pub(super) fn go_priority_level_spec(spec: &Value) -> String {
-    let queuing = |v: &Value| {
-        go_struct(&[
-            ("Queues", go_int(&v["queues"])),
-            ("HandSize", go_int(&v["handSize"])),
-            ("QueueLengthLimit", go_int(&v["queueLengthLimit"])),
-        ])
-    };
-    let limited = |v: &Value| {
-        let response = &v["limitResponse"];
-        go_struct(&[
-            (
-                "NominalConcurrencyShares",
-                go_int(&v["nominalConcurrencyShares"]),
-            ),
-            (
-                "LimitResponse",
-                go_struct(&[
-                    ("Type", go_string(&response["type"])),
-                    ("Queuing", go_pointer(&response["queuing"], queuing)),
-                ]),
-            ),
-            ("LendablePercent", go_optional_int(&v["lendablePercent"])),
-            (
-                "BorrowingLimitPercent",
-                go_optional_int(&v["borrowingLimitPercent"]),
-            ),
-        ])
-    };
-    let exempt = |v: &Value| {
-        go_struct(&[
-            (
-                "NominalConcurrencyShares",
-                go_optional_int(&v["nominalConcurrencyShares"]),
-            ),
-            ("LendablePercent", go_optional_int(&v["lendablePercent"])),
-        ])
-    };
-    go_struct(&[
-        ("Type", go_string(&spec["type"])),
-        ("Limited", go_pointer(&spec["limited"], limited)),
-        ("Exempt", go_pointer(&spec["exempt"], exempt)),
-    ])
+    written(|out| {
+        out.object(["Type", "Limited", "Exempt"], |out, field| match field {
+            "Type" => out.text(&spec["type"]),
+            "Limited" => out.pointer(&spec["limited"], limited),
+            _ => out.pointer(&spec["exempt"], exempt),
+        })
+    })
+}
+
+fn written(write: impl FnOnce(&mut StructJson)) -> String {
+    let mut out = StructJson::default();
+    write(&mut out);
+    out.finish()
+}
+
+fn distinguisher(out: &mut StructJson, method: &Value) {
+    out.object(["Type"], |out, _| out.text(&method["type"]));
+}
+
+/// A `PriorityLevelConfigurationReference`, `UserSubject` or `GroupSubject`.
+fn name(out: &mut StructJson, reference: &Value) {
+    out.object(["Name"], |out, _| out.text(&reference["name"]));
+}
+
+/// A `PolicyRulesWithSubjects`.
+fn rule(out: &mut StructJson, rule: &Value) {
+    let fields = ["Subjects", "ResourceRules", "NonResourceRules"];
+    out.object(fields, |out, field| match field {
+        "Subjects" => out.list(&rule["subjects"], subject),
+        "ResourceRules" => out.list(&rule["resourceRules"], resource_rule),
+        _ => out.list(&rule["nonResourceRules"], non_resource_rule),
+    });
+}
+
+fn subject(out: &mut StructJson, subject: &Value) {
+    let fields = ["Kind", "User", "Group", "ServiceAccount"];
+    out.object(fields, |out, field| match field {
+        "Kind" => out.text(&subject["kind"]),
+        "User" => out.pointer(&subject["user"], name),
+        "Group" => out.pointer(&subject["group"], name),
+        _ => out.pointer(&subject["serviceAccount"], |out, account| {
+            out.object(["Namespace", "Name"], |out, field| match field {
+                "Namespace" => out.text(&account["namespace"]),
+                _ => out.text(&account["name"]),
+            })
+        }),
+    });
+}
+
+fn resource_rule(out: &mut StructJson, rule: &Value) {
+    let fields = [
+        "Verbs",
+        "APIGroups",
+        "Resources",
+        "ClusterScope",
+        "Namespaces",
+    ];
+    out.object(fields, |out, field| match field {
+        "Verbs" => out.strings(&rule["verbs"]),
+        "APIGroups" => out.strings(&rule["apiGroups"]),
+        "Resources" => out.strings(&rule["resources"]),
+        "ClusterScope" => out.flag(&rule["clusterScope"]),
+        _ => out.strings(&rule["namespaces"]),
+    });
+}
+
+fn non_resource_rule(out: &mut StructJson, rule: &Value) {
+    out.object(["Verbs", "NonResourceURLs"], |out, field| match field {
+        "Verbs" => out.strings(&rule["verbs"]),
+        _ => out.strings(&rule["nonResourceURLs"]),
+    });
+}
+
+/// A `LimitedPriorityLevelConfiguration`.
+fn limited(out: &mut StructJson, limited: &Value) {
+    let fields = [
+        "NominalConcurrencyShares",
+        "LimitResponse",
+        "LendablePercent",
+        "BorrowingLimitPercent",
+    ];
+    out.object(fields, |out, field| match field {
+        "NominalConcurrencyShares" => out.int(&limited["nominalConcurrencyShares"]),
+        "LimitResponse" => {
+            let response = &limited["limitResponse"];
+            out.object(["Type", "Queuing"], |out, field| match field {
+                "Type" => out.text(&response["type"]),
+                _ => out.pointer(&response["queuing"], queuing),
+            })
+        }
+        "LendablePercent" => out.optional_int(&limited["lendablePercent"]),
+        _ => out.optional_int(&limited["borrowingLimitPercent"]),
+    });
+}
+
+fn queuing(out: &mut StructJson, queuing: &Value) {
+    let fields = ["Queues", "HandSize", "QueueLengthLimit"];
+    out.object(fields, |out, field| match field {
+        "Queues" => out.int(&queuing["queues"]),
+        "HandSize" => out.int(&queuing["handSize"]),
+        _ => out.int(&queuing["queueLengthLimit"]),
+    });
+}
+
+/// An `ExemptPriorityLevelConfiguration`.
+fn exempt(out: &mut StructJson, exempt: &Value) {
+    let fields = ["NominalConcurrencyShares", "LendablePercent"];
+    out.object(fields, |out, field| match field {
+        "NominalConcurrencyShares" => out.optional_int(&exempt["nominalConcurrencyShares"]),
+        _ => out.optional_int(&exempt["lendablePercent"]),
+    });
 }
