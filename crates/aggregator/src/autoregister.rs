@@ -23,6 +23,12 @@ use crate::local::{LocalApiService, Managed, Wanted, of_crds};
 const RESYNC: Duration = Duration::from_secs(60);
 /// How soon a failed pass is tried again.
 const RETRY: Duration = Duration::from_millis(500);
+/// What a pass reads of a CRD: its group and versions.
+const CRD_PARTS: &[&str] = &["spec"];
+/// What a pass reads of an APIService: its spec, and its name, uid and labels (whether it
+/// is managed), for the comparison, the delete's precondition and the update.
+const API_SERVICE_PARTS: &[&str] = &["spec"];
+const API_SERVICE_METADATA: &[&str] = &["name", "uid", "labels"];
 
 /// Which of upstream's sync passes a check belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -79,15 +85,17 @@ impl AutoRegister {
     /// a cache still filling up cannot make a CRD's APIService look unwanted.
     async fn start_pass(&self) -> Result<(), ApiError> {
         let mut wanted = self.built_in.clone();
-        wanted.extend(of_crds(&list(&self.crds).await?));
-        let existing = list(&self.api_services).await?;
+        wanted.extend(of_crds(&list(&self.crds, CRD_PARTS, &[]).await?));
+        let existing = list(&self.api_services, API_SERVICE_PARTS, API_SERVICE_METADATA).await?;
         self.check_all(&wanted, &existing, Pass::Start).await
     }
 
     /// The CRDs' APIServices, from the watch caches.
     async fn running_pass(&self) -> Result<(), ApiError> {
-        let wanted = of_crds(&self.crds.cached_list(None));
-        let existing = self.api_services.cached_list(None);
+        let wanted = of_crds(&self.crds.cached_list_parts(CRD_PARTS, &[]));
+        let existing = self
+            .api_services
+            .cached_list_parts(API_SERVICE_PARTS, API_SERVICE_METADATA);
         self.check_all(&wanted, &existing, Pass::Running).await
     }
 
@@ -208,12 +216,17 @@ impl AutoRegister {
     }
 }
 
-/// Every object of `served`, read consistently.
-async fn list(served: &Served) -> Result<Vec<Value>, ApiError> {
+/// Every object of `served`, read consistently, decoded only in its top-level `fields` and
+/// its `metadata` fields `metadata` (a pass reads a few fields of every object).
+async fn list(served: &Served, fields: &[&str], metadata: &[&str]) -> Result<Vec<Value>, ApiError> {
     let resource = served.definition.group_resource();
     let listed = served
         .registry
         .list(&resource, &ListParams::default())
         .await?;
-    listed.items.iter().map(|item| item.decode()).collect()
+    listed
+        .items
+        .iter()
+        .map(|item| item.decode_parts(fields, metadata))
+        .collect()
 }
