@@ -46,6 +46,7 @@ pub use schemas::BuiltinSchemas;
 pub use service::{
     Cidr, CidrError, EndpointReconciler, KubernetesService, PortRange, PortRangeError,
     ServiceAllocator, ServiceRanges, leave_kubernetes_endpoints, reconcile_kubernetes_service,
+    start_kubernetes_service,
 };
 
 /// The finalizer StorageObjectInUseProtection puts on claims, which the protection

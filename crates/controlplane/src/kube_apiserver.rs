@@ -416,15 +416,18 @@ impl ServiceAllocation {
     }
 }
 
-/// The bootstrap controller's post-start hook: the `kubernetes` Service, its Endpoints,
-/// EndpointSlice and the default ServiceCIDR, created before the server reports ready and
-/// reconciled every 10 seconds after; on shutdown this server leaves the Endpoints.
+/// The bootstrap controller's post-start hook, as upstream's: the `kubernetes` Service and
+/// the default ServiceCIDR created before the server reports ready (this server taken out of
+/// Endpoints an unclean exit left it in); once every hook has finished, this server's lease,
+/// the Endpoints and the EndpointSlice, reconciled every 10 seconds after (upstream's
+/// controller waits for `/readyz` before its first pass). On shutdown this server leaves the
+/// Endpoints.
 async fn kubernetes_service(
     target: KubernetesService,
     context: PostStartHookContext,
 ) -> Result<(), BoxError> {
     for attempt in 1..=INITIAL_RECONCILE_ATTEMPTS {
-        match kapi_builtin::reconcile_kubernetes_service(&target).await {
+        match kapi_builtin::start_kubernetes_service(&target).await {
             Ok(()) => break,
             Err(err) if attempt == INITIAL_RECONCILE_ATTEMPTS => {
                 tracing::warn!(%err, "reconciling the kubernetes service; retrying every 10s");
@@ -436,9 +439,14 @@ async fn kubernetes_service(
     // before its storage closes (upstream's pre-shutdown hook).
     context.tasks.spawn(async move {
         let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
-        interval.tick().await;
+        tokio::select! {
+            _ = context.stopping.cancelled() => {}
+            _ = context.started.cancelled() => {}
+        }
         loop {
+            // The first tick is at once.
             tokio::select! {
+                biased;
                 _ = context.stopping.cancelled() => break,
                 _ = interval.tick() => {}
             }

@@ -96,6 +96,9 @@ pub struct PostStartHookContext {
     /// pre-shutdown hooks): once `stopping` is cancelled the server waits for these tasks,
     /// up to [`PRE_SHUTDOWN_TIMEOUT`], before it stops serving and its storage closes.
     pub tasks: TaskTracker,
+    /// Cancelled once every post-start hook has finished: what readiness waits for. Work a
+    /// hook starts that upstream runs only once `/readyz` passes waits for it.
+    pub started: CancellationToken,
 }
 
 /// How long a shutdown waits for the hooks' tasks to finish their shutdown steps.
@@ -396,7 +399,13 @@ impl ListeningServer {
         let accepting = tokio::spawn(accept_loop(listener, tls, chain, drain.clone()));
         let tasks = TaskTracker::new();
         let hooks_done: Vec<_> = hooks.iter().map(|(_, done)| done.clone()).collect();
-        let mut running_hooks = start_hooks(hooks, &stopping, &loopback, &tasks);
+        let context = PostStartHookContext {
+            stopping: stopping.clone(),
+            loopback,
+            tasks: tasks.clone(),
+            started: started.clone(),
+        };
+        let mut running_hooks = start_hooks(hooks, &context);
         tokio::spawn(mark_started(hooks_done.clone(), stopping.clone(), started));
         crate::systemd::notify_ready(readyz, hooks_done, stopping.clone());
         let result = tokio::select! {
@@ -440,17 +449,11 @@ async fn mark_started(
 /// Starts every hook in its own task; each marks its health check done when it succeeds.
 fn start_hooks(
     hooks: Vec<(PostStartHook, CancellationToken)>,
-    stopping: &CancellationToken,
-    loopback: &Loopback,
-    tasks: &TaskTracker,
+    context: &PostStartHookContext,
 ) -> JoinSet<Result<(), ServerError>> {
     let mut running = JoinSet::new();
     for (hook, done) in hooks {
-        let context = PostStartHookContext {
-            stopping: stopping.clone(),
-            loopback: loopback.clone(),
-            tasks: tasks.clone(),
-        };
+        let context = context.clone();
         running.spawn(async move {
             let outcome = AssertUnwindSafe((hook.run)(context)).catch_unwind().await;
             let reason = match outcome {

@@ -149,7 +149,11 @@ pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<()
         EndpointReconciler::None => return Ok(()),
         EndpointReconciler::MasterCount(_) => {
             let own = target.advertise.to_string();
-            let listed = listed_addresses(target).await?.unwrap_or_default();
+            // No Endpoints in the master-count form: nothing to leave (upstream's
+            // RemoveEndpoints fails on a missing object rather than creating one).
+            let Some(listed) = listed_addresses(target).await? else {
+                return Ok(());
+            };
             let left = listed.iter().filter(|ip| **ip != own);
             left.filter_map(|ip| ip.parse().ok()).collect()
         }
@@ -179,6 +183,18 @@ pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<()
         ensure(served, NAMESPACE, desired, reconciled).await?;
     }
     Ok(())
+}
+
+/// The bootstrap controller's start, before the server reports ready: this server is taken
+/// out of the Endpoints a previous run that did not shut down cleanly left it in (as
+/// [`leave_kubernetes_endpoints`]; upstream's `Start` removes its endpoint until the server
+/// is ready), and the ServiceCIDR (with its Ready condition) and the Service are created or
+/// reset. The Endpoints and this server's lease are [`reconcile_kubernetes_service`]'s, once
+/// the server is ready. Every step is attempted; the first error is returned.
+pub async fn start_kubernetes_service(target: &KubernetesService) -> Result<(), ApiError> {
+    let left = leave_kubernetes_endpoints(target).await;
+    let reconciled = reconcile_objects(target, None).await;
+    left.and(reconciled)
 }
 
 /// Every object of the `kubernetes` Service, the Endpoints listing `addresses` (left

@@ -24,7 +24,8 @@ mod validation;
 
 pub use alloc::{ServiceAllocator, ServiceRanges};
 pub use bootstrap::{
-    EndpointReconciler, KubernetesService, leave_kubernetes_endpoints, reconcile_kubernetes_service,
+    EndpointReconciler, KubernetesService, leave_kubernetes_endpoints,
+    reconcile_kubernetes_service, start_kubernetes_service,
 };
 pub use ipallocator::{Cidr, CidrError};
 pub use portallocator::{PortRange, PortRangeError};

@@ -287,10 +287,27 @@ async fn the_kubernetes_service_exists_after_start() {
     assert_eq!(service["spec"]["ports"][0]["port"], 443);
     let port: i64 = server.url().rsplit(':').next().unwrap().parse().unwrap();
     assert_eq!(service["spec"]["ports"][0]["targetPort"], port);
-    let table = server.kubectl_ok(&["get", "endpoints", "kubernetes"]).await;
-    assert!(table.contains(&format!("10.1.2.3:{port}")), "{table}");
-    let slice = get_json(&server, &["get", "endpointslice", "kubernetes"]).await;
-    assert_eq!(slice["endpoints"][0]["addresses"][0], "10.1.2.3");
+    // The Endpoints and the EndpointSlice follow once the server is ready, as upstream's
+    // controller writes them once /readyz passes.
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let endpoints = server.kubectl(&["get", "endpoints", "kubernetes"]).await;
+        let table = String::from_utf8_lossy(&endpoints.stdout).to_string();
+        let slice = server
+            .kubectl(&["get", "endpointslice", "kubernetes", "-o", "json"])
+            .await;
+        let slice: Value = serde_json::from_slice(&slice.stdout).unwrap_or_default();
+        if table.contains(&format!("10.1.2.3:{port}"))
+            && slice["endpoints"][0]["addresses"][0] == "10.1.2.3"
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no Endpoints for this server: {table} {slice}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let cidr = get_json(&server, &["get", "servicecidr", "kubernetes"]).await;
     assert_eq!(cidr["spec"]["cidrs"], serde_json::json!(["10.96.0.0/12"]));
     assert_eq!(cidr["status"]["conditions"][0]["type"], "Ready");
