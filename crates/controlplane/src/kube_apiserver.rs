@@ -438,11 +438,13 @@ async fn kubernetes_service(
     // In the server's tasks: leaving the Endpoints is a shutdown step the server waits for
     // before its storage closes (upstream's pre-shutdown hook).
     context.tasks.spawn(async move {
-        let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
         tokio::select! {
             _ = context.stopping.cancelled() => {}
             _ = context.started.cancelled() => {}
         }
+        // Made once the hooks are done, so that a slow start leaves no backlog of ticks.
+        let mut interval = tokio::time::interval(KUBERNETES_SERVICE_INTERVAL);
+        interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             // The first tick is at once.
             tokio::select! {

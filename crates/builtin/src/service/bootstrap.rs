@@ -64,8 +64,8 @@ impl KubernetesService {
 }
 
 /// Renews this server's lease, then creates what is missing and resets what drifted: the
-/// ServiceCIDR (and its Ready condition), the Service (its ports and type), the Endpoints
-/// and the EndpointSlice listing every live server. Every object is attempted; the first
+/// ServiceCIDR (and its Ready condition), the Service (created only), the Endpoints and the
+/// EndpointSlice listing every live server. Every object is attempted; the first
 /// error is returned.
 pub async fn reconcile_kubernetes_service(target: &KubernetesService) -> Result<(), ApiError> {
     match target.reconciler {
@@ -141,32 +141,39 @@ fn master_count(listed: Option<Vec<String>>, own: &str, count: usize) -> Vec<Str
     addresses
 }
 
-/// A graceful shutdown's step: this server's lease is removed and the Endpoints list the
-/// servers left (left alone when none is, rather than emptied, as upstream does); with the
-/// master-count reconciler this server's address is removed from them.
+/// A graceful shutdown's step, and a start's (after an unclean shutdown), as upstream's
+/// reconcilers' RemoveEndpoints: this server's lease is removed and the Endpoints list the
+/// servers left; with the master-count reconciler this server's address is removed from
+/// them. Nothing is written when this server had no lease or is not listed, nor when no
+/// server would be left (upstream's write of an empty subset fails validation, and the
+/// Endpoints stay as they were).
 pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<(), ApiError> {
-    let addresses = match target.reconciler {
+    let addresses: Vec<IpAddr> = match target.reconciler {
         EndpointReconciler::None => return Ok(()),
         EndpointReconciler::MasterCount(_) => {
             let own = target.advertise.to_string();
-            // No Endpoints in the master-count form: nothing to leave (upstream's
-            // RemoveEndpoints fails on a missing object rather than creating one).
+            // No Endpoints in the master-count form: upstream's adapter reads none, and
+            // there is nothing to leave.
             let Some(listed) = listed_addresses(target).await? else {
                 return Ok(());
             };
+            if !listed.contains(&own) {
+                return Ok(());
+            }
             let left = listed.iter().filter(|ip| **ip != own);
             left.filter_map(|ip| ip.parse().ok()).collect()
         }
         EndpointReconciler::Lease => {
             let leases = target.leases();
-            leases.remove(target.advertise).await?;
-            let addresses = leases.live().await?;
-            if addresses.is_empty() {
+            if !leases.remove(target.advertise).await? {
                 return Ok(());
             }
-            addresses
+            leases.live().await?
         }
     };
+    if addresses.is_empty() {
+        return Ok(());
+    }
     let steps = [
         (
             &target.endpoints,
@@ -188,8 +195,8 @@ pub async fn leave_kubernetes_endpoints(target: &KubernetesService) -> Result<()
 /// The bootstrap controller's start, before the server reports ready: this server is taken
 /// out of the Endpoints a previous run that did not shut down cleanly left it in (as
 /// [`leave_kubernetes_endpoints`]; upstream's `Start` removes its endpoint until the server
-/// is ready), and the ServiceCIDR (with its Ready condition) and the Service are created or
-/// reset. The Endpoints and this server's lease are [`reconcile_kubernetes_service`]'s, once
+/// is ready), the ServiceCIDR (with its Ready condition) is created or reset, and the
+/// Service created when missing. The Endpoints and this server's lease are [`reconcile_kubernetes_service`]'s, once
 /// the server is ready. Every step is attempted; the first error is returned.
 pub async fn start_kubernetes_service(target: &KubernetesService) -> Result<(), ApiError> {
     let left = leave_kubernetes_endpoints(target).await;
@@ -210,12 +217,10 @@ async fn reconcile_objects(
             service_cidr(target),
             &["spec"][..],
         ),
-        (
-            &target.services,
-            NAMESPACE,
-            service(target),
-            &["spec.ports", "spec.type"][..],
-        ),
+        // Created when missing, never reset: upstream's controller reconciles the Service
+        // only when asked to (`reconcile=false` on every pass since 1.17), so an edited
+        // `kubernetes` Service keeps its edits.
+        (&target.services, NAMESPACE, service(target), &[][..]),
     ];
     if let Some(addresses) = addresses {
         steps.push((

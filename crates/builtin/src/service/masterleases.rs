@@ -70,10 +70,12 @@ impl MasterLeases {
         Ok(live)
     }
 
-    /// Removes this server's lease (a graceful shutdown).
-    pub async fn remove(&self, own: IpAddr) -> Result<(), ApiError> {
+    /// Removes this server's lease (a graceful shutdown, or a start after an unclean one);
+    /// whether there was one.
+    pub async fn remove(&self, own: IpAddr) -> Result<bool, ApiError> {
         match self.store.delete(&self.key(own), None).await {
-            Ok(_) | Err(StorageError::KeyNotFound { .. }) => Ok(()),
+            Ok(_) => Ok(true),
+            Err(StorageError::KeyNotFound { .. }) => Ok(false),
             Err(err) => Err(ApiError::internal(err)),
         }
     }
