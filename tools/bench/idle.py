@@ -7,6 +7,8 @@ which a sample 3 s after READY=1 does not see.
 usage: [MINUTES=<m>] [STEP_S=<s>] [PORT=<port>] idle.py <kapi binary> [extra flags...]"""
 import os, shutil, socket, subprocess, sys, tempfile, time
 
+if len(sys.argv) < 2:
+    sys.exit(__doc__)
 binary, *flags = sys.argv[1:]
 minutes = float(os.environ.get("MINUTES", "10"))
 step = float(os.environ.get("STEP_S", "60"))
@@ -19,13 +21,19 @@ def start():
     sock_path = tempfile.mktemp(prefix="notify-", suffix=".sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(sock_path)
-    sock.settimeout(60)
+    sock.settimeout(1)
     proc = subprocess.Popen(
         [binary, "serve", "--secure-port", str(port), "--data-dir", data_dir, *flags],
         env=dict(os.environ, NOTIFY_SOCKET=sock_path),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    while "READY=1" not in sock.recv(4096).decode():
-        pass
+    while True:
+        try:
+            if "READY=1" in sock.recv(4096).decode():
+                break
+        except socket.timeout:
+            if proc.poll() is not None:
+                shutil.rmtree(data_dir)
+                sys.exit(f"the server exited ({proc.returncode}) before it was ready")
     sock.close()
     os.unlink(sock_path)
     return proc
