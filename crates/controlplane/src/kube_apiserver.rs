@@ -432,8 +432,16 @@ async fn kubernetes_service(
             Err(err) if attempt == INITIAL_RECONCILE_ATTEMPTS => {
                 tracing::warn!(%err, "reconciling the kubernetes service; retrying every 10s");
             }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => tokio::select! {
+                _ = context.stopping.cancelled() => break,
+                _ = tokio::time::sleep(Duration::from_millis(200)) => {}
+            },
         }
+    }
+    // Shutting down already: the server may have stopped waiting for its tasks, and this
+    // server has written no lease to leave.
+    if context.stopping.is_cancelled() {
+        return Ok(());
     }
     // In the server's tasks: leaving the Endpoints is a shutdown step the server waits for
     // before its storage closes (upstream's pre-shutdown hook).
