@@ -28,11 +28,8 @@ const DEFAULT_NOMINAL_CONCURRENCY_SHARES: i64 = 30;
 /// The strategies of the flow control kinds.
 pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
     let (strategy, table): (Arc<dyn Strategy>, _) = match kind {
-        "FlowSchema" => (Arc::new(FlowSchemaStrategy), flow_schema_table()),
-        "PriorityLevelConfiguration" => (
-            Arc::new(PriorityLevelConfigurationStrategy),
-            priority_level_table(),
-        ),
+        "FlowSchema" => (Arc::new(FLOW_SCHEMA), flow_schema_table()),
+        "PriorityLevelConfiguration" => (Arc::new(PRIORITY_LEVEL), priority_level_table()),
         _ => return None,
     };
     Some(KindStrategies {
@@ -42,76 +39,53 @@ pub(super) fn strategies(kind: &str) -> Option<KindStrategies> {
 }
 
 /// flowSchemaStrategy (pkg/registry/flowcontrol/flowschema/strategy.go).
-struct FlowSchemaStrategy;
-
-impl Strategy for FlowSchemaStrategy {
-    fn default(&self, schema: &mut Value) {
-        flow_schema_defaults(schema);
-    }
-
-    fn prepare_for_create(&self, schema: &mut Value) {
-        reset_status(schema);
-        flow_schema_defaults(schema);
-        start_generation(schema);
-    }
-
-    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        flow_schema_defaults(new);
-        track_generation(new, old);
-    }
-
-    fn validate(&self, schema: &Value) -> FieldErrors {
-        let mut errs = validate_flow_schema(schema);
-        errs.extend(validate_conditions(schema));
-        validate_core(schema, errs)
-    }
-
-    fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
-        validate_core_update(self, new, FieldErrors::new())
-    }
-
-    /// ValidateFlowSchemaStatusUpdate: a status write is held to the status rules only.
-    fn validate_subresource_update(
-        &self,
-        _subresource: &SubresourceKind,
-        new: &Value,
-        _old: &Value,
-    ) -> FieldErrors {
-        validate_conditions(new)
-    }
-}
+const FLOW_SCHEMA: FlowControlStrategy = FlowControlStrategy {
+    defaults: flow_schema_defaults,
+    validate_object: validate_flow_schema,
+};
 
 /// priorityLevelConfigurationStrategy
 /// (pkg/registry/flowcontrol/prioritylevelconfiguration/strategy.go).
-struct PriorityLevelConfigurationStrategy;
+const PRIORITY_LEVEL: FlowControlStrategy = FlowControlStrategy {
+    defaults: priority_level_defaults,
+    validate_object: validate_priority_level,
+};
 
-impl Strategy for PriorityLevelConfigurationStrategy {
-    fn default(&self, level: &mut Value) {
-        priority_level_defaults(level);
+/// The strategy of a flow control kind: upstream's two differ only in their defaults and
+/// their validation of the object.
+struct FlowControlStrategy {
+    defaults: fn(&mut Value),
+    validate_object: fn(&Value) -> FieldErrors,
+}
+
+impl Strategy for FlowControlStrategy {
+    fn default(&self, object: &mut Value) {
+        (self.defaults)(object);
     }
 
-    fn prepare_for_create(&self, level: &mut Value) {
-        reset_status(level);
-        priority_level_defaults(level);
-        start_generation(level);
+    fn prepare_for_create(&self, object: &mut Value) {
+        reset_status(object);
+        (self.defaults)(object);
+        start_generation(object);
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        priority_level_defaults(new);
+        (self.defaults)(new);
         track_generation(new, old);
     }
 
-    fn validate(&self, level: &Value) -> FieldErrors {
-        let mut errs = validate_priority_level(level);
-        errs.extend(validate_conditions(level));
-        validate_core(level, errs)
+    fn validate(&self, object: &Value) -> FieldErrors {
+        let mut errs = (self.validate_object)(object);
+        errs.extend(validate_conditions(object));
+        validate_core(object, errs)
     }
 
     fn validate_update(&self, new: &Value, _old: &Value) -> FieldErrors {
         validate_core_update(self, new, FieldErrors::new())
     }
 
-    /// ValidatePriorityLevelConfigurationStatusUpdate: the status rules only.
+    /// ValidateFlowSchemaStatusUpdate and ValidatePriorityLevelConfigurationStatusUpdate: a
+    /// status write is held to the status rules only.
     fn validate_subresource_update(
         &self,
         _subresource: &SubresourceKind,
