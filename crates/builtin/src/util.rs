@@ -3,7 +3,7 @@
 //! validation pieces core types add to the generic metadata checks.
 
 use kapi_apimachinery::validation::FIELD_IMMUTABLE_ERROR_MSG;
-use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use serde_json::{Map, Value};
 
 pub(crate) use kapi_apimachinery::gotime::{Timestamp, ZERO_TIME, parse_rfc3339};
@@ -74,12 +74,7 @@ pub(crate) fn validate_immutable(new: &Value, old: &Value, path: &Path) -> Field
 /// An immutability error whose bad value is already rendered (structs of internal types,
 /// which upstream prints with their Go field names).
 pub(crate) fn immutable_rendered(path: &Path, rendered: String) -> FieldError {
-    FieldError {
-        error_type: ErrorType::Invalid,
-        field: path.to_string(),
-        bad_value: Some(rendered),
-        detail: FIELD_IMMUTABLE_ERROR_MSG.to_string(),
-    }
+    FieldError::invalid_rendered(path, rendered, FIELD_IMMUTABLE_ERROR_MSG)
 }
 
 /// Whether a time field is unset: absent, `null`, empty or Go's zero time.

@@ -34,7 +34,7 @@ fn rule_errors(rule: &Value, decl: &Decl, at: &Path) -> FieldErrors {
     let source = rule["rule"].as_str().unwrap_or_default();
     if let Some(message) = undeclared(source) {
         let detail = format!("compilation failed: {message}");
-        errors.push(crate::crd::gojson::invalid(
+        errors.push(FieldError::invalid_rendered(
             &at.child("rule"),
             printed(),
             detail,
@@ -45,7 +45,7 @@ fn rule_errors(rule: &Value, decl: &Decl, at: &Path) -> FieldErrors {
     {
         let detail = format!("messageExpression compilation failed: {message}");
         let path = at.child("messageExpression");
-        errors.push(crate::crd::gojson::invalid(&path, printed(), detail));
+        errors.push(FieldError::invalid_rendered(&path, printed(), detail));
     }
     let uses_old_self = cel::Program::compile(source)
         .is_ok_and(|program| program.references().has_variable("oldSelf"));

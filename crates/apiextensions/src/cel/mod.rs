@@ -150,7 +150,7 @@ fn collect_compile_errors(
         let at = path.child("x-kubernetes-validations").index(i);
         match result {
             Err(CompilationError::Parse { source, .. }) => {
-                errors.push(crate::crd::gojson::invalid(
+                errors.push(FieldError::invalid_rendered(
                     &at.child("rule"),
                     crate::crd::gojson::validation_rule(&schema["x-kubernetes-validations"][i]),
                     format!("compilation failed: {source}"),

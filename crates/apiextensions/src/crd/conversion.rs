@@ -287,7 +287,7 @@ fn validate_review_versions(
         recognized |= CONVERSION_REVIEW_VERSIONS.contains(&version);
     }
     if require_recognized && !recognized {
-        errs.push(gojson::invalid(
+        errs.push(FieldError::invalid_rendered(
             path,
             gojson::string_slice(versions),
             format!(

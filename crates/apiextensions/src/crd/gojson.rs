@@ -3,7 +3,6 @@
 //! order, nil ones as `null`).
 
 use kapi_apimachinery::gostruct::StructJson;
-use kapi_apimachinery::validation::field::{ErrorType, FieldError, Path};
 use serde_json::Value;
 
 /// A `[]string` (`status.storedVersions`, `conversionReviewVersions`, list map keys):
@@ -27,16 +26,6 @@ pub(crate) fn validation_rule(rule: &Value) -> String {
     let mut out = StructJson::default();
     write_rule(&mut out, rule);
     out.finish()
-}
-
-/// An Invalid error whose value is already printed (by the functions above).
-pub(crate) fn invalid(path: &Path, rendered: String, detail: impl Into<String>) -> FieldError {
-    FieldError {
-        error_type: ErrorType::Invalid,
-        field: path.to_string(),
-        bad_value: Some(rendered),
-        detail: detail.into(),
-    }
 }
 
 /// The internal JSONSchemaProps' fields in declaration order, each with its v1 JSON key and

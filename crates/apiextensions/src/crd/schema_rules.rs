@@ -464,14 +464,14 @@ fn map_list(node: &Map<String, Value>, path: &Path) -> FieldErrors {
                     ));
                 }
             }
-            None => errs.push(gojson::invalid(
+            None => errs.push(FieldError::invalid_rendered(
                 &path.child("x-kubernetes-list-map-keys"),
                 gojson::string_slice(keys_value),
                 "entries must all be names of item properties",
             )),
         }
         if seen.contains(&key) {
-            errs.push(gojson::invalid(
+            errs.push(FieldError::invalid_rendered(
                 &path.child("x-kubernetes-list-map-keys"),
                 gojson::string_slice(keys_value),
                 "must not contain duplicate entries",

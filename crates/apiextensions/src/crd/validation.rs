@@ -431,7 +431,7 @@ fn validate_versions(
     }
     let printed = || gojson::versions(&spec["versions"], hoisted.as_array());
     if !unique {
-        errs.push(gojson::invalid(
+        errs.push(FieldError::invalid_rendered(
             &versions_path,
             printed(),
             "must contain unique version names",
@@ -439,7 +439,7 @@ fn validate_versions(
     }
     let storage = versions.iter().filter(|v| flag(&v["storage"])).count();
     if storage != 1 {
-        errs.push(gojson::invalid(
+        errs.push(FieldError::invalid_rendered(
             &versions_path,
             printed(),
             "must have exactly one version marked as storage version",
@@ -930,7 +930,7 @@ fn validate_stored_versions(crd: &Value) -> FieldErrors {
     let stored_value = &crd["status"]["storedVersions"];
     let stored: Vec<&str> = list(stored_value).iter().map(text).collect();
     if stored.is_empty() {
-        return FieldErrors::from(gojson::invalid(
+        return FieldErrors::from(FieldError::invalid_rendered(
             &path,
             gojson::string_slice(stored_value),
             "must have at least one stored version",
@@ -941,7 +941,7 @@ fn validate_stored_versions(crd: &Value) -> FieldErrors {
     for version in versions {
         let name = text(&version["name"]);
         if flag(&version["storage"]) && !stored.contains(&name) {
-            errs.push(gojson::invalid(
+            errs.push(FieldError::invalid_rendered(
                 &path,
                 gojson::string_slice(stored_value),
                 format!("must have the storage version {name}"),

@@ -158,6 +158,17 @@ impl FieldError {
         FieldError::with_value(ErrorType::Invalid, path, &value.into(), detail.into())
     }
 
+    /// `<path>: Invalid value: <rendered>: <detail>`, the value already printed as upstream
+    /// prints it (an internal struct's JSON, `gostruct`).
+    pub fn invalid_rendered(path: &Path, rendered: String, detail: impl Into<String>) -> Self {
+        FieldError {
+            error_type: ErrorType::Invalid,
+            field: path.to_string(),
+            bad_value: Some(rendered),
+            detail: detail.into(),
+        }
+    }
+
     /// `<path>: Invalid value: <value>: <detail>`, for a value of the wrong type.
     pub fn type_invalid(path: &Path, value: impl Into<Value>, detail: impl Into<String>) -> Self {
         FieldError::with_value(ErrorType::TypeInvalid, path, &value.into(), detail.into())

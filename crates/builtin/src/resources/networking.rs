@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use kapi_apimachinery::validation::field::{ErrorType, FieldError, FieldErrors, Path};
+use kapi_apimachinery::validation::field::{FieldError, FieldErrors, Path};
 use kapi_apimachinery::validation::{
     is_dns1035_label, is_dns1123_subdomain, is_valid_port_name, validate_label_selector,
 };
@@ -117,16 +117,6 @@ const INVALID_PATH_SUFFIXES: [&str; 2] = ["/..", "/."];
 const WILDCARD_DNS1123_SUBDOMAIN_ERROR: &str = "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character (e.g. '*.example.com', regex used for validation is '\\*\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const PORT_RANGE_ERROR: &str = "must be between 1 and 65535, inclusive";
 
-/// An Invalid error whose value is already rendered (as upstream's JSON of it).
-fn invalid_rendered(path: &Path, rendered: &str, detail: &str) -> FieldError {
-    FieldError {
-        error_type: ErrorType::Invalid,
-        field: path.to_string(),
-        bad_value: Some(rendered.to_string()),
-        detail: detail.to_string(),
-    }
-}
-
 // ---- Ingress ----
 
 /// ValidateIngressSpec.
@@ -142,9 +132,9 @@ fn validate_ingress(ingress: &Value) -> FieldErrors {
         } else {
             "null"
         };
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid_rendered(
             &path,
-            rendered,
+            rendered.to_string(),
             "either `defaultBackend` or `rules` must be specified",
         ));
     }
@@ -586,9 +576,9 @@ fn validate_network_policy(policy: &Value) -> FieldErrors {
     let types = items(spec, "/policyTypes");
     if types.len() > 2 {
         let rendered = Value::Array(types.to_vec()).to_string();
-        errs.push(invalid_rendered(
+        errs.push(FieldError::invalid_rendered(
             &path.child("policyTypes"),
-            &rendered,
+            rendered,
             "may not specify more than two policyTypes",
         ));
         return errs;

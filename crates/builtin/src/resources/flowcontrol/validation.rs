@@ -73,12 +73,11 @@ pub(super) fn validate_flow_schema(schema: &Value) -> FieldErrors {
     if let Some(fixed) = mandatory_spec(bootstrap::mandatory_flow_schemas(), name)
         && semantic(spec) != semantic(&fixed)
     {
-        errs.push(FieldError {
-            error_type: ErrorType::Invalid,
-            field: path.to_string(),
-            bad_value: Some(go_flow_schema_spec(spec)),
-            detail: format!("spec of '{name}' must equal the fixed value"),
-        });
+        errs.push(FieldError::invalid_rendered(
+            &path,
+            go_flow_schema_spec(spec),
+            format!("spec of '{name}' must equal the fixed value"),
+        ));
     }
     errs
 }
@@ -361,12 +360,11 @@ pub(super) fn validate_priority_level(level: &Value) -> FieldErrors {
             detail.push_str(" except the 'spec.exempt' field");
         }
         if compared != semantic(&fixed) {
-            errs.push(FieldError {
-                error_type: ErrorType::Invalid,
-                field: "spec".to_string(),
-                bad_value: Some(go_priority_level_spec(spec)),
-                detail: format!("{detail} must equal the fixed value"),
-            });
+            errs.push(FieldError::invalid_rendered(
+                &Path::root("spec"),
+                go_priority_level_spec(spec),
+                format!("{detail} must equal the fixed value"),
+            ));
         }
     }
     errs
